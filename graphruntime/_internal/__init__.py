@@ -1,0 +1,1 @@
+"""Internals shared by the runtime's subpackages; not public API."""

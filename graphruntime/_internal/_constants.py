@@ -1,0 +1,52 @@
+"""Reserved channel names, write keys and config keys (LangGraph-compatible values)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Final
+
+# --- reserved write keys / channels ---
+INPUT: Final = sys.intern("__input__")
+INTERRUPT: Final = sys.intern("__interrupt__")
+RESUME: Final = sys.intern("__resume__")
+ERROR: Final = sys.intern("__error__")
+NO_WRITES: Final = sys.intern("__no_writes__")
+TASKS: Final = sys.intern("__pregel_tasks")
+RETURN: Final = sys.intern("__return__")
+PUSH: Final = sys.intern("__pregel_push")
+PULL: Final = sys.intern("__pregel_pull")
+SCHEDULED: Final = sys.intern("__scheduled__")
+ROOT: Final = "__root__"
+COPY: Final = "__copy__"
+NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"
+
+NS_SEP: Final = "|"
+NS_END: Final = ":"
+
+RESERVED: Final = frozenset(
+    {INTERRUPT, RESUME, ERROR, NO_WRITES, TASKS, RETURN, SCHEDULED, PUSH, PULL, INPUT}
+)
+# writes that only record control flow; a task with only these did not finish
+CONTROL_WRITES: Final = frozenset({INTERRUPT, RESUME, ERROR, SCHEDULED})
+WRITES_IDX_MAP: Final = {ERROR: -1, SCHEDULED: -2, INTERRUPT: -3, RESUME: -4}
+
+# --- config["configurable"] keys the runtime sets for nodes and subgraphs ---
+CONF: Final = "configurable"
+CONFIG_KEY_THREAD_ID: Final = "thread_id"
+CONFIG_KEY_CHECKPOINT_ID: Final = "checkpoint_id"
+CONFIG_KEY_CHECKPOINT_NS: Final = "checkpoint_ns"
+CONFIG_KEY_CHECKPOINT_MAP: Final = "checkpoint_map"
+CONFIG_KEY_SEND: Final = "__pregel_send"
+CONFIG_KEY_READ: Final = "__pregel_read"
+CONFIG_KEY_SCRATCHPAD: Final = "__pregel_scratchpad"
+CONFIG_KEY_CHECKPOINTER: Final = "__pregel_checkpointer"
+CONFIG_KEY_STREAM: Final = "__pregel_stream"
+CONFIG_KEY_TASK_ID: Final = "__pregel_task_id"
+CONFIG_KEY_RESUMING: Final = "__pregel_resuming"
+CONFIG_KEY_RESUME_MAP: Final = "__pregel_resume_map"
+CONFIG_KEY_RUNTIME: Final = "__pregel_runtime"
+CONFIG_KEY_CUSTOM_WRITER: Final = "__pregel_custom_writer"
+CONFIG_KEY_NODE_FINISHED: Final = "__pregel_node_finished"
+CONFIG_KEY_DURABILITY: Final = "__pregel_durability"
+
+DEFAULT_RECURSION_LIMIT: Final = 10007

@@ -1,0 +1,39 @@
+"""Per-task-execution scratchpad: what ``interrupt()`` needs to find its answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Scratchpad:
+    """Built fresh for every execution (and retry) of a task.
+
+    ``resume`` holds the answers this task already consumed, in interrupt-call
+    order, plus the resume-map entry for its next interrupt. ``null_resume``
+    yields the single unaddressed ``Command(resume=v)`` value, if any, and
+    consumes it so only one interrupt in the whole step receives it.
+    """
+
+    step: int
+    stop: int
+    resume: list[Any] = field(default_factory=list)
+    null_resume: Callable[[bool], Any] = lambda consume: None
+    call_counter: int = 0
+    interrupt_count: int = 0
+    subgraph_count: int = 0
+
+    def interrupt_counter(self) -> int:
+        idx = self.interrupt_count
+        self.interrupt_count += 1
+        return idx
+
+    def subgraph_counter(self) -> int:
+        idx = self.subgraph_count
+        self.subgraph_count += 1
+        return idx
+
+    def get_null_resume(self, consume: bool = False) -> Any:
+        return self.null_resume(consume)

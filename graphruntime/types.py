@@ -1,0 +1,227 @@
+"""Value types of the public API (as ``langgraph.types``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
+
+from xxhash import xxh3_128_hexdigest
+
+from graphruntime._internal._config import RunnableConfig
+from graphruntime._internal._constants import NS_SEP
+
+__all__ = (
+    "All",
+    "Command",
+    "Durability",
+    "Interrupt",
+    "Overwrite",
+    "PregelTask",
+    "RetryPolicy",
+    "Send",
+    "StateSnapshot",
+    "StreamMode",
+    "default_retry_on",
+    "interrupt",
+)
+
+All = Literal["*"]
+StreamMode = Literal["values", "updates", "custom", "debug", "messages", "checkpoints", "tasks"]
+Durability = Literal["sync", "async", "exit"]
+
+_DEFAULT_INTERRUPT_ID = "placeholder-id"
+
+
+def default_retry_on(exc: Exception) -> bool:
+    """LangGraph's default: retry everything but programming errors and most OS errors."""
+    if isinstance(exc, ConnectionError):
+        return True
+    if isinstance(
+        exc,
+        (
+            ValueError,
+            TypeError,
+            ArithmeticError,
+            ImportError,
+            LookupError,
+            NameError,
+            SyntaxError,
+            RuntimeError,
+            ReferenceError,
+            StopIteration,
+            StopAsyncIteration,
+            OSError,
+        ),
+    ):
+        return False
+    return True
+
+
+class RetryPolicy(NamedTuple):
+    """How often and when to retry a failing node; ``GraphInterrupt`` is never retried."""
+
+    initial_interval: float = 0.5
+    backoff_factor: float = 2.0
+    max_interval: float = 128.0
+    max_attempts: int = 3
+    jitter: bool = True
+    retry_on: type[Exception] | Sequence[type[Exception]] | Callable[[Exception], bool] = (
+        default_retry_on
+    )
+
+
+def interrupt_id(ns: str, answered: int) -> str:
+    """Id of a task's next interrupt: keyed by the task namespace and answers so far."""
+    return xxh3_128_hexdigest((f"{ns}{NS_SEP}{answered}" if answered else ns).encode())
+
+
+@dataclass(init=False, slots=True)
+class Interrupt:
+    """A pause requested by a node: the value shown to the caller and its id."""
+
+    value: Any
+    id: str
+    response_schema: Any = None
+
+    def __init__(
+        self, value: Any, id: str = _DEFAULT_INTERRUPT_ID, *, response_schema: Any = None
+    ) -> None:
+        self.value = value
+        self.id = id
+        self.response_schema = response_schema
+
+    @classmethod
+    def from_ns(cls, value: Any, ns: str) -> Interrupt:
+        return cls(value=value, id=interrupt_id(ns, 0))
+
+
+class Send:
+    """A packet for ``node`` with its own input ``arg``: one task in the next step."""
+
+    __slots__ = ("node", "arg")
+
+    def __init__(self, /, node: str, arg: Any) -> None:
+        self.node = node
+        self.arg = arg
+
+    def __hash__(self) -> int:
+        return hash((self.node, repr(self.arg)))
+
+    def __repr__(self) -> str:
+        return f"Send(node={self.node!r}, arg={self.arg!r})"
+
+    def __eq__(self, value: object) -> bool:
+        return isinstance(value, Send) and self.node == value.node and self.arg == value.arg
+
+
+N = TypeVar("N", bound=Hashable)
+
+
+@dataclass(kw_only=True, slots=True, frozen=True)
+class Command(Generic[N]):
+    """Update state, route to nodes, or resume an interrupt — from a node or as input."""
+
+    graph: str | None = None
+    update: Any | None = None
+    resume: dict[str, Any] | Any | None = None
+    goto: Send | Sequence[Send | N] | N = ()
+
+    PARENT: ClassVar[Literal["__parent__"]] = "__parent__"
+
+    def __repr__(self) -> str:
+        contents = ", ".join(
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name)
+        )
+        return f"Command({contents})"
+
+    def _update_as_tuples(self) -> Sequence[tuple[str, Any]]:
+        from graphruntime.graph._schema import update_as_tuples
+
+        return update_as_tuples(self.update)
+
+
+@dataclass(slots=True)
+class Overwrite:
+    """Write ``value`` to a reducer channel, bypassing the reducer."""
+
+    value: Any
+    type: Literal["__overwrite__"] = "__overwrite__"
+
+
+class PregelTask(NamedTuple):
+    """One task of a pending step, as shown by ``get_state``."""
+
+    id: str
+    name: str
+    path: tuple[Any, ...]
+    error: Exception | None = None
+    interrupts: tuple[Interrupt, ...] = ()
+    state: RunnableConfig | StateSnapshot | None = None
+    result: Any | None = None
+
+
+class StateSnapshot(NamedTuple):
+    """State of a thread at the start of a step."""
+
+    values: dict[str, Any] | Any
+    next: tuple[str, ...]
+    config: RunnableConfig
+    metadata: dict[str, Any] | None
+    created_at: str | None
+    parent_config: RunnableConfig | None
+    tasks: tuple[PregelTask, ...]
+    interrupts: tuple[Interrupt, ...]
+
+
+def interrupt(value: Any, *, response_schema: Any = None) -> Any:
+    """Pause the running node and show ``value`` to the caller.
+
+    The first call raises ``GraphInterrupt``; when the thread is resumed with
+    ``Command(resume=answer)`` the node runs again from its first line and this
+    call returns ``answer``. Several calls in one node are matched by position.
+    """
+    from graphruntime._internal._config import get_config
+    from graphruntime._internal._constants import (
+        CONFIG_KEY_CHECKPOINT_NS,
+        CONFIG_KEY_SCRATCHPAD,
+        CONFIG_KEY_SEND,
+        RESUME,
+    )
+    from graphruntime.errors import GraphInterrupt
+
+    conf = get_config()["configurable"]
+    adapter = None
+    if response_schema is not None and not isinstance(response_schema, dict):
+        from pydantic import TypeAdapter
+
+        adapter = TypeAdapter(response_schema)
+
+    def validate(v: Any) -> Any:
+        return adapter.validate_python(v) if adapter is not None else v
+
+    scratchpad = conf[CONFIG_KEY_SCRATCHPAD]
+    idx = scratchpad.interrupt_counter()
+    if idx < len(scratchpad.resume):
+        v = scratchpad.resume[idx]
+        validated = validate(v)
+        conf[CONFIG_KEY_SEND]([(RESUME, scratchpad.resume[: idx + 1])])
+        return validated
+    v = scratchpad.get_null_resume(True)
+    if v is not None:
+        validated = validate(v)
+        scratchpad.resume.append(v)
+        conf[CONFIG_KEY_SEND]([(RESUME, list(scratchpad.resume))])
+        return validated
+    raise GraphInterrupt(
+        (
+            Interrupt(
+                value=value,
+                id=interrupt_id(conf[CONFIG_KEY_CHECKPOINT_NS], len(scratchpad.resume)),
+                response_schema=adapter.json_schema() if adapter is not None else response_schema,
+            ),
+        )
+    )
