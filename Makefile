@@ -1,0 +1,25 @@
+# User-facing targets: `make demo` and `make test`. Both create .venv on first use.
+SHELL := /bin/bash
+.DEFAULT_GOAL := test
+
+PYTHON ?= python3
+VENV := .venv
+# The stamp's name carries a hash of pyproject.toml: pip runs again only when it changes.
+PYPROJECT_HASH := $(shell $(PYTHON) -c 'import hashlib; print(hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest()[:16])')
+STAMP := $(VENV)/.installed-$(PYPROJECT_HASH)
+
+.PHONY: demo test
+
+demo: $(STAMP)
+	$(VENV)/bin/python -m examples.demo
+
+test: $(STAMP)
+	bash scripts/test.sh
+
+$(STAMP):
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+		|| { echo "error: $(PYTHON) is older than Python 3.11" >&2; exit 1; }
+	@[[ -x $(VENV)/bin/python ]] || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --disable-pip-version-check --progress-bar off -e ".[dev]"
+	@rm -f $(VENV)/.installed-*
+	@touch $@

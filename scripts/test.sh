@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Lint, type-check, check the import layering, then run the test suite.
+#
+#   scripts/test.sh [PYTEST_ARGS...]
+#
+# Extra arguments go to pytest, e.g. `scripts/test.sh -k resume -x`.
+# Every stage runs even if an earlier one failed, so one run shows all problems; the script
+# exits non-zero if any stage failed.
+# Uses the tools in .venv (see `make test`, which creates it) when present.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if [[ -x .venv/bin/python ]]; then
+    export PATH="$PWD/.venv/bin:$PATH"
+fi
+
+failed=()
+
+# run_stage NAME COMMAND...: print a header, run the command, record a failure.
+run_stage() {
+    local name=$1
+    shift
+    printf '\n==> %s\n' "$name"
+    local status=0
+    "$@" || status=$?
+    if [[ $status -ne 0 ]]; then
+        printf '==> %s FAILED (exit %d)\n' "$name" "$status" >&2
+        failed+=("$name")
+    fi
+}
+
+# pytest exits 5 when it collected nothing: for this suite that is a bug, not a pass.
+run_pytest() {
+    local status=0
+    python -m pytest -n "${PYTEST_WORKERS:-2}" -q "$@" || status=$?
+    if [[ $status -eq 5 ]]; then
+        echo "error: pytest collected no tests; an empty run is a bug (wrong path, -k or -m?)" >&2
+    fi
+    return "$status"
+}
+
+# Only the packages that exist: checkpoint_pg and workers are still to come.
+typed_dirs=()
+for dir in graphruntime checkpoint_pg workers tests; do
+    if [[ -d $dir ]]; then
+        typed_dirs+=("$dir")
+    fi
+done
+
+run_stage "ruff check" ruff check .
+run_stage "mypy ${typed_dirs[*]}" mypy "${typed_dirs[@]}"
+run_stage "lint-imports" lint-imports
+run_stage "pytest" run_pytest "$@"
+
+if [[ ${#failed[@]} -gt 0 ]]; then
+    printf '\nFAILED: %s\n' "$(IFS=,; echo "${failed[*]}")" >&2
+    exit 1
+fi
+printf '\nAll checks passed.\n'
