@@ -1,0 +1,22 @@
+"""Channels: how each state key merges the writes of a superstep."""
+
+from __future__ import annotations
+
+from graphruntime.channels.barrier import NamedBarrierValue, NamedBarrierValueAfterFinish
+from graphruntime.channels.base import BaseChannel
+from graphruntime.channels.binop import BinaryOperatorAggregate
+from graphruntime.channels.ephemeral import EphemeralValue
+from graphruntime.channels.last_value import AnyValue, LastValue, LastValueAfterFinish
+from graphruntime.channels.topic import Topic
+
+__all__ = (
+    "AnyValue",
+    "BaseChannel",
+    "BinaryOperatorAggregate",
+    "EphemeralValue",
+    "LastValue",
+    "LastValueAfterFinish",
+    "NamedBarrierValue",
+    "NamedBarrierValueAfterFinish",
+    "Topic",
+)

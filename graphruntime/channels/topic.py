@@ -1,0 +1,53 @@
+"""A list of values written in one step (the ``Send`` packet queue)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from typing_extensions import Self
+
+from graphruntime._internal._typing import MISSING
+from graphruntime.channels.base import BaseChannel
+from graphruntime.errors import EmptyChannelError
+
+
+class Topic(BaseChannel):
+    """Collects every value written in a step; without ``accumulate`` each step replaces it."""
+
+    __slots__ = ("values", "accumulate")
+
+    def __init__(self, typ: Any = Any, accumulate: bool = False, key: str = "") -> None:
+        super().__init__(typ, key)
+        self.accumulate = accumulate
+        self.values: list[Any] = []
+
+    def from_checkpoint(self, checkpoint: Any) -> Self:
+        new = self.__class__(self.typ, self.accumulate, self.key)
+        if checkpoint is not MISSING:
+            new.values = list(checkpoint)
+        return new
+
+    def update(self, values: Sequence[Any]) -> bool:
+        updated = False
+        if not self.accumulate:
+            updated = bool(self.values)
+            self.values = []
+        for value in values:
+            if isinstance(value, list):
+                self.values.extend(value)
+            else:
+                self.values.append(value)
+            updated = True
+        return updated
+
+    def get(self) -> Any:
+        if not self.values:
+            raise EmptyChannelError()
+        return list(self.values)
+
+    def is_available(self) -> bool:
+        return bool(self.values)
+
+    def checkpoint(self) -> Any:
+        return list(self.values) if self.values else MISSING

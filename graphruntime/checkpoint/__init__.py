@@ -1,0 +1,37 @@
+"""Checkpoint savers: the contract, the in-memory saver and the serializer."""
+
+from __future__ import annotations
+
+from graphruntime.checkpoint._id import uuid6
+from graphruntime.checkpoint.base import (
+    LATEST_VERSION,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    copy_checkpoint,
+    empty_checkpoint,
+    get_checkpoint_id,
+)
+from graphruntime.checkpoint.memory import InMemorySaver, MemorySaver
+from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol
+
+__all__ = (
+    "LATEST_VERSION",
+    "BaseCheckpointSaver",
+    "ChannelVersions",
+    "Checkpoint",
+    "CheckpointMetadata",
+    "CheckpointTuple",
+    "InMemorySaver",
+    "JsonSerializer",
+    "MemorySaver",
+    "PendingWrite",
+    "SerializerProtocol",
+    "copy_checkpoint",
+    "empty_checkpoint",
+    "get_checkpoint_id",
+    "uuid6",
+)

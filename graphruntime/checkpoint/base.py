@@ -1,0 +1,285 @@
+"""The checkpoint saver contract, shaped like LangGraph's so ports are trivial.
+
+A saver stores, per ``(thread_id, checkpoint_ns)``, a chain of checkpoints and,
+per checkpoint, the pending writes of the tasks of the step that started from
+it. The runtime talks to savers only through :class:`BaseCheckpointSaver`;
+:mod:`graphruntime.testing.conformance` checks that a saver honours it.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal, NamedTuple, TypedDict
+
+from graphruntime._internal._config import RunnableConfig
+from graphruntime.checkpoint._id import uuid6
+from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol
+from graphruntime.errors import CheckpointError
+
+__all__ = (
+    "LATEST_VERSION",
+    "BaseCheckpointSaver",
+    "ChannelVersions",
+    "Checkpoint",
+    "CheckpointMetadata",
+    "CheckpointTuple",
+    "PendingWrite",
+    "checkpoint_config",
+    "config_key",
+    "copy_checkpoint",
+    "empty_checkpoint",
+    "get_checkpoint_id",
+)
+
+LATEST_VERSION = 4
+"""Checkpoint format version; ``v > 1`` selects xxh3 task ids."""
+
+ChannelVersions = dict[str, str | int | float]
+
+PendingWrite = tuple[str, str, Any]
+"""``(task_id, channel, value)`` saved against a checkpoint."""
+
+
+class Checkpoint(TypedDict):
+    """State of a thread between two supersteps."""
+
+    v: int
+    id: str
+    """``str(uuid6(clock_seq=step))``: unique, and sorts in creation order."""
+    ts: str
+    """ISO-8601 UTC timestamp."""
+    channel_values: dict[str, Any]
+    """Snapshot of every channel that has a value."""
+    channel_versions: ChannelVersions
+    """``{channel: version}`` of every channel ever written."""
+    versions_seen: dict[str, ChannelVersions]
+    """``{node: {channel: version}}`` seen by each node when it last ran."""
+    updated_channels: list[str] | None
+    """Channels updated by the step that produced this checkpoint."""
+
+
+class CheckpointMetadata(TypedDict, total=False):
+    """Metadata stored with a checkpoint; savers keep any other keys too."""
+
+    source: Literal["input", "loop", "update", "fork"]
+    step: int
+    """-1 for the first input checkpoint, then 0, 1, … per superstep."""
+    parents: dict[str, str]
+    """``{parent checkpoint_ns: parent checkpoint id}``; empty at the root."""
+
+
+class CheckpointTuple(NamedTuple):
+    """A checkpoint with its config, metadata, parent and pending writes."""
+
+    config: RunnableConfig
+    checkpoint: Checkpoint
+    metadata: CheckpointMetadata
+    parent_config: RunnableConfig | None = None
+    pending_writes: list[PendingWrite] | None = None
+
+
+def empty_checkpoint() -> Checkpoint:
+    """The checkpoint a new thread starts from (never saved as is)."""
+    return Checkpoint(
+        v=LATEST_VERSION,
+        id=str(uuid6(clock_seq=-2)),
+        ts=datetime.now(UTC).isoformat(),
+        channel_values={},
+        channel_versions={},
+        versions_seen={},
+        updated_channels=None,
+    )
+
+
+def copy_checkpoint(checkpoint: Checkpoint) -> Checkpoint:
+    """Copy the mutable maps of ``checkpoint`` (the values themselves are shared)."""
+    updated = checkpoint.get("updated_channels")
+    return Checkpoint(
+        v=checkpoint["v"],
+        id=checkpoint["id"],
+        ts=checkpoint["ts"],
+        channel_values=checkpoint["channel_values"].copy(),
+        channel_versions=checkpoint["channel_versions"].copy(),
+        versions_seen={k: v.copy() for k, v in checkpoint["versions_seen"].items()},
+        updated_channels=None if updated is None else list(updated),
+    )
+
+
+def get_checkpoint_id(config: RunnableConfig) -> str | None:
+    """The ``checkpoint_id`` of ``config``, or ``None`` for "the latest"."""
+    checkpoint_id: str | None = config.get("configurable", {}).get("checkpoint_id")
+    return checkpoint_id or None
+
+
+class BaseCheckpointSaver(ABC):
+    """Where the runtime persists checkpoints and pending writes.
+
+    Config keys, under ``config["configurable"]``: ``thread_id`` (required),
+    ``checkpoint_ns`` (``""`` if absent) and ``checkpoint_id`` (optional).
+    Values are stored serialized with :attr:`serde` and read back as fresh
+    objects: nothing the caller holds aliases what is stored.
+
+    The ``a``-prefixed async twins call the sync methods; savers doing I/O
+    should override them so they do not block the event loop.
+    """
+
+    serde: SerializerProtocol = JsonSerializer()
+
+    def __init__(self, *, serde: SerializerProtocol | None = None) -> None:
+        self.serde = serde or type(self).serde
+
+    @abstractmethod
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Load one checkpoint with its pending writes, or ``None``.
+
+        With a ``checkpoint_id`` that checkpoint, else the latest (greatest
+        id) of ``(thread_id, checkpoint_ns)``. ``pending_writes`` are the writes
+        saved against it, in insertion order, values deserialized.
+        """
+
+    @abstractmethod
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Yield matching checkpoints, newest first.
+
+        ``config`` ``None`` searches every thread; ``checkpoint_ns`` narrows only
+        if present; a ``checkpoint_id`` selects that one checkpoint. ``filter``
+        keeps checkpoints whose metadata has equal values for all its keys;
+        ``before`` keeps ids smaller than its ``checkpoint_id``; ``limit`` caps
+        the number yielded.
+        """
+
+    @abstractmethod
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store ``checkpoint`` under ``(thread_id, checkpoint_ns, checkpoint["id"])``.
+
+        Its parent is ``config``'s ``checkpoint_id``. ``new_versions`` names the
+        channels whose values changed since the parent, so unchanged values
+        need not be stored again. Returns the config of the stored checkpoint:
+        ``{"configurable": {thread_id, checkpoint_ns, checkpoint_id}}``.
+        """
+
+    @abstractmethod
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes against ``config``'s checkpoint.
+
+        Each write is keyed ``(thread_id, checkpoint_ns, checkpoint_id,
+        task_id, idx)`` with ``idx = WRITES_IDX_MAP.get(channel, position)``.
+        If every channel is in ``WRITES_IDX_MAP`` (control writes) rows are
+        replaced; otherwise a row is only inserted if absent (first write
+        wins), so a second delivery of the same task changes nothing.
+        """
+
+    @abstractmethod
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the checkpoints and writes of every namespace of a thread."""
+
+    def get(self, config: RunnableConfig) -> Checkpoint | None:
+        """The checkpoint :meth:`get_tuple` would load, without the rest."""
+        found = self.get_tuple(config)
+        return None if found is None else found.checkpoint
+
+    def get_next_version(self, current: str | int | float | None, channel: None = None) -> str:
+        """Next channel version: ``f"{n+1:032}.{random:016}"``, compared as strings.
+
+        Only the integer part orders versions; the random fraction makes
+        versions of different forks of a thread differ, as in LangGraph.
+        """
+        if current is None:
+            n = 0
+        elif isinstance(current, str):
+            n = int(current.split(".", 1)[0])
+        else:
+            n = int(current)
+        return f"{n + 1:032}.{random.random():016}"
+
+    # -- async twins: override in savers doing I/O --------------------------
+
+    async def aget(self, config: RunnableConfig) -> Checkpoint | None:
+        """Async :meth:`get`."""
+        found = await self.aget_tuple(config)
+        return None if found is None else found.checkpoint
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple`; blocks the loop unless overridden."""
+        return self.get_tuple(config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async :meth:`list`; blocks the loop unless overridden."""
+        for item in self.list(config, filter=filter, before=before, limit=limit):
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put`; blocks the loop unless overridden."""
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async :meth:`put_writes`; blocks the loop unless overridden."""
+        self.put_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`; blocks the loop unless overridden."""
+        self.delete_thread(thread_id)
+
+
+def config_key(config: RunnableConfig) -> tuple[str, str]:
+    """``(thread_id, checkpoint_ns)`` of ``config``; raises if there is no thread."""
+    configurable = config.get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    if thread_id is None:
+        raise CheckpointError(
+            'A checkpoint saver needs config["configurable"]["thread_id"]; '
+            'pass e.g. {"configurable": {"thread_id": "my-thread"}}'
+        )
+    return str(thread_id), str(configurable.get("checkpoint_ns", "") or "")
+
+
+def checkpoint_config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
+    """The config that addresses one stored checkpoint."""
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }

@@ -1,0 +1,281 @@
+"""In-memory checkpoint saver: the reference implementation and test double.
+
+It stores serialized data laid out like the Postgres saver's tables
+(checkpoints, per-``(channel, version)`` blobs, writes), so it exercises the
+serializer on every call and behaves like a real backend: what a caller gets
+back never aliases what it stored.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Any, NamedTuple
+
+from graphruntime._internal._config import RunnableConfig
+from graphruntime._internal._constants import WRITES_IDX_MAP
+from graphruntime.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    checkpoint_config,
+    config_key,
+    get_checkpoint_id,
+)
+from graphruntime.checkpoint.serde import SerializerProtocol
+from graphruntime.errors import CheckpointError
+
+__all__ = ("InMemorySaver", "MemorySaver")
+
+Typed = tuple[str, bytes]
+# A channel that has a version but no value (e.g. cleared ephemeral channel).
+_EMPTY: Typed = ("empty", b"")
+
+
+class _StoredCheckpoint(NamedTuple):
+    checkpoint: Typed  # serialized without channel_values
+    metadata: Typed
+    parent_id: str | None
+    versions: ChannelVersions  # private copy, to find the blobs without deserializing
+
+
+class _StoredWrite(NamedTuple):
+    task_id: str
+    channel: str
+    value: Typed
+    task_path: str
+
+
+class InMemorySaver(BaseCheckpointSaver):
+    """Thread-safe in-memory saver for tests, development and single processes.
+
+    Values are serialized outside the lock and deserialized outside it, so
+    concurrent callers only contend for dictionary updates.
+    """
+
+    def __init__(self, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde)
+        self._lock = threading.Lock()
+        # thread_id -> checkpoint_ns -> checkpoint_id -> row
+        self.storage: dict[str, dict[str, dict[str, _StoredCheckpoint]]] = {}
+        # (thread_id, checkpoint_ns, checkpoint_id) -> (task_id, idx) -> row, insertion-ordered
+        self.writes: dict[tuple[str, str, str], dict[tuple[str, int], _StoredWrite]] = {}
+        # (thread_id, checkpoint_ns, channel, version) -> value
+        self.blobs: dict[tuple[str, str, str, str | int | float], Typed] = {}
+
+    def __enter__(self) -> InMemorySaver:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        return None
+
+    async def __aenter__(self) -> InMemorySaver:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        return None
+
+    # -- reads ---------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        thread_id, checkpoint_ns = config_key(config)
+        checkpoint_id = get_checkpoint_id(config)
+        with self._lock:
+            rows = self.storage.get(thread_id, {}).get(checkpoint_ns)
+            if not rows:
+                return None
+            if checkpoint_id is None:
+                checkpoint_id = max(rows)
+            row = rows.get(checkpoint_id)
+        if row is None:
+            return None
+        return self._load(thread_id, checkpoint_ns, checkpoint_id, row, None)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        if limit is not None and limit <= 0:
+            return
+        thread_id: str | None = None
+        checkpoint_ns: str | None = None
+        checkpoint_id: str | None = None
+        if config is not None:
+            thread_id, _ = config_key(config)
+            if "checkpoint_ns" in config["configurable"]:
+                checkpoint_ns = config["configurable"]["checkpoint_ns"]
+            checkpoint_id = get_checkpoint_id(config)
+        before_id = get_checkpoint_id(before) if before is not None else None
+
+        with self._lock:
+            threads = (
+                list(self.storage.items())
+                if thread_id is None
+                else [(thread_id, self.storage.get(thread_id, {}))]
+            )
+            found = [
+                (cid, tid, ns, row)
+                for tid, namespaces in threads
+                for ns, rows in namespaces.items()
+                if checkpoint_ns is None or ns == checkpoint_ns
+                for cid, row in rows.items()
+                if (checkpoint_id is None or cid == checkpoint_id)
+                and (before_id is None or cid < before_id)
+            ]
+        found.sort(key=lambda item: item[:3], reverse=True)
+
+        for cid, tid, ns, row in found:
+            metadata: CheckpointMetadata = self.serde.loads_typed(row.metadata)
+            if filter and not all(metadata.get(k, _ABSENT) == v for k, v in filter.items()):
+                continue
+            yield self._load(tid, ns, cid, row, metadata)
+            if limit is not None:
+                limit -= 1
+                if limit <= 0:
+                    return
+
+    def _load(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        row: _StoredCheckpoint,
+        metadata: CheckpointMetadata | None,
+    ) -> CheckpointTuple:
+        with self._lock:
+            blobs = [
+                (channel, self.blobs.get((thread_id, checkpoint_ns, channel, version)))
+                for channel, version in row.versions.items()
+            ]
+            writes = list(self.writes.get((thread_id, checkpoint_ns, checkpoint_id), {}).values())
+        loads = self.serde.loads_typed
+        checkpoint: Checkpoint = loads(row.checkpoint)
+        checkpoint["channel_values"] = {
+            channel: loads(blob)
+            for channel, blob in blobs
+            if blob is not None and blob[0] != _EMPTY[0]
+        }
+        pending: list[PendingWrite] = [(w.task_id, w.channel, loads(w.value)) for w in writes]
+        return CheckpointTuple(
+            config=checkpoint_config(thread_id, checkpoint_ns, checkpoint_id),
+            checkpoint=checkpoint,
+            metadata=loads(row.metadata) if metadata is None else metadata,
+            parent_config=(
+                None
+                if row.parent_id is None
+                else checkpoint_config(thread_id, checkpoint_ns, row.parent_id)
+            ),
+            pending_writes=pending,
+        )
+
+    # -- writes --------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        thread_id, checkpoint_ns = config_key(config)
+        parent_id = get_checkpoint_id(config)
+        values = checkpoint["channel_values"]
+        versions = dict(checkpoint["channel_versions"])
+        if unversioned := values.keys() - versions.keys():
+            raise CheckpointError(
+                f"Checkpoint {checkpoint['id']} has values for channels without a version: "
+                f"{sorted(unversioned)}; every channel in channel_values needs a "
+                "channel_versions entry"
+            )
+        dumps = self.serde.dumps_typed
+        new_blobs = {
+            (thread_id, checkpoint_ns, channel, version): (
+                dumps(values[channel]) if channel in values else _EMPTY
+            )
+            for channel, version in new_versions.items()
+        }
+        row = _StoredCheckpoint(
+            checkpoint=dumps({k: v for k, v in checkpoint.items() if k != "channel_values"}),
+            metadata=dumps(dict(metadata)),
+            parent_id=parent_id,
+            versions=versions,
+        )
+        with self._lock:
+            self.blobs.update(new_blobs)
+            # A value whose version is not in new_versions (a caller that does
+            # not track changes) must still be stored, or it would be lost.
+            missing = [
+                (thread_id, checkpoint_ns, channel, versions[channel])
+                for channel in values
+                if (thread_id, checkpoint_ns, channel, versions[channel]) not in self.blobs
+            ]
+            for key in missing:
+                self.blobs[key] = dumps(values[key[2]])
+            self.storage.setdefault(thread_id, {}).setdefault(checkpoint_ns, {})[
+                checkpoint["id"]
+            ] = row
+        return checkpoint_config(thread_id, checkpoint_ns, checkpoint["id"])
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        thread_id, checkpoint_ns = config_key(config)
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id is None:
+            raise CheckpointError(
+                'put_writes needs config["configurable"]["checkpoint_id"]: the checkpoint '
+                "the writing step started from"
+            )
+        upsert = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        dumps = self.serde.dumps_typed
+        rows = [
+            (
+                (task_id, WRITES_IDX_MAP.get(channel, idx)),
+                _StoredWrite(task_id, channel, dumps(value), task_path),
+            )
+            for idx, (channel, value) in enumerate(writes)
+        ]
+        with self._lock:
+            stored = self.writes.setdefault((thread_id, checkpoint_ns, checkpoint_id), {})
+            for key, write in rows:
+                if upsert:
+                    stored[key] = write
+                else:
+                    stored.setdefault(key, write)
+
+    def delete_thread(self, thread_id: str) -> None:
+        thread_id = str(thread_id)
+        with self._lock:
+            self.storage.pop(thread_id, None)
+            for wkey in [k for k in self.writes if k[0] == thread_id]:
+                del self.writes[wkey]
+            for bkey in [k for k in self.blobs if k[0] == thread_id]:
+                del self.blobs[bkey]
+
+
+_ABSENT = object()
+
+MemorySaver = InMemorySaver
+"""LangGraph's older name for :class:`InMemorySaver`."""

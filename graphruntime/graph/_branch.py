@@ -1,0 +1,76 @@
+"""Conditional edges: a router that runs inside its source node's task."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+from graphruntime._internal._config import RunnableConfig
+from graphruntime._internal._constants import CONF, CONFIG_KEY_READ, TASKS
+from graphruntime.constants import END, START
+from graphruntime.errors import InvalidUpdateError
+from graphruntime.pregel._runner import call_sync
+from graphruntime.types import Send
+
+
+@dataclass(frozen=True)
+class BranchSpec:
+    """A router and its optional path map (result → node name)."""
+
+    path: Callable[..., Any]
+    ends: dict[Hashable, str] | None
+
+    @classmethod
+    def from_path(
+        cls, path: Callable[..., Any], path_map: dict[Hashable, str] | list[str] | None
+    ) -> BranchSpec:
+        ends: dict[Hashable, str] | None = None
+        if isinstance(path_map, dict):
+            ends = dict(path_map)
+        elif isinstance(path_map, list):
+            ends = {name: name for name in path_map}
+        else:
+            try:
+                func = path if inspect.isfunction(path) or inspect.ismethod(path) else None
+                rtn = get_type_hints(func).get("return") if func is not None else None
+                if rtn is not None and get_origin(rtn) is Literal:
+                    ends = {name: name for name in get_args(rtn)}
+            except Exception:  # noqa: BLE001 - unresolvable hints just mean "no path map"
+                ends = None
+        return cls(path=path, ends=ends)
+
+    def writer(
+        self, read_keys: Sequence[str], mapper: Callable[[dict[str, Any]], Any] | None
+    ) -> Callable[[Any, RunnableConfig], list[tuple[str, Any]]]:
+        """The node writer that evaluates this router on the task's fresh state."""
+
+        def route(output: Any, config: RunnableConfig) -> list[tuple[str, Any]]:
+            value: Any = config[CONF][CONFIG_KEY_READ](read_keys, True)
+            if mapper is not None:
+                value = mapper(value)
+            elif isinstance(output, dict):
+                value = {**output, **value}
+            result = call_sync(self.path, value, config)
+            return self.destinations(result)
+
+        return route
+
+    def destinations(self, result: Any) -> list[tuple[str, Any]]:
+        results = list(result) if isinstance(result, (list, tuple)) else [result]
+        if self.ends is not None:
+            dests = [r if isinstance(r, Send) else self.ends[r] for r in results]
+        else:
+            dests = results
+        if any(d is None or d == START for d in dests):
+            raise ValueError("Branch did not return a valid destination")
+        if any(isinstance(d, Send) and d.node == END for d in dests):
+            raise InvalidUpdateError("Cannot send a packet to the END node")
+        writes: list[tuple[str, Any]] = []
+        for d in dests:
+            if isinstance(d, Send):
+                writes.append((TASKS, d))
+            elif d != END:
+                writes.append((f"branch:to:{d}", None))
+        return writes

@@ -1,0 +1,152 @@
+"""State schemas (TypedDict, dataclass, pydantic) → channels, readers and writers."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
+
+from pydantic import BaseModel
+
+from graphruntime._internal._typing import MISSING
+from graphruntime.channels import BaseChannel, BinaryOperatorAggregate, LastValue
+from graphruntime.errors import GraphValidationError
+
+
+def schema_channels(schema: Any) -> dict[str, BaseChannel]:
+    """One channel per state key: a reducer channel for ``Annotated[T, fn]``, else LastValue."""
+    if not hasattr(schema, "__annotations__") and not _is_pydantic(schema):
+        raise GraphValidationError(
+            f"Unsupported state schema {schema!r}: use a TypedDict, a dataclass or a "
+            "pydantic model."
+        )
+    hints = get_type_hints(schema, include_extras=True)
+    return {
+        name: _channel_for(name, hint)
+        for name, hint in hints.items()
+        if not name.startswith("__") and not _is_classvar(hint)
+    }
+
+
+def _is_classvar(hint: Any) -> bool:
+    from typing import ClassVar
+
+    return get_origin(hint) is ClassVar
+
+
+def _channel_for(name: str, hint: Any) -> BaseChannel:
+    if get_origin(hint) is Annotated:
+        base, *extras = get_args(hint)
+        for extra in reversed(extras):
+            if isinstance(extra, BaseChannel):
+                extra.key = name
+                return extra
+            if isinstance(extra, type) and issubclass(extra, BaseChannel):
+                return extra(base, key=name)
+            if callable(extra) and _arity(extra) == 2:
+                return BinaryOperatorAggregate(base, extra, key=name)
+        return LastValue(base, key=name)
+    return LastValue(hint, key=name)
+
+
+def _arity(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 2  # builtins such as operator.add have no signature on some versions
+    return sum(
+        1
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+    )
+
+
+def _is_pydantic(schema: Any) -> bool:
+    return isinstance(schema, type) and issubclass(schema, BaseModel)
+
+
+def schema_keys(schema: Any) -> list[str]:
+    return list(schema_channels(schema))
+
+
+def make_mapper(schema: Any) -> Callable[[dict[str, Any]], Any] | None:
+    """Nodes typed with a pydantic/dataclass state receive an instance, not a dict."""
+    if _is_pydantic(schema) or (isinstance(schema, type) and dataclasses.is_dataclass(schema)):
+        return lambda values: schema(**values)
+    return None
+
+
+@lru_cache(maxsize=256)
+def _annotated_keys(typ: type) -> tuple[str, ...] | None:
+    if _is_pydantic(typ):
+        return tuple(typ.model_fields)  # type: ignore[attr-defined]
+    if dataclasses.is_dataclass(typ):
+        return tuple(f.name for f in dataclasses.fields(typ))
+    return None
+
+
+def object_as_updates(value: Any, keys: Sequence[str]) -> list[tuple[str, Any]] | None:
+    """A returned pydantic/dataclass state becomes writes for its set, non-None fields."""
+    annotated = _annotated_keys(type(value))
+    if annotated is None:
+        return None
+    if isinstance(value, BaseModel):
+        keep: set[str] | None = value.model_fields_set
+        defaults = {k: f.default for k, f in type(value).model_fields.items()}
+    else:
+        keep = None
+        defaults = {
+            f.name: f.default for f in dataclasses.fields(value) if f.default is not dataclasses.MISSING
+        }
+    out = []
+    for key in keys:
+        v = getattr(value, key, MISSING)
+        if v is MISSING:
+            continue
+        if v is not None or defaults.get(key, MISSING) is not None or (keep and key in keep):
+            out.append((key, v))
+    return out
+
+
+def update_as_tuples(update: Any) -> Sequence[tuple[str, Any]]:
+    """The writes a ``Command(update=...)`` stands for."""
+    if update is None:
+        return []
+    if isinstance(update, dict):
+        return list(update.items())
+    if isinstance(update, (list, tuple)) and all(
+        isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str) for t in update
+    ):
+        return list(update)
+    if (annotated := _annotated_keys(type(update))) is not None:
+        return object_as_updates(update, annotated) or []
+    return [("__root__", update)]
+
+
+def first_param_schema(fn: Callable[..., Any]) -> Any | None:
+    """The state type a node declares for its first parameter, if it is a schema class."""
+    target = fn
+    if not (inspect.isfunction(fn) or inspect.ismethod(fn)):
+        call = getattr(fn, "__call__", None)  # noqa: B004 - want the bound method
+        if call is None or not inspect.ismethod(call):
+            return None
+        target = call
+    try:
+        hints = get_type_hints(target)
+        first = next(iter(inspect.signature(target).parameters))
+    except (NameError, TypeError, StopIteration, ValueError):
+        return None
+    hint = hints.get(first)
+    if isinstance(hint, type) and (
+        _is_pydantic(hint) or dataclasses.is_dataclass(hint) or _is_typeddict(hint)
+    ):
+        return hint
+    return None
+
+
+def _is_typeddict(t: type) -> bool:
+    return isinstance(t, type) and issubclass(t, dict) and hasattr(t, "__annotations__") and hasattr(
+        t, "__total__"
+    )

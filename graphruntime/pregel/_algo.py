@@ -1,0 +1,419 @@
+"""The superstep algorithm, free of I/O.
+
+Both drivers — the in-process loop and the distributed coordinator — call
+these same functions: prepare the tasks of the next step from channel
+versions, apply a finished step's writes, and decide static breakpoints.
+Everything here is a function of its arguments; no saver, no threads.
+"""
+
+from __future__ import annotations
+
+import binascii
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from xxhash import xxh3_128_hexdigest
+
+from graphruntime._internal._constants import (
+    ERROR,
+    INTERRUPT,
+    NO_WRITES,
+    NS_END,
+    NS_SEP,
+    NULL_TASK_ID,
+    PULL,
+    PUSH,
+    RESERVED,
+    RESUME,
+    RETURN,
+    TASKS,
+)
+from graphruntime._internal._scratchpad import Scratchpad
+from graphruntime._internal._typing import MISSING
+from graphruntime.channels import BaseChannel
+from graphruntime.checkpoint._id import uuid6
+from graphruntime.checkpoint.base import LATEST_VERSION, ChannelVersions, Checkpoint, PendingWrite
+from graphruntime.pregel._node import NodeSpec
+from graphruntime.types import All, Send, interrupt_id
+
+GetNextVersion = Callable[[Any, None], Any]
+
+
+class WritesProtocol(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def path(self) -> tuple[Any, ...]: ...
+    @property
+    def triggers(self) -> Sequence[str]: ...
+    @property
+    def writes(self) -> Sequence[tuple[str, Any]]: ...
+
+
+@dataclass(slots=True)
+class TaskWrites:
+    """Writes of a task that is not being executed (replayed or synthetic)."""
+
+    name: str
+    path: tuple[Any, ...]
+    triggers: Sequence[str]
+    writes: Sequence[tuple[str, Any]]
+
+
+@dataclass(slots=True)
+class PreparedTask:
+    """One task of a step: a node with its input, deterministic id and namespace."""
+
+    id: str
+    name: str
+    path: tuple[Any, ...]
+    triggers: tuple[str, ...]
+    input: Any
+    checkpoint_ns: str
+    node: NodeSpec
+    writes: list[tuple[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class StepContext:
+    """What the algorithm needs to know about the graph and the step: nothing else."""
+
+    nodes: Mapping[str, NodeSpec]
+    trigger_to_nodes: Mapping[str, Sequence[str]]
+    parent_ns: str
+    step: int
+
+
+def increment(current: int | None, channel: None = None) -> int:
+    """Version function when there is no checkpointer."""
+    return current + 1 if current is not None else 1
+
+
+def task_path_str(tup: Any) -> str:
+    """Sort key for a task path: PULL tasks by node name, then PUSH tasks by index."""
+    if isinstance(tup, (tuple, list)):
+        return "~" + ", ".join(task_path_str(x) for x in tup)
+    if isinstance(tup, bool):
+        return f"{int(tup):010d}"
+    if isinstance(tup, int):
+        return f"{tup:010d}"
+    return str(tup)
+
+
+def task_id(checkpoint_id: str, *parts: str) -> str:
+    """xxh3-128 of the raw checkpoint id bytes and the task's coordinates, as a UUID."""
+    namespace = binascii.unhexlify(checkpoint_id.replace("-", ""))
+    digest = xxh3_128_hexdigest(namespace + "".join(parts).encode())
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+def null_version(checkpoint: Checkpoint) -> Any:
+    version = next(iter(checkpoint["channel_versions"].values()), None)
+    return type(version)() if version is not None else None
+
+
+def channels_from_checkpoint(
+    specs: Mapping[str, BaseChannel], checkpoint: Checkpoint
+) -> dict[str, BaseChannel]:
+    values = checkpoint["channel_values"]
+    return {k: spec.from_checkpoint(values.get(k, MISSING)) for k, spec in specs.items()}
+
+
+def create_checkpoint(
+    checkpoint: Checkpoint,
+    channels: Mapping[str, BaseChannel] | None,
+    step: int,
+    *,
+    updated_channels: set[str] | None = None,
+) -> Checkpoint:
+    """A new checkpoint (fresh time-ordered id) holding the channels' current values."""
+    if channels is None:
+        values = dict(checkpoint["channel_values"])
+    else:
+        values = {}
+        for k, ch in channels.items():
+            if k not in checkpoint["channel_versions"]:
+                continue
+            v = ch.checkpoint()
+            if v is not MISSING:
+                values[k] = v
+    return {
+        "v": LATEST_VERSION,
+        "id": str(uuid6(clock_seq=step)),
+        "ts": datetime.now(timezone.utc).isoformat(),
+        "channel_values": values,
+        "channel_versions": dict(checkpoint["channel_versions"]),
+        "versions_seen": {k: dict(v) for k, v in checkpoint["versions_seen"].items()},
+        "updated_channels": sorted(updated_channels) if updated_channels is not None else None,
+    }
+
+
+def prepare_next_tasks(
+    checkpoint: Checkpoint,
+    channels: Mapping[str, BaseChannel],
+    ctx: StepContext,
+    *,
+    updated_channels: set[str] | None = None,
+    for_execution: bool = True,
+) -> dict[str, PreparedTask]:
+    """The tasks of step ``ctx.step``: PUSH tasks (Sends) first, then triggered nodes."""
+    tasks: list[PreparedTask] = []
+    tasks_channel = channels.get(TASKS)
+    if tasks_channel is not None and tasks_channel.is_available():
+        for idx, packet in enumerate(tasks_channel.get()):
+            if task := _prepare_push(checkpoint, packet, idx, ctx):
+                tasks.append(task)
+    if updated_channels is not None and ctx.trigger_to_nodes:
+        triggered: set[str] = set()
+        for chan in updated_channels:
+            triggered.update(ctx.trigger_to_nodes.get(chan, ()))
+        candidates: Iterable[str] = sorted(triggered)
+    elif not checkpoint["channel_versions"]:
+        candidates = ()
+    else:
+        candidates = ctx.nodes.keys()
+    null = null_version(checkpoint)
+    for name in candidates:
+        if task := _prepare_pull(checkpoint, channels, name, ctx, null, for_execution):
+            tasks.append(task)
+    return {t.id: t for t in tasks}
+
+
+def _prepare_push(
+    checkpoint: Checkpoint, packet: Any, idx: int, ctx: StepContext
+) -> PreparedTask | None:
+    if not isinstance(packet, Send) or packet.node not in ctx.nodes:
+        return None
+    ns = f"{ctx.parent_ns}{NS_SEP}{packet.node}" if ctx.parent_ns else packet.node
+    tid = task_id(checkpoint["id"], ns, str(ctx.step), packet.node, PUSH, str(idx))
+    return PreparedTask(
+        id=tid,
+        name=packet.node,
+        path=(PUSH, idx, False),
+        triggers=(PUSH,),
+        input=packet.arg,
+        checkpoint_ns=f"{ns}{NS_END}{tid}",
+        node=ctx.nodes[packet.node],
+    )
+
+
+def _prepare_pull(
+    checkpoint: Checkpoint,
+    channels: Mapping[str, BaseChannel],
+    name: str,
+    ctx: StepContext,
+    null: Any,
+    for_execution: bool,
+) -> PreparedTask | None:
+    node = ctx.nodes.get(name)
+    if node is None or null is None:
+        return None
+    versions = checkpoint["channel_versions"]
+    seen = checkpoint["versions_seen"].get(name)
+    if seen is None:
+        fired = any(channels[c].is_available() for c in node.triggers)
+    else:
+        fired = any(
+            channels[c].is_available() and versions.get(c, null) > seen.get(c, null)
+            for c in node.triggers
+        )
+    if not fired:
+        return None
+    triggers = tuple(sorted(node.triggers))
+    ns = f"{ctx.parent_ns}{NS_SEP}{name}" if ctx.parent_ns else name
+    tid = task_id(checkpoint["id"], ns, str(ctx.step), name, PULL, *triggers)
+    if isinstance(node.input_keys, str):
+        chan = channels.get(node.input_keys)
+        if chan is None or not chan.is_available():
+            return None
+        value: Any = chan.get()
+    else:
+        value = read_channels(channels, node.input_keys)
+    if for_execution and node.mapper is not None:
+        value = node.mapper(value)
+    return PreparedTask(
+        id=tid,
+        name=name,
+        path=(PULL, name),
+        triggers=triggers,
+        input=value,
+        checkpoint_ns=f"{ns}{NS_END}{tid}",
+        node=node,
+    )
+
+
+def read_channels(channels: Mapping[str, BaseChannel], select: Sequence[str]) -> dict[str, Any]:
+    return {k: channels[k].get() for k in select if k in channels and channels[k].is_available()}
+
+
+def local_read(
+    channels: Mapping[str, BaseChannel],
+    writes: Sequence[tuple[str, Any]],
+    select: Sequence[str],
+    *,
+    fresh: bool,
+) -> dict[str, Any]:
+    """State as a router sees it: with only this task's own writes applied (``fresh``)."""
+    if not fresh:
+        return read_channels(channels, select)
+    updated: dict[str, list[Any]] = defaultdict(list)
+    for chan, value in writes:
+        if chan in select:
+            updated[chan].append(value)
+    local: dict[str, BaseChannel] = {}
+    for key in select:
+        if key not in channels:
+            continue
+        copy = channels[key].copy()
+        if key in updated:
+            copy.update(updated[key])
+        local[key] = copy
+    return read_channels(local, select)
+
+
+_SKIP_WRITES = frozenset({NO_WRITES, PUSH, RESUME, INTERRUPT, RETURN, ERROR})
+
+
+def apply_writes(
+    checkpoint: Checkpoint,
+    channels: Mapping[str, BaseChannel],
+    tasks: Iterable[WritesProtocol],
+    get_next_version: GetNextVersion | None,
+    trigger_to_nodes: Mapping[str, Sequence[str]],
+) -> set[str]:
+    """Apply a finished step's writes in task-path order; returns the updated channels.
+
+    Mutates ``checkpoint`` (versions, versions_seen) and ``channels`` in place.
+    """
+    ordered = sorted(tasks, key=lambda t: task_path_str(t.path[:3]))
+    bump_step = any(t.triggers for t in ordered)
+    versions = checkpoint["channel_versions"]
+    for task in ordered:
+        seen = checkpoint["versions_seen"].setdefault(task.name, {})
+        seen.update({c: versions[c] for c in task.triggers if c in versions})
+    next_version = (
+        get_next_version(max(versions.values()) if versions else None, None)
+        if get_next_version is not None
+        else None
+    )
+    consumed = {
+        c for t in ordered for c in t.triggers if c not in RESERVED and c in channels
+    }
+    for chan in sorted(consumed):
+        if channels[chan].consume() and next_version is not None:
+            versions[chan] = next_version
+    by_channel: dict[str, list[Any]] = defaultdict(list)
+    for task in ordered:
+        for chan, value in task.writes:
+            if chan in _SKIP_WRITES:
+                continue
+            if chan in channels:
+                by_channel[chan].append(value)
+    updated: set[str] = set()
+    for chan, values in by_channel.items():
+        if channels[chan].update(values) and next_version is not None:
+            versions[chan] = next_version
+            if channels[chan].is_available():
+                updated.add(chan)
+    if bump_step:
+        for chan, ch in channels.items():
+            if chan not in updated and ch.is_available() and ch.update(()):
+                if next_version is not None:
+                    versions[chan] = next_version
+                if ch.is_available():
+                    updated.add(chan)
+    if bump_step and updated.isdisjoint(trigger_to_nodes):
+        for chan, ch in channels.items():
+            if ch.finish() and next_version is not None:
+                versions[chan] = next_version
+                if ch.is_available():
+                    updated.add(chan)
+    return updated
+
+
+def should_interrupt(
+    checkpoint: Checkpoint,
+    interrupt_nodes: All | Sequence[str],
+    tasks: Iterable[PreparedTask],
+) -> list[PreparedTask]:
+    """Tasks hit by a static breakpoint, if anything changed since the last interrupt."""
+    null = null_version(checkpoint)
+    seen = checkpoint["versions_seen"].get("__interrupt__", {})
+    changed = any(
+        version > seen.get(chan, null) for chan, version in checkpoint["channel_versions"].items()
+    )
+    if not changed:
+        return []
+    return [
+        t
+        for t in tasks
+        if (not t.node.hidden if interrupt_nodes == "*" else t.name in interrupt_nodes)
+    ]
+
+
+def make_scratchpad(
+    pending_writes: list[PendingWrite],
+    task_id_: str,
+    task_ns: str,
+    *,
+    resume_map: Mapping[str, Any] | None,
+    parent: Scratchpad | None,
+    step: int,
+    stop: int,
+) -> Scratchpad:
+    """Rebuild what ``interrupt()`` needs from the step's pending writes and the resume map."""
+    null_resume_write: PendingWrite | None = None
+    resume: list[Any] = []
+    for w in pending_writes:
+        if w[0] == NULL_TASK_ID and w[1] == RESUME:
+            null_resume_write = w
+            break
+    for w in pending_writes:
+        if w[0] == task_id_ and w[1] == RESUME:
+            resume = list(w[2]) if isinstance(w[2], list) else [w[2]]
+            break
+    if resume_map:
+        next_id = interrupt_id(task_ns, len(resume))
+        first_id = interrupt_id(task_ns, 0)
+        if next_id in resume_map:
+            resume.append(resume_map[next_id])
+        elif first_id in resume_map:
+            resume.append(resume_map[first_id])
+
+    def null_resume(consume: bool) -> Any:
+        if null_resume_write is None:
+            return parent.get_null_resume(consume) if parent is not None else None
+        if consume:
+            try:
+                pending_writes.remove(null_resume_write)
+            except ValueError:
+                return None
+        return null_resume_write[2]
+
+    return Scratchpad(step=step, stop=stop, resume=resume, null_resume=null_resume)
+
+
+def task_finished(writes: Sequence[tuple[str, Any]]) -> bool:
+    """A task is done when it saved at least one output (non-control) write."""
+    return any(c not in (INTERRUPT, RESUME, ERROR, "__scheduled__") for c, _ in writes)
+
+
+def writes_by_task(pending: Sequence[PendingWrite]) -> dict[str, list[tuple[str, Any]]]:
+    out: dict[str, list[tuple[str, Any]]] = defaultdict(list)
+    for tid, chan, value in pending:
+        out[tid].append((chan, value))
+    return out
+
+
+def null_writes(pending: Sequence[PendingWrite]) -> list[tuple[str, Any]]:
+    return [(c, v) for tid, c, v in pending if tid == NULL_TASK_ID and c != RESUME]
+
+
+def versions_to_bump(
+    before: ChannelVersions, after: ChannelVersions
+) -> ChannelVersions:
+    """Channel versions that changed between two checkpoints (what a saver must write)."""
+    return {k: v for k, v in after.items() if before.get(k) != v}

@@ -1,0 +1,79 @@
+"""Mapping between user-facing inputs/outputs and channel writes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from graphruntime._internal._constants import ERROR, INTERRUPT, NULL_TASK_ID, RESUME, TASKS
+from graphruntime.channels import BaseChannel
+from graphruntime.constants import START
+from graphruntime.errors import InvalidUpdateError
+from graphruntime.pregel._algo import read_channels
+from graphruntime.types import Command, Send
+
+
+def map_command(cmd: Command) -> Iterator[tuple[str, str, Any]]:
+    """A Command given as input → null-task writes (goto, resume, update)."""
+    if cmd.graph == Command.PARENT:
+        raise InvalidUpdateError("There is no parent graph")
+    if cmd.goto:
+        targets = cmd.goto if isinstance(cmd.goto, (tuple, list)) else [cmd.goto]
+        for target in targets:
+            if isinstance(target, Send):
+                yield (NULL_TASK_ID, TASKS, target)
+            elif isinstance(target, str):
+                yield (NULL_TASK_ID, f"branch:to:{target}", START)
+            else:
+                raise TypeError(
+                    f"In Command.goto, expected Send/str, got {type(target).__name__}"
+                )
+    if cmd.resume is not None:
+        yield (NULL_TASK_ID, RESUME, cmd.resume)
+    if cmd.update:
+        for k, v in cmd._update_as_tuples():
+            yield (NULL_TASK_ID, k, v)
+
+
+def output_values(
+    output_channels: Sequence[str],
+    writes: bool | Sequence[tuple[str, Any]],
+    channels: Mapping[str, BaseChannel],
+) -> dict[str, Any] | None:
+    """The ``values`` chunk, if ``writes`` touched an output channel (True: always)."""
+    if writes is True or (
+        not isinstance(writes, bool) and any(c in output_channels for c, _ in writes)
+    ):
+        return read_channels(channels, output_channels)
+    return None
+
+
+def output_updates(
+    output_channels: Sequence[str],
+    tasks: Sequence[tuple[str, Sequence[tuple[str, Any]]]],
+    *,
+    cached: bool = False,
+) -> dict[str, Any] | None:
+    """The ``updates`` chunk for finished tasks: ``{node: {key: value}}``."""
+    shown = [(name, ww) for name, ww in tasks if ww and ww[0][0] not in (ERROR, INTERRUPT)]
+    if not shown:
+        return None
+    keys = frozenset(output_channels)
+    updated: list[tuple[str, Any]] = []
+    for name, writes in shown:
+        if not any(c in keys for c, _ in writes):
+            continue
+        counts = Counter(c for c, _ in writes if c in keys)
+        if any(n > 1 for n in counts.values()):
+            updated.extend((name, {c: v}) for c, v in writes if c in keys)
+        else:
+            updated.append((name, {c: v for c, v in writes if c in keys}))
+    grouped: dict[str, Any] = {name: [] for name, _ in shown}
+    for name, value in updated:
+        grouped[name].append(value)
+    for name, values in grouped.items():
+        grouped[name] = None if not values else values[0] if len(values) == 1 else values
+    if cached:
+        grouped["__metadata__"] = {"cached": True}
+    return grouped

@@ -1,0 +1,289 @@
+"""``Pregel``: a compiled graph — run it, stream it, inspect and edit its threads."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+from graphruntime._internal._config import RunnableConfig, ensure_config
+from graphruntime._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_SCRATCHPAD,
+    CONFIG_KEY_STREAM,
+    CONFIG_KEY_TASK_ID,
+    DEFAULT_RECURSION_LIMIT,
+    INTERRUPT,
+    NS_SEP,
+)
+from graphruntime.channels import BaseChannel
+from graphruntime.checkpoint.base import BaseCheckpointSaver
+from graphruntime.pregel._drive import run_async, run_sync
+from graphruntime.pregel._loop import PregelLoop, StreamChunk, StreamSink
+from graphruntime.pregel._node import NodeSpec
+from graphruntime.types import All, RetryPolicy, StateSnapshot, StreamMode
+
+Checkpointer = BaseCheckpointSaver | bool | None
+
+
+class Pregel:
+    """An executable graph: nodes, channels and the superstep loop that runs them."""
+
+    def __init__(
+        self,
+        *,
+        nodes: Mapping[str, NodeSpec],
+        channel_specs: Mapping[str, BaseChannel],
+        output_channels: Sequence[str],
+        stream_channels: Sequence[str],
+        checkpointer: Checkpointer = None,
+        interrupt_before: All | Sequence[str] = (),
+        interrupt_after: All | Sequence[str] = (),
+        name: str = "LangGraph",
+        stream_mode: StreamMode = "updates",
+        retry_policy: Sequence[RetryPolicy] = (),
+    ) -> None:
+        self.nodes = dict(nodes)
+        self.channel_specs = dict(channel_specs)
+        self.output_channels = list(output_channels)
+        self.stream_channels = list(stream_channels)
+        self.checkpointer = checkpointer
+        self.interrupt_before_nodes = interrupt_before
+        self.interrupt_after_nodes = interrupt_after
+        self.name = name
+        self.stream_mode = stream_mode
+        self.retry_policy = tuple(retry_policy)
+        trigger_to_nodes: dict[str, list[str]] = {}
+        for node_name, node in self.nodes.items():
+            for trigger in node.triggers:
+                trigger_to_nodes.setdefault(trigger, []).append(node_name)
+        self.trigger_to_nodes: Mapping[str, Sequence[str]] = trigger_to_nodes
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    def _saver(self, config: RunnableConfig) -> BaseCheckpointSaver | None:
+        if self.checkpointer is False:
+            return None
+        if isinstance(self.checkpointer, BaseCheckpointSaver):
+            return self.checkpointer
+        inherited = config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINTER)
+        return inherited if isinstance(inherited, BaseCheckpointSaver) else None
+
+    def _prepare(
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        stream_mode: StreamMode | Sequence[StreamMode] | None,
+        subgraphs: bool,
+        interrupt_before: All | Sequence[str] | None,
+        interrupt_after: All | Sequence[str] | None,
+    ) -> tuple[PregelLoop, list[str], bool]:
+        cfg = ensure_config(config)
+        limit = cfg.get("recursion_limit")
+        if limit is None:
+            limit = int(os.environ.get("LANGGRAPH_DEFAULT_RECURSION_LIMIT", DEFAULT_RECURSION_LIMIT))
+        if limit < 1:
+            raise ValueError("recursion_limit must be at least 1")
+        conf = cfg[CONF]
+        nested = CONFIG_KEY_TASK_ID in conf
+        if nested:
+            parent_stream = conf.get(CONFIG_KEY_STREAM)
+            scratchpad = conf.get(CONFIG_KEY_SCRATCHPAD)
+            if scratchpad is not None:
+                idx = scratchpad.subgraph_counter()
+                if idx:
+                    conf[CONFIG_KEY_CHECKPOINT_NS] = f"{conf[CONFIG_KEY_CHECKPOINT_NS]}{NS_SEP}{idx}"
+        else:
+            parent_stream = None
+        saver = self._saver(cfg)
+        if saver is not None and not nested and not conf.get("thread_id"):
+            raise ValueError(
+                "Checkpointer requires one or more of the following 'configurable' keys: "
+                "thread_id, checkpoint_ns, checkpoint_id"
+            )
+        modes = (
+            [stream_mode]
+            if isinstance(stream_mode, str)
+            else list(stream_mode)
+            if stream_mode
+            else [self.stream_mode]
+        )
+        single = isinstance(stream_mode, str) or not stream_mode
+        if parent_stream is not None and isinstance(parent_stream, StreamSink):
+            sink = parent_stream
+        else:
+            sink = StreamSink(set(modes), subgraphs)
+        loop = PregelLoop(
+            self,
+            input,
+            cfg,
+            checkpointer=saver,
+            sink=sink,
+            interrupt_before=(
+                interrupt_before if interrupt_before else self.interrupt_before_nodes
+            ),
+            interrupt_after=interrupt_after if interrupt_after else self.interrupt_after_nodes,
+            recursion_limit=limit,
+        )
+        return loop, modes, single
+
+    @staticmethod
+    def _shape(chunk: StreamChunk, single: bool, subgraphs: bool) -> Any:
+        ns, mode, payload = chunk
+        if subgraphs:
+            return (ns, payload) if single else (ns, mode, payload)
+        return payload if single else (mode, payload)
+
+    # --- running --------------------------------------------------------------------------
+
+    def stream(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        subgraphs: bool = False,
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """Run the graph, yielding chunks in the requested stream mode(s)."""
+        loop, _modes, single = self._prepare(
+            input, config, stream_mode, subgraphs, interrupt_before, interrupt_after
+        )
+        limit = loop.config.get("max_concurrency")
+        for chunk in run_sync(loop, limit):
+            if loop.is_nested and chunk[0] == loop.ns_tuple and False:
+                continue
+            yield self._shape(chunk, single, subgraphs)
+
+    def invoke(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: StreamMode = "values",
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the graph to completion (or interrupt) and return the final output."""
+        loop, _modes, _single = self._prepare(
+            input, config, ["values", "updates"], False, interrupt_before, interrupt_after
+        )
+        if loop.is_nested:
+            # the parent sink may not collect values; run with a private one
+            loop.sink = StreamSink(
+                {"values", "updates"} | loop.sink.modes, loop.sink.subgraphs
+            )
+            loop.sink.parent = _parent_sink(loop)  # type: ignore[attr-defined]
+        return _collect(run_sync(loop, loop.config.get("max_concurrency")), loop, stream_mode)
+
+    async def astream(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        subgraphs: bool = False,
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """Async twin of :meth:`stream`."""
+        loop, _modes, single = self._prepare(
+            input, config, stream_mode, subgraphs, interrupt_before, interrupt_after
+        )
+        async for chunk in run_async(loop, loop.config.get("max_concurrency")):
+            yield self._shape(chunk, single, subgraphs)
+
+    async def ainvoke(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: StreamMode = "values",
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async twin of :meth:`invoke`."""
+        loop, _modes, _single = self._prepare(
+            input, config, ["values", "updates"], False, interrupt_before, interrupt_after
+        )
+        if loop.is_nested:
+            loop.sink = StreamSink({"values", "updates"} | loop.sink.modes, loop.sink.subgraphs)
+            loop.sink.parent = _parent_sink(loop)  # type: ignore[attr-defined]
+        chunks = [c async for c in run_async(loop, loop.config.get("max_concurrency"))]
+        return _collect(iter(chunks), loop, stream_mode)
+
+    # --- state API (see _state.py) --------------------------------------------------------
+
+    def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        """The thread's current state: values, next nodes, pending tasks and interrupts."""
+        from graphruntime.pregel._state import get_state
+
+        return get_state(self, config, subgraphs=subgraphs)
+
+    def get_state_history(
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StateSnapshot]:
+        """Every checkpoint of the thread, newest first."""
+        from graphruntime.pregel._state import get_state_history
+
+        return get_state_history(self, config, filter=filter, before=before, limit=limit)
+
+    def update_state(
+        self, config: RunnableConfig, values: Any, as_node: str | None = None
+    ) -> RunnableConfig:
+        """Apply ``values`` as if ``as_node`` had returned them; saves a new checkpoint."""
+        from graphruntime.pregel._state import update_state
+
+        return update_state(self, config, values, as_node)
+
+    async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+        return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
+
+    async def aupdate_state(
+        self, config: RunnableConfig, values: Any, as_node: str | None = None
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.update_state, config, values, as_node)
+
+    def get_subgraphs(self) -> Iterator[tuple[str, Pregel]]:
+        for name, node in self.nodes.items():
+            for sub in node.subgraphs:
+                yield name, sub
+
+
+def _parent_sink(loop: PregelLoop) -> StreamSink | None:
+    parent = loop.config[CONF].get(CONFIG_KEY_STREAM)
+    return parent if isinstance(parent, StreamSink) else None
+
+
+def _collect(chunks: Iterator[StreamChunk], loop: PregelLoop, stream_mode: str) -> Any:
+    latest: Any = None
+    parent: StreamSink | None = getattr(loop.sink, "parent", None)
+    for ns, mode, payload in chunks:
+        if parent is not None:
+            parent.put(ns, mode, payload)
+        if ns != loop.ns_tuple:
+            continue
+        if mode == stream_mode:
+            latest = payload
+    if not loop.is_nested and loop.interrupts:
+        base = {k: v for k, v in (latest or {}).items() if k != INTERRUPT}
+        return {**base, INTERRUPT: list(loop.interrupts)}
+    if isinstance(latest, dict) and INTERRUPT in latest:
+        latest = {k: v for k, v in latest.items() if k != INTERRUPT}
+    return latest
+
+
+__all__ = ["Checkpointer", "Pregel", "Literal"]
