@@ -293,7 +293,7 @@ class JsonSerializer:
 
     Security: loading only instantiates classes that are pydantic models,
     dataclasses, Enums or NamedTuples, and only resolves a class whose module
-    is already imported, or whose module is ``allowed_modules`` entry or lies
+    is already imported, or whose module is an ``allowed_modules`` entry or lies
     below one (``"myapp"`` allows ``myapp`` and ``myapp.models``). Stored data
     can therefore never make the loader import arbitrary code. Classes this
     process has dumped itself are always resolvable, even if defined locally.
