@@ -74,7 +74,7 @@ def get_stream_writer() -> StreamWriter:
     """The writer for ``stream_mode="custom"``; a no-op when nobody streams custom."""
     cfg = var_config.get()
     if cfg is None:
-        raise RuntimeError("Called get_stream_writer outside of a runnable context")
+        raise RuntimeError("Called get_config outside of a runnable context")
     from graphruntime._internal._constants import CONFIG_KEY_CUSTOM_WRITER
 
     writer: StreamWriter | None = cfg.get(CONF, {}).get(CONFIG_KEY_CUSTOM_WRITER)

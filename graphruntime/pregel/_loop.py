@@ -87,13 +87,21 @@ def is_resume_map(value: Any) -> bool:
 class StreamSink:
     """Collects stream chunks from a run and its subgraphs, filtered by mode."""
 
-    def __init__(self, modes: set[str], subgraphs: bool) -> None:
+    def __init__(
+        self,
+        modes: set[str],
+        subgraphs: bool,
+        root_ns: tuple[str, ...] = (),
+        parent: StreamSink | None = None,
+    ) -> None:
         self.modes = modes
         self.subgraphs = subgraphs
+        self.root_ns = root_ns
+        self.parent = parent
         self.chunks: deque[StreamChunk] = deque()
 
     def put(self, ns: tuple[str, ...], mode: str, payload: Any) -> None:
-        if mode in self.modes and (not ns or self.subgraphs or mode == "custom"):
+        if mode in self.modes and (ns == self.root_ns or self.subgraphs):
             self.chunks.append((ns, mode, payload))
 
     def drain(self) -> Iterator[StreamChunk]:
@@ -133,7 +141,9 @@ class PregelLoop:
         interrupt_before: Sequence[str] | Literal["*"],
         interrupt_after: Sequence[str] | Literal["*"],
         recursion_limit: int,
+        output_keys: Sequence[str],
     ) -> None:
+        self.output_keys = list(output_keys)
         self.graph = graph
         self.input = input
         self.config = config
@@ -217,12 +227,11 @@ class PregelLoop:
         if not writes:
             return
         if task_id == NULL_TASK_ID:
-            merged: dict[tuple[str, int], tuple[str, Any]] = {}
-            for tid, c, v in self.pending_writes:
-                if tid == NULL_TASK_ID:
-                    merged[(c, WRITES_IDX_MAP.get(c, len(merged)))] = (c, v)
-            self.pending_writes = [w for w in self.pending_writes if w[0] != NULL_TASK_ID]
-            self.pending_writes.extend((NULL_TASK_ID, c, v) for c, v in merged.values())
+            # null writes accumulate; a later control write (e.g. RESUME) replaces the earlier
+            replaced = {c for c, _ in writes if c in WRITES_IDX_MAP}
+            self.pending_writes = [
+                w for w in self.pending_writes if not (w[0] == NULL_TASK_ID and w[1] in replaced)
+            ]
             self.pending_writes.extend((NULL_TASK_ID, c, v) for c, v in writes)
         else:
             self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
@@ -316,7 +325,7 @@ class PregelLoop:
                 keep = self.pending_writes
                 self._put_checkpoint("fork")
                 self.pending_writes = [w for w in keep if w[0] == NULL_TASK_ID]
-            self.emit("values", output_values(self.graph.output_channels, True, self.channels))
+            self.emit("values", output_values(self.output_keys, True, self.channels))
         elif inp is not None and not is_command:
             discard = prepare_next_tasks(
                 self.checkpoint,
@@ -516,12 +525,11 @@ class PregelLoop:
         elif isinstance(exc, GraphInterrupt):
             resume = [w for w in _dedupe_resume(task.writes) if w[0] == RESUME]
             writes = [(INTERRUPT, tuple(exc.interrupts)), *resume]
-            task.writes[:] = []
             self.put_writes(task.id, writes, path)
             if exc.interrupts:
                 self.interrupts.extend(exc.interrupts)
                 self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
-                values = output_values(self.graph.output_channels, True, self.channels)
+                values = output_values(self.output_keys, True, self.channels)
                 if values is not None:
                     self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
         elif isinstance(exc, Exception):
@@ -539,7 +547,7 @@ class PregelLoop:
             self.graph.trigger_to_nodes,
         )
         step_writes = [w for t in tasks for w in t.writes]
-        self.emit("values", output_values(self.graph.output_channels, step_writes, self.channels))
+        self.emit("values", output_values(self.output_keys, step_writes, self.channels))
         self.pending_writes = []
         self._put_checkpoint("loop")
         self.replaying = False
@@ -560,12 +568,12 @@ class PregelLoop:
             checkpoint, channels, self.tasks.values(), self.get_next_version,
             self.graph.trigger_to_nodes,
         )
-        if updated.isdisjoint(self.graph.output_channels):
+        if updated.isdisjoint(self.output_keys):
             return None
-        return output_values(self.graph.output_channels, True, channels)
+        return output_values(self.output_keys, True, channels)
 
     def read_output(self) -> dict[str, Any]:
-        return output_values(self.graph.output_channels, True, self.channels) or {}
+        return output_values(self.output_keys, True, self.channels) or {}
 
     def interrupt_ns(self) -> str:
         return self.ns

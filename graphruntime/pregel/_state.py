@@ -168,7 +168,7 @@ def snapshot(
         t.name for t in tasks.values() if not task_finished(by_task.get(t.id, []))
     ) if live else tuple(t.name for t in tasks.values())
     return StateSnapshot(
-        values=read_channels(channels, graph.output_channels),
+        values=read_channels(channels, graph.stream_channels),
         next=next_names,
         config=saved.config,
         metadata=dict(saved.metadata),

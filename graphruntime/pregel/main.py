@@ -80,6 +80,7 @@ class Pregel:
         subgraphs: bool,
         interrupt_before: All | Sequence[str] | None,
         interrupt_after: All | Sequence[str] | None,
+        output_keys: Sequence[str] | None = None,
     ) -> tuple[PregelLoop, list[str], bool]:
         cfg = ensure_config(config)
         limit = cfg.get("recursion_limit")
@@ -116,6 +117,7 @@ class Pregel:
             sink = parent_stream
         else:
             sink = StreamSink(set(modes), subgraphs)
+        output_keys = self.stream_channels if output_keys is None else output_keys
         loop = PregelLoop(
             self,
             input,
@@ -127,6 +129,7 @@ class Pregel:
             ),
             interrupt_after=interrupt_after if interrupt_after else self.interrupt_after_nodes,
             recursion_limit=limit,
+            output_keys=output_keys,
         )
         return loop, modes, single
 
@@ -156,8 +159,6 @@ class Pregel:
         )
         limit = loop.config.get("max_concurrency")
         for chunk in run_sync(loop, limit):
-            if loop.is_nested and chunk[0] == loop.ns_tuple and False:
-                continue
             yield self._shape(chunk, single, subgraphs)
 
     def invoke(
@@ -172,14 +173,15 @@ class Pregel:
     ) -> Any:
         """Run the graph to completion (or interrupt) and return the final output."""
         loop, _modes, _single = self._prepare(
-            input, config, ["values", "updates"], False, interrupt_before, interrupt_after
+            input,
+            config,
+            ["values", "updates"],
+            False,
+            interrupt_before,
+            interrupt_after,
+            self.output_channels,
         )
-        if loop.is_nested:
-            # the parent sink may not collect values; run with a private one
-            loop.sink = StreamSink(
-                {"values", "updates"} | loop.sink.modes, loop.sink.subgraphs
-            )
-            loop.sink.parent = _parent_sink(loop)  # type: ignore[attr-defined]
+        _private_sink(loop)
         return _collect(run_sync(loop, loop.config.get("max_concurrency")), loop, stream_mode)
 
     async def astream(
@@ -212,11 +214,15 @@ class Pregel:
     ) -> Any:
         """Async twin of :meth:`invoke`."""
         loop, _modes, _single = self._prepare(
-            input, config, ["values", "updates"], False, interrupt_before, interrupt_after
+            input,
+            config,
+            ["values", "updates"],
+            False,
+            interrupt_before,
+            interrupt_after,
+            self.output_channels,
         )
-        if loop.is_nested:
-            loop.sink = StreamSink({"values", "updates"} | loop.sink.modes, loop.sink.subgraphs)
-            loop.sink.parent = _parent_sink(loop)  # type: ignore[attr-defined]
+        _private_sink(loop)
         chunks = [c async for c in run_async(loop, loop.config.get("max_concurrency"))]
         return _collect(iter(chunks), loop, stream_mode)
 
@@ -257,20 +263,42 @@ class Pregel:
     ) -> RunnableConfig:
         return await asyncio.to_thread(self.update_state, config, values, as_node)
 
+    async def aget_state_history(
+        self,
+        config: RunnableConfig,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[StateSnapshot]:
+        history = await asyncio.to_thread(
+            lambda: list(self.get_state_history(config, filter=filter, before=before, limit=limit))
+        )
+        for snapshot in history:
+            yield snapshot
+
     def get_subgraphs(self) -> Iterator[tuple[str, Pregel]]:
         for name, node in self.nodes.items():
             for sub in node.subgraphs:
                 yield name, sub
 
 
-def _parent_sink(loop: PregelLoop) -> StreamSink | None:
+def _private_sink(loop: PregelLoop) -> None:
+    """A nested ``invoke`` collects its own values, and forwards every chunk to the parent."""
+    if not loop.is_nested:
+        return
     parent = loop.config[CONF].get(CONFIG_KEY_STREAM)
-    return parent if isinstance(parent, StreamSink) else None
+    loop.sink = StreamSink(
+        {"values", "updates", *(parent.modes if isinstance(parent, StreamSink) else ())},
+        True,
+        loop.ns_tuple,
+        parent if isinstance(parent, StreamSink) else None,
+    )
 
 
 def _collect(chunks: Iterator[StreamChunk], loop: PregelLoop, stream_mode: str) -> Any:
     latest: Any = None
-    parent: StreamSink | None = getattr(loop.sink, "parent", None)
+    parent = loop.sink.parent
     for ns, mode, payload in chunks:
         if parent is not None:
             parent.put(ns, mode, payload)
