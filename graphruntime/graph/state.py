@@ -326,6 +326,31 @@ def _state_writer(output_keys: frozenset[str]) -> Writer:
     return write
 
 
+def find_subgraph(action: Any) -> Pregel | None:
+    """The compiled graph a node runs: the node itself, or one its function refers to."""
+    if isinstance(action, Pregel):
+        return action if action.checkpointer is not False else None
+    func = getattr(action, "__func__", action)
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return None
+    names: dict[str, Any] = {}
+    closure = getattr(func, "__closure__", None) or ()
+    for name, cell in zip(code.co_freevars, closure, strict=False):
+        try:
+            names[name] = cell.cell_contents
+        except ValueError:  # empty cell
+            continue
+    globals_ = getattr(func, "__globals__", {})
+    for name in code.co_names:
+        if name in globals_:
+            names.setdefault(name, globals_[name])
+    for value in names.values():
+        if isinstance(value, Pregel) and value.checkpointer is not False:
+            return value
+    return None
+
+
 def _static(writes: list[tuple[str, Any]]) -> Writer:
     frozen = list(writes)
 
@@ -390,7 +415,7 @@ def _compile(
     }
     for node, spec in builder.nodes.items():
         keys = tuple(builder.schemas[spec.input_schema])
-        is_graph = isinstance(spec.action, Pregel)
+        sub = find_subgraph(spec.action)
         nodes[node] = NodeSpec(
             name=node,
             func=spec.action,
@@ -400,7 +425,7 @@ def _compile(
             mapper=make_mapper(spec.input_schema),
             retry_policy=spec.retry_policy,
             metadata=spec.metadata,
-            subgraphs=(spec.action,) if is_graph else (),
+            subgraphs=(sub,) if sub is not None else (),
         )
     compiled = CompiledStateGraph(
         nodes=nodes,

@@ -13,6 +13,8 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_READ,
     CONFIG_KEY_THREAD_ID,
     COPY,
+    NS_END,
+    NS_SEP,
     ERROR,
     INPUT,
     INTERRUPT,
@@ -56,9 +58,27 @@ def _ns(config: RunnableConfig) -> str:
     return str(config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_NS, ""))
 
 
+def _resolve(graph: Pregel, config: RunnableConfig) -> Pregel:
+    """The (sub)graph that owns the config's checkpoint_ns ("node:<task id>|...")."""
+    ns = _ns(config)
+    if not ns:
+        return graph
+    current = graph
+    for part in ns.split(NS_SEP):
+        name = part.split(NS_END)[0]
+        if name.isdigit():
+            continue
+        node = current.nodes.get(name)
+        if node is None or not node.subgraphs:
+            raise ValueError(f"Subgraph {name} not found")
+        current = node.subgraphs[0]
+    return current
+
+
 def get_state(graph: Pregel, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
     config = ensure_config(config)
     saver = _require_saver(graph, config)
+    graph = _resolve(graph, config)
     conf = config[CONF]
     saved = saver.get_tuple(
         {CONF: {k: v for k, v in conf.items() if not k.startswith("__")}}
@@ -79,6 +99,7 @@ def get_state_history(
 ) -> Iterator[StateSnapshot]:
     config = ensure_config(config)
     saver = _require_saver(graph, config)
+    graph = _resolve(graph, config)
     conf = config[CONF]
     query: RunnableConfig = {
         CONF: {
@@ -203,6 +224,7 @@ def update_state(
 ) -> RunnableConfig:
     config = ensure_config(config)
     saver = _require_saver(graph, config)
+    graph = _resolve(graph, config)
     conf = config[CONF]
     base = {k: v for k, v in conf.items() if not k.startswith("__")}
     saved = saver.get_tuple({CONF: base})
