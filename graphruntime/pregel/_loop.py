@@ -372,6 +372,18 @@ class PregelLoop:
         if writes:
             self.put_writes(NULL_TASK_ID, [(c, v) for _, c, v in writes])
 
+    def _edited_while_paused(self) -> bool:
+        if self.metadata.get("source") != "update":
+            return False
+        return bool(
+            prepare_next_tasks(
+                self.checkpoint,
+                self.channels,
+                self._step_context(),
+                for_execution=False,
+            )
+        )
+
     def _validate_resume(self, resume: Any, resume_map: bool, has_state: bool) -> None:
         thread = self.config[CONF].get(CONFIG_KEY_THREAD_ID)
         pending = self.pending_interrupts()
@@ -380,6 +392,15 @@ class PregelLoop:
                 f"Cannot resume thread {thread!r}: it has no checkpoints. Check the thread_id, "
                 "or start the thread with an input first."
             )
+        if not pending and self._edited_while_paused():
+            # update_state() on a paused thread re-schedules the interrupted node under a
+            # new task id; its interrupt() will take this value when it runs again.
+            if resume_map:
+                raise InvalidResumeError(
+                    f"Thread {thread!r} was edited with update_state() while paused, so its "
+                    "old interrupt ids no longer apply; resume with Command(resume=value)."
+                )
+            return
         if not pending:
             raise InvalidResumeError(
                 f"Cannot resume thread {thread!r}: it has no pending interrupt. Nothing was "

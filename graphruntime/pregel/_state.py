@@ -239,7 +239,7 @@ def update_state(
     if saved is None:
         checkpoint = empty_checkpoint()
         channels = channels_from_checkpoint(graph.channel_specs, checkpoint)
-        step = -1
+        step = 0
         tasks: dict[str, PreparedTask] = {}
         put_config: RunnableConfig = {CONF: dict(thread_conf)}
     else:
@@ -256,14 +256,15 @@ def update_state(
         )
     before_versions = dict(checkpoint["channel_versions"])
     get_next_version = saver.get_next_version
-    if saved is not None:
+    if saved is not None and not conf.get(CONFIG_KEY_CHECKPOINT_ID):
+        # editing the head: writes of tasks that already finished in this step are kept
         for tid, c, v in saved.pending_writes or []:
             if c in (ERROR, INTERRUPT) or tid not in tasks:
                 continue
             tasks[tid].writes.append((c, v))
         if as_node == END or as_node == INPUT or tasks:
             apply_writes(checkpoint, channels, tasks.values(), get_next_version, graph.trigger_to_nodes)
-    if as_node == INPUT or (as_node == START and START in graph.nodes and values is not None):
+    if as_node == INPUT:
         writes: list[tuple[str, Any]] = [(START, values)]
         apply_writes(
             checkpoint,
