@@ -92,7 +92,7 @@ class NodeInterrupt(GraphInterrupt):
 class ParentCommand(GraphBubbleUp):
     """A ``Command(graph=Command.PARENT)`` returned inside a subgraph."""
 
-    def __init__(self, command: Command) -> None:
+    def __init__(self, command: Command[Any]) -> None:
         super().__init__(command)
         self.command = command
 

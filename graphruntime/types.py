@@ -38,7 +38,7 @@ def default_retry_on(exc: Exception) -> bool:
     """LangGraph's default: retry everything but programming errors and most OS errors."""
     if isinstance(exc, ConnectionError):
         return True
-    if isinstance(
+    return not isinstance(
         exc,
         (
             ValueError,
@@ -54,9 +54,7 @@ def default_retry_on(exc: Exception) -> bool:
             StopAsyncIteration,
             OSError,
         ),
-    ):
-        return False
-    return True
+    )
 
 
 class RetryPolicy(NamedTuple):

@@ -33,9 +33,9 @@ def ensure_config(*configs: RunnableConfig | None) -> RunnableConfig:
         if not cfg:
             continue
         for key, value in cfg.items():
-            if key in (CONF, "metadata") and value is not None:
+            if key in (CONF, "metadata") and isinstance(value, dict):
                 out[key] = {**out[key], **value}
-            elif key == "tags" and value is not None:
+            elif key == "tags" and isinstance(value, list):
                 out[key] = list(dict.fromkeys([*out[key], *value]))
             elif value is not None:
                 out[key] = value

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
-
-from typing_extensions import Self
+from typing import Any, Self
 
 from graphruntime._internal._typing import MISSING
 from graphruntime.errors import EmptyChannelError

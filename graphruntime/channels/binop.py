@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import collections.abc
 from collections.abc import Callable, Sequence
-from typing import Any, get_origin
-
-from typing_extensions import Self
+from typing import Any, Self, get_origin
 
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels.base import BaseChannel
@@ -33,7 +31,7 @@ def _initial_value(typ: Any) -> Any:
     typ = _ABSTRACT_TO_CONCRETE.get(typ, typ)
     try:
         return typ()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a type without a no-arg constructor starts empty
         return MISSING
 
 

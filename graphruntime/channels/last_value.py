@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-from typing_extensions import Self
+from typing import Any, Self
 
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels.base import BaseChannel

@@ -78,10 +78,14 @@ def make_mapper(schema: Any) -> Callable[[dict[str, Any]], Any] | None:
     return None
 
 
-@lru_cache(maxsize=256)
 def _annotated_keys(typ: type) -> tuple[str, ...] | None:
+    return _cached_annotated_keys(typ)
+
+
+@lru_cache(maxsize=256)
+def _cached_annotated_keys(typ: Any) -> tuple[str, ...] | None:
     if _is_pydantic(typ):
-        return tuple(typ.model_fields)  # type: ignore[attr-defined]
+        return tuple(typ.model_fields)
     if dataclasses.is_dataclass(typ):
         return tuple(f.name for f in dataclasses.fields(typ))
     return None
@@ -98,7 +102,9 @@ def object_as_updates(value: Any, keys: Sequence[str]) -> list[tuple[str, Any]] 
     else:
         keep = None
         defaults = {
-            f.name: f.default for f in dataclasses.fields(value) if f.default is not dataclasses.MISSING
+            f.name: f.default
+            for f in dataclasses.fields(value)
+            if f.default is not dataclasses.MISSING
         }
     out = []
     for key in keys:
@@ -147,6 +153,9 @@ def first_param_schema(fn: Callable[..., Any]) -> Any | None:
 
 
 def _is_typeddict(t: type) -> bool:
-    return isinstance(t, type) and issubclass(t, dict) and hasattr(t, "__annotations__") and hasattr(
-        t, "__total__"
+    return (
+        isinstance(t, type)
+        and issubclass(t, dict)
+        and hasattr(t, "__annotations__")
+        and hasattr(t, "__total__")
     )

@@ -6,9 +6,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from typing_extensions import Self
+from typing import Any, Self
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import NS_END, NS_SEP, TASKS
@@ -183,9 +181,10 @@ class StateGraph:
                 name, action = item
             else:
                 action = item
-                name = getattr(item, "name", None) or getattr(item, "__name__", None)
-                if name is None:
+                found = getattr(item, "name", None) or getattr(item, "__name__", None)
+                if not isinstance(found, str):
                     raise GraphValidationError(f"Unsupported node type: {type(item)}")
+                name = found
             if name in self.nodes:
                 raise GraphValidationError(
                     f"Node names must be unique: node with the name '{name}' already exists. "
@@ -281,7 +280,11 @@ def _state_writer(output_keys: frozenset[str]) -> Writer:
             if value.graph == Command.PARENT:
                 return []
             return [(k, v) for k, v in value._update_as_tuples() if k in output_keys]
-        if isinstance(value, (list, tuple)) and value and any(isinstance(i, Command) for i in value):
+        if (
+            isinstance(value, (list, tuple))
+            and value
+            and any(isinstance(i, Command) for i in value)
+        ):
             out: list[tuple[str, Any]] = []
             for item in value:
                 if isinstance(item, Command):
@@ -303,7 +306,7 @@ def _state_writer(output_keys: frozenset[str]) -> Writer:
     def control(value: Any) -> list[tuple[str, Any]]:
         if isinstance(value, Send):
             return [(TASKS, value)]
-        commands: list[Command] = []
+        commands: list[Command[Any]] = []
         if isinstance(value, Command):
             commands.append(value)
         elif isinstance(value, (list, tuple)):
@@ -371,9 +374,9 @@ def _compile(
     channels[START] = EphemeralValue(builder.input_schema, key=START)
     channels[TASKS] = Topic(Send, accumulate=False, key=TASKS)
     all_keys = frozenset(builder.channels)
-    input_keys = frozenset(builder.schemas[builder.input_schema])
+    start_keys = frozenset(builder.schemas[builder.input_schema])
     triggers: dict[str, list[str]] = {START: [START]}
-    writers: dict[str, list[Writer]] = {START: [_state_writer(input_keys)]}
+    writers: dict[str, list[Writer]] = {START: [_state_writer(start_keys)]}
     for node, spec in builder.nodes.items():
         branch_channel = f"branch:to:{node}"
         channels[branch_channel] = (
@@ -398,7 +401,9 @@ def _compile(
         for start in starts:
             writers[start].append(_static([(chan, start)]))
     for start, branches in builder.branches.items():
-        schema = builder.nodes[start].input_schema if start in builder.nodes else builder.state_schema
+        schema = (
+            builder.nodes[start].input_schema if start in builder.nodes else builder.state_schema
+        )
         keys = list(builder.schemas[schema])
         for branch in branches.values():
             writers[start].append(branch.writer(keys, make_mapper(schema)))
@@ -414,13 +419,13 @@ def _compile(
         )
     }
     for node, spec in builder.nodes.items():
-        keys = tuple(builder.schemas[spec.input_schema])
+        input_keys = tuple(builder.schemas[spec.input_schema])
         sub = find_subgraph(spec.action)
         nodes[node] = NodeSpec(
             name=node,
             func=spec.action,
             triggers=tuple(triggers[node]),
-            input_keys=keys,
+            input_keys=input_keys,
             writers=tuple(writers[node]),
             mapper=make_mapper(spec.input_schema),
             retry_policy=spec.retry_policy,

@@ -12,7 +12,7 @@ import binascii
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from xxhash import xxh3_128_hexdigest
@@ -143,7 +143,7 @@ def create_checkpoint(
     return {
         "v": LATEST_VERSION,
         "id": str(uuid6(clock_seq=step)),
-        "ts": datetime.now(timezone.utc).isoformat(),
+        "ts": datetime.now(UTC).isoformat(),
         "channel_values": values,
         "channel_versions": dict(checkpoint["channel_versions"]),
         "versions_seen": {k: dict(v) for k, v in checkpoint["versions_seen"].items()},
@@ -299,9 +299,7 @@ def apply_writes(
         if get_next_version is not None
         else None
     )
-    consumed = {
-        c for t in ordered for c in t.triggers if c not in RESERVED and c in channels
-    }
+    consumed = {c for t in ordered for c in t.triggers if c not in RESERVED and c in channels}
     for chan in sorted(consumed):
         if channels[chan].consume() and next_version is not None:
             versions[chan] = next_version
@@ -412,8 +410,6 @@ def null_writes(pending: Sequence[PendingWrite]) -> list[tuple[str, Any]]:
     return [(c, v) for tid, c, v in pending if tid == NULL_TASK_ID and c != RESUME]
 
 
-def versions_to_bump(
-    before: ChannelVersions, after: ChannelVersions
-) -> ChannelVersions:
+def versions_to_bump(before: ChannelVersions, after: ChannelVersions) -> ChannelVersions:
     """Channel versions that changed between two checkpoints (what a saver must write)."""
     return {k: v for k, v in after.items() if before.get(k) != v}

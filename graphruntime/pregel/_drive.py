@@ -73,9 +73,7 @@ def run_sync(loop: PregelLoop, max_concurrency: int | None) -> Iterator[StreamCh
                         max_workers=max_concurrency or min(32, len(tasks) + 4)
                     )
                 futures = {
-                    executor.submit(
-                        _run_in_context, task, _config(loop, task), loop
-                    ): task
+                    executor.submit(_run_in_context, task, _config(loop, task), loop): task
                     for task in tasks
                 }
                 for fut in concurrent.futures.as_completed(futures):

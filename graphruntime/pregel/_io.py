@@ -14,7 +14,7 @@ from graphruntime.pregel._algo import read_channels
 from graphruntime.types import Command, Send
 
 
-def map_command(cmd: Command) -> Iterator[tuple[str, str, Any]]:
+def map_command(cmd: Command[Any]) -> Iterator[tuple[str, str, Any]]:
     """A Command given as input → null-task writes (goto, resume, update)."""
     if cmd.graph == Command.PARENT:
         raise InvalidUpdateError("There is no parent graph")
@@ -26,9 +26,7 @@ def map_command(cmd: Command) -> Iterator[tuple[str, str, Any]]:
             elif isinstance(target, str):
                 yield (NULL_TASK_ID, f"branch:to:{target}", START)
             else:
-                raise TypeError(
-                    f"In Command.goto, expected Send/str, got {type(target).__name__}"
-                )
+                raise TypeError(f"In Command.goto, expected Send/str, got {type(target).__name__}")
     if cmd.resume is not None:
         yield (NULL_TASK_ID, RESUME, cmd.resume)
     if cmd.update:

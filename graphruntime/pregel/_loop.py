@@ -67,13 +67,15 @@ from graphruntime.pregel._algo import (
     task_finished,
 )
 from graphruntime.pregel._io import map_command, output_updates, output_values
-from graphruntime.types import Command, Interrupt, interrupt_id
+from graphruntime.types import Command, Interrupt
 
 if TYPE_CHECKING:
     from graphruntime.pregel.main import Pregel
 
 StreamChunk = tuple[tuple[str, ...], str, Any]
-Status = Literal["pending", "done", "interrupt_before", "interrupt_after", "out_of_steps", "interrupted"]
+Status = Literal[
+    "pending", "done", "interrupt_before", "interrupt_after", "out_of_steps", "interrupted"
+]
 
 _HEX = frozenset("0123456789abcdef")
 
@@ -115,11 +117,9 @@ def _metadata_from_config(config: RunnableConfig) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for source in (config.get(CONF, {}), config.get("metadata", {})):
         for k, v in source.items():
-            if (
-                k.startswith("__")
-                or k in (CONFIG_KEY_THREAD_ID, CONFIG_KEY_CHECKPOINT_MAP)
-                or k.startswith("checkpoint_")
-                or k.startswith("langgraph_")
+            if k.startswith(("__", "checkpoint_", "langgraph_")) or k in (
+                CONFIG_KEY_THREAD_ID,
+                CONFIG_KEY_CHECKPOINT_MAP,
             ):
                 continue
             if v is None or isinstance(v, (str, int, float, bool)):
@@ -157,7 +157,7 @@ class PregelLoop:
         self.ns_tuple: tuple[str, ...] = tuple(self.ns.split(NS_SEP)) if self.ns else ()
         self.parent_scratchpad: Scratchpad | None = conf.get(CONFIG_KEY_SCRATCHPAD)
         self.get_next_version: Callable[[Any, None], Any] = (
-            checkpointer.get_next_version if checkpointer is not None else increment  # type: ignore[assignment]
+            checkpointer.get_next_version if checkpointer is not None else increment
         )
         self.status: Status = "pending"
         self.tasks: dict[str, PreparedTask] = {}
@@ -204,7 +204,7 @@ class PregelLoop:
         self.channels = channels_from_checkpoint(self.graph.channel_specs, self.checkpoint)
         self.step: int = self.metadata.get("step", -2) + 1
         self.updated_channels = (
-            set(self.checkpoint["updated_channels"])
+            set(self.checkpoint["updated_channels"] or ())
             if self.checkpoint.get("updated_channels") is not None
             else None
         )
@@ -237,9 +237,7 @@ class PregelLoop:
             self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
             self.pending_writes.extend((task_id, c, v) for c, v in writes)
         if self.checkpointer is not None:
-            self.checkpointer.put_writes(
-                self.checkpoint_config, list(writes), task_id, path
-            )
+            self.checkpointer.put_writes(self.checkpoint_config, list(writes), task_id, path)
 
     def _put_checkpoint(self, source: str) -> None:
         self.metadata = {
@@ -297,9 +295,7 @@ class PregelLoop:
         inp = self.input
         is_command = isinstance(inp, Command)
         has_state = bool(self.checkpoint["channel_versions"])
-        is_resuming = has_state and bool(
-            conf.get(CONFIG_KEY_RESUMING, inp is None or is_command)
-        )
+        is_resuming = has_state and bool(conf.get(CONFIG_KEY_RESUMING, inp is None or is_command))
         time_travel = self.addressed and not (is_command and inp.resume is not None)
         self.replaying = time_travel
         if time_travel:
@@ -350,9 +346,9 @@ class PregelLoop:
         self.config = {
             **self.config,
             CONF: {**conf, CONFIG_KEY_RESUMING: is_resuming},
-        }  # type: ignore[assignment]
+        }
 
-    def _apply_command(self, cmd: Command, has_state: bool) -> None:
+    def _apply_command(self, cmd: Command[Any], has_state: bool) -> None:
         resume = cmd.resume
         resume_map = resume is not None and is_resume_map(resume)
         if resume is not None:
@@ -362,9 +358,7 @@ class PregelLoop:
                 self._validate_resume(resume, resume_map, has_state)
             if resume_map:
                 self.config[CONF][CONFIG_KEY_RESUME_MAP] = resume
-        writes = [
-            (tid, c, v) for tid, c, v in map_command(cmd) if not (c == RESUME and resume_map)
-        ]
+        writes = [(tid, c, v) for tid, c, v in map_command(cmd) if not (c == RESUME and resume_map)]
         if not writes and not resume_map:
             raise EmptyInputError(
                 "Received empty Command input: give Command(resume=...), update=... or goto=..."
@@ -467,7 +461,9 @@ class PregelLoop:
     def runnable_tasks(self) -> list[PreparedTask]:
         return [t for t in self.tasks.values() if not t.writes]
 
-    def task_config(self, task: PreparedTask, custom: Callable[[Any], None] | None) -> RunnableConfig:
+    def task_config(
+        self, task: PreparedTask, custom: Callable[[Any], None] | None
+    ) -> RunnableConfig:
         """The config a task's node sees: its namespace, scratchpad and write callbacks."""
         conf = self.config[CONF]
         scratchpad = make_scratchpad(
@@ -484,9 +480,7 @@ class PregelLoop:
         def read(select: Sequence[str], fresh: bool = False) -> dict[str, Any]:
             return local_read(channels, task.writes, select, fresh=fresh)
 
-        configurable = {
-            k: v for k, v in conf.items() if k != CONFIG_KEY_CHECKPOINT_ID
-        }
+        configurable = {k: v for k, v in conf.items() if k != CONFIG_KEY_CHECKPOINT_ID}
         configurable.update(
             {
                 CONFIG_KEY_SEND: task.writes.extend,
@@ -517,7 +511,7 @@ class PregelLoop:
             CONF: configurable,
             "metadata": metadata,
             "tags": [*self.config.get("tags", []), *task.node.tags],
-        }  # type: ignore[return-value]
+        }
 
     def custom_writer(self, task: PreparedTask) -> Callable[[Any], None] | None:
         if "custom" not in self.sink.modes:
@@ -572,9 +566,7 @@ class PregelLoop:
         self.pending_writes = []
         self._put_checkpoint("loop")
         self.replaying = False
-        if self.interrupt_after and should_interrupt(
-            self.checkpoint, self.interrupt_after, tasks
-        ):
+        if self.interrupt_after and should_interrupt(self.checkpoint, self.interrupt_after, tasks):
             self.status = "interrupt_after"
             self.emit("updates", {INTERRUPT: ()})
             raise GraphInterrupt()
@@ -586,7 +578,10 @@ class PregelLoop:
         checkpoint = copy_checkpoint(self.checkpoint)
         channels = {k: c.copy() for k, c in self.channels.items()}
         updated = apply_writes(
-            checkpoint, channels, self.tasks.values(), self.get_next_version,
+            checkpoint,
+            channels,
+            self.tasks.values(),
+            self.get_next_version,
             self.graph.trigger_to_nodes,
         )
         if updated.isdisjoint(self.output_keys):
@@ -612,5 +607,3 @@ def _path_str(path: tuple[Any, ...]) -> str:
     from graphruntime.pregel._algo import task_path_str
 
     return task_path_str(path[:3])
-
-

@@ -96,14 +96,16 @@ def _policy_for(policies: Sequence[RetryPolicy], exc: Exception) -> RetryPolicy 
         elif isinstance(retry_on, Sequence):
             matches = isinstance(exc, tuple(retry_on))
         else:
-            matches = bool(retry_on(exc))
+            matches = bool(retry_on(exc))  # type: ignore[call-arg]
         if matches:
             return policy
     return None
 
 
 def _retry_delay(policy: RetryPolicy, attempt: int) -> float:
-    delay = min(policy.max_interval, policy.initial_interval * policy.backoff_factor ** (attempt - 1))
+    delay = min(
+        policy.max_interval, policy.initial_interval * policy.backoff_factor ** (attempt - 1)
+    )
     return delay + (random.uniform(0, 1) if policy.jitter else 0)
 
 
@@ -133,7 +135,7 @@ def _prepare_retry(task: PreparedTask, config: RunnableConfig) -> RunnableConfig
     scratchpad = config[CONF][CONFIG_KEY_SCRATCHPAD]
     scratchpad.interrupt_count = 0
     scratchpad.subgraph_count = 0
-    return {**config, CONF: {**config[CONF], CONFIG_KEY_RESUMING: True}}  # type: ignore[typeddict-item]
+    return {**config, CONF: {**config[CONF], CONFIG_KEY_RESUMING: True}}
 
 
 def run_task(
@@ -160,7 +162,7 @@ def run_task(
             return exc
         except GraphBubbleUp as exc:
             return exc
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a node's failure is data: retried or recorded
             attempt += 1
             policy = _policy_for(policies, exc)
             if policy is None or attempt >= policy.max_attempts:
@@ -192,7 +194,7 @@ async def arun_task(
             return exc
         except GraphBubbleUp as exc:
             return exc
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a node's failure is data: retried or recorded
             attempt += 1
             policy = _policy_for(policies, exc)
             if policy is None or attempt >= policy.max_attempts:

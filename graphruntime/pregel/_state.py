@@ -13,11 +13,11 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_READ,
     CONFIG_KEY_THREAD_ID,
     COPY,
-    NS_END,
-    NS_SEP,
     ERROR,
     INPUT,
     INTERRUPT,
+    NS_END,
+    NS_SEP,
     NULL_TASK_ID,
     RESUME,
 )
@@ -80,9 +80,7 @@ def get_state(graph: Pregel, config: RunnableConfig, *, subgraphs: bool = False)
     saver = _require_saver(graph, config)
     graph = _resolve(graph, config)
     conf = config[CONF]
-    saved = saver.get_tuple(
-        {CONF: {k: v for k, v in conf.items() if not k.startswith("__")}}
-    )
+    saved = saver.get_tuple({CONF: {k: v for k, v in conf.items() if not k.startswith("__")}})
     if saved is None:
         return StateSnapshot({}, (), config, None, None, None, (), ())
     live = not conf.get(CONFIG_KEY_CHECKPOINT_ID)
@@ -162,12 +160,12 @@ def snapshot(
         writes = by_task.get(task.id, [])
         finished = task_finished(writes)
         error = next((v for c, v in writes if c == ERROR), None)
-        interrupts = tuple(
-            i for c, v in writes if c == INTERRUPT for i in v
-        ) if (not live or not finished) else ()
-        result = (
-            {c: v for c, v in writes if c in graph.stream_channels} if finished else None
+        interrupts = (
+            tuple(i for c, v in writes if c == INTERRUPT for i in v)
+            if (not live or not finished)
+            else ()
         )
+        result = {c: v for c, v in writes if c in graph.stream_channels} if finished else None
         state: Any = None
         if task.node.subgraphs:
             child_config: RunnableConfig = {
@@ -185,9 +183,11 @@ def snapshot(
         out_tasks.append(
             PregelTask(task.id, task.name, task.path, error, interrupts, state, result)
         )
-    next_names = tuple(
-        t.name for t in tasks.values() if not task_finished(by_task.get(t.id, []))
-    ) if live else tuple(t.name for t in tasks.values())
+    next_names = (
+        tuple(t.name for t in tasks.values() if not task_finished(by_task.get(t.id, [])))
+        if live
+        else tuple(t.name for t in tasks.values())
+    )
     return StateSnapshot(
         values=read_channels(channels, graph.stream_channels),
         next=next_names,
@@ -251,7 +251,11 @@ def update_state(
         return saver.put(
             put_config,
             new,
-            {"source": "fork", "step": step, "parents": saved.metadata.get("parents", {}) if saved else {}},
+            {
+                "source": "fork",
+                "step": step,
+                "parents": saved.metadata.get("parents", {}) if saved else {},
+            },
             dict(new["channel_versions"]),
         )
     before_versions = dict(checkpoint["channel_versions"])
@@ -262,8 +266,10 @@ def update_state(
             if c in (ERROR, INTERRUPT) or tid not in tasks:
                 continue
             tasks[tid].writes.append((c, v))
-        if as_node == END or as_node == INPUT or tasks:
-            apply_writes(checkpoint, channels, tasks.values(), get_next_version, graph.trigger_to_nodes)
+        if as_node in (END, INPUT) or tasks:
+            apply_writes(
+                checkpoint, channels, tasks.values(), get_next_version, graph.trigger_to_nodes
+            )
     if as_node == INPUT:
         writes: list[tuple[str, Any]] = [(START, values)]
         apply_writes(
@@ -283,7 +289,7 @@ def update_state(
         def read(select: Any, fresh: bool = False) -> dict[str, Any]:
             return local_read(channels, task_writes, select, fresh=fresh)
 
-        writer_config: RunnableConfig = {**config, CONF: {**conf, CONFIG_KEY_READ: read}}  # type: ignore[typeddict-item]
+        writer_config: RunnableConfig = {**config, CONF: {**conf, CONFIG_KEY_READ: read}}
         for writer in node.writers:
             task_writes.extend(writer(values, writer_config))
         updated = apply_writes(
@@ -297,9 +303,7 @@ def update_state(
         source = "update"
     new = create_checkpoint(checkpoint, channels, step, updated_channels=None)
     new["updated_channels"] = None
-    new_versions = {
-        k: v for k, v in new["channel_versions"].items() if before_versions.get(k) != v
-    }
+    new_versions = {k: v for k, v in new["channel_versions"].items() if before_versions.get(k) != v}
     return saver.put(
         put_config,
         new,

@@ -85,7 +85,9 @@ class Pregel:
         cfg = ensure_config(config)
         limit = cfg.get("recursion_limit")
         if limit is None:
-            limit = int(os.environ.get("LANGGRAPH_DEFAULT_RECURSION_LIMIT", DEFAULT_RECURSION_LIMIT))
+            limit = int(
+                os.environ.get("LANGGRAPH_DEFAULT_RECURSION_LIMIT", DEFAULT_RECURSION_LIMIT)
+            )
         if limit < 1:
             raise ValueError("recursion_limit must be at least 1")
         conf = cfg[CONF]
@@ -96,7 +98,9 @@ class Pregel:
             if scratchpad is not None:
                 idx = scratchpad.subgraph_counter()
                 if idx:
-                    conf[CONFIG_KEY_CHECKPOINT_NS] = f"{conf[CONFIG_KEY_CHECKPOINT_NS]}{NS_SEP}{idx}"
+                    conf[CONFIG_KEY_CHECKPOINT_NS] = (
+                        f"{conf[CONFIG_KEY_CHECKPOINT_NS]}{NS_SEP}{idx}"
+                    )
         else:
             parent_stream = None
         saver = self._saver(cfg)
@@ -105,7 +109,7 @@ class Pregel:
                 "Checkpointer requires one or more of the following 'configurable' keys: "
                 "thread_id, checkpoint_ns, checkpoint_id"
             )
-        modes = (
+        modes: list[str] = (
             [stream_mode]
             if isinstance(stream_mode, str)
             else list(stream_mode)
@@ -314,4 +318,4 @@ def _collect(chunks: Iterator[StreamChunk], loop: PregelLoop, stream_mode: str) 
     return latest
 
 
-__all__ = ["Checkpointer", "Pregel", "Literal"]
+__all__ = ["Checkpointer", "Literal", "Pregel"]
