@@ -20,6 +20,10 @@ THEMES = (
     "scenarios_schemas",
     "scenarios_builder",
     "scenarios_execution",
+    "scenarios_interrupts",
+    "scenarios_subgraphs",
+    "scenarios_state_api",
+    "scenarios_streams",
 )
 
 

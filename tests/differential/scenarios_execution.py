@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import time
+from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
 from .observe import Recorder
@@ -23,6 +25,21 @@ def _node(rec: Recorder, name: str) -> Any:
         return {"items": [name]}
 
     return node
+
+
+def _wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait for a condition another task brings about (never for a fixed time)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not reached")
+        time.sleep(0.001)
+
+
+def _has_pending_write(saver: Any, thread_id: str, value: Any) -> bool:
+    """Whether the thread's latest checkpoint has a saved task write of ``value``."""
+    saved = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    return saved is not None and any(w[2] == value for w in saved.pending_writes or ())
 
 
 @scenario
@@ -281,6 +298,10 @@ def scenario_failed_node_keeps_sibling_writes(rt: Runtime, rec: Recorder) -> Non
     def flaky(state: ExecState) -> dict[str, Any]:
         rec.count("flaky")
         if broken["on"]:
+            # Fail only once the sibling's writes are saved: LangGraph does not await a
+            # sibling still running when a task fails, so the outcome would depend on timing.
+            thread_id = rt.get_config()["configurable"]["thread_id"]
+            _wait_until(lambda: _has_pending_write(saver, thread_id, ["ok"]))
             raise RuntimeError("flaky is broken\nsecond line is not compared")
         return {"items": ["flaky"]}
 
@@ -291,7 +312,8 @@ def scenario_failed_node_keeps_sibling_writes(rt: Runtime, rec: Recorder) -> Non
     g.add_edge(rt.START, "ok")
     g.add_edge(rt.START, "flaky")
     g.add_edge(["ok", "flaky"], "after")
-    app = g.compile(checkpointer=rt.InMemorySaver())
+    saver = rt.InMemorySaver()
+    app = g.compile(checkpointer=saver)
     cfg = rec.thread()
     with rec.expect_error("invoke"):
         app.invoke({"items": []}, cfg)

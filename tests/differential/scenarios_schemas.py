@@ -236,7 +236,12 @@ def scenario_reducer_order_is_task_path_order(rt: Runtime, rec: Recorder) -> Non
 
 @scenario
 def scenario_named_barrier(rt: Runtime, rec: Recorder) -> None:
-    """add_edge([a, b], c) waits for both sources, even when they finish in different steps."""
+    """add_edge([a, b], c) waits for both sources, even when they finish in different steps.
+
+    The run whose history is read uses durability="sync": with LangGraph's default async
+    durability the barrier's set can be mutated by the next step before the previous
+    checkpoint is serialized, so that checkpoint (randomly) lists c in next.
+    """
 
     def node(name: str) -> Any:
         def run(state: ListState) -> dict[str, Any]:
@@ -254,7 +259,7 @@ def scenario_named_barrier(rt: Runtime, rec: Recorder) -> None:
     g.add_edge(["a2", "b"], "c")
     app = g.compile(checkpointer=rt.InMemorySaver())
     cfg = rec.thread()
-    rec.record("invoke", app.invoke({"items": []}, cfg))
+    rec.record("invoke", app.invoke({"items": []}, cfg, durability="sync"))
     rec.record(
         "next per step",
         [h.next for h in reversed(list(app.get_state_history(cfg)))],
