@@ -166,6 +166,7 @@ class PregelLoop:
         self.updated_channels: set[str] | None = None
         self.output: Any = None
         self.recursion_limit = recursion_limit
+        self.replaying = False
         self._load()
         self.stop = self.step + recursion_limit + 1
 
@@ -421,8 +422,13 @@ class PregelLoop:
 
     # --- steps --------------------------------------------------------------------------
 
-    def tick(self) -> bool:
-        """Prepare the next step; False when the run is over (done, interrupted, out of steps)."""
+    def tick(self, *, continuing: bool = False) -> bool:
+        """Prepare the next step; False when the run is over (done, interrupted, out of steps).
+
+        ``continuing`` re-prepares a step whose tasks ran elsewhere (the distributed
+        coordinator after its barrier): breakpoints were already checked and the finished
+        tasks' updates were already streamed, so neither happens again.
+        """
         if self.step > self.stop:
             self.status = "out_of_steps"
             return False
@@ -436,7 +442,9 @@ class PregelLoop:
             self.status = "done"
             return False
         if self.pending_writes and not self.replaying:
-            self._reattach_finished()
+            self._reattach_finished(emit=not continuing)
+        if continuing:
+            return True
         if self.interrupt_before and should_interrupt(
             self.checkpoint, self.interrupt_before, self.tasks.values()
         ):
@@ -445,12 +453,12 @@ class PregelLoop:
             raise GraphInterrupt()
         return True
 
-    def _reattach_finished(self) -> None:
+    def _reattach_finished(self, *, emit: bool = True) -> None:
         for task in self.tasks.values():
             writes = [(c, v) for tid, c, v in self.pending_writes if tid == task.id]
             if writes and task_finished(writes):
                 task.writes.extend(w for w in writes if w[0] not in CONTROL_WRITES)
-                if not task.node.hidden:
+                if emit and not task.node.hidden:
                     self.emit(
                         "updates",
                         output_updates(

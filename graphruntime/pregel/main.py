@@ -81,6 +81,7 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None,
         interrupt_after: All | Sequence[str] | None,
         output_keys: Sequence[str] | None = None,
+        checkpointer: BaseCheckpointSaver | None = None,
     ) -> tuple[PregelLoop, list[str], bool]:
         cfg = ensure_config(config)
         limit = cfg.get("recursion_limit")
@@ -103,7 +104,7 @@ class Pregel:
                     )
         else:
             parent_stream = None
-        saver = self._saver(cfg)
+        saver = checkpointer or self._saver(cfg)
         if saver is not None and not nested and not conf.get("thread_id"):
             raise ValueError(
                 "Checkpointer requires one or more of the following 'configurable' keys: "
@@ -136,6 +137,35 @@ class Pregel:
             output_keys=output_keys,
         )
         return loop, modes, single
+
+    def create_loop(
+        self,
+        input: Any,
+        config: RunnableConfig,
+        *,
+        checkpointer: BaseCheckpointSaver,
+        stream_modes: Sequence[StreamMode] = ("values", "updates"),
+        output_keys: Sequence[str] | None = None,
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
+    ) -> PregelLoop:
+        """A loop for an external driver (the distributed coordinator) to step through.
+
+        The driver calls ``first()``, ``tick()``, runs ``runnable_tasks()`` wherever it
+        likes, ``commit()``s their outcomes and ``after_tick()``s: the same calls, in
+        the same order, that :meth:`stream` makes in-process.
+        """
+        loop, _modes, _single = self._prepare(
+            input,
+            config,
+            list(stream_modes),
+            False,
+            interrupt_before,
+            interrupt_after,
+            self.output_channels if output_keys is None else output_keys,
+            checkpointer,
+        )
+        return loop
 
     @staticmethod
     def _shape(chunk: StreamChunk, single: bool, subgraphs: bool) -> Any:
