@@ -101,9 +101,9 @@ def _snapshot(snap: Any, roles: IdRoles) -> dict[str, Any]:
     out["config"] = _config(snap.config, roles)
     out["parent_config"] = _config(snap.parent_config, roles) if snap.parent_config else None
     out["values"] = normalize(snap.values, roles)
-    out["next"] = normalize(tuple(snap.next), roles)
-    out["tasks"] = tuple(_task(t, roles) for t in snap.tasks)
-    out["interrupts"] = normalize(tuple(snap.interrupts), roles)
+    out["next"] = normalize(snap.next, roles)
+    out["tasks"] = type(snap.tasks)(_task(t, roles) for t in snap.tasks)
+    out["interrupts"] = normalize(snap.interrupts, roles)
     out["metadata"] = normalize(snap.metadata, roles)
     return out
 
@@ -120,9 +120,9 @@ def _task(task: Any, roles: IdRoles) -> dict[str, Any]:
         "type": "PregelTask",
         "id": roles.sub(task.id),
         "name": task.name,
-        "path": normalize(tuple(task.path), roles),
+        "path": normalize(task.path, roles),
         "error": normalize(task.error, roles),
-        "interrupts": normalize(tuple(task.interrupts), roles),
+        "interrupts": normalize(task.interrupts, roles),
         "state": norm_state,
         "result": normalize(task.result, roles),
     }

@@ -358,7 +358,11 @@ def scenario_input_keys_not_in_schema(rt: Runtime, rec: Recorder) -> None:
 
 @scenario
 def scenario_input_output_schema(rt: Runtime, rec: Recorder) -> None:
-    """input_schema filters what input writes; output_schema filters returned/streamed values."""
+    """input_schema filters what input writes; output_schema filters invoke's result only.
+
+    stream(stream_mode="values") still yields every state key (LangGraph's stream channels
+    ignore the output schema).
+    """
 
     def think(state: QAState) -> dict[str, Any]:
         rec.count("think")

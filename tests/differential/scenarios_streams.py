@@ -108,7 +108,8 @@ def scenario_stream_custom_parallel_and_async(rt: Runtime, rec: Recorder) -> Non
 
 @scenario
 def scenario_stream_values_per_step(rt: Runtime, rec: Recorder) -> None:
-    """values mode: one chunk per superstep (parallel writes merged), only output keys."""
+    """values mode: one chunk per superstep (parallel writes merged); none for a step that
+    wrote nothing."""
 
     def make(name: str) -> Any:
         def node(state: StreamState) -> dict[str, Any] | None:

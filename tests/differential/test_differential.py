@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pprint
+import re
 from functools import cache
 
 import pytest
@@ -66,3 +67,12 @@ def test_corpus_size() -> None:
         if len(run_scenario(fn, _runtime("langgraph"))) < 2
     ]
     assert not silent, f"scenarios that recorded nothing on the oracle: {silent}"
+
+
+def test_coverage_table_lists_every_scenario() -> None:
+    """The table in scenarios.py's docstring names exactly the registered scenarios."""
+    from . import scenarios
+
+    row = re.compile(r"^([a-z_]+) +([1-7X](?: [1-7X])*) {2,}\S")
+    rows = {m.group(1) for line in (scenarios.__doc__ or "").splitlines() if (m := row.match(line))}
+    assert rows == set(SCENARIOS)
