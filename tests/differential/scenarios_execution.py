@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
-import time
-from collections.abc import Callable
+import threading
 from typing import Annotated, Any, TypedDict
 
 from .observe import Recorder
@@ -27,19 +26,29 @@ def _node(rec: Recorder, name: str) -> Any:
     return node
 
 
-def _wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Wait for a condition another task brings about (never for a fixed time)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not reached")
-        time.sleep(0.001)
+def _saver_signalling(rt: Runtime, write: tuple[str, Any]) -> tuple[Any, Any]:
+    """An InMemorySaver that sets a per-thread event once ``write`` of a task is saved.
 
+    Returns the saver and ``wait(thread_id)``, which blocks until that write is saved.
+    """
+    events: dict[str, threading.Event] = {}
+    lock = threading.Lock()
 
-def _has_pending_write(saver: Any, thread_id: str, value: Any) -> bool:
-    """Whether the thread's latest checkpoint has a saved task write of ``value``."""
-    saved = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-    return saved is not None and any(w[2] == value for w in saved.pending_writes or ())
+    def event(thread_id: str) -> threading.Event:
+        with lock:
+            return events.setdefault(thread_id, threading.Event())
+
+    class SignallingSaver(rt.InMemorySaver):  # type: ignore[name-defined,misc]
+        def put_writes(self, config: Any, writes: Any, task_id: str, *args: Any, **kw: Any) -> None:
+            super().put_writes(config, writes, task_id, *args, **kw)
+            if write in [tuple(w) for w in writes]:
+                event(config["configurable"]["thread_id"]).set()
+
+    def wait(thread_id: str) -> None:
+        if not event(thread_id).wait(timeout=10):
+            raise TimeoutError(f"write {write!r} was never saved")
+
+    return SignallingSaver(), wait
 
 
 @scenario
@@ -300,8 +309,7 @@ def scenario_failed_node_keeps_sibling_writes(rt: Runtime, rec: Recorder) -> Non
         if broken["on"]:
             # Fail only once the sibling's writes are saved: LangGraph does not await a
             # sibling still running when a task fails, so the outcome would depend on timing.
-            thread_id = rt.get_config()["configurable"]["thread_id"]
-            _wait_until(lambda: _has_pending_write(saver, thread_id, ["ok"]))
+            wait_for_ok(rt.get_config()["configurable"]["thread_id"])
             raise RuntimeError("flaky is broken\nsecond line is not compared")
         return {"items": ["flaky"]}
 
@@ -312,7 +320,7 @@ def scenario_failed_node_keeps_sibling_writes(rt: Runtime, rec: Recorder) -> Non
     g.add_edge(rt.START, "ok")
     g.add_edge(rt.START, "flaky")
     g.add_edge(["ok", "flaky"], "after")
-    saver = rt.InMemorySaver()
+    saver, wait_for_ok = _saver_signalling(rt, ("items", ["ok"]))
     app = g.compile(checkpointer=saver)
     cfg = rec.thread()
     with rec.expect_error("invoke"):
