@@ -182,6 +182,33 @@ def prepare_next_tasks(
     return {t.id: t for t in tasks}
 
 
+def prepare_task(
+    checkpoint: Checkpoint,
+    channels: Mapping[str, BaseChannel],
+    ctx: StepContext,
+    path: Sequence[Any],
+) -> PreparedTask | None:
+    """Prepare just the task at ``path`` (as in ``PreparedTask.path``), if it exists.
+
+    A distributed task job uses this instead of preparing the whole step, so a
+    fan-out of N tasks costs O(N), not O(N²), across its jobs.
+    """
+    if path[0] == PUSH:
+        tasks_channel = channels.get(TASKS)
+        if tasks_channel is None or not tasks_channel.is_available():
+            return None
+        packets = tasks_channel.get()
+        idx = int(path[1])
+        if not 0 <= idx < len(packets):
+            return None
+        return _prepare_push(checkpoint, packets[idx], idx, ctx)
+    if path[0] == PULL:
+        return _prepare_pull(
+            checkpoint, channels, str(path[1]), ctx, null_version(checkpoint), True
+        )
+    return None
+
+
 def _prepare_push(
     checkpoint: Checkpoint, packet: Any, idx: int, ctx: StepContext
 ) -> PreparedTask | None:

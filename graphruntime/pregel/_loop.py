@@ -63,6 +63,7 @@ from graphruntime.pregel._algo import (
     local_read,
     make_scratchpad,
     prepare_next_tasks,
+    prepare_task,
     should_interrupt,
     task_finished,
 )
@@ -367,6 +368,36 @@ class PregelLoop:
         if writes:
             self.put_writes(NULL_TASK_ID, [(c, v) for _, c, v in writes])
 
+    def validate_command(self, cmd: Command[Any]) -> None:
+        """Check a resume command against this thread's pending interrupts; writes nothing."""
+        if cmd.resume is None:
+            return
+        has_state = bool(self.checkpoint["channel_versions"])
+        self._validate_resume(cmd.resume, is_resume_map(cmd.resume), has_state)
+
+    def step_outcome(self) -> tuple[list[tuple[str, Any]], list[Interrupt], bool]:
+        """Errors and interrupts recorded for the current step's tasks, from pending writes.
+
+        Used by drivers whose tasks ran elsewhere: errors are ``(task name, error)``;
+        interrupts are those of tasks that did not finish, in the order they were saved.
+        """
+        by_task: dict[str, list[tuple[str, Any]]] = {}
+        for tid, c, v in self.pending_writes:
+            if tid in self.tasks:
+                by_task.setdefault(tid, []).append((c, v))
+        errors: list[tuple[str, Any]] = []
+        interrupts: list[Interrupt] = []
+        interrupted = False
+        for tid, writes in by_task.items():
+            if task_finished(writes):
+                continue
+            name = self.tasks[tid].name
+            errors.extend((name, v) for c, v in writes if c == ERROR)
+            if not any(c == ERROR for c, _ in writes) and any(c == INTERRUPT for c, _ in writes):
+                interrupted = True
+                interrupts.extend(i for c, v in writes if c == INTERRUPT for i in v)
+        return errors, interrupts, interrupted
+
     def _edited_while_paused(self) -> bool:
         if self.metadata.get("source") != "update":
             return False
@@ -452,6 +483,15 @@ class PregelLoop:
             self.emit("updates", {INTERRUPT: ()})
             raise GraphInterrupt()
         return True
+
+    def prepare_one(self, path: Sequence[Any]) -> PreparedTask | None:
+        """Prepare only the task at ``path`` of the current step, with its saved writes."""
+        task = prepare_task(self.checkpoint, self.channels, self._step_context(), path)
+        if task is None:
+            return None
+        self.tasks = {task.id: task}
+        self._reattach_finished(emit=False)
+        return task
 
     def _reattach_finished(self, *, emit: bool = True) -> None:
         for task in self.tasks.values():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -137,6 +138,12 @@ class Pregel:
             output_keys=output_keys,
         )
         return loop, modes, single
+
+    def with_checkpointer(self, checkpointer: Checkpointer) -> Pregel:
+        """A copy of this graph that saves with ``checkpointer`` (nodes are shared)."""
+        clone = copy.copy(self)
+        clone.checkpointer = checkpointer
+        return clone
 
     def create_loop(
         self,

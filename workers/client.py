@@ -1,0 +1,303 @@
+"""``GraphClient``: run registered graphs on the workers with the in-process API."""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from graphruntime._internal._constants import CONF
+from graphruntime.checkpoint import BaseCheckpointSaver
+from graphruntime.config import RunnableConfig
+from graphruntime.pregel import Pregel
+from graphruntime.types import Command, StateSnapshot
+from workers.context import Dispatcher
+from workers.errors import RemoteGraphError, RunTimeoutError, ThreadBusyError
+from workers.registry import GraphRegistry
+from workers.settings import Settings
+from workers.store import Run, RunStore
+
+_SAFE_MODULES = ("builtins", "graphruntime.", "workers.", "pydantic_core")
+
+
+def rebuild_error(info: dict[str, Any]) -> BaseException:
+    """Re-create a node's exception from its recorded type and message.
+
+    Only built-in and graphruntime/workers exception classes are re-created; any
+    other type becomes a :class:`RemoteGraphError` subclass with the same name.
+    """
+    name = str(info.get("type", "Exception"))
+    module = str(info.get("module", "builtins"))
+    message = str(info.get("message", ""))
+    cls: Any = None
+    if module == "builtins":
+        cls = getattr(builtins, name, None)
+    elif module.startswith(("graphruntime.", "workers.")):
+        try:
+            cls = getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            cls = None
+    if isinstance(cls, type) and issubclass(cls, BaseException):
+        try:
+            return cls(message)
+        except TypeError:
+            pass
+    remote = type(name, (RemoteGraphError,), {"__module__": "workers.remote"})
+    return remote(name, message)
+
+
+@dataclass
+class RunHandle:
+    """A submitted run: wait for its result, read its status, stream its chunks."""
+
+    client: GraphClient
+    run_id: str
+    thread_id: str
+    created: bool = True
+
+    def status(self) -> str:
+        return self.client.store.get_run(self.run_id).status
+
+    def run(self) -> Run:
+        return self.client.store.get_run(self.run_id)
+
+    def wait(self, timeout: float | None = 120.0) -> Any:
+        """The run's output, as ``invoke`` returns it; re-raises the run's error."""
+        run = self.client.wait_done(self.run_id, timeout)
+        if run.status == "error":
+            raise rebuild_error(run.error or {})
+        return run.result
+
+
+class GraphClient:
+    """Submit runs, wait on them and read thread state, against Postgres and the broker."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        registry: GraphRegistry,
+        saver: BaseCheckpointSaver,
+        store: RunStore,
+        dispatcher: Dispatcher,
+    ) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.saver = saver
+        self.store = store
+        self.dispatcher = dispatcher
+
+    @classmethod
+    def from_env(cls, settings: Settings | None = None) -> GraphClient:
+        from workers.app import CeleryDispatcher, create_app
+        from workers.runtime import build_context
+
+        settings = settings or Settings()
+        app = create_app(settings)
+        ctx = build_context(app.conf.graphruntime_settings, CeleryDispatcher(app, settings))
+        return cls(
+            settings=ctx.settings,
+            registry=ctx.registry,
+            saver=ctx.saver,
+            store=ctx.store,
+            dispatcher=ctx.dispatcher,
+        )
+
+    def close(self) -> None:
+        self.store.pool.close()
+
+    def _graph(self, name: str) -> Pregel:
+        return self.registry.get(name).with_checkpointer(self.saver)
+
+    # --- runs ----------------------------------------------------------------------------
+
+    def submit(
+        self,
+        graph: str,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: str | Sequence[str] | None = None,
+        subgraphs: bool = False,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        idempotency_key: str | None = None,
+    ) -> RunHandle:
+        """Queue a run of ``graph`` on the config's thread; returns at once."""
+        compiled = self.registry.get(graph)  # unknown graph: a clear error, nothing queued
+        thread_id = _thread_id(config)
+        if idempotency_key is not None:
+            existing = self.store.find_by_idempotency_key(thread_id, idempotency_key)
+            if existing is not None:
+                return RunHandle(self, existing.run_id, thread_id, created=False)
+        kind = "input"
+        resumes: str | None = None
+        if isinstance(input, Command):
+            kind = "command"
+            if input.resume is not None:
+                kind = "resume"
+                input, resumes = self._prepare_resume(compiled, input, config or {}, thread_id)
+        modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode or ())
+        payload = {
+            "input": input,
+            "config": _user_config(config),
+            "stream_modes": modes,
+            "subgraphs": subgraphs,
+            "interrupt_before": interrupt_before,
+            "interrupt_after": interrupt_after,
+        }
+        run, created = self.store.create_run(
+            thread_id=thread_id,
+            graph=graph,
+            kind=kind,
+            payload=payload,
+            idempotency_key=idempotency_key,
+            resumes_checkpoint=resumes,
+        )
+        if created:
+            self.dispatcher.coordinate(run.run_id)
+        return RunHandle(self, run.run_id, thread_id, created=created)
+
+    def _prepare_resume(
+        self, graph: Pregel, cmd: Command[Any], config: RunnableConfig, thread_id: str
+    ) -> tuple[Command[Any], str]:
+        """Validate a resume against the thread now; address it to its interrupt by id."""
+        if self.store.active_runs(thread_id):
+            raise ThreadBusyError(
+                f"Thread {thread_id!r} has a run in flight; resume it once the run has paused "
+                "at an interrupt (wait on the run, then resume)."
+            )
+        loop = graph.create_loop(cmd, _pin(config, thread_id), checkpointer=self.saver)
+        loop.validate_command(cmd)
+        pending = loop.pending_interrupts()
+        from graphruntime.pregel._loop import is_resume_map
+
+        if len(pending) == 1 and not is_resume_map(cmd.resume):
+            # one pending interrupt: address it by id, so exactly one task can take it
+            (only,) = pending
+            cmd = Command(resume={only: cmd.resume}, update=cmd.update, goto=cmd.goto)
+        return cmd, loop.checkpoint["id"]
+
+    def wait_done(self, run_id: str, timeout: float | None) -> Run:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.002
+        while True:
+            run = self.store.get_run(run_id)
+            if run.done:
+                return run
+            if deadline is not None and time.monotonic() > deadline:
+                raise RunTimeoutError(
+                    f"Run {run_id} is still {run.status} after {timeout}s; it keeps going. "
+                    "Wait on its handle again or read the thread's state."
+                )
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.05)
+
+    def invoke(
+        self,
+        graph: str,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        timeout: float | None = 120.0,
+        **kwargs: Any,
+    ) -> Any:
+        """Run ``graph`` on the workers and return what ``compiled.invoke`` would."""
+        return self.submit(graph, input, config, **kwargs).wait(timeout)
+
+    def stream(
+        self,
+        graph: str,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        stream_mode: str | Sequence[str] | None = None,
+        subgraphs: bool = False,
+        timeout: float | None = 120.0,
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """Yield stream chunks as the workers complete steps (same shapes as ``stream``)."""
+        compiled = self.registry.get(graph)
+        mode = stream_mode or compiled.stream_mode
+        modes = [mode] if isinstance(mode, str) else list(mode)
+        single = isinstance(mode, str)
+        handle = self.submit(
+            graph, input, config, stream_mode=modes, subgraphs=subgraphs, **kwargs
+        )
+        deadline = None if timeout is None else time.monotonic() + timeout
+        after = 0
+        delay = 0.002
+        while True:
+            run = handle.run()
+            events = self.store.events_after(handle.run_id, after)
+            for event in events:
+                after = event.seq
+                if event.mode not in modes or (event.ns and not subgraphs):
+                    continue
+                if subgraphs:
+                    yield (event.ns, event.payload) if single else (event.ns, event.mode,
+                                                                     event.payload)
+                else:
+                    yield event.payload if single else (event.mode, event.payload)
+            if run.done and not events:
+                if run.status == "error":
+                    raise rebuild_error(run.error or {})
+                return
+            if events:
+                delay = 0.002
+                continue
+            if deadline is not None and time.monotonic() > deadline:
+                raise RunTimeoutError(f"Run {handle.run_id} still {run.status} after {timeout}s")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.05)
+
+    # --- state ---------------------------------------------------------------------------
+
+    def get_state(self, graph: str, config: RunnableConfig, *, subgraphs: bool = False
+                  ) -> StateSnapshot:
+        return self._graph(graph).get_state(config, subgraphs=subgraphs)
+
+    def get_state_history(self, graph: str, config: RunnableConfig, **kwargs: Any
+                          ) -> Iterator[StateSnapshot]:
+        return self._graph(graph).get_state_history(config, **kwargs)
+
+    def update_state(
+        self, graph: str, config: RunnableConfig, values: Any, as_node: str | None = None
+    ) -> RunnableConfig:
+        """Edit a thread like ``update_state``; refused while a run is in flight."""
+        thread_id = _thread_id(config)
+        with self.store.thread_lock(thread_id) as locked:
+            if not locked or self.store.active_runs(thread_id):
+                raise ThreadBusyError(
+                    f"Thread {thread_id!r} has a run in flight; update its state once the run "
+                    "has paused or finished."
+                )
+            return self._graph(graph).update_state(config, values, as_node)
+
+
+def _thread_id(config: RunnableConfig | None) -> str:
+    thread_id = (config or {}).get(CONF, {}).get("thread_id")
+    if not thread_id:
+        raise ValueError(
+            "Checkpointer requires one or more of the following 'configurable' keys: "
+            "thread_id, checkpoint_ns, checkpoint_id"
+        )
+    return str(thread_id)
+
+
+def _pin(config: RunnableConfig, thread_id: str) -> RunnableConfig:
+    return {**config, CONF: {**config.get(CONF, {}), "thread_id": thread_id}}  # type: ignore[typeddict-item]
+
+
+def _user_config(config: RunnableConfig | None) -> dict[str, Any]:
+    """The JSON-safe part of a config that travels with the run."""
+    if not config:
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("configurable", "metadata", "tags", "recursion_limit", "max_concurrency"):
+        if key in config:
+            out[key] = config[key]  # type: ignore[literal-required]
+    return out

@@ -1,0 +1,104 @@
+"""What coordinator, executor and resume need: saver, run store, registry, dispatcher."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from graphruntime._internal._constants import CONF, CONFIG_KEY_RESUME_MAP
+from graphruntime.checkpoint import BaseCheckpointSaver
+from graphruntime.config import RunnableConfig
+from graphruntime.pregel import Pregel, PregelLoop, StreamSink
+from graphruntime.types import Command
+from workers.messages import TaskMessage
+from workers.registry import GraphRegistry
+from workers.settings import Settings
+from workers.store import Run, RunStore
+
+
+class Dispatcher(Protocol):
+    """Puts work on the broker; Celery in production, a local queue in unit tests."""
+
+    def coordinate(self, run_id: str, *, delay: float = 0.0) -> None: ...
+
+    def execute(self, message: TaskMessage) -> None: ...
+
+
+@dataclass
+class WorkerContext:
+    settings: Settings
+    registry: GraphRegistry
+    saver: BaseCheckpointSaver
+    store: RunStore
+    dispatcher: Dispatcher
+    worker_name: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+
+
+# --- a run's payload ---------------------------------------------------------------------
+# {"input": <input or Command>, "config": RunnableConfig (user part), "stream_modes": [...],
+#  "subgraphs": bool, "interrupt_before": ..., "interrupt_after": ...}
+
+RUN_EVENT_MODES = ("values", "updates")
+
+
+def run_config(run: Run, *, checkpoint_id: str | None = None) -> RunnableConfig:
+    """The config a run's loops see: the user's config, pinned to the run's thread."""
+    user: dict[str, Any] = dict(run.payload.get("config") or {})
+    configurable = {**user.get(CONF, {}), "thread_id": run.thread_id}
+    configurable.pop("checkpoint_id", None)
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    metadata = {**user.get("metadata", {}), "run_id": run.run_id}
+    return {**user, CONF: configurable, "metadata": metadata}  # type: ignore[typeddict-item]
+
+
+def open_loop(
+    ctx: WorkerContext,
+    graph: Pregel,
+    run: Run,
+    input: Any,
+    *,
+    checkpoint_id: str | None = None,
+) -> PregelLoop:
+    payload = run.payload
+    modes: Sequence[Any] = sorted({*RUN_EVENT_MODES, *(payload.get("stream_modes") or ())})
+    loop = graph.create_loop(
+        input,
+        run_config(run, checkpoint_id=checkpoint_id),
+        checkpointer=ctx.saver,
+        stream_modes=modes,
+        interrupt_before=payload.get("interrupt_before"),
+        interrupt_after=payload.get("interrupt_after"),
+    )
+    loop.sink = StreamSink(set(modes), bool(payload.get("subgraphs")))
+    cmd = payload.get("input")
+    if isinstance(cmd, Command) and isinstance(cmd.resume, dict) and input is None:
+        # the coordinator's first() put the map in its own config; later loops need it too
+        from graphruntime.pregel._loop import is_resume_map
+
+        if is_resume_map(cmd.resume):
+            loop.config[CONF][CONFIG_KEY_RESUME_MAP] = cmd.resume
+    if run.stop is not None:
+        loop.stop = run.stop
+    return loop
+
+
+def flush_events(ctx: WorkerContext, run: Run, loop: PregelLoop) -> None:
+    ctx.store.add_events(run.run_id, list(loop.sink.drain()))
+
+
+def error_info(exc: BaseException | Any, task: str | None = None) -> dict[str, Any]:
+    """A JSON-safe description of a node's failure; the client rebuilds the exception."""
+    if isinstance(exc, BaseException):
+        return {
+            "type": type(exc).__name__,
+            "module": type(exc).__module__,
+            "message": str(exc),
+            "repr": repr(exc),
+            "task": task,
+        }
+    return {"type": "Exception", "module": "builtins", "message": str(exc), "repr": str(exc),
+            "task": task}

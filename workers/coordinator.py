@@ -1,0 +1,172 @@
+"""The coordinator: advances one run of one thread, one superstep at a time.
+
+It never waits for tasks. A step with several tasks is handed to task jobs and
+the coordinator returns; the last task to finish calls it again (the barrier
+is counted in Postgres). A step with a single task runs right here, so a chain
+of nodes pays no broker round trip per step.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from graphruntime._internal._constants import INTERRUPT
+from graphruntime.errors import GraphInterrupt, GraphRuntimeError
+from graphruntime.pregel import Pregel, PregelLoop, PreparedTask, run_task
+from workers.context import WorkerContext, error_info, flush_events, open_loop
+from workers.errors import UnknownGraphError
+from workers.messages import TaskMessage
+from workers.store import Run
+
+log = logging.getLogger(__name__)
+
+
+def coordinate(ctx: WorkerContext, run_id: str) -> None:
+    """Advance ``run_id`` as far as it can go without waiting. Safe to call twice."""
+    run = ctx.store.get_run(run_id)
+    if run.done:
+        return
+    with ctx.store.thread_lock(run.thread_id) as locked:
+        if not locked:
+            # another coordinator holds the thread; try again shortly
+            ctx.dispatcher.coordinate(run_id, delay=ctx.settings.thread_lock_retry)
+            return
+        run = ctx.store.get_run(run_id)
+        if run.done:
+            return
+        if run.status == "queued" and ctx.store.earlier_active_run(run):
+            ctx.dispatcher.coordinate(run_id, delay=0.2)  # runs of a thread go in order
+            return
+        try:
+            graph = ctx.registry.get(run.graph)
+        except UnknownGraphError as exc:
+            ctx.store.finish(run_id, "error", error=error_info(exc))
+            return
+        _advance(ctx, run, graph)
+
+
+def _start(ctx: WorkerContext, run: Run, graph: Pregel) -> tuple[PregelLoop, bool] | None:
+    """Apply the run's input; a redelivered start that already applied it continues.
+
+    Returns the loop and whether it continues an already-started step.
+    """
+    probe = open_loop(ctx, graph, run, None)
+    if probe.metadata.get("run_id") == run.run_id:
+        ctx.store.set_running(run.run_id, probe.stop)
+        return probe, True
+    loop = open_loop(ctx, graph, run, run.payload.get("input"))
+    try:
+        loop.first()
+    except GraphRuntimeError as exc:
+        ctx.store.finish(run.run_id, "error", error=error_info(exc))
+        return None
+    except (ValueError, TypeError, RuntimeError) as exc:
+        ctx.store.finish(run.run_id, "error", error=error_info(exc))
+        return None
+    ctx.store.set_running(run.run_id, loop.stop)
+    return loop, False
+
+
+def _advance(ctx: WorkerContext, run: Run, graph: Pregel) -> None:
+    if run.status == "queued":
+        started = _start(ctx, run, graph)
+        if started is None:
+            return
+        loop, continuing = started
+    else:
+        loop = open_loop(ctx, graph, run, None)
+        continuing = True
+    while True:
+        try:
+            if not loop.tick(continuing=continuing):
+                break
+        except GraphInterrupt:
+            _finish_interrupted(ctx, run, loop, [])
+            return
+        runnable = loop.runnable_tasks()
+        if runnable:
+            if len(runnable) == 1 and ctx.settings.inline_single_task and not continuing:
+                task = runnable[0]
+                exc = run_task(task, loop.task_config(task, loop.custom_writer(task)),
+                               graph.retry_policy)
+                loop.commit(task, exc)
+                if exc is not None and not isinstance(exc, GraphInterrupt):
+                    ctx.store.add_events(run.run_id, [((), "error", error_info(exc, task.name))])
+            else:
+                _dispatch(ctx, run, loop, runnable)
+                return
+        errors, interrupts, interrupted = loop.step_outcome()
+        if errors:
+            flush_events(ctx, run, loop)
+            ctx.store.finish(run.run_id, "error", error=_first_error(ctx, run, errors))
+            return
+        if interrupted:
+            _finish_interrupted(ctx, run, loop, interrupts, pending=True)
+            return
+        try:
+            loop.after_tick()
+        except GraphInterrupt:
+            _finish_interrupted(ctx, run, loop, [])
+            return
+        flush_events(ctx, run, loop)
+        continuing = False
+    flush_events(ctx, run, loop)
+    if loop.status == "out_of_steps":
+        from graphruntime.pregel._drive import _recursion_error
+
+        ctx.store.finish(run.run_id, "error", error=error_info(_recursion_error(loop)))
+        return
+    ctx.store.finish(run.run_id, "success", result=_result(ctx, run, []))
+
+
+def _dispatch(ctx: WorkerContext, run: Run, loop: PregelLoop, tasks: list[PreparedTask]) -> None:
+    """Hand the step's tasks to task jobs; ones already handed out are the sweeper's."""
+    checkpoint_id = loop.checkpoint["id"]
+    flush_events(ctx, run, loop)
+    by_id = {t.id: t for t in tasks}
+    new = ctx.store.register_tasks(run.run_id, run.thread_id, checkpoint_id, list(by_id))
+    ctx.store.touch(run.run_id)
+    for task_id in new:
+        ctx.dispatcher.execute(
+            TaskMessage(
+                run_id=run.run_id,
+                thread_id=run.thread_id,
+                checkpoint_id=checkpoint_id,
+                task_id=task_id,
+                task_path=tuple(by_id[task_id].path),
+            )
+        )
+
+
+def _finish_interrupted(
+    ctx: WorkerContext, run: Run, loop: PregelLoop, interrupts: list[Any], *, pending: bool = False
+) -> None:
+    if pending:
+        loop.status = "interrupted"
+        loop.interrupts = list(interrupts)
+        loop.emit("values", loop.values_with_pending())
+    flush_events(ctx, run, loop)
+    ctx.store.finish(run.run_id, "interrupted", result=_result(ctx, run, interrupts))
+
+
+def _result(ctx: WorkerContext, run: Run, interrupts: list[Any]) -> Any:
+    """What ``invoke`` returns: the last root values chunk, plus the interrupts."""
+    latest: Any = None
+    for event in ctx.store.events_after(run.run_id, 0):
+        if event.mode == "values" and event.ns == ():
+            latest = event.payload
+    if isinstance(latest, dict) and INTERRUPT in latest:
+        latest = {k: v for k, v in latest.items() if k != INTERRUPT}
+    if interrupts:
+        return {**(latest or {}), INTERRUPT: list(interrupts)}
+    return latest
+
+
+def _first_error(ctx: WorkerContext, run: Run, errors: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The structured error of the step's first failure (jobs record it as an event)."""
+    for event in ctx.store.events_after(run.run_id, 0):
+        if event.mode == "error" and isinstance(event.payload, dict):
+            return event.payload
+    name, value = errors[0]
+    return error_info(value, name)

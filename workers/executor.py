@@ -1,0 +1,46 @@
+"""The task job: run one task of one step and record its outcome as pending writes."""
+
+from __future__ import annotations
+
+import logging
+
+from graphruntime.errors import GraphInterrupt
+from graphruntime.pregel import run_task
+from workers.context import WorkerContext, error_info, flush_events, open_loop
+from workers.coordinator import coordinate
+from workers.messages import TaskMessage
+
+log = logging.getLogger(__name__)
+
+
+def execute_task(ctx: WorkerContext, msg: TaskMessage) -> None:
+    """Execute a task exactly as the in-process loop would; safe to deliver twice.
+
+    A second delivery finds the task's 'done' barrier row (or its saved output
+    writes) and only makes sure the barrier is counted; writes are upserted.
+    """
+    run = ctx.store.get_run(msg.run_id)
+    if run.done or ctx.store.task_done(msg.run_id, msg.checkpoint_id, msg.task_id):
+        return
+    graph = ctx.registry.get(run.graph)
+    loop = open_loop(ctx, graph, run, None, checkpoint_id=msg.checkpoint_id)
+    task = loop.prepare_one(msg.task_path) if loop.checkpoint["id"] == msg.checkpoint_id else None
+    if task is None or task.id != msg.task_id:
+        log.warning(
+            "task %s of run %s matches no task of checkpoint %s; counting it done",
+            msg.task_id,
+            msg.run_id,
+            msg.checkpoint_id,
+        )
+    elif not task.writes:
+        exc = run_task(task, loop.task_config(task, loop.custom_writer(task)), graph.retry_policy)
+        loop.commit(task, exc)
+        if exc is not None and not isinstance(exc, GraphInterrupt):
+            ctx.store.add_events(run.run_id, [((), "error", error_info(exc, task.name))])
+        flush_events(ctx, run, loop)
+    completed, remaining = ctx.store.complete_task(
+        msg.run_id, msg.checkpoint_id, msg.task_id, ctx.worker_name
+    )
+    if completed and remaining == 0:
+        # the last finisher continues the run here: no broker round trip for the barrier
+        coordinate(ctx, msg.run_id)

@@ -1,0 +1,37 @@
+"""Worker and client settings, read from the environment (``GRAPHRUNTIME_*``)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Everything a worker or client needs to find Postgres, Redis and the graphs.
+
+    ``DATABASE_URL`` and ``REDIS_URL`` are read without prefix (the usual names);
+    everything else is ``GRAPHRUNTIME_<NAME>``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="GRAPHRUNTIME_", extra="ignore")
+
+    database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
+    redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
+    graphs: str = Field(
+        default="",
+        description="Comma-separated name=module:attribute entries: the only graphs workers load.",
+    )
+    coordinator_queue: str = "graphruntime.coordinator"
+    task_queue: str = "graphruntime.tasks"
+    resume_queue: str = "graphruntime:resume"
+    concurrency: int = 2
+    inline_single_task: bool = Field(
+        default=True,
+        description="Run a step's only task in the coordinator instead of a separate job.",
+    )
+    pool_max_size: int = 4
+    task_stale_after: float = Field(
+        default=60.0, description="Seconds before the sweeper re-dispatches an unfinished task."
+    )
+    sweep_interval: float = 5.0
+    thread_lock_retry: float = 0.05

@@ -1,0 +1,104 @@
+-- name: insert_run
+INSERT INTO graphruntime_runs
+    (run_id, thread_id, graph, status, kind, payload_type, payload, idempotency_key,
+     resumes_checkpoint)
+VALUES (%(run_id)s, %(thread_id)s, %(graph)s, 'queued', %(kind)s, %(payload_type)s,
+        %(payload)s, %(idempotency_key)s, %(resumes_checkpoint)s)
+ON CONFLICT DO NOTHING
+RETURNING run_id;
+
+-- name: run_by_idempotency_key
+SELECT * FROM graphruntime_runs WHERE thread_id = %(thread_id)s AND idempotency_key = %(key)s;
+
+-- name: run_by_resumed_checkpoint
+SELECT * FROM graphruntime_runs
+WHERE thread_id = %(thread_id)s AND resumes_checkpoint = %(checkpoint_id)s;
+
+-- name: get_run
+SELECT * FROM graphruntime_runs WHERE run_id = %(run_id)s;
+
+-- name: earlier_active_run
+SELECT run_id FROM graphruntime_runs
+WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running')
+  AND (created_at, run_id) < (%(created_at)s, %(run_id)s)
+ORDER BY created_at LIMIT 1;
+
+-- name: active_runs_of_thread
+SELECT run_id FROM graphruntime_runs
+WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running');
+
+-- name: set_running
+UPDATE graphruntime_runs SET status = 'running', stop = %(stop)s, updated_at = now()
+WHERE run_id = %(run_id)s AND status = 'queued';
+
+-- name: touch_run
+UPDATE graphruntime_runs SET updated_at = now() WHERE run_id = %(run_id)s;
+
+-- name: finish_run
+UPDATE graphruntime_runs
+SET status = %(status)s, result_type = %(result_type)s, result = %(result)s,
+    error = %(error)s, updated_at = now()
+WHERE run_id = %(run_id)s AND status IN ('queued', 'running');
+
+-- name: register_tasks
+WITH new AS (
+    INSERT INTO graphruntime_step_tasks (run_id, checkpoint_id, task_id, thread_id, status)
+    SELECT %(run_id)s, %(checkpoint_id)s, t, %(thread_id)s, 'dispatched'
+    FROM unnest(%(task_ids)s::text[]) AS t
+    ON CONFLICT DO NOTHING
+    RETURNING task_id
+), counted AS (
+    INSERT INTO graphruntime_steps (run_id, checkpoint_id, open_tasks)
+    SELECT %(run_id)s, %(checkpoint_id)s, count(*) FROM new
+    ON CONFLICT (run_id, checkpoint_id)
+    DO UPDATE SET open_tasks = graphruntime_steps.open_tasks + EXCLUDED.open_tasks
+)
+SELECT task_id FROM new;
+
+-- name: complete_task
+UPDATE graphruntime_step_tasks SET status = 'done', done_at = now(), worker = %(worker)s
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
+  AND status = 'dispatched'
+RETURNING task_id;
+
+-- name: task_status
+SELECT status FROM graphruntime_step_tasks
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s;
+
+-- name: count_down_step
+UPDATE graphruntime_steps SET open_tasks = open_tasks - 1
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
+RETURNING open_tasks;
+
+-- name: stale_tasks
+UPDATE graphruntime_step_tasks SET dispatched_at = now(), attempts = attempts + 1
+WHERE (run_id, checkpoint_id, task_id) IN (
+    SELECT run_id, checkpoint_id, task_id FROM graphruntime_step_tasks
+    WHERE status = 'dispatched' AND dispatched_at < now() - make_interval(secs => %(age)s)
+    ORDER BY dispatched_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+RETURNING run_id, checkpoint_id, task_id, thread_id, attempts;
+
+-- name: stalled_runs
+SELECT run_id FROM graphruntime_runs r
+WHERE status IN ('queued', 'running') AND updated_at < now() - make_interval(secs => %(age)s)
+  AND NOT EXISTS (SELECT 1 FROM graphruntime_step_tasks t
+                  WHERE t.run_id = r.run_id AND t.status = 'dispatched')
+ORDER BY updated_at LIMIT %(limit)s;
+
+-- name: add_event
+INSERT INTO graphruntime_run_events (run_id, ns, mode, payload_type, payload)
+VALUES (%(run_id)s, %(ns)s, %(mode)s, %(payload_type)s, %(payload)s);
+
+-- name: events_after
+SELECT seq, ns, mode, payload_type, payload FROM graphruntime_run_events
+WHERE run_id = %(run_id)s AND seq > %(after)s ORDER BY seq;
+
+-- name: thread_lock
+SELECT pg_try_advisory_lock(4242, hashtext(%(thread_id)s)) AS locked;
+
+-- name: thread_unlock
+SELECT pg_advisory_unlock(4242, hashtext(%(thread_id)s)) AS unlocked;
+
+-- name: runs_of_thread
+SELECT run_id, status, kind, created_at, updated_at, error FROM graphruntime_runs
+WHERE thread_id = %(thread_id)s ORDER BY created_at DESC LIMIT %(limit)s;

@@ -1,0 +1,312 @@
+"""Run bookkeeping in Postgres: runs, the step barrier, stream events, thread locks."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from graphruntime.checkpoint import JsonSerializer, SerializerProtocol
+from workers._sql import query, schema
+from workers.errors import ResumeConflictError
+
+Status = str  # queued | running | interrupted | success | error
+TERMINAL = frozenset({"interrupted", "success", "error"})
+
+
+@dataclass(frozen=True)
+class Run:
+    """One ``invoke``/``submit`` of a graph on a thread."""
+
+    run_id: str
+    thread_id: str
+    graph: str
+    status: Status
+    kind: str
+    payload: dict[str, Any]
+    stop: int | None
+    result: Any
+    error: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    ns: tuple[str, ...]
+    mode: str
+    payload: Any
+
+
+class RunStore:
+    """All of the workers' SQL; the saver keeps checkpoints, this keeps everything else."""
+
+    def __init__(self, pool: ConnectionPool[Any], serde: SerializerProtocol | None = None) -> None:
+        self.pool = pool
+        self.serde = serde or JsonSerializer()
+
+    def setup(self) -> None:
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(4242, 1)")
+            conn.execute(schema())
+
+    # --- serde ---------------------------------------------------------------------------
+
+    def _dump(self, value: Any) -> tuple[str, bytes]:
+        return self.serde.dumps_typed(value)
+
+    def _load(self, type_: str | None, data: bytes | None) -> Any:
+        if type_ is None or data is None:
+            return None
+        return self.serde.loads_typed((type_, bytes(data)))
+
+    def _run(self, row: dict[str, Any]) -> Run:
+        return Run(
+            run_id=str(row["run_id"]),
+            thread_id=row["thread_id"],
+            graph=row["graph"],
+            status=row["status"],
+            kind=row["kind"],
+            payload=self._load(row["payload_type"], row["payload"]),
+            stop=row["stop"],
+            result=self._load(row["result_type"], row["result"]),
+            error=row["error"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+        )
+
+    # --- runs ----------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        *,
+        thread_id: str,
+        graph: str,
+        kind: str,
+        payload: dict[str, Any],
+        idempotency_key: str | None = None,
+        resumes_checkpoint: str | None = None,
+    ) -> tuple[Run, bool]:
+        """Insert a queued run; returns (run, created). Same idempotency key → same run."""
+        payload_type, payload_bytes = self._dump(payload)
+        run_id = str(uuid.uuid4())
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                query("insert_run"),
+                {
+                    "run_id": run_id,
+                    "thread_id": thread_id,
+                    "graph": graph,
+                    "kind": kind,
+                    "payload_type": payload_type,
+                    "payload": payload_bytes,
+                    "idempotency_key": idempotency_key,
+                    "resumes_checkpoint": resumes_checkpoint,
+                },
+            ).fetchone()
+            if row is not None:
+                return self.get_run(run_id), True
+            if idempotency_key is not None:
+                existing = conn.execute(
+                    query("run_by_idempotency_key"), {"thread_id": thread_id, "key": idempotency_key}
+                ).fetchone()
+                if existing is not None:
+                    return self._run(existing), False
+            if resumes_checkpoint is not None:
+                other = conn.execute(
+                    query("run_by_resumed_checkpoint"),
+                    {"thread_id": thread_id, "checkpoint_id": resumes_checkpoint},
+                ).fetchone()
+                if other is not None:
+                    raise ResumeConflictError(
+                        f"Thread {thread_id!r} is already being resumed by run {other['run_id']} "
+                        f"(status {other['status']}). This resume was not applied; read the "
+                        "thread's state and resume its next interrupt if there is one."
+                    )
+        raise RuntimeError("run insert conflicted on an unknown constraint")  # pragma: no cover
+
+    def find_by_idempotency_key(self, thread_id: str, key: str) -> Run | None:
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                query("run_by_idempotency_key"), {"thread_id": thread_id, "key": key}
+            ).fetchone()
+        return self._run(row) if row else None
+
+    def get_run(self, run_id: str) -> Run:
+        with self.pool.connection() as conn:
+            row = conn.execute(query("get_run"), {"run_id": run_id}).fetchone()
+        if row is None:
+            raise LookupError(f"No run {run_id}")
+        return self._run(row)
+
+    def earlier_active_run(self, run: Run) -> str | None:
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                query("earlier_active_run"),
+                {"thread_id": run.thread_id, "created_at": run.created_at, "run_id": run.run_id},
+            ).fetchone()
+        return str(row["run_id"]) if row else None
+
+    def active_runs(self, thread_id: str) -> list[str]:
+        with self.pool.connection() as conn:
+            rows = conn.execute(query("active_runs_of_thread"), {"thread_id": thread_id}).fetchall()
+        return [str(r["run_id"]) for r in rows]
+
+    def set_running(self, run_id: str, stop: int) -> None:
+        with self.pool.connection() as conn:
+            conn.execute(query("set_running"), {"run_id": run_id, "stop": stop})
+
+    def touch(self, run_id: str) -> None:
+        with self.pool.connection() as conn:
+            conn.execute(query("touch_run"), {"run_id": run_id})
+
+    def finish(
+        self, run_id: str, status: Status, *, result: Any = None, error: dict[str, Any] | None = None
+    ) -> bool:
+        result_type, result_bytes = self._dump(result) if result is not None else (None, None)
+        with self.pool.connection() as conn:
+            cur = conn.execute(
+                query("finish_run"),
+                {
+                    "run_id": run_id,
+                    "status": status,
+                    "result_type": result_type,
+                    "result": result_bytes,
+                    "error": json.dumps(error) if error is not None else None,
+                },
+            )
+            return cur.rowcount > 0
+
+    def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]:
+        with self.pool.connection() as conn:
+            return conn.execute(
+                query("runs_of_thread"), {"thread_id": thread_id, "limit": limit}
+            ).fetchall()
+
+    # --- the step barrier ----------------------------------------------------------------
+
+    def register_tasks(
+        self, run_id: str, thread_id: str, checkpoint_id: str, task_ids: Sequence[str]
+    ) -> list[str]:
+        """Open the step's barrier rows; returns the task ids not registered before."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                query("register_tasks"),
+                {
+                    "run_id": run_id,
+                    "checkpoint_id": checkpoint_id,
+                    "task_ids": list(task_ids),
+                    "thread_id": thread_id,
+                },
+            ).fetchall()
+        return [r["task_id"] for r in rows]
+
+    def task_done(self, run_id: str, checkpoint_id: str, task_id: str) -> bool:
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                query("task_status"),
+                {"run_id": run_id, "checkpoint_id": checkpoint_id, "task_id": task_id},
+            ).fetchone()
+        return row is not None and row["status"] == "done"
+
+    def complete_task(
+        self, run_id: str, checkpoint_id: str, task_id: str, worker: str | None = None
+    ) -> tuple[bool, int]:
+        """Mark a task done; returns (this call completed it, tasks of the step still open).
+
+        The step row's counter is decremented in the same transaction, and its row lock
+        serializes finishers, so exactly one of them sees zero.
+        """
+        params = {"run_id": run_id, "checkpoint_id": checkpoint_id, "task_id": task_id}
+        with self.pool.connection() as conn, conn.transaction():
+            done = conn.execute(query("complete_task"), {**params, "worker": worker}).fetchone()
+            if done is None:
+                return False, -1
+            row = conn.execute(query("count_down_step"), params).fetchone()
+        return True, int(row["open_tasks"]) if row else 0
+
+    def stale_tasks(self, age: float, limit: int = 100) -> list[dict[str, Any]]:
+        with self.pool.connection() as conn:
+            return conn.execute(query("stale_tasks"), {"age": age, "limit": limit}).fetchall()
+
+    def stalled_runs(self, age: float, limit: int = 100) -> list[str]:
+        with self.pool.connection() as conn:
+            rows = conn.execute(query("stalled_runs"), {"age": age, "limit": limit}).fetchall()
+        return [str(r["run_id"]) for r in rows]
+
+    # --- events --------------------------------------------------------------------------
+
+    def add_events(self, run_id: str, chunks: Sequence[tuple[tuple[str, ...], str, Any]]) -> None:
+        if not chunks:
+            return
+        rows = []
+        for ns, mode, payload in chunks:
+            ptype, pbytes = self._dump(payload)
+            rows.append(
+                {
+                    "run_id": run_id,
+                    "ns": "|".join(ns),
+                    "mode": mode,
+                    "payload_type": ptype,
+                    "payload": pbytes,
+                }
+            )
+        with self.pool.connection() as conn, conn.cursor() as cur:
+            cur.executemany(query("add_event"), rows)
+
+    def events_after(self, run_id: str, after: int) -> list[Event]:
+        with self.pool.connection() as conn:
+            rows = conn.execute(query("events_after"), {"run_id": run_id, "after": after}).fetchall()
+        return [
+            Event(
+                seq=r["seq"],
+                ns=tuple(r["ns"].split("|")) if r["ns"] else (),
+                mode=r["mode"],
+                payload=self._load(r["payload_type"], r["payload"]),
+            )
+            for r in rows
+        ]
+
+    # --- one coordinator per thread ------------------------------------------------------
+
+    @contextmanager
+    def thread_lock(self, thread_id: str) -> Iterator[bool]:
+        """Try the thread's session advisory lock; yields whether we hold it."""
+        with self.pool.connection() as conn:
+            row = conn.execute(query("thread_lock"), {"thread_id": thread_id}).fetchone()
+            locked = bool(row and row["locked"])
+            try:
+                yield locked
+            finally:
+                if locked:
+                    try:
+                        conn.execute(query("thread_unlock"), {"thread_id": thread_id})
+                    except psycopg.Error:
+                        pass  # a broken connection releases the lock with the session
+
+
+def make_pool(url: str, max_size: int = 4) -> ConnectionPool[Any]:
+    """A pool of autocommit dict-row connections, opened and checked."""
+    pool: ConnectionPool[Any] = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": None},
+        open=False,
+        check=ConnectionPool.check_connection,
+    )
+    pool.open(wait=True, timeout=30)
+    return pool
