@@ -1,0 +1,29 @@
+"""Postgres checkpoint saver for graphruntime (LangGraph's PostgresSaver, ported).
+
+    from checkpoint_pg import PostgresSaver
+
+    with PostgresSaver.from_conn_string(url) as saver:
+        saver.setup()
+        app = graph.compile(checkpointer=saver)
+
+:func:`database_url` gives ``DATABASE_URL`` or, when unset, an embedded Postgres
+for development and tests.
+"""
+
+from __future__ import annotations
+
+from checkpoint_pg.embedded import database_url
+from checkpoint_pg.errors import CheckpointStoreError, SchemaVersionError
+from checkpoint_pg.saver import PostgresSaver, PruneResult
+from checkpoint_pg.schema import latest_version, migrate, schema_version
+
+__all__ = (
+    "CheckpointStoreError",
+    "PostgresSaver",
+    "PruneResult",
+    "SchemaVersionError",
+    "database_url",
+    "latest_version",
+    "migrate",
+    "schema_version",
+)

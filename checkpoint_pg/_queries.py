@@ -1,0 +1,63 @@
+"""The named queries of ``sql/queries.sql``, as ``LiteralString`` constants.
+
+SQL lives in ``.sql`` files so it can be read, linted and diffed as SQL; this
+module only splits the file at its ``-- name: <name>`` headers. A missing name
+fails at import time, not at the first call.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib.resources import files
+from typing import LiteralString, cast
+
+__all__ = (
+    "CREATE_MIGRATIONS_TABLE",
+    "DELETE_THREAD",
+    "GET_CHECKPOINT",
+    "INSERT_WRITES",
+    "LIST_CHECKPOINTS",
+    "LOCK_MIGRATIONS",
+    "LOCK_THREAD",
+    "MIGRATIONS_TABLE_EXISTS",
+    "PRUNE_THREAD",
+    "PUT_CHECKPOINT",
+    "PUT_CHECKPOINT_FENCED",
+    "RECORD_MIGRATION",
+    "SCHEMA_VERSION",
+    "UPSERT_WRITES",
+    "parse_queries",
+)
+
+_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+
+
+def parse_queries(text: str) -> dict[str, LiteralString]:
+    """Split ``text`` into ``{name: sql}`` at ``-- name:`` lines."""
+    parts = _HEADER.split(text)
+    # parts = [preamble, name1, body1, name2, body2, ...]
+    queries: dict[str, LiteralString] = {}
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        if name in queries:
+            raise ValueError(f"query {name!r} is defined twice in queries.sql")
+        # Trusted text shipped with the package, never built from input.
+        queries[name] = cast(LiteralString, body.strip())
+    return queries
+
+
+_QUERIES = parse_queries((files("checkpoint_pg") / "sql" / "queries.sql").read_text("utf-8"))
+
+LOCK_MIGRATIONS = _QUERIES["lock_migrations"]
+CREATE_MIGRATIONS_TABLE = _QUERIES["create_migrations_table"]
+MIGRATIONS_TABLE_EXISTS = _QUERIES["migrations_table_exists"]
+SCHEMA_VERSION = _QUERIES["schema_version"]
+RECORD_MIGRATION = _QUERIES["record_migration"]
+GET_CHECKPOINT = _QUERIES["get_checkpoint"]
+LIST_CHECKPOINTS = _QUERIES["list_checkpoints"]
+PUT_CHECKPOINT = _QUERIES["put_checkpoint"]
+LOCK_THREAD = _QUERIES["lock_thread"]
+PUT_CHECKPOINT_FENCED = _QUERIES["put_checkpoint_fenced"]
+INSERT_WRITES = _QUERIES["insert_writes"]
+UPSERT_WRITES = _QUERIES["upsert_writes"]
+DELETE_THREAD = _QUERIES["delete_thread"]
+PRUNE_THREAD = _QUERIES["prune_thread"]

@@ -1,0 +1,467 @@
+"""PostgresSaver: graphruntime's checkpoint contract on Postgres.
+
+Every method is one statement (one round trip, atomic on its own) except the
+fenced put, which is one pipelined transaction. Queries live in
+``sql/queries.sql``; the row layout in ``_codec``; the tables in
+``sql/migrations``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+import psycopg
+from psycopg import Capabilities, Connection, Cursor
+from psycopg.rows import DictRow, dict_row
+
+from checkpoint_pg import _queries as q
+from checkpoint_pg._codec import decode_body, encode_checkpoint
+from checkpoint_pg._connection import Conn, ConnectionSource
+from checkpoint_pg.errors import CheckpointStoreError
+from checkpoint_pg.schema import migrate
+from graphruntime._internal._constants import WRITES_IDX_MAP
+from graphruntime.checkpoint import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    JsonSerializer,
+    PendingWrite,
+    SerializerProtocol,
+    get_checkpoint_id,
+)
+from graphruntime.checkpoint.base import checkpoint_config, config_key
+from graphruntime.config import RunnableConfig
+from graphruntime.errors import CheckpointConflict, CheckpointError
+
+__all__ = ("PostgresSaver", "PruneResult")
+
+# Rows fetched per round trip by list(): a page is read whole, so no connection
+# is held while the caller consumes it (and may call the saver again).
+_LIST_PAGE = 100
+
+
+class PruneResult(NamedTuple):
+    """How many rows :meth:`PostgresSaver.prune` deleted."""
+
+    checkpoints: int
+    writes: int
+    blobs: int
+
+
+class PostgresSaver(BaseCheckpointSaver):
+    """Checkpoints in Postgres, with the same calls as LangGraph's ``PostgresSaver``.
+
+    Give it a psycopg ``Connection`` opened with ``autocommit=True`` (shared by
+    the threads of a process, one operation at a time) or a
+    ``psycopg_pool.ConnectionPool`` (for concurrent use); the caller owns and
+    closes it. Or use :meth:`from_conn_string`. Call :meth:`setup` once to create
+    or upgrade the tables.
+
+    Beyond the contract: ``put(..., fenced=True)`` refuses to fork a thread (see
+    :meth:`put`), and :meth:`prune` bounds how much history a thread keeps.
+    """
+
+    def __init__(self, conn: Conn, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde)
+        if isinstance(conn, Connection) and not conn.autocommit:
+            raise ValueError(
+                "PostgresSaver needs a connection opened with autocommit=True, e.g. "
+                "psycopg.Connection.connect(url, autocommit=True); with autocommit off "
+                "its writes would stay in a transaction nobody commits"
+            )
+        self.conn = conn
+        self._source = ConnectionSource(conn)
+        # Metadata must be JSON (it is queried as JSONB), whatever serializes values.
+        self._json = self.serde if isinstance(self.serde, JsonSerializer) else JsonSerializer()
+        self._pipeline = Capabilities().has_pipeline()
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None
+    ) -> Iterator[PostgresSaver]:
+        """A saver on a new connection to ``conn_string``, closed when the block exits."""
+        with Connection.connect(
+            conn_string, autocommit=True, prepare_threshold=0, row_factory=dict_row
+        ) as conn:
+            yield cls(conn, serde=serde)
+
+    def setup(self) -> None:
+        """Create the tables, or apply the migrations this database lacks."""
+        migrate(self.conn)
+
+    # -- reads -----------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        thread_id, checkpoint_ns = config_key(config)
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id is not None and _as_uuid(checkpoint_id) is None:
+            return None  # not an id this saver could have stored
+        params = {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+        with self._cursor("get_tuple") as cur:
+            cur.execute(q.GET_CHECKPOINT, params, prepare=_prepare(cur))
+            row = cur.fetchone()
+        return None if row is None else self._load(thread_id, checkpoint_ns, row)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        if limit is not None and limit <= 0:
+            return
+        params: dict[str, Any] = {
+            "thread_id": None,
+            "checkpoint_ns": None,
+            "checkpoint_id": None,
+            "before": None,
+            "filter": None,
+            "after_id": None,
+            "after_thread_id": None,
+            "after_ns": None,
+        }
+        if config is not None:
+            params["thread_id"], _ = config_key(config)
+            if "checkpoint_ns" in config["configurable"]:
+                params["checkpoint_ns"] = config["configurable"]["checkpoint_ns"] or ""
+            checkpoint_id = get_checkpoint_id(config)
+            if checkpoint_id is not None:
+                if _as_uuid(checkpoint_id) is None:
+                    return
+                params["checkpoint_id"] = checkpoint_id
+        before_id = get_checkpoint_id(before) if before is not None else None
+        if before_id is not None:
+            params["before"] = _require_uuid(before_id, "before checkpoint_id")
+        if filter:
+            params["filter"] = self._json_text(filter, "list filter")
+        remaining = limit
+        while True:
+            page = _LIST_PAGE if remaining is None else min(_LIST_PAGE, remaining)
+            params["page_size"] = page
+            with self._cursor("list") as cur:
+                # Unprepared: planned with the actual values, NULL conditions fold away.
+                cur.execute(q.LIST_CHECKPOINTS, params, prepare=False)
+                rows = cur.fetchall()
+            for row in rows:
+                yield self._load(row["thread_id"], row["checkpoint_ns"], row)
+            if remaining is not None:
+                remaining -= len(rows)
+                if remaining <= 0:
+                    return
+            if len(rows) < page:
+                return
+            last = rows[-1]
+            params["after_id"] = last["checkpoint_id"]
+            params["after_thread_id"] = last["thread_id"]
+            params["after_ns"] = last["checkpoint_ns"]
+
+    def _load(self, thread_id: str, checkpoint_ns: str, row: DictRow) -> CheckpointTuple:
+        loads = self.serde.loads_typed
+        checkpoint = decode_body(
+            row["checkpoint_id"],
+            row["body"],
+            row["blob_channels"],
+            row["blob_types"],
+            row["blob_values"],
+            values_serde=self.serde,
+            json_serde=self._json,
+        )
+        metadata: CheckpointMetadata = self._json.loads_typed(
+            ("json", row["metadata"].encode("utf-8"))
+        )
+        pending: builtins.list[PendingWrite] = []
+        if row["write_task_ids"]:
+            pending = [
+                (task_id, channel, loads((kind, data)))
+                for task_id, channel, kind, data in zip(
+                    row["write_task_ids"],
+                    row["write_channels"],
+                    row["write_types"],
+                    row["write_values"],
+                    strict=True,
+                )
+            ]
+        parent_id = row["parent_checkpoint_id"]
+        return CheckpointTuple(
+            config=checkpoint_config(thread_id, checkpoint_ns, row["checkpoint_id"]),
+            checkpoint=checkpoint,
+            metadata=metadata,
+            parent_config=(
+                None
+                if parent_id is None
+                else checkpoint_config(thread_id, checkpoint_ns, parent_id)
+            ),
+            pending_writes=pending,
+        )
+
+    # -- writes ------------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        *,
+        fenced: bool = False,
+    ) -> RunnableConfig:
+        """Store ``checkpoint`` as the child of ``config``'s checkpoint.
+
+        With ``fenced=True`` the put succeeds only if ``config``'s
+        ``checkpoint_id`` is still the latest checkpoint of the namespace (no
+        ``checkpoint_id``: only if the namespace has no checkpoint yet). The check
+        and the insert run in one transaction under a per-thread lock, so of
+        several fenced writers holding the same head exactly one wins; the
+        others get :class:`~graphruntime.errors.CheckpointConflict` and nothing
+        is written. Re-putting the checkpoint that already won (a retry after a
+        lost reply) succeeds again. Plain puts are not checked, as in LangGraph
+        (forking an old checkpoint must work), and do not take the lock.
+        """
+        thread_id, checkpoint_ns = config_key(config)
+        parent_id = get_checkpoint_id(config)
+        new_id = _require_uuid(checkpoint["id"], 'checkpoint["id"]')
+        parent = None if parent_id is None else _require_uuid(parent_id, "parent checkpoint_id")
+        encoded = encode_checkpoint(
+            checkpoint, new_versions, values_serde=self.serde, json_serde=self._json
+        )
+        params = {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": new_id,
+            "parent_checkpoint_id": parent,
+            "body": encoded.body,
+            "blob_versions": encoded.blob_versions,
+            "metadata": self._json_text(dict(metadata), "checkpoint metadata"),
+            "blob_channels": encoded.blob_channels,
+            "blob_keys": encoded.blob_keys,
+            "blob_types": encoded.blob_types,
+            "blob_values": encoded.blob_values,
+        }
+        if fenced:
+            if parent is not None and new_id <= parent:
+                raise CheckpointError(
+                    f"Checkpoint id {checkpoint['id']} does not sort after its parent "
+                    f"{parent_id}: ids are time-ordered uuid6, is this host's clock behind "
+                    "the one that wrote the parent?"
+                )
+            self._put_fenced(params, thread_id, checkpoint_ns, parent_id, checkpoint["id"])
+        else:
+            with self._cursor("put") as cur:
+                cur.execute(q.PUT_CHECKPOINT, params, prepare=_prepare(cur))
+        return checkpoint_config(thread_id, checkpoint_ns, checkpoint["id"])
+
+    def _put_fenced(
+        self,
+        params: dict[str, Any],
+        thread_id: str,
+        checkpoint_ns: str,
+        expected: str | None,
+        new_id: str,
+    ) -> None:
+        with self._store_errors("put"), self._source.connection() as conn:
+            prepare = None if conn.prepare_threshold is None else True
+            with (
+                conn.pipeline() if self._pipeline else _no_pipeline(),
+                conn.cursor(binary=True, row_factory=dict_row) as cur,
+            ):
+                # One round trip: lock, check-and-insert and commit are pipelined.
+                with conn.transaction():
+                    cur.execute(q.LOCK_THREAD, {"thread_id": thread_id}, prepare=prepare)
+                    cur.execute(q.PUT_CHECKPOINT_FENCED, params, prepare=prepare)
+                row = cur.fetchone()
+        assert row is not None
+        if row["ok"]:
+            return
+        head, head_parent = row["head_id"], row["head_parent_id"]
+        if head == _canonical(new_id) and head_parent == (expected and _canonical(expected)):
+            return  # this very checkpoint won earlier: a retried put is a success
+        raise CheckpointConflict(
+            f"Fenced put refused on thread {thread_id!r}, namespace {checkpoint_ns!r}: "
+            f"expected the latest checkpoint to be {expected or 'none (a new thread)'}, "
+            f"but it is {head or 'none'}. Another writer advanced the thread first; "
+            "nothing was written. Reload the thread (get_tuple) and recompute the step "
+            "from its latest checkpoint."
+        )
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes; ``task_path`` is not stored (order is insertion order)."""
+        thread_id, checkpoint_ns = config_key(config)
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id is None:
+            raise CheckpointError(
+                'put_writes needs config["configurable"]["checkpoint_id"]: the checkpoint '
+                "the writing step started from"
+            )
+        if not writes:
+            return
+        upsert = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        rows: dict[int, tuple[str, Any]] = {}
+        for position, (channel, value) in enumerate(writes):
+            idx = WRITES_IDX_MAP.get(channel, position)
+            if upsert or idx not in rows:
+                # Like InMemorySaver: a repeated key keeps its place; an upsert
+                # keeps the last value, an insert the first.
+                rows[idx] = (channel, value)
+        dumps = self.serde.dumps_typed
+        typed = [dumps(value) for _, value in rows.values()]
+        params = {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": _require_uuid(checkpoint_id, "checkpoint_id"),
+            "task_id": str(task_id),
+            "idx": builtins.list(rows),
+            "channels": [channel for channel, _ in rows.values()],
+            "types": [kind for kind, _ in typed],
+            "values": [data for _, data in typed],
+        }
+        with self._cursor("put_writes") as cur:
+            cur.execute(
+                q.UPSERT_WRITES if upsert else q.INSERT_WRITES, params, prepare=_prepare(cur)
+            )
+
+    def delete_thread(self, thread_id: str) -> None:
+        with self._cursor("delete_thread") as cur:
+            cur.execute(q.DELETE_THREAD, {"thread_id": str(thread_id)}, prepare=_prepare(cur))
+
+    def prune(self, thread_id: str, *, keep_last: int) -> PruneResult:
+        """Keep the ``keep_last`` newest checkpoints of each namespace of a thread.
+
+        Their pending writes and the blobs they reference stay; older
+        checkpoints, their writes and blobs only they referenced go. A subgraph
+        call's namespace goes entirely once the root checkpoint it ran under is
+        deleted. A kept checkpoint whose parent is deleted gets no parent, so
+        history ends there. One statement, so the thread is never seen half
+        pruned. Runs appending meanwhile are safe; forking from a checkpoint
+        being deleted is not (its values may be gone).
+        """
+        if keep_last < 1:
+            raise ValueError(
+                f"keep_last must be at least 1 (got {keep_last}); use delete_thread() "
+                "to remove a whole thread"
+            )
+        with self._cursor("prune") as cur:
+            cur.execute(
+                q.PRUNE_THREAD, {"thread_id": str(thread_id), "keep_last": keep_last}, prepare=False
+            )
+            row = cur.fetchone()
+        assert row is not None
+        return PruneResult(row["checkpoints"], row["writes"], row["blobs"])
+
+    # -- async twins: the sync methods on a worker thread --------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        def fetch() -> builtins.list[CheckpointTuple]:
+            return builtins.list(self.list(config, filter=filter, before=before, limit=limit))
+
+        for item in await asyncio.to_thread(fetch):
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        *,
+        fenced: bool = False,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(
+            self.put, config, checkpoint, metadata, new_versions, fenced=fenced
+        )
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def aprune(self, thread_id: str, *, keep_last: int) -> PruneResult:
+        """Async :meth:`prune`."""
+        return await asyncio.to_thread(self.prune, thread_id, keep_last=keep_last)
+
+    # -- helpers -----------------------------------------------------------------
+
+    @contextmanager
+    def _cursor(self, operation: str) -> Iterator[Cursor[DictRow]]:
+        with self._store_errors(operation), self._source.cursor() as cur:
+            yield cur
+
+    @contextmanager
+    def _store_errors(self, operation: str) -> Iterator[None]:
+        try:
+            yield
+        except psycopg.Error as exc:
+            raise CheckpointStoreError(f"PostgresSaver.{operation} failed: {exc}") from exc
+
+    def _json_text(self, value: dict[str, Any], what: str) -> str:
+        kind, data = self._json.dumps_typed(value)
+        if kind != "json" or not data.startswith(b"{") or data.startswith(b'{"__gr__"'):
+            raise CheckpointError(f"The {what} must be a dict with str keys, got {value!r}")
+        return data.decode("utf-8")
+
+
+def _prepare(cur: Cursor[Any]) -> bool | None:
+    # Prepare the hot statements on first use, unless the connection was opened
+    # with prepare_threshold=None (e.g. behind a pooler that cannot keep them).
+    return None if cur.connection.prepare_threshold is None else True
+
+
+@contextmanager
+def _no_pipeline() -> Iterator[None]:
+    yield
+
+
+def _as_uuid(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def _require_uuid(value: str, what: str) -> uuid.UUID:
+    parsed = _as_uuid(value)
+    if parsed is None:
+        raise CheckpointError(
+            f"{what} must be a UUID (graphruntime's checkpoint ids are uuid6), got {value!r}"
+        )
+    return parsed
+
+
+def _canonical(value: str) -> str:
+    return str(uuid.UUID(value))

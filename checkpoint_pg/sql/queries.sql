@@ -1,0 +1,274 @@
+-- Named queries, loaded by checkpoint_pg/_queries.py: each starts at a
+-- "-- name: <name>" line and runs to the next one. Always parameterized.
+
+-- name: lock_migrations
+-- Serializes migrate() across processes until the transaction ends.
+SELECT pg_advisory_xact_lock(hashtext('graphruntime_migrations'));
+
+-- name: create_migrations_table
+CREATE TABLE IF NOT EXISTS graphruntime_migrations (
+    version integer PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- name: migrations_table_exists
+SELECT to_regclass('graphruntime_migrations') IS NOT NULL AS present;
+
+-- name: schema_version
+SELECT coalesce(max(version), 0) AS version FROM graphruntime_migrations;
+
+-- name: record_migration
+INSERT INTO graphruntime_migrations (version) VALUES (%(version)s);
+
+-- name: get_checkpoint
+-- One checkpoint (the latest of the namespace when checkpoint_id is NULL) with
+-- its blob values and its pending writes in insertion order, in one round trip.
+SELECT
+    c.checkpoint_id::text AS checkpoint_id,
+    c.parent_checkpoint_id::text AS parent_checkpoint_id,
+    c.body,
+    c.metadata::text AS metadata,
+    b.channels AS blob_channels,
+    b.types AS blob_types,
+    b.values AS blob_values,
+    w.task_ids AS write_task_ids,
+    w.channels AS write_channels,
+    w.types AS write_types,
+    w.values AS write_values
+FROM graphruntime_checkpoints c
+LEFT JOIN LATERAL (
+    SELECT array_agg(bl.channel) AS channels, array_agg(bl.type) AS types,
+        array_agg(bl.value) AS values
+    FROM jsonb_each_text(c.blob_versions) AS k (channel, version)
+    JOIN graphruntime_blobs bl
+        ON bl.thread_id = c.thread_id AND bl.checkpoint_ns = c.checkpoint_ns
+        AND bl.channel = k.channel AND bl.version = k.version
+) b ON true
+LEFT JOIN LATERAL (
+    SELECT array_agg(wr.task_id ORDER BY wr.seq) AS task_ids,
+        array_agg(wr.channel ORDER BY wr.seq) AS channels,
+        array_agg(wr.type ORDER BY wr.seq) AS types,
+        array_agg(wr.value ORDER BY wr.seq) AS values
+    FROM graphruntime_writes wr
+    WHERE wr.thread_id = c.thread_id AND wr.checkpoint_ns = c.checkpoint_ns
+        AND wr.checkpoint_id = c.checkpoint_id
+) w ON true
+WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = %(checkpoint_ns)s
+    AND c.checkpoint_id = coalesce(%(checkpoint_id)s::uuid, (
+        SELECT h.checkpoint_id FROM graphruntime_checkpoints h
+        WHERE h.thread_id = %(thread_id)s AND h.checkpoint_ns = %(checkpoint_ns)s
+        ORDER BY h.checkpoint_id DESC LIMIT 1
+    ));
+
+-- name: list_checkpoints
+-- Run unprepared: Postgres then plans with the actual parameters and drops the
+-- conditions whose parameter is NULL. Pages by the (checkpoint_id, thread_id,
+-- checkpoint_ns) key of the last row of the previous page.
+-- The metadata filter is key-by-key JSON equality, not containment (@> alone
+-- would let {"tags": ["a"]} match ["a", "b"]); @> is kept to narrow first.
+SELECT
+    c.thread_id,
+    c.checkpoint_ns,
+    c.checkpoint_id::text AS checkpoint_id,
+    c.parent_checkpoint_id::text AS parent_checkpoint_id,
+    c.body,
+    c.metadata::text AS metadata,
+    b.channels AS blob_channels,
+    b.types AS blob_types,
+    b.values AS blob_values,
+    w.task_ids AS write_task_ids,
+    w.channels AS write_channels,
+    w.types AS write_types,
+    w.values AS write_values
+FROM graphruntime_checkpoints c
+LEFT JOIN LATERAL (
+    SELECT array_agg(bl.channel) AS channels, array_agg(bl.type) AS types,
+        array_agg(bl.value) AS values
+    FROM jsonb_each_text(c.blob_versions) AS k (channel, version)
+    JOIN graphruntime_blobs bl
+        ON bl.thread_id = c.thread_id AND bl.checkpoint_ns = c.checkpoint_ns
+        AND bl.channel = k.channel AND bl.version = k.version
+) b ON true
+LEFT JOIN LATERAL (
+    SELECT array_agg(wr.task_id ORDER BY wr.seq) AS task_ids,
+        array_agg(wr.channel ORDER BY wr.seq) AS channels,
+        array_agg(wr.type ORDER BY wr.seq) AS types,
+        array_agg(wr.value ORDER BY wr.seq) AS values
+    FROM graphruntime_writes wr
+    WHERE wr.thread_id = c.thread_id AND wr.checkpoint_ns = c.checkpoint_ns
+        AND wr.checkpoint_id = c.checkpoint_id
+) w ON true
+WHERE (%(thread_id)s::text IS NULL OR c.thread_id = %(thread_id)s)
+    AND (%(checkpoint_ns)s::text IS NULL OR c.checkpoint_ns = %(checkpoint_ns)s)
+    AND (%(checkpoint_id)s::uuid IS NULL OR c.checkpoint_id = %(checkpoint_id)s)
+    AND (%(before)s::uuid IS NULL OR c.checkpoint_id < %(before)s)
+    AND (%(filter)s::jsonb IS NULL OR (
+        c.metadata @> %(filter)s
+        AND NOT EXISTS (
+            SELECT 1 FROM jsonb_each(%(filter)s) AS f (key, value)
+            WHERE c.metadata -> f.key IS DISTINCT FROM f.value
+        )
+    ))
+    AND (%(after_id)s::uuid IS NULL
+        OR (c.checkpoint_id, c.thread_id, c.checkpoint_ns)
+            < (%(after_id)s, %(after_thread_id)s::text, %(after_ns)s::text))
+ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC
+LIMIT %(page_size)s;
+
+-- name: put_checkpoint
+-- Stores the new blobs and the checkpoint in one statement (one transaction).
+-- Blobs already stored for a (channel, version) are kept as they are.
+WITH new_blobs AS (
+    INSERT INTO graphruntime_blobs (thread_id, checkpoint_ns, channel, version, type, value)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, k.channel, k.version, k.type, k.value
+    FROM unnest(%(blob_channels)s::text[], %(blob_keys)s::text[], %(blob_types)s::text[],
+        %(blob_values)s::bytea[]) AS k (channel, version, type, value)
+    ON CONFLICT DO NOTHING
+)
+INSERT INTO graphruntime_checkpoints (checkpoint_id, parent_checkpoint_id, thread_id,
+    checkpoint_ns, body, blob_versions, metadata)
+VALUES (%(checkpoint_id)s, %(parent_checkpoint_id)s, %(thread_id)s, %(checkpoint_ns)s,
+    %(body)s, %(blob_versions)s::jsonb, %(metadata)s::jsonb)
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+    parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
+    body = EXCLUDED.body,
+    blob_versions = EXCLUDED.blob_versions,
+    metadata = EXCLUDED.metadata;
+
+-- name: lock_thread
+-- Held by fenced puts until their transaction ends; the key space (two int4)
+-- is separate from lock_migrations' (one bigint).
+SELECT pg_advisory_xact_lock(hashtext('graphruntime_thread'), hashtext(%(thread_id)s));
+
+-- name: put_checkpoint_fenced
+-- As put_checkpoint, but only if the namespace's latest checkpoint is still
+-- the parent: run after lock_thread, in the same transaction, so the head it
+-- reads cannot move before the insert commits. Returns the head it saw.
+WITH head AS (
+    SELECT h.checkpoint_id, h.parent_checkpoint_id FROM graphruntime_checkpoints h
+    WHERE h.thread_id = %(thread_id)s AND h.checkpoint_ns = %(checkpoint_ns)s
+    ORDER BY h.checkpoint_id DESC LIMIT 1
+), verdict AS (
+    SELECT (SELECT checkpoint_id FROM head)
+        IS NOT DISTINCT FROM %(parent_checkpoint_id)s::uuid AS ok
+), new_blobs AS (
+    INSERT INTO graphruntime_blobs (thread_id, checkpoint_ns, channel, version, type, value)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, k.channel, k.version, k.type, k.value
+    FROM unnest(%(blob_channels)s::text[], %(blob_keys)s::text[], %(blob_types)s::text[],
+        %(blob_values)s::bytea[]) AS k (channel, version, type, value)
+    WHERE (SELECT ok FROM verdict)
+    ON CONFLICT DO NOTHING
+), new_checkpoint AS (
+    INSERT INTO graphruntime_checkpoints (checkpoint_id, parent_checkpoint_id, thread_id,
+        checkpoint_ns, body, blob_versions, metadata)
+    SELECT %(checkpoint_id)s, %(parent_checkpoint_id)s, %(thread_id)s, %(checkpoint_ns)s,
+        %(body)s, %(blob_versions)s::jsonb, %(metadata)s::jsonb
+    WHERE (SELECT ok FROM verdict)
+    ON CONFLICT DO NOTHING
+)
+SELECT
+    (SELECT ok FROM verdict) AS ok,
+    (SELECT checkpoint_id::text FROM head) AS head_id,
+    (SELECT parent_checkpoint_id::text FROM head) AS head_parent_id;
+
+-- name: insert_writes
+-- First write wins: a second delivery of the same task changes nothing.
+INSERT INTO graphruntime_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx,
+    channel, type, value)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, w.idx, w.channel,
+    w.type, w.value
+FROM unnest(%(idx)s::integer[], %(channels)s::text[], %(types)s::text[],
+    %(values)s::bytea[]) WITH ORDINALITY AS w (idx, channel, type, value, ord)
+ORDER BY w.ord
+ON CONFLICT DO NOTHING;
+
+-- name: upsert_writes
+-- Control writes (all channels in WRITES_IDX_MAP) replace the stored row but
+-- keep its seq, so the write keeps its place in the insertion order.
+INSERT INTO graphruntime_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx,
+    channel, type, value)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, w.idx, w.channel,
+    w.type, w.value
+FROM unnest(%(idx)s::integer[], %(channels)s::text[], %(types)s::text[],
+    %(values)s::bytea[]) WITH ORDINALITY AS w (idx, channel, type, value, ord)
+ORDER BY w.ord
+ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
+    channel = EXCLUDED.channel,
+    type = EXCLUDED.type,
+    value = EXCLUDED.value;
+
+-- name: delete_thread
+WITH deleted_writes AS (
+    DELETE FROM graphruntime_writes WHERE thread_id = %(thread_id)s
+), deleted_blobs AS (
+    DELETE FROM graphruntime_blobs WHERE thread_id = %(thread_id)s
+)
+DELETE FROM graphruntime_checkpoints WHERE thread_id = %(thread_id)s;
+
+-- name: prune_thread
+-- Keeps the keep_last newest checkpoints of every namespace of a thread, with
+-- their writes and the blobs they reference; deletes the other checkpoints,
+-- their writes and the blobs no kept checkpoint references. A subgraph call's
+-- namespace (one with ":") goes entirely when the root checkpoint its newest
+-- checkpoint was taken under (metadata.parents[""]) is deleted. A kept
+-- checkpoint whose parent is deleted is left without a parent. One statement:
+-- every part reads the same snapshot, so rows committed meanwhile are kept.
+WITH ranked AS (
+    SELECT checkpoint_ns, checkpoint_id, metadata -> 'parents' ->> '' AS root,
+        row_number() OVER (PARTITION BY checkpoint_ns ORDER BY checkpoint_id DESC) AS rank
+    FROM graphruntime_checkpoints
+    WHERE thread_id = %(thread_id)s
+), dropped_roots AS (
+    SELECT checkpoint_id::text AS checkpoint_id FROM ranked
+    WHERE checkpoint_ns = '' AND rank > %(keep_last)s
+), dropped_namespaces AS (
+    SELECT checkpoint_ns FROM ranked
+    WHERE rank = 1 AND strpos(checkpoint_ns, ':') > 0
+        AND root IN (SELECT checkpoint_id FROM dropped_roots)
+), doomed AS (
+    SELECT checkpoint_ns, checkpoint_id FROM ranked
+    WHERE rank > %(keep_last)s
+        OR checkpoint_ns IN (SELECT checkpoint_ns FROM dropped_namespaces)
+), deleted_writes AS (
+    DELETE FROM graphruntime_writes w USING doomed d
+    WHERE w.thread_id = %(thread_id)s AND w.checkpoint_ns = d.checkpoint_ns
+        AND w.checkpoint_id = d.checkpoint_id
+    RETURNING 1
+), deleted_checkpoints AS (
+    DELETE FROM graphruntime_checkpoints c USING doomed d
+    WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = d.checkpoint_ns
+        AND c.checkpoint_id = d.checkpoint_id
+    RETURNING 1
+), orphaned AS (
+    UPDATE graphruntime_checkpoints c SET parent_checkpoint_id = NULL
+    FROM doomed d
+    WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = d.checkpoint_ns
+        AND c.parent_checkpoint_id = d.checkpoint_id
+        AND NOT EXISTS (
+            SELECT 1 FROM doomed x
+            WHERE x.checkpoint_ns = c.checkpoint_ns AND x.checkpoint_id = c.checkpoint_id
+        )
+), kept_references AS (
+    SELECT c.checkpoint_ns, k.channel, k.version
+    FROM graphruntime_checkpoints c
+    CROSS JOIN LATERAL jsonb_each_text(c.blob_versions) AS k (channel, version)
+    WHERE c.thread_id = %(thread_id)s
+        AND NOT EXISTS (
+            SELECT 1 FROM doomed x
+            WHERE x.checkpoint_ns = c.checkpoint_ns AND x.checkpoint_id = c.checkpoint_id
+        )
+), deleted_blobs AS (
+    DELETE FROM graphruntime_blobs b
+    WHERE b.thread_id = %(thread_id)s
+        AND b.checkpoint_ns IN (SELECT checkpoint_ns FROM doomed)
+        AND NOT EXISTS (
+            SELECT 1 FROM kept_references r
+            WHERE r.checkpoint_ns = b.checkpoint_ns AND r.channel = b.channel
+                AND r.version = b.version
+        )
+    RETURNING 1
+)
+SELECT
+    (SELECT count(*) FROM deleted_checkpoints) AS checkpoints,
+    (SELECT count(*) FROM deleted_writes) AS writes,
+    (SELECT count(*) FROM deleted_blobs) AS blobs;

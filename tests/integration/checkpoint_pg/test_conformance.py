@@ -1,0 +1,26 @@
+"""PostgresSaver against the shared saver contract, over a Connection and over a pool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg_pool import ConnectionPool
+
+from checkpoint_pg import PostgresSaver
+from graphruntime.testing.conformance import CheckpointSaverConformance
+
+pytestmark = pytest.mark.integration
+
+
+class TestPostgresSaverOnConnection(CheckpointSaverConformance):
+    @pytest.fixture
+    def saver(self, pg_conn: psycopg.Connection[Any]) -> PostgresSaver:
+        return PostgresSaver(pg_conn)
+
+
+class TestPostgresSaverOnPool(CheckpointSaverConformance):
+    @pytest.fixture
+    def saver(self, pg_pool: ConnectionPool[Any]) -> PostgresSaver:
+        return PostgresSaver(pg_pool)
