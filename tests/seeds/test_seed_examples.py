@@ -198,9 +198,7 @@ def run_example(path: Path, prefix: str) -> Run:
         with contextlib.redirect_stdout(out):
             exec(compile(source, str(path), "exec"), module.__dict__)
             namespace = {
-                k: v
-                for k, v in module.__dict__.items()
-                if not k.startswith("__") and _is_data(v)
+                k: v for k, v in module.__dict__.items() if not k.startswith("__") and _is_data(v)
             }
             data = "\n".join(f"{k} = {v!r}" for k, v in sorted(namespace.items()))
             state = _state_of(module.__dict__)
@@ -240,9 +238,7 @@ def test_example_runs_the_same_with_the_import_swap(path: Path) -> None:
         if type(v).__module__.split(".")[0] == "langgraph"
     }
     assert not leaked
-    assert any(
-        type(v).__module__.startswith("graphruntime.") for v in ported.namespace.values()
-    )
+    assert any(type(v).__module__.startswith("graphruntime.") for v in ported.namespace.values())
     assert ported.transcript == oracle.transcript
 
 
