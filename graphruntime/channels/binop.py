@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import collections.abc
 from collections.abc import Callable, Sequence
-from typing import Any, Self, get_origin
+from typing import Annotated, Any, NotRequired, Required, Self, get_args, get_origin
 
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels.base import BaseChannel
@@ -26,7 +26,15 @@ _ABSTRACT_TO_CONCRETE: dict[Any, type] = {
 }
 
 
+def _strip_wrappers(typ: Any) -> Any:
+    """``NotRequired[Annotated[list, op]]`` → ``list``: the type whose ``()`` starts the value."""
+    while get_origin(typ) in (Annotated, NotRequired, Required):
+        typ = get_args(typ)[0]
+    return typ
+
+
 def _initial_value(typ: Any) -> Any:
+    typ = _strip_wrappers(typ)
     typ = get_origin(typ) or typ
     typ = _ABSTRACT_TO_CONCRETE.get(typ, typ)
     try:
@@ -38,8 +46,11 @@ def _initial_value(typ: Any) -> Any:
 def _overwrite_value(value: Any) -> tuple[bool, Any]:
     if isinstance(value, Overwrite):
         return True, value.value
-    if isinstance(value, dict) and set(value) == {"__overwrite__"}:
-        return True, value["__overwrite__"]
+    if isinstance(value, dict):
+        if set(value) == {"__overwrite__"}:
+            return True, value["__overwrite__"]
+        if value.get("type") == "__overwrite__" and set(value) == {"type", "value"}:
+            return True, value["value"]  # an Overwrite that went through JSON
     return False, None
 
 

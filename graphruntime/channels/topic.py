@@ -31,11 +31,9 @@ class Topic(BaseChannel):
         if not self.accumulate:
             updated = bool(self.values)
             self.values = []
-        for value in values:
-            if isinstance(value, list):
-                self.values.extend(value)
-            else:
-                self.values.append(value)
+        flat = [v for value in values for v in (value if isinstance(value, list) else [value])]
+        if flat:
+            self.values.extend(flat)
             updated = True
         return updated
 
@@ -48,4 +46,4 @@ class Topic(BaseChannel):
         return bool(self.values)
 
     def checkpoint(self) -> Any:
-        return list(self.values) if self.values else MISSING
+        return list(self.values)

@@ -6,7 +6,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Annotated, Any, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, NotRequired, Required, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel
 
@@ -37,6 +37,8 @@ def _is_classvar(hint: Any) -> bool:
 
 
 def _channel_for(name: str, hint: Any) -> BaseChannel:
+    while get_origin(hint) in (NotRequired, Required):
+        hint = get_args(hint)[0]
     if get_origin(hint) is Annotated:
         base, *extras = get_args(hint)
         for extra in reversed(extras):

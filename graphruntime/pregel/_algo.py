@@ -166,7 +166,7 @@ def prepare_next_tasks(
         for idx, packet in enumerate(tasks_channel.get()):
             if task := _prepare_push(checkpoint, packet, idx, ctx):
                 tasks.append(task)
-    if updated_channels is not None and ctx.trigger_to_nodes:
+    if updated_channels and ctx.trigger_to_nodes:
         triggered: set[str] = set()
         for chan in updated_channels:
             triggered.update(ctx.trigger_to_nodes.get(chan, ()))
@@ -295,8 +295,7 @@ def local_read(
         if key not in channels:
             continue
         copy = channels[key].copy()
-        if key in updated:
-            copy.update(updated[key])
+        copy.update(updated.get(key, ()))  # an empty update ends last step's ephemeral values
         local[key] = copy
     return read_channels(local, select)
 
@@ -400,7 +399,7 @@ def make_scratchpad(
         if w[0] == task_id_ and w[1] == RESUME:
             resume = list(w[2]) if isinstance(w[2], list) else [w[2]]
             break
-    if resume_map:
+    if resume_map and pending_writes:
         next_id = interrupt_id(task_ns, len(resume))
         first_id = interrupt_id(task_ns, 0)
         if next_id in resume_map:

@@ -1,0 +1,161 @@
+"""A cluster on this machine: embedded Postgres and Redis plus N real ``celery worker``s.
+
+The demo and the end-to-end tests use it. Every process it starts is stopped by
+its pid when the cluster closes, and every wait has a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from workers.settings import Settings
+
+
+@dataclass
+class WorkerProcess:
+    index: int
+    proc: subprocess.Popen[str]
+    log: list[str] = field(default_factory=list)
+    ready: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+class LocalCluster:
+    """Start with ``with LocalCluster(graphs="name=module:attr", workers=2) as cluster:``."""
+
+    def __init__(
+        self,
+        graphs: str,
+        *,
+        workers: int = 2,
+        concurrency: int = 1,
+        extra_env: dict[str, str] | None = None,
+        pythonpath: Sequence[str] = (),
+        startup_timeout: float = 60.0,
+    ) -> None:
+        self.graphs = graphs
+        self.n_workers = workers
+        self.concurrency = concurrency
+        self.extra_env = dict(extra_env or {})
+        self.pythonpath = list(pythonpath)
+        self.startup_timeout = startup_timeout
+        self.workers: list[WorkerProcess] = []
+        self.env: dict[str, str] = {}
+
+    # --- services ------------------------------------------------------------------------
+
+    def start(self) -> LocalCluster:
+        from checkpoint_pg.embedded import database_url
+        from workers.embedded import redis_url
+
+        root = str(Path(__file__).resolve().parent.parent)
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "REDIS_URL": redis_url(),
+            "GRAPHRUNTIME_GRAPHS": self.graphs,
+            "PYTHONPATH": os.pathsep.join([*self.pythonpath, root, os.environ.get("PYTHONPATH", "")]),
+            "PYTHONUNBUFFERED": "1",
+            **self.extra_env,
+        }
+        self._migrate()
+        for i in range(self.n_workers):
+            self.workers.append(self._spawn(i))
+        deadline = time.monotonic() + self.startup_timeout
+        for w in self.workers:
+            if not w.ready.wait(max(0.0, deadline - time.monotonic())):
+                self.stop()
+                raise RuntimeError(
+                    f"celery worker {w.index} (pid {w.pid}) not ready in "
+                    f"{self.startup_timeout}s; its log:\n" + "\n".join(w.log[-40:])
+                )
+        return self
+
+    def _migrate(self) -> None:
+        subprocess.run(
+            [sys.executable, "-m", "workers.cli", "db", "migrate"],
+            env=self.env, check=True, timeout=120, capture_output=True,
+        )
+
+    def _spawn(self, index: int) -> WorkerProcess:
+        settings = Settings()
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "celery", "-A", "workers.app", "worker",
+                f"--concurrency={self.concurrency}",
+                f"--queues={settings.coordinator_queue},{settings.task_queue}",
+                f"--hostname=w{index}@%h", "--loglevel=INFO", "--pool=prefork",
+                "--without-gossip", "--without-mingle", "--without-heartbeat",
+            ],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        worker = WorkerProcess(index, proc)
+        threading.Thread(target=self._pump, args=(worker,), daemon=True).start()
+        return worker
+
+    @staticmethod
+    def _pump(worker: WorkerProcess) -> None:
+        assert worker.proc.stdout is not None
+        for line in worker.proc.stdout:
+            worker.log.append(line.rstrip())
+            if " ready." in line:
+                worker.ready.set()
+
+    def restart_worker(self, index: int) -> WorkerProcess:
+        """Start a fresh worker in slot ``index`` (after killing the old one)."""
+        new = self._spawn(index)
+        if not new.ready.wait(self.startup_timeout):
+            raise RuntimeError(f"restarted worker {index} not ready")
+        self.workers[index] = new
+        return new
+
+    def kill_worker(self, index: int, sig: int = signal.SIGKILL) -> None:
+        """Kill a worker's whole process group (main process and its pool children)."""
+        w = self.workers[index]
+        try:
+            os.killpg(w.pid, sig)
+        except ProcessLookupError:
+            pass
+        w.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        for w in self.workers:
+            if w.proc.poll() is None:
+                try:
+                    os.killpg(w.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    continue
+        for w in self.workers:
+            try:
+                w.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(w.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                w.proc.wait(timeout=10)
+        self.workers = []
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
