@@ -26,4 +26,5 @@ def query(name: str) -> LiteralString:
 
 @cache
 def schema() -> LiteralString:
-    return cast(LiteralString, resources.files("workers").joinpath("sql/schema.sql").read_text())
+    text: LiteralString = resources.files("workers").joinpath("sql/schema.sql").read_text()
+    return text

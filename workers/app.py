@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
-from kombu import Queue
+from kombu.entity import Queue
 
 from workers.settings import Settings
 
@@ -29,7 +29,10 @@ def create_app(settings: Settings | None = None) -> Celery:
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         task_ignore_result=True,
-        task_queues=(Queue(settings.coordinator_queue), Queue(settings.task_queue)),
+        task_queues=(
+            Queue(settings.coordinator_queue),  # type: ignore[no-untyped-call]
+            Queue(settings.task_queue),  # type: ignore[no-untyped-call]
+        ),
         task_default_queue=settings.task_queue,
         task_routes={
             "graphruntime.coordinate": {"queue": settings.coordinator_queue},

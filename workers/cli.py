@@ -11,8 +11,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-app = typer.Typer(help="graphruntime on Celery: workers, migrations, resumes, runs.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="graphruntime on Celery: workers, migrations, resumes, runs.", no_args_is_help=True
+)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 console = Console()
@@ -30,19 +31,25 @@ def worker(
     settings = celery_app.conf.graphruntime_settings
     queue_list = queues or f"{settings.coordinator_queue},{settings.task_queue}"
     celery_app.worker_main(
-        ["worker", f"--concurrency={concurrency}", f"--queues={queue_list}",
-         f"--loglevel={loglevel}", "--pool=prefork", "--without-gossip", "--without-mingle"]
+        [
+            "worker",
+            f"--concurrency={concurrency}",
+            f"--queues={queue_list}",
+            f"--loglevel={loglevel}",
+            "--pool=prefork",
+            "--without-gossip",
+            "--without-mingle",
+        ]
     )
 
 
 @db_app.command("migrate")
 def migrate() -> None:
     """Apply pending migrations (checkpoints and run bookkeeping); safe from many hosts."""
+    from checkpoint_pg import PostgresSaver
     from workers.runtime import database_url
     from workers.settings import Settings
     from workers.store import RunStore, make_pool
-
-    from checkpoint_pg import PostgresSaver
 
     pool = make_pool(database_url(Settings()))
     PostgresSaver(pool).setup()
@@ -55,10 +62,12 @@ def resume(
     graph: Annotated[str, typer.Option(help="Registered graph name.")],
     thread: Annotated[str, typer.Option(help="Thread id.")],
     value: Annotated[str, typer.Option(help="Resume value as JSON (a string must be quoted).")],
-    key: Annotated[str | None, typer.Option(help="Idempotency key: the same key applies once.")]
-    = None,
-    wait: Annotated[bool, typer.Option(help="Wait for the resumed run and print its result.")]
-    = True,
+    key: Annotated[
+        str | None, typer.Option(help="Idempotency key: the same key applies once.")
+    ] = None,
+    wait: Annotated[
+        bool, typer.Option(help="Wait for the resumed run and print its result.")
+    ] = True,
 ) -> None:
     """Resume an interrupted thread (validated against its pending interrupts)."""
     from graphruntime.types import Command
@@ -71,8 +80,12 @@ def resume(
         raise typer.Exit(2) from None
     client = GraphClient.from_env()
     try:
-        handle = client.submit(graph, Command(resume=resume_value),
-                               {"configurable": {"thread_id": thread}}, idempotency_key=key)
+        handle = client.submit(
+            graph,
+            Command(resume=resume_value),
+            {"configurable": {"thread_id": thread}},
+            idempotency_key=key,
+        )
         console.print(f"run {handle.run_id} ({'new' if handle.created else 'already submitted'})")
         if wait:
             console.print(handle.wait())
@@ -92,8 +105,13 @@ def runs(thread: Annotated[str, typer.Option(help="Thread id.")]) -> None:
     table = Table("run", "status", "kind", "created", "error")
     for row in client.store.runs_of_thread(thread):
         error = row["error"] or {}
-        table.add_row(str(row["run_id"]), row["status"], row["kind"], str(row["created_at"]),
-                      f"{error.get('type', '')} {error.get('message', '')}".strip())
+        table.add_row(
+            str(row["run_id"]),
+            row["status"],
+            row["kind"],
+            str(row["created_at"]),
+            f"{error.get('type', '')} {error.get('message', '')}".strip(),
+        )
     console.print(table)
     client.close()
 

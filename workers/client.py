@@ -42,10 +42,14 @@ def rebuild_error(info: dict[str, Any]) -> BaseException:
             cls = None
     if isinstance(cls, type) and issubclass(cls, BaseException):
         try:
-            return cls(message)
+            rebuilt: BaseException = cls(message)
         except TypeError:
             pass
-    remote = type(name, (RemoteGraphError,), {"__module__": "workers.remote"})
+        else:
+            return rebuilt
+    remote: type[RemoteGraphError] = type(
+        name, (RemoteGraphError,), {"__module__": "workers.remote"}
+    )
     return remote(name, message)
 
 
@@ -224,9 +228,7 @@ class GraphClient:
         mode = stream_mode or compiled.stream_mode
         modes = [mode] if isinstance(mode, str) else list(mode)
         single = isinstance(mode, str)
-        handle = self.submit(
-            graph, input, config, stream_mode=modes, subgraphs=subgraphs, **kwargs
-        )
+        handle = self.submit(graph, input, config, stream_mode=modes, subgraphs=subgraphs, **kwargs)
         deadline = None if timeout is None else time.monotonic() + timeout
         after = 0
         delay = 0.002
@@ -238,8 +240,11 @@ class GraphClient:
                 if event.mode not in modes or (event.ns and not subgraphs):
                     continue
                 if subgraphs:
-                    yield (event.ns, event.payload) if single else (event.ns, event.mode,
-                                                                     event.payload)
+                    yield (
+                        (event.ns, event.payload)
+                        if single
+                        else (event.ns, event.mode, event.payload)
+                    )
                 else:
                     yield event.payload if single else (event.mode, event.payload)
             if run.done and not events:
@@ -256,12 +261,14 @@ class GraphClient:
 
     # --- state ---------------------------------------------------------------------------
 
-    def get_state(self, graph: str, config: RunnableConfig, *, subgraphs: bool = False
-                  ) -> StateSnapshot:
+    def get_state(
+        self, graph: str, config: RunnableConfig, *, subgraphs: bool = False
+    ) -> StateSnapshot:
         return self._graph(graph).get_state(config, subgraphs=subgraphs)
 
-    def get_state_history(self, graph: str, config: RunnableConfig, **kwargs: Any
-                          ) -> Iterator[StateSnapshot]:
+    def get_state_history(
+        self, graph: str, config: RunnableConfig, **kwargs: Any
+    ) -> Iterator[StateSnapshot]:
         return self._graph(graph).get_state_history(config, **kwargs)
 
     def update_state(
@@ -289,7 +296,7 @@ def _thread_id(config: RunnableConfig | None) -> str:
 
 
 def _pin(config: RunnableConfig, thread_id: str) -> RunnableConfig:
-    return {**config, CONF: {**config.get(CONF, {}), "thread_id": thread_id}}  # type: ignore[typeddict-item]
+    return {**config, CONF: {**config.get(CONF, {}), "thread_id": thread_id}}
 
 
 def _user_config(config: RunnableConfig | None) -> dict[str, Any]:
@@ -299,5 +306,5 @@ def _user_config(config: RunnableConfig | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in ("configurable", "metadata", "tags", "recursion_limit", "max_concurrency"):
         if key in config:
-            out[key] = config[key]  # type: ignore[literal-required]
+            out[key] = config.get(key)
     return out

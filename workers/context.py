@@ -100,5 +100,10 @@ def error_info(exc: BaseException | Any, task: str | None = None) -> dict[str, A
             "repr": repr(exc),
             "task": task,
         }
-    return {"type": "Exception", "module": "builtins", "message": str(exc), "repr": str(exc),
-            "task": task}
+    return {
+        "type": "Exception",
+        "module": "builtins",
+        "message": str(exc),
+        "repr": str(exc),
+        "task": task,
+    }

@@ -88,8 +88,9 @@ def _advance(ctx: WorkerContext, run: Run, graph: Pregel) -> None:
         if runnable:
             if len(runnable) == 1 and ctx.settings.inline_single_task and not continuing:
                 task = runnable[0]
-                exc = run_task(task, loop.task_config(task, loop.custom_writer(task)),
-                               graph.retry_policy)
+                exc = run_task(
+                    task, loop.task_config(task, loop.custom_writer(task)), graph.retry_policy
+                )
                 loop.commit(task, exc)
                 if exc is not None and not isinstance(exc, GraphInterrupt):
                     ctx.store.add_events(run.run_id, [((), "error", error_info(exc, task.name))])

@@ -1,13 +1,13 @@
 """Errors raised by the workers, the client and the resume path.
 
-    WorkerError (GraphRuntimeError)
-    ├── ConfigurationError      bad settings or registry entries
-    ├── UnknownGraphError       a run names a graph that is not in the registry
-    ├── MalformedMessageError   a queue message that does not parse
-    ├── ResumeConflictError     another resume of the same interrupt got there first
-    ├── ThreadBusyError         the thread has a run in flight
-    ├── RunTimeoutError         waiting on a run exceeded the timeout (the run goes on)
-    └── RemoteGraphError        a node raised on a worker; ``type_name`` names its class
+WorkerError (GraphRuntimeError)
+├── ConfigurationError      bad settings or registry entries
+├── UnknownGraphError       a run names a graph that is not in the registry
+├── MalformedMessageError   a queue message that does not parse
+├── ResumeConflictError     another resume of the same interrupt got there first
+├── ThreadBusyError         the thread has a run in flight
+├── RunTimeoutError         waiting on a run exceeded the timeout (the run goes on)
+└── RemoteGraphError        a node raised on a worker; ``type_name`` names its class
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ its pid when the cluster closes, and every wait has a timeout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -66,7 +67,9 @@ class LocalCluster:
             "DATABASE_URL": database_url(),
             "REDIS_URL": redis_url(),
             "GRAPHRUNTIME_GRAPHS": self.graphs,
-            "PYTHONPATH": os.pathsep.join([*self.pythonpath, root, os.environ.get("PYTHONPATH", "")]),
+            "PYTHONPATH": os.pathsep.join(
+                [*self.pythonpath, root, os.environ.get("PYTHONPATH", "")]
+            ),
             "PYTHONUNBUFFERED": "1",
             **self.extra_env,
         }
@@ -86,18 +89,30 @@ class LocalCluster:
     def _migrate(self) -> None:
         subprocess.run(
             [sys.executable, "-m", "workers.cli", "db", "migrate"],
-            env=self.env, check=True, timeout=120, capture_output=True,
+            env=self.env,
+            check=True,
+            timeout=120,
+            capture_output=True,
         )
 
     def _spawn(self, index: int) -> WorkerProcess:
         settings = Settings()
         proc = subprocess.Popen(
             [
-                sys.executable, "-m", "celery", "-A", "workers.app", "worker",
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "workers.app",
+                "worker",
                 f"--concurrency={self.concurrency}",
                 f"--queues={settings.coordinator_queue},{settings.task_queue}",
-                f"--hostname=w{index}@%h", "--loglevel=INFO", "--pool=prefork",
-                "--without-gossip", "--without-mingle", "--without-heartbeat",
+                f"--hostname=w{index}@%h",
+                "--loglevel=INFO",
+                "--pool=prefork",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
             ],
             env=self.env,
             stdout=subprocess.PIPE,
@@ -128,10 +143,8 @@ class LocalCluster:
     def kill_worker(self, index: int, sig: int = signal.SIGKILL) -> None:
         """Kill a worker's whole process group (main process and its pool children)."""
         w = self.workers[index]
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(w.pid, sig)
-        except ProcessLookupError:
-            pass
         w.proc.wait(timeout=30)
 
     def stop(self) -> None:
@@ -145,10 +158,8 @@ class LocalCluster:
             try:
                 w.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(w.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 w.proc.wait(timeout=10)
         self.workers = []
 

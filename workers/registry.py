@@ -49,7 +49,7 @@ class GraphRegistry:
             )
         module_name, _, attr = target.partition(":")
         module = importlib.import_module(module_name)
-        obj = module
+        obj: object = module
         for part in attr.split("."):
             obj = getattr(obj, part)
         if isinstance(obj, StateGraph):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Iterator, Sequence
@@ -121,7 +122,8 @@ class RunStore:
                 return self.get_run(run_id), True
             if idempotency_key is not None:
                 existing = conn.execute(
-                    query("run_by_idempotency_key"), {"thread_id": thread_id, "key": idempotency_key}
+                    query("run_by_idempotency_key"),
+                    {"thread_id": thread_id, "key": idempotency_key},
                 ).fetchone()
                 if existing is not None:
                     return self._run(existing), False
@@ -174,7 +176,12 @@ class RunStore:
             conn.execute(query("touch_run"), {"run_id": run_id})
 
     def finish(
-        self, run_id: str, status: Status, *, result: Any = None, error: dict[str, Any] | None = None
+        self,
+        run_id: str,
+        status: Status,
+        *,
+        result: Any = None,
+        error: dict[str, Any] | None = None,
     ) -> bool:
         result_type, result_bytes = self._dump(result) if result is not None else (None, None)
         with self.pool.connection() as conn:
@@ -188,13 +195,14 @@ class RunStore:
                     "error": json.dumps(error) if error is not None else None,
                 },
             )
-            return cur.rowcount > 0
+            return bool(cur.rowcount > 0)
 
     def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]:
         with self.pool.connection() as conn:
-            return conn.execute(
+            rows: list[dict[str, Any]] = conn.execute(
                 query("runs_of_thread"), {"thread_id": thread_id, "limit": limit}
             ).fetchall()
+        return rows
 
     # --- the step barrier ----------------------------------------------------------------
 
@@ -220,7 +228,7 @@ class RunStore:
                 query("task_status"),
                 {"run_id": run_id, "checkpoint_id": checkpoint_id, "task_id": task_id},
             ).fetchone()
-        return row is not None and row["status"] == "done"
+        return row is not None and bool(row["status"] == "done")
 
     def complete_task(
         self, run_id: str, checkpoint_id: str, task_id: str, worker: str | None = None
@@ -240,7 +248,10 @@ class RunStore:
 
     def stale_tasks(self, age: float, limit: int = 100) -> list[dict[str, Any]]:
         with self.pool.connection() as conn:
-            return conn.execute(query("stale_tasks"), {"age": age, "limit": limit}).fetchall()
+            rows: list[dict[str, Any]] = conn.execute(
+                query("stale_tasks"), {"age": age, "limit": limit}
+            ).fetchall()
+        return rows
 
     def stalled_runs(self, age: float, limit: int = 100) -> list[str]:
         with self.pool.connection() as conn:
@@ -269,7 +280,9 @@ class RunStore:
 
     def events_after(self, run_id: str, after: int) -> list[Event]:
         with self.pool.connection() as conn:
-            rows = conn.execute(query("events_after"), {"run_id": run_id, "after": after}).fetchall()
+            rows = conn.execute(
+                query("events_after"), {"run_id": run_id, "after": after}
+            ).fetchall()
         return [
             Event(
                 seq=r["seq"],
@@ -292,10 +305,9 @@ class RunStore:
                 yield locked
             finally:
                 if locked:
-                    try:
+                    # a broken connection releases the lock with its session anyway
+                    with contextlib.suppress(psycopg.Error):
                         conn.execute(query("thread_unlock"), {"thread_id": thread_id})
-                    except psycopg.Error:
-                        pass  # a broken connection releases the lock with the session
 
 
 def make_pool(url: str, max_size: int = 4) -> ConnectionPool[Any]:

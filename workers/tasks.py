@@ -23,7 +23,7 @@ def _context() -> WorkerContext:
     return build_context(settings, CeleryDispatcher(app, settings))
 
 
-@app.task(name="graphruntime.coordinate")
+@app.task(name="graphruntime.coordinate")  # type: ignore[untyped-decorator]
 def coordinate_task(**kwargs: Any) -> None:
     try:
         msg = parse(CoordinateMessage, kwargs)
@@ -33,7 +33,7 @@ def coordinate_task(**kwargs: Any) -> None:
     coordinate(_context(), msg.run_id)
 
 
-@app.task(name="graphruntime.execute")
+@app.task(name="graphruntime.execute")  # type: ignore[untyped-decorator]
 def execute_task_job(**kwargs: Any) -> None:
     try:
         msg = parse(TaskMessage, kwargs)
