@@ -1,10 +1,10 @@
 """How a checkpoint is laid out in its row, and back. Pure functions, no I/O.
 
 A checkpoint row holds a *body*: the checkpoint without its id (a column) and
-without the channel values that live in ``graphruntime_blobs``. Small scalar
-values (``None``, bool, int, float, short str) stay inline in the body, as
-LangGraph does: a blob row costs ~100 bytes of row and index overhead, more
-than the value itself.
+without the channel values that live in ``graphruntime_blobs``. Small values
+(scalars, and anything whose JSON is at most ``INLINE_MAX`` bytes) stay inline
+in the body: a blob row costs ~150 bytes of row and index overhead, more than
+such a value compressed with its checkpoint.
 
 The body is JSON written by graphruntime's serializer, then zlib-compressed
 with a preset dictionary of the strings every checkpoint repeats. Measured on
@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
 from graphruntime.checkpoint import ChannelVersions, Checkpoint, JsonSerializer, SerializerProtocol
@@ -35,11 +36,12 @@ __all__ = (
     "blob_version_key",
     "decode_body",
     "encode_checkpoint",
+    "task_key",
 )
 
-# Strings longer than this go to a blob: stored once per version, instead of
-# in every checkpoint while the channel does not change.
-INLINE_STR_MAX = 256
+# Values whose JSON is at most this long stay inline in the body; larger ones go
+# to a blob row, stored once per version instead of in every checkpoint.
+INLINE_MAX = 256
 _INLINE_TYPES = frozenset({type(None), bool, int, float})
 
 _PLAIN = ord("{")
@@ -52,6 +54,8 @@ _ZLIB_V1_DICT = (
 # Below this many bytes zlib's header and checksum outweigh what it saves.
 _COMPRESS_MIN = 96
 _ZLIB_LEVEL = 6
+# task ids that are not UUID strings are stored as their uuid5 in this namespace.
+_TASK_NAMESPACE = uuid.UUID("5d0a4c1e-8a53-4a4e-9a5c-2f1f0c6b7a10")
 
 
 class EncodedCheckpoint(NamedTuple):
@@ -64,7 +68,10 @@ class EncodedCheckpoint(NamedTuple):
     blob_keys: list[str]
     blob_types: list[str]
     blob_values: list[bytes]
-    """The blobs to insert: only channels in ``new_versions``."""
+    """The blobs sent with the checkpoint."""
+    ref_channels: list[str]
+    ref_keys: list[str]
+    """Blobs the checkpoint uses but does not send: they must already be stored."""
 
 
 def encode_checkpoint(
@@ -73,8 +80,16 @@ def encode_checkpoint(
     *,
     values_serde: SerializerProtocol,
     json_serde: JsonSerializer,
+    stored: Callable[[str, str], bool],
 ) -> EncodedCheckpoint:
-    """Split ``checkpoint`` into its body and blobs, serializing only what is new."""
+    """Split ``checkpoint`` into its body and blobs.
+
+    A blob value is sent if its channel is in ``new_versions`` or if
+    ``stored(channel, version_key)`` does not vouch for it being stored
+    already (the caller's cache); otherwise it is only referenced, and the
+    query checks that it exists. So a caller passing too few ``new_versions``
+    costs a serialization, never a lost value.
+    """
     values = checkpoint["channel_values"]
     versions = checkpoint["channel_versions"]
     if unversioned := values.keys() - versions.keys():
@@ -86,32 +101,44 @@ def encode_checkpoint(
     can_inline = type(values_serde) is JsonSerializer
     inline: dict[str, Any] = {}
     blob_versions: dict[str, str] = {}
-    channels: list[str] = []
-    keys: list[str] = []
-    types: list[str] = []
-    blobs: list[bytes] = []
+    out = EncodedCheckpoint(b"", None, [], [], [], [], [], [])
     for channel, value in values.items():
-        if can_inline and _inlinable(value):
+        t = type(value)
+        if can_inline and (t in _INLINE_TYPES or (t is str and len(value) <= INLINE_MAX // 4)):
             inline[channel] = value
             continue
         key = blob_version_key(versions[channel])
+        if channel not in new_versions and stored(channel, key):
+            blob_versions[channel] = key
+            out.ref_channels.append(channel)
+            out.ref_keys.append(key)
+            continue
+        kind, data = values_serde.dumps_typed(value)
+        if can_inline and kind == "json" and len(data) <= INLINE_MAX:
+            inline[channel] = value
+            continue
         blob_versions[channel] = key
-        if channel in new_versions:
-            kind, data = values_serde.dumps_typed(value)
-            channels.append(channel)
-            keys.append(key)
-            types.append(kind)
-            blobs.append(data)
+        out.blob_channels.append(channel)
+        out.blob_keys.append(key)
+        out.blob_types.append(kind)
+        out.blob_values.append(data)
     tree = {k: v for k, v in checkpoint.items() if k != "id" and k != "channel_values"}
     tree["channel_values"] = inline
-    return EncodedCheckpoint(
+    return out._replace(
         body=_pack(json_serde.dumps_typed(tree)),
         blob_versions=_json_object(blob_versions) if blob_versions else None,
-        blob_channels=channels,
-        blob_keys=keys,
-        blob_types=types,
-        blob_values=blobs,
     )
+
+
+def task_key(task_id: str) -> tuple[uuid.UUID, str | None]:
+    """``(uuid, name)`` stored for a task id: the runtime's ids are UUID strings."""
+    try:
+        parsed = uuid.UUID(task_id)
+    except (ValueError, TypeError, AttributeError):
+        parsed = None
+    if parsed is not None and str(parsed) == task_id:
+        return parsed, None
+    return uuid.uuid5(_TASK_NAMESPACE, str(task_id)), str(task_id)
 
 
 def decode_body(
@@ -157,11 +184,6 @@ def blob_version_key(version: str | int | float) -> str:
 
 
 _PADDED = re.compile(r"(\d{32})\.")
-
-
-def _inlinable(value: Any) -> bool:
-    t = type(value)
-    return t in _INLINE_TYPES or (t is str and len(value) <= INLINE_STR_MAX)
 
 
 def _json_object(mapping: Mapping[str, str]) -> str:

@@ -23,6 +23,7 @@ __all__ = (
     "PRUNE_THREAD",
     "PUT_CHECKPOINT",
     "PUT_CHECKPOINT_FENCED",
+    "PUT_CHECKPOINT_ROW",
     "RECORD_MIGRATION",
     "SCHEMA_VERSION",
     "UPSERT_WRITES",
@@ -55,6 +56,7 @@ RECORD_MIGRATION = _QUERIES["record_migration"]
 GET_CHECKPOINT = _QUERIES["get_checkpoint"]
 LIST_CHECKPOINTS = _QUERIES["list_checkpoints"]
 PUT_CHECKPOINT = _QUERIES["put_checkpoint"]
+PUT_CHECKPOINT_ROW = _QUERIES["put_checkpoint_row"]
 LOCK_THREAD = _QUERIES["lock_thread"]
 PUT_CHECKPOINT_FENCED = _QUERIES["put_checkpoint_fenced"]
 INSERT_WRITES = _QUERIES["insert_writes"]

@@ -12,7 +12,7 @@ import asyncio
 import builtins
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, NamedTuple
 
 import psycopg
@@ -20,7 +20,7 @@ from psycopg import Capabilities, Connection, Cursor
 from psycopg.rows import DictRow, dict_row
 
 from checkpoint_pg import _queries as q
-from checkpoint_pg._codec import decode_body, encode_checkpoint
+from checkpoint_pg._codec import blob_version_key, decode_body, encode_checkpoint, task_key
 from checkpoint_pg._connection import Conn, ConnectionSource
 from checkpoint_pg.errors import CheckpointStoreError
 from checkpoint_pg.schema import migrate
@@ -81,6 +81,10 @@ class PostgresSaver(BaseCheckpointSaver):
         # Metadata must be JSON (it is queried as JSONB), whatever serializes values.
         self._json = self.serde if isinstance(self.serde, JsonSerializer) else JsonSerializer()
         self._pipeline = Capabilities().has_pipeline()
+        # Blobs known to be stored, so a put need not resend unchanged values
+        # even when the caller's new_versions misses a channel. Only a hint:
+        # put_checkpoint verifies every blob it does not send.
+        self._known = _KnownBlobs()
 
     @classmethod
     @contextmanager
@@ -183,6 +187,12 @@ class PostgresSaver(BaseCheckpointSaver):
         metadata: CheckpointMetadata = self._json.loads_typed(
             ("json", row["metadata"].encode("utf-8"))
         )
+        if row["blob_channels"]:
+            versions = checkpoint["channel_versions"]
+            for channel in row["blob_channels"]:
+                self._known.add(
+                    (thread_id, checkpoint_ns, channel, blob_version_key(versions[channel]))
+                )
         pending: builtins.list[PendingWrite] = []
         if row["write_task_ids"]:
             pending = [
@@ -235,43 +245,75 @@ class PostgresSaver(BaseCheckpointSaver):
         parent_id = get_checkpoint_id(config)
         new_id = _require_uuid(checkpoint["id"], 'checkpoint["id"]')
         parent = None if parent_id is None else _require_uuid(parent_id, "parent checkpoint_id")
-        encoded = encode_checkpoint(
-            checkpoint, new_versions, values_serde=self.serde, json_serde=self._json
-        )
-        params = {
-            "thread_id": thread_id,
-            "checkpoint_ns": checkpoint_ns,
-            "checkpoint_id": new_id,
-            "parent_checkpoint_id": parent,
-            "body": encoded.body,
-            "blob_versions": encoded.blob_versions,
-            "metadata": self._json_text(dict(metadata), "checkpoint metadata"),
-            "blob_channels": encoded.blob_channels,
-            "blob_keys": encoded.blob_keys,
-            "blob_types": encoded.blob_types,
-            "blob_values": encoded.blob_values,
-        }
-        if fenced:
-            if parent is not None and new_id <= parent:
-                raise CheckpointError(
-                    f"Checkpoint id {checkpoint['id']} does not sort after its parent "
-                    f"{parent_id}: ids are time-ordered uuid6, is this host's clock behind "
-                    "the one that wrote the parent?"
-                )
-            self._put_fenced(params, thread_id, checkpoint_ns, parent_id, checkpoint["id"])
+        if fenced and parent is not None and new_id <= parent:
+            raise CheckpointError(
+                f"Checkpoint id {checkpoint['id']} does not sort after its parent "
+                f"{parent_id}: ids are time-ordered uuid6, is this host's clock behind "
+                "the one that wrote the parent?"
+            )
+        metadata_json = self._json_text(dict(metadata), "checkpoint metadata")
+        resend: set[str] = set()
+        known = self._known
+
+        def stored(channel: str, key: str) -> bool:
+            return channel not in resend and (thread_id, checkpoint_ns, channel, key) in known
+
+        for _ in range(3):
+            encoded = encode_checkpoint(
+                checkpoint,
+                new_versions,
+                values_serde=self.serde,
+                json_serde=self._json,
+                stored=stored,
+            )
+            params = {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": new_id,
+                "parent_checkpoint_id": parent,
+                "body": encoded.body,
+                "blob_versions": encoded.blob_versions,
+                "metadata": metadata_json,
+                "blob_channels": encoded.blob_channels,
+                "blob_keys": encoded.blob_keys,
+                "blob_types": encoded.blob_types,
+                "blob_values": encoded.blob_values,
+                "ref_channels": encoded.ref_channels,
+                "ref_keys": encoded.ref_keys,
+            }
+            if fenced:
+                row = self._put_fenced(params, thread_id)
+            elif encoded.blob_versions is None:
+                # Every value inline: a plain upsert, nothing to check.
+                with self._cursor("put") as cur:
+                    cur.execute(q.PUT_CHECKPOINT_ROW, params, prepare=_prepare(cur))
+                break
+            else:
+                with self._cursor("put") as cur:
+                    cur.execute(q.PUT_CHECKPOINT, params, prepare=_prepare(cur))
+                    row = cur.fetchone()
+            assert row is not None
+            if not row["ok"]:
+                self._check_retry(row, thread_id, checkpoint_ns, parent_id, checkpoint["id"])
+                break
+            if not row["missing"]:
+                for channel, key in zip(
+                    encoded.blob_channels + encoded.ref_channels,
+                    encoded.blob_keys + encoded.ref_keys,
+                    strict=True,
+                ):
+                    known.add((thread_id, checkpoint_ns, channel, key))
+                break
+            # A referenced blob is gone (deleted or pruned meanwhile): send it too.
+            resend.update(row["missing"])
         else:
-            with self._cursor("put") as cur:
-                cur.execute(q.PUT_CHECKPOINT, params, prepare=_prepare(cur))
+            raise CheckpointStoreError(
+                f"PostgresSaver.put: blobs {sorted(resend)} kept disappearing while "
+                f"storing checkpoint {checkpoint['id']}; is the thread being deleted?"
+            )
         return checkpoint_config(thread_id, checkpoint_ns, checkpoint["id"])
 
-    def _put_fenced(
-        self,
-        params: dict[str, Any],
-        thread_id: str,
-        checkpoint_ns: str,
-        expected: str | None,
-        new_id: str,
-    ) -> None:
+    def _put_fenced(self, params: dict[str, Any], thread_id: str) -> DictRow | None:
         with self._store_errors("put"), self._source.connection() as conn:
             prepare = None if conn.prepare_threshold is None else True
             with (
@@ -282,10 +324,13 @@ class PostgresSaver(BaseCheckpointSaver):
                 with conn.transaction():
                     cur.execute(q.LOCK_THREAD, {"thread_id": thread_id}, prepare=prepare)
                     cur.execute(q.PUT_CHECKPOINT_FENCED, params, prepare=prepare)
-                row = cur.fetchone()
-        assert row is not None
-        if row["ok"]:
-            return
+                return cur.fetchone()
+
+    @staticmethod
+    def _check_retry(
+        row: DictRow, thread_id: str, checkpoint_ns: str, expected: str | None, new_id: str
+    ) -> None:
+        """A refused fenced put: fine if it is a retry of the put that won, else a conflict."""
         head, head_parent = row["head_id"], row["head_parent_id"]
         if head == _canonical(new_id) and head_parent == (expected and _canonical(expected)):
             return  # this very checkpoint won earlier: a retried put is a success
@@ -324,11 +369,13 @@ class PostgresSaver(BaseCheckpointSaver):
                 rows[idx] = (channel, value)
         dumps = self.serde.dumps_typed
         typed = [dumps(value) for _, value in rows.values()]
+        task_uuid, task_name = task_key(task_id)
         params = {
             "thread_id": thread_id,
             "checkpoint_ns": checkpoint_ns,
             "checkpoint_id": _require_uuid(checkpoint_id, "checkpoint_id"),
-            "task_id": str(task_id),
+            "task_id": task_uuid,
+            "task_name": task_name,
             "idx": builtins.list(rows),
             "channels": [channel for channel, _ in rows.values()],
             "types": [kind for kind, _ in typed],
@@ -340,6 +387,7 @@ class PostgresSaver(BaseCheckpointSaver):
             )
 
     def delete_thread(self, thread_id: str) -> None:
+        self._known.forget_thread(str(thread_id))
         with self._cursor("delete_thread") as cur:
             cur.execute(q.DELETE_THREAD, {"thread_id": str(thread_id)}, prepare=_prepare(cur))
 
@@ -359,6 +407,7 @@ class PostgresSaver(BaseCheckpointSaver):
                 f"keep_last must be at least 1 (got {keep_last}); use delete_thread() "
                 "to remove a whole thread"
             )
+        self._known.forget_thread(str(thread_id))
         with self._cursor("prune") as cur:
             cur.execute(
                 q.PRUNE_THREAD, {"thread_id": str(thread_id), "keep_last": keep_last}, prepare=False
@@ -434,6 +483,32 @@ class PostgresSaver(BaseCheckpointSaver):
         if kind != "json" or not data.startswith(b"{") or data.startswith(b'{"__gr__"'):
             raise CheckpointError(f"The {what} must be a dict with str keys, got {value!r}")
         return data.decode("utf-8")
+
+
+class _KnownBlobs:
+    """A bounded set of ``(thread_id, checkpoint_ns, channel, version key)`` seen stored.
+
+    First in, first out: good enough for the pattern it serves (a thread's
+    next put reuses the blobs of the checkpoint just put or loaded).
+    """
+
+    def __init__(self, capacity: int = 16_384) -> None:
+        self._keys: dict[tuple[str, str, str, str], None] = {}
+        self._capacity = capacity
+
+    def __contains__(self, key: tuple[str, str, str, str]) -> bool:
+        return key in self._keys
+
+    def add(self, key: tuple[str, str, str, str]) -> None:
+        self._keys[key] = None
+        if len(self._keys) > self._capacity:
+            # Another thread may have trimmed it first.
+            with suppress(StopIteration, KeyError, RuntimeError):
+                del self._keys[next(iter(self._keys))]
+
+    def forget_thread(self, thread_id: str) -> None:
+        for key in [k for k in builtins.list(self._keys) if k[0] == thread_id]:
+            self._keys.pop(key, None)
 
 
 def _prepare(cur: Cursor[Any]) -> bool | None:

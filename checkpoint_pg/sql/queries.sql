@@ -45,7 +45,7 @@ LEFT JOIN LATERAL (
         AND bl.channel = k.channel AND bl.version = k.version
 ) b ON true
 LEFT JOIN LATERAL (
-    SELECT array_agg(wr.task_id ORDER BY wr.seq) AS task_ids,
+    SELECT array_agg(coalesce(wr.task_name, wr.task_id::text) ORDER BY wr.seq) AS task_ids,
         array_agg(wr.channel ORDER BY wr.seq) AS channels,
         array_agg(wr.type ORDER BY wr.seq) AS types,
         array_agg(wr.value ORDER BY wr.seq) AS values
@@ -90,7 +90,7 @@ LEFT JOIN LATERAL (
         AND bl.channel = k.channel AND bl.version = k.version
 ) b ON true
 LEFT JOIN LATERAL (
-    SELECT array_agg(wr.task_id ORDER BY wr.seq) AS task_ids,
+    SELECT array_agg(coalesce(wr.task_name, wr.task_id::text) ORDER BY wr.seq) AS task_ids,
         array_agg(wr.channel ORDER BY wr.seq) AS channels,
         array_agg(wr.type ORDER BY wr.seq) AS types,
         array_agg(wr.value ORDER BY wr.seq) AS values
@@ -115,25 +115,54 @@ WHERE (%(thread_id)s::text IS NULL OR c.thread_id = %(thread_id)s)
 ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC
 LIMIT %(page_size)s;
 
--- name: put_checkpoint
--- Stores the new blobs and the checkpoint in one statement (one transaction).
--- Blobs already stored for a (channel, version) are kept as they are.
-WITH new_blobs AS (
-    INSERT INTO graphruntime_blobs (thread_id, checkpoint_ns, channel, version, type, value)
-    SELECT %(thread_id)s, %(checkpoint_ns)s, k.channel, k.version, k.type, k.value
-    FROM unnest(%(blob_channels)s::text[], %(blob_keys)s::text[], %(blob_types)s::text[],
-        %(blob_values)s::bytea[]) AS k (channel, version, type, value)
-    ON CONFLICT DO NOTHING
-)
+-- name: put_checkpoint_row
+-- put_checkpoint for a checkpoint that sends and uses no blob (all its values
+-- are inline, the common case): a plain upsert, planned in a few µs.
 INSERT INTO graphruntime_checkpoints (checkpoint_id, parent_checkpoint_id, thread_id,
     checkpoint_ns, body, blob_versions, metadata)
 VALUES (%(checkpoint_id)s, %(parent_checkpoint_id)s, %(thread_id)s, %(checkpoint_ns)s,
-    %(body)s, %(blob_versions)s::jsonb, %(metadata)s::jsonb)
+    %(body)s, NULL, %(metadata)s::jsonb)
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
     parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
     body = EXCLUDED.body,
     blob_versions = EXCLUDED.blob_versions,
     metadata = EXCLUDED.metadata;
+
+-- name: put_checkpoint
+-- Stores the new blobs and the checkpoint in one statement (one transaction).
+-- Blobs already stored for a (channel, version) are kept as they are. The
+-- checkpoint also refers to blobs it does not send (ref_*): if one of them is
+-- not stored, nothing is written and the statement returns the channels
+-- missing, for the caller to send them and retry.
+WITH missing AS (
+    SELECT k.channel
+    FROM unnest(%(ref_channels)s::text[], %(ref_keys)s::text[]) AS k (channel, version)
+    WHERE NOT EXISTS (
+        SELECT 1 FROM graphruntime_blobs b
+        WHERE b.thread_id = %(thread_id)s AND b.checkpoint_ns = %(checkpoint_ns)s
+            AND b.channel = k.channel AND b.version = k.version
+    )
+), new_blobs AS (
+    INSERT INTO graphruntime_blobs (thread_id, checkpoint_ns, channel, version, type, value)
+    SELECT %(thread_id)s, %(checkpoint_ns)s, k.channel, k.version, k.type, k.value
+    FROM unnest(%(blob_channels)s::text[], %(blob_keys)s::text[], %(blob_types)s::text[],
+        %(blob_values)s::bytea[]) AS k (channel, version, type, value)
+    WHERE NOT EXISTS (SELECT 1 FROM missing)
+    ON CONFLICT DO NOTHING
+), new_checkpoint AS (
+    INSERT INTO graphruntime_checkpoints (checkpoint_id, parent_checkpoint_id, thread_id,
+        checkpoint_ns, body, blob_versions, metadata)
+    SELECT %(checkpoint_id)s, %(parent_checkpoint_id)s, %(thread_id)s, %(checkpoint_ns)s,
+        %(body)s, %(blob_versions)s::jsonb, %(metadata)s::jsonb
+    WHERE NOT EXISTS (SELECT 1 FROM missing)
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+        parent_checkpoint_id = EXCLUDED.parent_checkpoint_id,
+        body = EXCLUDED.body,
+        blob_versions = EXCLUDED.blob_versions,
+        metadata = EXCLUDED.metadata
+)
+SELECT true AS ok, NULL::text AS head_id, NULL::text AS head_parent_id,
+    (SELECT array_agg(channel) FROM missing) AS missing;
 
 -- name: lock_thread
 -- Held by fenced puts until their transaction ends; the key space (two int4)
@@ -151,32 +180,43 @@ WITH head AS (
 ), verdict AS (
     SELECT (SELECT checkpoint_id FROM head)
         IS NOT DISTINCT FROM %(parent_checkpoint_id)s::uuid AS ok
+), missing AS (
+    SELECT k.channel
+    FROM unnest(%(ref_channels)s::text[], %(ref_keys)s::text[]) AS k (channel, version)
+    WHERE NOT EXISTS (
+        SELECT 1 FROM graphruntime_blobs b
+        WHERE b.thread_id = %(thread_id)s AND b.checkpoint_ns = %(checkpoint_ns)s
+            AND b.channel = k.channel AND b.version = k.version
+    )
+), go AS (
+    SELECT (SELECT ok FROM verdict) AND NOT EXISTS (SELECT 1 FROM missing) AS go
 ), new_blobs AS (
     INSERT INTO graphruntime_blobs (thread_id, checkpoint_ns, channel, version, type, value)
     SELECT %(thread_id)s, %(checkpoint_ns)s, k.channel, k.version, k.type, k.value
     FROM unnest(%(blob_channels)s::text[], %(blob_keys)s::text[], %(blob_types)s::text[],
         %(blob_values)s::bytea[]) AS k (channel, version, type, value)
-    WHERE (SELECT ok FROM verdict)
+    WHERE (SELECT go FROM go)
     ON CONFLICT DO NOTHING
 ), new_checkpoint AS (
     INSERT INTO graphruntime_checkpoints (checkpoint_id, parent_checkpoint_id, thread_id,
         checkpoint_ns, body, blob_versions, metadata)
     SELECT %(checkpoint_id)s, %(parent_checkpoint_id)s, %(thread_id)s, %(checkpoint_ns)s,
         %(body)s, %(blob_versions)s::jsonb, %(metadata)s::jsonb
-    WHERE (SELECT ok FROM verdict)
+    WHERE (SELECT go FROM go)
     ON CONFLICT DO NOTHING
 )
 SELECT
     (SELECT ok FROM verdict) AS ok,
     (SELECT checkpoint_id::text FROM head) AS head_id,
-    (SELECT parent_checkpoint_id::text FROM head) AS head_parent_id;
+    (SELECT parent_checkpoint_id::text FROM head) AS head_parent_id,
+    (SELECT array_agg(channel) FROM missing) AS missing;
 
 -- name: insert_writes
 -- First write wins: a second delivery of the same task changes nothing.
-INSERT INTO graphruntime_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx,
-    channel, type, value)
-SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, w.idx, w.channel,
-    w.type, w.value
+INSERT INTO graphruntime_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_name,
+    idx, channel, type, value)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_name)s, w.idx,
+    w.channel, w.type, w.value
 FROM unnest(%(idx)s::integer[], %(channels)s::text[], %(types)s::text[],
     %(values)s::bytea[]) WITH ORDINALITY AS w (idx, channel, type, value, ord)
 ORDER BY w.ord
@@ -185,10 +225,10 @@ ON CONFLICT DO NOTHING;
 -- name: upsert_writes
 -- Control writes (all channels in WRITES_IDX_MAP) replace the stored row but
 -- keep its seq, so the write keeps its place in the insertion order.
-INSERT INTO graphruntime_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx,
-    channel, type, value)
-SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, w.idx, w.channel,
-    w.type, w.value
+INSERT INTO graphruntime_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_name,
+    idx, channel, type, value)
+SELECT %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(task_id)s, %(task_name)s, w.idx,
+    w.channel, w.type, w.value
 FROM unnest(%(idx)s::integer[], %(channels)s::text[], %(types)s::text[],
     %(values)s::bytea[]) WITH ORDINALITY AS w (idx, channel, type, value, ord)
 ORDER BY w.ord

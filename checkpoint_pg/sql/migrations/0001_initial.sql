@@ -1,10 +1,11 @@
 -- Checkpoints, channel values and pending writes.
 --
 -- Sizes matter (a thread writes a checkpoint per superstep), so compared with
--- LangGraph's tables: ids are `uuid` (16 bytes, not 37), the checkpoint body is
--- zlib-compressed JSON in `bytea` (see checkpoint_pg/_codec.py), writes carry no
--- task_path (they are ordered by `seq`, their insertion order), and there is no
--- separate thread_id index: every primary key starts with thread_id.
+-- LangGraph's tables: checkpoint and task ids are `uuid` (16 bytes, not 37), the
+-- checkpoint body is zlib-compressed JSON in `bytea` with small values inline
+-- (see checkpoint_pg/_codec.py), writes carry no task_path (they are ordered by
+-- `seq`, their insertion order), and there is no separate thread_id index:
+-- every primary key starts with thread_id.
 -- Fixed-width columns come first so rows need no alignment padding.
 
 CREATE TABLE graphruntime_checkpoints (
@@ -36,10 +37,13 @@ CREATE TABLE graphruntime_blobs (
 CREATE TABLE graphruntime_writes (
     seq bigint GENERATED ALWAYS AS IDENTITY,
     checkpoint_id uuid NOT NULL,
+    -- The task id; a task id that is not a UUID string is kept in task_name, and
+    -- task_id is then its uuid5 (checkpoint_pg/_codec.py: task_key).
+    task_id uuid NOT NULL,
     idx integer NOT NULL,
     thread_id text NOT NULL,
     checkpoint_ns text NOT NULL,
-    task_id text NOT NULL,
+    task_name text,
     channel text NOT NULL,
     type text NOT NULL,
     value bytea NOT NULL,
