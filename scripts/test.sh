@@ -33,7 +33,7 @@ run_stage() {
 # pytest exits 5 when it collected nothing: for this suite that is a bug, not a pass.
 run_pytest() {
     local status=0
-    python -m pytest -n "${PYTEST_WORKERS:-2}" -q "$@" || status=$?
+    python -m pytest -n "${PYTEST_WORKERS:-2}" --dist loadgroup -q "$@" || status=$?
     if [[ $status -eq 5 ]]; then
         echo "error: pytest collected no tests; an empty run is a bug (wrong path, -k or -m?)" >&2
     fi

@@ -85,8 +85,18 @@ def _advance(ctx: WorkerContext, run: Run, graph: Pregel) -> None:
             _finish_interrupted(ctx, run, loop, [])
             return
         runnable = loop.runnable_tasks()
+        if runnable and continuing:
+            # tasks that ran as jobs of this run and are done have their outcome saved
+            states = ctx.store.step_states(run.run_id, loop.checkpoint["id"])
+            unsent = [t for t in runnable if t.id not in states]
+            if unsent:
+                _dispatch(ctx, run, loop, unsent)
+                return
+            if any(states[t.id] != "done" for t in runnable):
+                return  # the barrier is not reached yet; the last task job calls us again
+            runnable = []
         if runnable:
-            if len(runnable) == 1 and ctx.settings.inline_single_task and not continuing:
+            if len(runnable) == 1 and ctx.settings.inline_single_task:
                 task = runnable[0]
                 exc = run_task(
                     task, loop.task_config(task, loop.custom_writer(task)), graph.retry_policy

@@ -222,6 +222,14 @@ class RunStore:
             ).fetchall()
         return [r["task_id"] for r in rows]
 
+    def step_states(self, run_id: str, checkpoint_id: str) -> dict[str, str]:
+        """Barrier state of a step's dispatched tasks: task id → 'dispatched' | 'done'."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                query("step_task_states"), {"run_id": run_id, "checkpoint_id": checkpoint_id}
+            ).fetchall()
+        return {r["task_id"]: r["status"] for r in rows}
+
     def task_done(self, run_id: str, checkpoint_id: str, task_id: str) -> bool:
         with self.pool.connection() as conn:
             row = conn.execute(

@@ -61,6 +61,10 @@ WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(
   AND status = 'dispatched'
 RETURNING task_id;
 
+-- name: step_task_states
+SELECT task_id, status FROM graphruntime_step_tasks
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s;
+
 -- name: task_status
 SELECT status FROM graphruntime_step_tasks
 WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s;

@@ -1,0 +1,58 @@
+"""A real cluster for end-to-end tests: embedded Postgres and Redis, two celery workers.
+
+All e2e tests share one cluster per pytest process and run in one xdist group
+(``--dist loadgroup``), so fault tests that kill workers never hit another run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from workers.client import GraphClient
+from workers.local_cluster import LocalCluster
+from workers.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Modules whose GRAPHS string lists name=module:attribute entries for the workers.
+GRAPH_MODULES = ["tests.e2e.graphs"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/e2e/" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.xdist_group("e2e"))
+
+
+def registry_spec() -> str:
+    return ",".join(importlib.import_module(m).GRAPHS for m in GRAPH_MODULES)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[LocalCluster]:
+    with LocalCluster(registry_spec(), workers=2, concurrency=1, pythonpath=[str(ROOT)]) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def client(cluster: LocalCluster) -> Iterator[GraphClient]:
+    settings = Settings(
+        database_url=cluster.env["DATABASE_URL"],
+        redis_url=cluster.env["REDIS_URL"],
+        graphs=cluster.env["GRAPHRUNTIME_GRAPHS"],
+    )
+    c = GraphClient.from_env(settings)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def thread() -> dict[str, dict[str, str]]:
+    return {"configurable": {"thread_id": f"e2e-{uuid.uuid4()}"}}

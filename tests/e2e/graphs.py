@@ -1,0 +1,92 @@
+"""Graphs the end-to-end tests register with the workers (GRAPHRUNTIME_GRAPHS).
+
+Nodes record which worker process ran them (``pids``), so tests can show that the
+tasks of one superstep ran in different processes.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import time
+from typing import Annotated, Any, TypedDict
+
+from graphruntime.graph import END, START, StateGraph
+from graphruntime.types import Command, Send, interrupt
+
+
+class FanState(TypedDict, total=False):
+    n: int
+    items: Annotated[list[str], operator.add]
+    pids: Annotated[list[int], operator.add]
+    decision: str
+
+
+def plan(state: FanState) -> dict[str, Any]:
+    return {"items": ["plan"]}
+
+
+def fan_out(state: FanState) -> list[Send]:
+    return [Send("work", {"i": i}) for i in range(state.get("n", 4))]
+
+
+def work(arg: dict[str, Any]) -> dict[str, Any]:
+    time.sleep(float(os.environ.get("E2E_WORK_SECONDS", "0.05")))
+    return {"items": [f"w{arg['i']}"], "pids": [os.getpid()]}
+
+
+def approve(state: FanState) -> dict[str, Any]:
+    answer = interrupt({"question": "approve?", "count": len(state.get("items", []))})
+    return {"decision": str(answer)}
+
+
+fan = StateGraph(FanState)
+fan.add_node("plan", plan)
+fan.add_node("work", work)
+fan.add_node("approve", approve)
+fan.add_edge(START, "plan")
+fan.add_conditional_edges("plan", fan_out)
+fan.add_edge("work", "approve")
+fan.add_edge("approve", END)
+fan_graph = fan.compile()
+
+
+class ChainState(TypedDict, total=False):
+    steps: Annotated[list[str], operator.add]
+
+
+def _step(name: str) -> Any:
+    def node(state: ChainState) -> dict[str, Any]:
+        return {"steps": [name]}
+
+    return node
+
+
+chain = StateGraph(ChainState)
+chain.add_sequence([(f"n{i}", _step(f"n{i}")) for i in range(10)])
+chain.add_edge(START, "n0")
+chain_graph = chain.compile()
+
+
+def boom(state: ChainState) -> dict[str, Any]:
+    raise ValueError("node failed on purpose")
+
+
+def goto_node(state: ChainState) -> Command[Any]:
+    return Command(goto="n1", update={"steps": ["goto"]})
+
+
+failing = StateGraph(ChainState)
+failing.add_node("ok", _step("ok"))
+failing.add_node("boom", boom)
+failing.add_edge(START, "ok")
+failing.add_edge(START, "boom")
+failing_graph = failing.compile()
+
+GRAPHS = ",".join(
+    [
+        "fan=tests.e2e.graphs:fan_graph",
+        "chain=tests.e2e.graphs:chain_graph",
+        "failing=tests.e2e.graphs:failing_graph",
+    ]
+)

@@ -1,0 +1,75 @@
+"""The basic contract of running graphs on real workers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from graphruntime.checkpoint.memory import InMemorySaver
+from graphruntime.errors import InvalidResumeError
+from graphruntime.types import Command
+from tests.e2e.graphs import chain_graph, fan_graph
+from workers.client import GraphClient
+from workers.errors import UnknownGraphError
+
+
+def _in_process(graph: Any, *inputs: Any) -> list[Any]:
+    local = graph.with_checkpointer(InMemorySaver())
+    cfg = {"configurable": {"thread_id": "local"}}
+    return [local.invoke(i, cfg) for i in inputs]
+
+
+def _strip_ids(out: Any) -> Any:
+    if isinstance(out, dict) and "__interrupt__" in out:
+        return {**out, "__interrupt__": [i.value for i in out["__interrupt__"]]}
+    return out
+
+
+def test_fan_out_spreads_over_processes_and_resumes(client: GraphClient, thread: Any) -> None:
+    paused = client.invoke("fan", {"n": 6}, thread, timeout=60)
+    resumed = client.invoke("fan", Command(resume="yes"), thread, timeout=60)
+    expected = _in_process(fan_graph, {"n": 6}, Command(resume="yes"))
+    assert _strip_ids(paused)["__interrupt__"] == _strip_ids(expected[0])["__interrupt__"]
+    assert sorted(paused["items"]) == sorted(expected[0]["items"])
+    assert resumed["decision"] == "yes"
+    assert len(set(resumed["pids"])) >= 2, "the Send tasks of one step ran in one process"
+    state = client.get_state("fan", thread)
+    assert state.next == ()
+    assert state.values["decision"] == "yes"
+
+
+def test_chain_matches_in_process(client: GraphClient, thread: Any) -> None:
+    out = client.invoke("chain", {"steps": []}, thread, timeout=60)
+    assert out == _in_process(chain_graph, {"steps": []})[0]
+    history = list(client.get_state_history("chain", thread))
+    assert len(history) == 12  # input + __start__ + 10 nodes, as in-process
+
+
+def test_node_error_is_raised_to_the_caller(client: GraphClient, thread: Any) -> None:
+    with pytest.raises(ValueError, match="node failed on purpose"):
+        client.invoke("failing", {"steps": []}, thread, timeout=60)
+    state = client.get_state("failing", thread)
+    assert state.next == ("boom",)  # the sibling's writes stay pending; only boom re-runs
+    assert state.values["steps"] == ["ok"]
+
+
+def test_unknown_graph_is_a_clear_error(client: GraphClient, thread: Any) -> None:
+    with pytest.raises(UnknownGraphError, match="GRAPHRUNTIME_GRAPHS"):
+        client.invoke("no-such-graph", {}, thread)
+
+
+def test_resume_of_a_finished_thread_changes_nothing(client: GraphClient, thread: Any) -> None:
+    client.invoke("chain", {"steps": []}, thread, timeout=60)
+    before = client.get_state("chain", thread)
+    with pytest.raises(InvalidResumeError, match="no pending interrupt"):
+        client.invoke("chain", Command(resume="late"), thread)
+    assert client.get_state("chain", thread) == before
+
+
+def test_same_resume_twice_applies_once(client: GraphClient, thread: Any) -> None:
+    client.invoke("fan", {"n": 2}, thread, timeout=60)
+    first = client.submit("fan", Command(resume="ok"), thread, idempotency_key="k1")
+    second = client.submit("fan", Command(resume="ok"), thread, idempotency_key="k1")
+    assert first.run_id == second.run_id and not second.created
+    assert first.wait(60)["decision"] == "ok"
