@@ -136,7 +136,9 @@ def _dispatch(ctx: WorkerContext, run: Run, loop: PregelLoop, tasks: list[Prepar
     checkpoint_id = loop.checkpoint["id"]
     flush_events(ctx, run, loop)
     by_id = {t.id: t for t in tasks}
-    new = ctx.store.register_tasks(run.run_id, run.thread_id, checkpoint_id, list(by_id))
+    new = ctx.store.register_tasks(
+        run.run_id, run.thread_id, checkpoint_id, [(t.id, t.path) for t in tasks]
+    )
     ctx.store.touch(run.run_id)
     for task_id in new:
         ctx.dispatcher.execute(

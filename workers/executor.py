@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from graphruntime.errors import GraphInterrupt
 from graphruntime.pregel import run_task
@@ -11,6 +14,30 @@ from workers.coordinator import coordinate
 from workers.messages import TaskMessage
 
 log = logging.getLogger(__name__)
+
+
+@contextmanager
+def _lease(ctx: WorkerContext, msg: TaskMessage) -> Iterator[None]:
+    """Renew the task's lease while it runs, so the sweeper knows this worker is alive."""
+    stop = threading.Event()
+    period = ctx.settings.task_lease / 3
+
+    def renew() -> None:
+        while not stop.wait(period):
+            try:
+                ctx.store.renew_lease(
+                    msg.run_id, msg.checkpoint_id, msg.task_id, ctx.settings.task_lease
+                )
+            except Exception:  # noqa: BLE001 - a missed renewal is retried next period
+                log.exception("lease renewal failed")
+
+    renewer = threading.Thread(target=renew, name="graphruntime-lease", daemon=True)
+    renewer.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        renewer.join(timeout=5)
 
 
 def execute_task(ctx: WorkerContext, msg: TaskMessage) -> None:
@@ -33,8 +60,14 @@ def execute_task(ctx: WorkerContext, msg: TaskMessage) -> None:
             msg.checkpoint_id,
         )
     elif not task.writes:
-        exc = run_task(task, loop.task_config(task, loop.custom_writer(task)), graph.retry_policy)
-        loop.commit(task, exc)
+        ctx.store.claim_task(
+            msg.run_id, msg.checkpoint_id, msg.task_id, ctx.worker_name, ctx.settings.task_lease
+        )
+        with _lease(ctx, msg):
+            exc = run_task(
+                task, loop.task_config(task, loop.custom_writer(task)), graph.retry_policy
+            )
+            loop.commit(task, exc)
         if exc is not None and not isinstance(exc, GraphInterrupt):
             ctx.store.add_events(run.run_id, [((), "error", error_info(exc, task.name))])
         flush_events(ctx, run, loop)

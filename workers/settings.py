@@ -31,7 +31,13 @@ class Settings(BaseSettings):
     )
     pool_max_size: int = 4
     task_stale_after: float = Field(
-        default=60.0, description="Seconds before the sweeper re-dispatches an unfinished task."
+        default=60.0,
+        description="Seconds a dispatched task may wait for a worker before it is re-sent.",
+    )
+    task_lease: float = Field(
+        default=30.0,
+        description="Seconds a running task's lease lasts; renewed every third of it. A task "
+        "whose lease expires (its worker died) is re-sent by the sweeper.",
     )
     sweep_interval: float = 5.0
     thread_lock_retry: float = 0.05

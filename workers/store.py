@@ -207,20 +207,33 @@ class RunStore:
     # --- the step barrier ----------------------------------------------------------------
 
     def register_tasks(
-        self, run_id: str, thread_id: str, checkpoint_id: str, task_ids: Sequence[str]
+        self,
+        run_id: str,
+        thread_id: str,
+        checkpoint_id: str,
+        tasks: Sequence[tuple[str, Sequence[Any]]],
     ) -> list[str]:
-        """Open the step's barrier rows; returns the task ids not registered before."""
+        """Open the step's barrier rows for (task id, path); returns the ids new here."""
         with self.pool.connection() as conn:
             rows = conn.execute(
                 query("register_tasks"),
                 {
                     "run_id": run_id,
                     "checkpoint_id": checkpoint_id,
-                    "task_ids": list(task_ids),
+                    "task_ids": [tid for tid, _ in tasks],
+                    "paths": [json.dumps(list(path)) for _, path in tasks],
                     "thread_id": thread_id,
                 },
             ).fetchall()
         return [r["task_id"] for r in rows]
+
+    def task_path(self, run_id: str, checkpoint_id: str, task_id: str) -> tuple[Any, ...] | None:
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                query("task_path"),
+                {"run_id": run_id, "checkpoint_id": checkpoint_id, "task_id": task_id},
+            ).fetchone()
+        return tuple(row["task_path"]) if row and row["task_path"] is not None else None
 
     def step_states(self, run_id: str, checkpoint_id: str) -> dict[str, str]:
         """Barrier state of a step's dispatched tasks: task id → 'dispatched' | 'done'."""
@@ -253,6 +266,29 @@ class RunStore:
                 return False, -1
             row = conn.execute(query("count_down_step"), params).fetchone()
         return True, int(row["open_tasks"]) if row else 0
+
+    def claim_task(
+        self, run_id: str, checkpoint_id: str, task_id: str, worker: str, lease: float
+    ) -> bool:
+        params = {
+            "run_id": run_id,
+            "checkpoint_id": checkpoint_id,
+            "task_id": task_id,
+            "worker": worker,
+            "lease": lease,
+        }
+        with self.pool.connection() as conn:
+            return conn.execute(query("claim_task"), params).fetchone() is not None
+
+    def renew_lease(self, run_id: str, checkpoint_id: str, task_id: str, lease: float) -> None:
+        params = {
+            "run_id": run_id,
+            "checkpoint_id": checkpoint_id,
+            "task_id": task_id,
+            "lease": lease,
+        }
+        with self.pool.connection() as conn:
+            conn.execute(query("renew_lease"), params)
 
     def stale_tasks(self, age: float, limit: int = 100) -> list[dict[str, Any]]:
         with self.pool.connection() as conn:

@@ -1,10 +1,12 @@
-"""Thin Celery tasks: decode the message, call the plain function, nothing else."""
+"""Thin Celery tasks and worker hooks: decode, call the plain function, nothing else."""
 
 from __future__ import annotations
 
 import logging
 from functools import cache
 from typing import Any
+
+from celery.signals import worker_ready, worker_shutdown
 
 from workers.app import CeleryDispatcher, app
 from workers.context import WorkerContext
@@ -15,6 +17,7 @@ from workers.messages import CoordinateMessage, TaskMessage, parse
 from workers.runtime import build_context
 
 log = logging.getLogger(__name__)
+_background: list[Any] = []
 
 
 @cache
@@ -41,3 +44,37 @@ def execute_task_job(**kwargs: Any) -> None:
         log.exception("dropping malformed task message %r", kwargs)
         return
     execute_task(_context(), msg)
+
+
+@worker_ready.connect
+def _start_background(**_: Any) -> None:
+    """In the worker's main process: the sweeper and the ops resume-queue listener."""
+    import redis
+
+    from workers.client import GraphClient
+    from workers.resume import ResumeListener
+    from workers.sweeper import Sweeper
+
+    settings = app.conf.graphruntime_settings
+    ctx = build_context(settings, CeleryDispatcher(app, settings))
+    sweeper = Sweeper(ctx)
+    sweeper.start()
+    client = GraphClient(
+        settings=settings,
+        registry=ctx.registry,
+        saver=ctx.saver,
+        store=ctx.store,
+        dispatcher=ctx.dispatcher,
+    )
+    url = str(settings.redis_url).replace("redis+socket://", "unix://")
+    listener = ResumeListener(client, redis.Redis.from_url(url), settings.resume_queue)
+    import threading
+
+    threading.Thread(target=listener.run, name="graphruntime-resume", daemon=True).start()
+    _background.extend([sweeper, listener])
+
+
+@worker_shutdown.connect
+def _stop_background(**_: Any) -> None:
+    for item in _background:
+        item.stop()

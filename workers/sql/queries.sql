@@ -42,9 +42,10 @@ WHERE run_id = %(run_id)s AND status IN ('queued', 'running');
 
 -- name: register_tasks
 WITH new AS (
-    INSERT INTO graphruntime_step_tasks (run_id, checkpoint_id, task_id, thread_id, status)
-    SELECT %(run_id)s, %(checkpoint_id)s, t, %(thread_id)s, 'dispatched'
-    FROM unnest(%(task_ids)s::text[]) AS t
+    INSERT INTO graphruntime_step_tasks
+        (run_id, checkpoint_id, task_id, thread_id, status, task_path)
+    SELECT %(run_id)s, %(checkpoint_id)s, t.id, %(thread_id)s, 'dispatched', t.path::jsonb
+    FROM unnest(%(task_ids)s::text[], %(paths)s::text[]) AS t(id, path)
     ON CONFLICT DO NOTHING
     RETURNING task_id
 ), counted AS (
@@ -65,6 +66,10 @@ RETURNING task_id;
 SELECT task_id, status FROM graphruntime_step_tasks
 WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s;
 
+-- name: task_path
+SELECT task_path FROM graphruntime_step_tasks
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s;
+
 -- name: task_status
 SELECT status FROM graphruntime_step_tasks
 WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s;
@@ -74,11 +79,27 @@ UPDATE graphruntime_steps SET open_tasks = open_tasks - 1
 WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
 RETURNING open_tasks;
 
+-- name: claim_task
+UPDATE graphruntime_step_tasks
+SET started_at = now(), lease_until = now() + make_interval(secs => %(lease)s), worker = %(worker)s
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
+  AND status = 'dispatched'
+RETURNING attempts;
+
+-- name: renew_lease
+UPDATE graphruntime_step_tasks SET lease_until = now() + make_interval(secs => %(lease)s)
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
+  AND status = 'dispatched';
+
 -- name: stale_tasks
-UPDATE graphruntime_step_tasks SET dispatched_at = now(), attempts = attempts + 1
+-- Tasks whose job never started in time, or whose worker stopped renewing its lease.
+UPDATE graphruntime_step_tasks
+SET dispatched_at = now(), lease_until = NULL, attempts = attempts + 1
 WHERE (run_id, checkpoint_id, task_id) IN (
     SELECT run_id, checkpoint_id, task_id FROM graphruntime_step_tasks
-    WHERE status = 'dispatched' AND dispatched_at < now() - make_interval(secs => %(age)s)
+    WHERE status = 'dispatched'
+      AND ((lease_until IS NULL AND dispatched_at < now() - make_interval(secs => %(age)s))
+           OR lease_until < now())
     ORDER BY dispatched_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
 RETURNING run_id, checkpoint_id, task_id, thread_id, attempts;
 

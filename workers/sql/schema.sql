@@ -47,6 +47,12 @@ CREATE TABLE IF NOT EXISTS graphruntime_steps (
     open_tasks    integer NOT NULL,
     PRIMARY KEY (run_id, checkpoint_id)
 );
+-- A running task job holds a lease it renews; an expired lease means its worker died.
+ALTER TABLE graphruntime_step_tasks ADD COLUMN IF NOT EXISTS started_at timestamptz;
+ALTER TABLE graphruntime_step_tasks ADD COLUMN IF NOT EXISTS lease_until timestamptz;
+-- The task's path (PULL node name or PUSH index), so the sweeper can re-send it.
+ALTER TABLE graphruntime_step_tasks ADD COLUMN IF NOT EXISTS task_path jsonb;
+
 CREATE INDEX IF NOT EXISTS graphruntime_step_tasks_open
     ON graphruntime_step_tasks (dispatched_at) WHERE status = 'dispatched';
 
