@@ -28,7 +28,7 @@ def _lease(ctx: WorkerContext, msg: TaskMessage) -> Iterator[None]:
                 ctx.store.renew_lease(
                     msg.run_id, msg.checkpoint_id, msg.task_id, ctx.settings.task_lease
                 )
-            except Exception:  # noqa: BLE001 - a missed renewal is retried next period
+            except Exception:  # a missed renewal is retried next period
                 log.exception("lease renewal failed")
 
     renewer = threading.Thread(target=renew, name="graphruntime-lease", daemon=True)

@@ -59,7 +59,7 @@ class Sweeper(threading.Thread):
         while not self._stop_event.wait(self.ctx.settings.sweep_interval):
             try:
                 sweep_once(self.ctx)
-            except Exception:  # noqa: BLE001 - a failed sweep is retried next interval
+            except Exception:  # a failed sweep is retried next interval
                 log.exception("sweep failed")
 
     def stop(self) -> None:

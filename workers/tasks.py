@@ -46,7 +46,7 @@ def execute_task_job(**kwargs: Any) -> None:
     execute_task(_context(), msg)
 
 
-@worker_ready.connect
+@worker_ready.connect  # type: ignore[untyped-decorator]
 def _start_background(**_: Any) -> None:
     """In the worker's main process: the sweeper and the ops resume-queue listener."""
     import redis
@@ -74,7 +74,7 @@ def _start_background(**_: Any) -> None:
     _background.extend([sweeper, listener])
 
 
-@worker_shutdown.connect
+@worker_shutdown.connect  # type: ignore[untyped-decorator]
 def _stop_background(**_: Any) -> None:
     for item in _background:
         item.stop()
