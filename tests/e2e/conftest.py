@@ -35,9 +35,23 @@ def registry_spec() -> str:
     return ",".join(importlib.import_module(m).GRAPHS for m in GRAPH_MODULES)
 
 
+# Short leases and a fast sweeper, so fault tests see recovery within seconds.
+FAST_RECOVERY = {
+    "GRAPHRUNTIME_TASK_LEASE": "3",
+    "GRAPHRUNTIME_SWEEP_INTERVAL": "0.5",
+    "GRAPHRUNTIME_TASK_STALE_AFTER": "5",
+}
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(registry_spec(), workers=2, concurrency=1, pythonpath=[str(ROOT)]) as c:
+    with LocalCluster(
+        registry_spec(),
+        workers=2,
+        concurrency=1,
+        pythonpath=[str(ROOT)],
+        extra_env=FAST_RECOVERY,
+    ) as c:
         yield c
 
 
