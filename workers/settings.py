@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -13,10 +13,16 @@ class Settings(BaseSettings):
     everything else is ``GRAPHRUNTIME_<NAME>``.
     """
 
-    model_config = SettingsConfigDict(env_prefix="GRAPHRUNTIME_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="GRAPHRUNTIME_", extra="ignore", populate_by_name=True
+    )
 
-    database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
-    redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
+    database_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("DATABASE_URL", "database_url")
+    )
+    redis_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("REDIS_URL", "redis_url")
+    )
     graphs: str = Field(
         default="",
         description="Comma-separated name=module:attribute entries: the only graphs workers load.",

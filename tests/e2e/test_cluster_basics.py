@@ -71,5 +71,6 @@ def test_same_resume_twice_applies_once(client: GraphClient, thread: Any) -> Non
     client.invoke("fan", {"n": 2}, thread, timeout=60)
     first = client.submit("fan", Command(resume="ok"), thread, idempotency_key="k1")
     second = client.submit("fan", Command(resume="ok"), thread, idempotency_key="k1")
-    assert first.run_id == second.run_id and not second.created
+    assert first.run_id == second.run_id
+    assert not second.created
     assert first.wait(60)["decision"] == "ok"
