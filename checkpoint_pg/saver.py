@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import copy
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -64,8 +65,9 @@ class PostgresSaver(BaseCheckpointSaver):
     closes it. Or use :meth:`from_conn_string`. Call :meth:`setup` once to create
     or upgrade the tables.
 
-    Beyond the contract: ``put(..., fenced=True)`` refuses to fork a thread (see
-    :meth:`put`), and :meth:`prune` bounds how much history a thread keeps.
+    Beyond the contract: ``put(..., fenced=True)`` (or every put of the
+    :meth:`fenced` view) refuses to fork a thread, see :meth:`put`; :meth:`prune`
+    bounds how much history a thread keeps.
     """
 
     def __init__(self, conn: Conn, *, serde: SerializerProtocol | None = None) -> None:
@@ -85,6 +87,7 @@ class PostgresSaver(BaseCheckpointSaver):
         # even when the caller's new_versions misses a channel. Only a hint:
         # put_checkpoint verifies every blob it does not send.
         self._known = _KnownBlobs()
+        self._fence_all = False
 
     @classmethod
     @contextmanager
@@ -96,6 +99,17 @@ class PostgresSaver(BaseCheckpointSaver):
             conn_string, autocommit=True, prepare_threshold=0, row_factory=dict_row
         ) as conn:
             yield cls(conn, serde=serde)
+
+    def fenced(self) -> PostgresSaver:
+        """This saver, with every :meth:`put` fenced (same connection, serializer and caches).
+
+        For a driver that hands the saver to code calling plain ``put`` (the
+        runtime's loop) but must never fork the thread: a put whose parent is
+        no longer the head raises :class:`~graphruntime.errors.CheckpointConflict`.
+        """
+        view = copy.copy(self)
+        view._fence_all = True
+        return view
 
     def setup(self) -> None:
         """Create the tables, or apply the migrations this database lacks."""
@@ -241,6 +255,7 @@ class PostgresSaver(BaseCheckpointSaver):
         lost reply) succeeds again. Plain puts are not checked, as in LangGraph
         (forking an old checkpoint must work), and do not take the lock.
         """
+        fenced = fenced or self._fence_all
         thread_id, checkpoint_ns = config_key(config)
         parent_id = get_checkpoint_id(config)
         new_id = _require_uuid(checkpoint["id"], 'checkpoint["id"]')

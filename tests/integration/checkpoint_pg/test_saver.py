@@ -86,6 +86,20 @@ def test_fenced_put_refuses_an_id_older_than_its_parent(saver: PostgresSaver) ->
         saver.put(head, early, meta(0), versions, fenced=True)
 
 
+def test_fenced_view_fences_plain_puts(saver: PostgresSaver) -> None:
+    t = thread()
+    view = saver.fenced()
+    root, versions = child(saver, None, {"a": 1}, step=-1)
+    head = view.put(config(t), root, meta(-1), versions)
+    a, versions = child(saver, root, {"a": 2})
+    view.put(head, a, meta(0), versions)
+    b, versions = child(saver, root, {"a": 3})
+    with pytest.raises(CheckpointConflict):
+        view.put(head, b, meta(0), versions)
+    saver.put(head, b, meta(0), versions)  # the saver itself still forks
+    assert view.get_tuple(config(t)) is not None
+
+
 def test_fencing_is_per_namespace(saver: PostgresSaver) -> None:
     t = thread()
     root, versions = child(saver, None, {"a": 1}, step=-1)
