@@ -39,9 +39,12 @@ def memory_runtime() -> Runtime:
     return load_runtime("graphruntime")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def pg_runtime(pg_url: str, memory_runtime: Runtime) -> Iterator[Runtime]:
-    """graphruntime, with every saver a scenario creates backed by Postgres."""
+    """graphruntime, with every saver a scenario creates backed by Postgres.
+
+    Function-scoped: the scenario's connections close when it ends.
+    """
     connections: list[psycopg.Connection[Any]] = []
 
     class IsolatedPostgresSaver(PostgresSaver):
