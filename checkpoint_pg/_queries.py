@@ -27,6 +27,7 @@ __all__ = (
     "RECORD_MIGRATION",
     "SCHEMA_VERSION",
     "UPSERT_WRITES",
+    "WRITE_ROW",
     "parse_queries",
 )
 
@@ -61,5 +62,6 @@ LOCK_THREAD = _QUERIES["lock_thread"]
 PUT_CHECKPOINT_FENCED = _QUERIES["put_checkpoint_fenced"]
 INSERT_WRITES = _QUERIES["insert_writes"]
 UPSERT_WRITES = _QUERIES["upsert_writes"]
+WRITE_ROW = _QUERIES["write_row"]
 DELETE_THREAD = _QUERIES["delete_thread"]
 PRUNE_THREAD = _QUERIES["prune_thread"]

@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import builtins
 import copy
+import functools
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, NamedTuple
 
 import psycopg
-from psycopg import Capabilities, Connection, Cursor
+from psycopg import Capabilities, Connection, Cursor, sql
 from psycopg.rows import DictRow, dict_row
 
 from checkpoint_pg import _queries as q
@@ -383,23 +384,15 @@ class PostgresSaver(BaseCheckpointSaver):
                 # keeps the last value, an insert the first.
                 rows[idx] = (channel, value)
         dumps = self.serde.dumps_typed
-        typed = [dumps(value) for _, value in rows.values()]
         task_uuid, task_name = task_key(task_id)
-        params = {
-            "thread_id": thread_id,
-            "checkpoint_ns": checkpoint_ns,
-            "checkpoint_id": _require_uuid(checkpoint_id, "checkpoint_id"),
-            "task_id": task_uuid,
-            "task_name": task_name,
-            "idx": builtins.list(rows),
-            "channels": [channel for channel, _ in rows.values()],
-            "types": [kind for kind, _ in typed],
-            "values": [data for _, data in typed],
-        }
+        key = (thread_id, checkpoint_ns, _require_uuid(checkpoint_id, "checkpoint_id"), task_uuid)
+        params: builtins.list[Any] = []
+        for idx, (channel, value) in rows.items():
+            kind, data = dumps(value)
+            params.extend((*key, task_name, idx, channel, kind, data))
+        query = _writes_query(upsert, len(rows))
         with self._cursor("put_writes") as cur:
-            cur.execute(
-                q.UPSERT_WRITES if upsert else q.INSERT_WRITES, params, prepare=_prepare(cur)
-            )
+            cur.execute(query, params, prepare=_prepare(cur))
 
     def delete_thread(self, thread_id: str) -> None:
         self._known.forget_thread(str(thread_id))
@@ -524,6 +517,20 @@ class _KnownBlobs:
     def forget_thread(self, thread_id: str) -> None:
         for key in [k for k in builtins.list(self._keys) if k[0] == thread_id]:
             self._keys.pop(key, None)
+
+
+# Postgres takes at most 65535 parameters per statement; 9 per write.
+_MAX_WRITES = 65535 // 9
+
+
+@functools.lru_cache(maxsize=128)
+def _writes_query(upsert: bool, n: int) -> bytes:
+    """The insert (or upsert) statement for ``n`` writes, composed once per shape."""
+    if n > _MAX_WRITES:
+        raise CheckpointError(f"put_writes takes at most {_MAX_WRITES} writes at once, got {n}")
+    template = sql.SQL(q.UPSERT_WRITES if upsert else q.INSERT_WRITES)
+    rows = sql.SQL(", ").join([sql.SQL(q.WRITE_ROW)] * n)
+    return template.format(rows=rows).as_bytes(None)
 
 
 def _prepare(cur: Cursor[Any]) -> bool | None:
