@@ -9,10 +9,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graphruntime._internal._constants import CONF
 from graphruntime.checkpoint import BaseCheckpointSaver
 from graphruntime.config import RunnableConfig
-from graphruntime.pregel import Pregel
+from graphruntime.pregel import Pregel, is_resume_map
 from graphruntime.types import Command, StateSnapshot
 from workers.context import Dispatcher
 from workers.errors import RemoteGraphError, RunTimeoutError, ThreadBusyError
@@ -177,8 +176,6 @@ class GraphClient:
         loop = graph.create_loop(cmd, _pin(config, thread_id), checkpointer=self.saver)
         loop.validate_command(cmd)
         pending = loop.pending_interrupts()
-        from graphruntime.pregel._loop import is_resume_map
-
         if len(pending) == 1 and not is_resume_map(cmd.resume):
             # one pending interrupt: address it by id, so exactly one task can take it
             (only,) = pending
@@ -286,7 +283,7 @@ class GraphClient:
 
 
 def _thread_id(config: RunnableConfig | None) -> str:
-    thread_id = (config or {}).get(CONF, {}).get("thread_id")
+    thread_id = (config or {}).get("configurable", {}).get("thread_id")
     if not thread_id:
         raise ValueError(
             "Checkpointer requires one or more of the following 'configurable' keys: "
@@ -296,7 +293,7 @@ def _thread_id(config: RunnableConfig | None) -> str:
 
 
 def _pin(config: RunnableConfig, thread_id: str) -> RunnableConfig:
-    return {**config, CONF: {**config.get(CONF, {}), "thread_id": thread_id}}
+    return {**config, "configurable": {**config.get("configurable", {}), "thread_id": thread_id}}
 
 
 def _user_config(config: RunnableConfig | None) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from graphruntime._internal._constants import CONF, CONFIG_KEY_RESUME_MAP
 from graphruntime.checkpoint import BaseCheckpointSaver
 from graphruntime.config import RunnableConfig
 from graphruntime.pregel import Pregel, PregelLoop, StreamSink
@@ -47,12 +46,12 @@ RUN_EVENT_MODES = ("values", "updates")
 def run_config(run: Run, *, checkpoint_id: str | None = None) -> RunnableConfig:
     """The config a run's loops see: the user's config, pinned to the run's thread."""
     user: dict[str, Any] = dict(run.payload.get("config") or {})
-    configurable = {**user.get(CONF, {}), "thread_id": run.thread_id}
+    configurable = {**user.get("configurable", {}), "thread_id": run.thread_id}
     configurable.pop("checkpoint_id", None)
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id
     metadata = {**user.get("metadata", {}), "run_id": run.run_id}
-    return {**user, CONF: configurable, "metadata": metadata}  # type: ignore[typeddict-item]
+    return {**user, "configurable": configurable, "metadata": metadata}  # type: ignore[typeddict-item]
 
 
 def open_loop(
@@ -75,12 +74,9 @@ def open_loop(
     )
     loop.sink = StreamSink(set(modes), bool(payload.get("subgraphs")))
     cmd = payload.get("input")
-    if isinstance(cmd, Command) and isinstance(cmd.resume, dict) and input is None:
+    if isinstance(cmd, Command) and input is None:
         # the coordinator's first() put the map in its own config; later loops need it too
-        from graphruntime.pregel._loop import is_resume_map
-
-        if is_resume_map(cmd.resume):
-            loop.config[CONF][CONFIG_KEY_RESUME_MAP] = cmd.resume
+        loop.use_resume_map(cmd.resume)
     if run.stop is not None:
         loop.stop = run.stop
     return loop

@@ -11,9 +11,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from graphruntime._internal._constants import INTERRUPT
 from graphruntime.errors import GraphInterrupt, GraphRuntimeError
-from graphruntime.pregel import Pregel, PregelLoop, PreparedTask, run_task
+from graphruntime.pregel import (
+    INTERRUPT,
+    Pregel,
+    PregelLoop,
+    PreparedTask,
+    recursion_error,
+    run_task,
+)
 from workers.context import WorkerContext, error_info, flush_events, open_loop
 from workers.errors import UnknownGraphError
 from workers.messages import TaskMessage
@@ -124,9 +130,7 @@ def _advance(ctx: WorkerContext, run: Run, graph: Pregel) -> None:
         continuing = False
     flush_events(ctx, run, loop)
     if loop.status == "out_of_steps":
-        from graphruntime.pregel._drive import _recursion_error
-
-        ctx.store.finish(run.run_id, "error", error=error_info(_recursion_error(loop)))
+        ctx.store.finish(run.run_id, "error", error=error_info(recursion_error(loop)))
         return
     ctx.store.finish(run.run_id, "success", result=_result(ctx, run, []))
 

@@ -7,9 +7,21 @@ distributed coordinator in ``workers`` — use exactly these pieces.
 
 from __future__ import annotations
 
+from graphruntime._internal._constants import INTERRUPT
 from graphruntime.pregel._algo import PreparedTask, task_finished
-from graphruntime.pregel._loop import PregelLoop, StreamSink
+from graphruntime.pregel._drive import recursion_error
+from graphruntime.pregel._loop import PregelLoop, StreamSink, is_resume_map
 from graphruntime.pregel._runner import run_task
 from graphruntime.pregel.main import Pregel
 
-__all__ = ("Pregel", "PregelLoop", "PreparedTask", "StreamSink", "run_task", "task_finished")
+__all__ = (
+    "INTERRUPT",
+    "Pregel",
+    "PregelLoop",
+    "PreparedTask",
+    "StreamSink",
+    "is_resume_map",
+    "recursion_error",
+    "run_task",
+    "task_finished",
+)

@@ -19,7 +19,7 @@ from graphruntime.pregel._loop import PregelLoop, StreamChunk
 from graphruntime.pregel._runner import arun_task, run_task
 
 
-def _recursion_error(loop: PregelLoop) -> GraphRecursionError:
+def recursion_error(loop: PregelLoop) -> GraphRecursionError:
     return GraphRecursionError(
         create_error_message(
             message=f"Recursion limit of {loop.recursion_limit} reached without hitting a "
@@ -85,7 +85,7 @@ def run_sync(loop: PregelLoop, max_concurrency: int | None) -> Iterator[StreamCh
             loop.after_tick()
             yield from sink.drain()
         if loop.status == "out_of_steps":
-            raise _recursion_error(loop)
+            raise recursion_error(loop)
     except GraphInterrupt:
         _on_interrupt(loop)
         yield from sink.drain()
@@ -135,7 +135,7 @@ async def run_async(loop: PregelLoop, max_concurrency: int | None) -> AsyncItera
             for chunk in sink.drain():
                 yield chunk
         if loop.status == "out_of_steps":
-            raise _recursion_error(loop)
+            raise recursion_error(loop)
     except GraphInterrupt:
         _on_interrupt(loop)
         for chunk in sink.drain():

@@ -368,6 +368,11 @@ class PregelLoop:
         if writes:
             self.put_writes(NULL_TASK_ID, [(c, v) for _, c, v in writes])
 
+    def use_resume_map(self, resume: Any) -> None:
+        """Answer interrupts by id from ``resume`` (a later loop of a resumed run needs it)."""
+        if is_resume_map(resume):
+            self.config[CONF][CONFIG_KEY_RESUME_MAP] = resume
+
     def validate_command(self, cmd: Command[Any]) -> None:
         """Check a resume command against this thread's pending interrupts; writes nothing."""
         if cmd.resume is None:
