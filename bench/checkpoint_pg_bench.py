@@ -9,6 +9,7 @@ database of the same server (``DATABASE_URL``, else the embedded one):
   list) invoked once on each of ``--threads`` threads;
 * interrupt: a 3-node graph whose middle node calls ``interrupt()``, run until
   it pauses and resumed with ``Command(resume=...)``, once per thread;
+* calls: put, put_writes and get_tuple alone, same data on both savers;
 * bytes: the size of each saver's tables (``pg_total_relation_size``, indexes
   and TOAST included) after one round of each workload on a fresh database.
 
@@ -228,6 +229,60 @@ def measure(
     return out
 
 
+def chain_checkpoint(side: str, i: int) -> tuple[dict[str, Any], dict[str, str]]:
+    """A checkpoint shaped like step ``i`` of the chain, in ``side``'s own types."""
+    base = importlib.import_module(f"{side}.checkpoint.base")
+    ids = importlib.import_module(
+        "graphruntime.checkpoint" if side == "graphruntime" else "langgraph.checkpoint.base.id"
+    )
+    checkpoint = dict(base.empty_checkpoint())
+    checkpoint["id"] = str(ids.uuid6(clock_seq=i))
+    versions = {f"branch:to:node_{j}": f"{j + 1:032}.0.{j}123456789" for j in range(10)}
+    versions["n"] = versions["trace"] = f"{i + 2:032}.0.5555{i}"
+    checkpoint["channel_versions"] = versions
+    checkpoint["versions_seen"] = {
+        f"node_{j}": {f"branch:to:node_{j}": versions[f"branch:to:node_{j}"]} for j in range(10)
+    }
+    checkpoint["channel_values"] = {"n": i, "trace": [f"node_{j}" for j in range(i % 10)]}
+    return checkpoint, {"n": versions["n"], "trace": versions["trace"]}
+
+
+def measure_calls(server: str, n: int) -> dict[str, dict[str, float]]:
+    """Median µs per saver call, same data on both savers, alternating sides."""
+    samples: dict[str, dict[str, list[float]]] = {
+        side: {"put": [], "put_writes": [], "get_tuple": []} for side in SIDES
+    }
+    with (
+        fresh_database(server, "lg") as lg_url,
+        fresh_database(server, "gr") as gr_url,
+        postgres_saver("langgraph", lg_url) as lg,
+        postgres_saver("graphruntime", gr_url) as gr,
+    ):
+        savers = {"langgraph": lg, "graphruntime": gr}
+        configs = {
+            side: {"configurable": {"thread_id": "calls", "checkpoint_ns": ""}} for side in SIDES
+        }
+        for i in range(n):
+            for side in SIDES if i % 2 == 0 else SIDES[::-1]:
+                saver, out = savers[side], samples[side]
+                checkpoint, new_versions = chain_checkpoint(side, i)
+                meta = {"source": "loop", "step": i, "parents": {}}
+                started = time.perf_counter()
+                configs[side] = saver.put(configs[side], checkpoint, meta, new_versions)
+                out["put"].append(time.perf_counter() - started)
+                writes = [("n", i), ("trace", [f"node_{i}"]), ("branch:to:node_1", None)]
+                started = time.perf_counter()
+                saver.put_writes(configs[side], writes, str(uuid.uuid4()), "~__pregel_pull")
+                out["put_writes"].append(time.perf_counter() - started)
+                started = time.perf_counter()
+                saver.get_tuple({"configurable": {"thread_id": "calls", "checkpoint_ns": ""}})
+                out["get_tuple"].append(time.perf_counter() - started)
+    return {
+        side: {call: statistics.median(v) * 1e6 for call, v in calls.items()}
+        for side, calls in samples.items()
+    }
+
+
 # -- report ---------------------------------------------------------------------------
 
 
@@ -261,7 +316,14 @@ def _ms(seconds: float, n: int) -> str:
     return f"{seconds / n * 1000:.2f}"
 
 
-def report(pg: dict[str, Any], mem: dict[str, Any], args: argparse.Namespace, server: str) -> str:
+def report(
+    pg: dict[str, Any],
+    mem: dict[str, Any],
+    calls: dict[str, dict[str, float]],
+    args: argparse.Namespace,
+    server: str,
+    load: str,
+) -> str:
     n = args.threads
     lg, gr = pg["langgraph"], pg["graphruntime"]
     mlg, mgr = mem["langgraph"], mem["graphruntime"]
@@ -275,6 +337,8 @@ def report(pg: dict[str, Any], mem: dict[str, Any], args: argparse.Namespace, se
         "(a fresh database each)",
         f"- Workloads: 10-node chain x {n} threads; interrupt→resume round trip (3 nodes) x "
         f"{n} threads. Median of {args.rounds} alternating rounds.",
+        f"- Load average (1 min) before / after: {load}. The machine is shared: other "
+        "processes add noise, more to the side that happens to run when they do.",
         "",
         "| workload | LangGraph + its PostgresSaver | graphruntime + checkpoint_pg | speed-up |",
         "|---|---|---|---|",
@@ -301,6 +365,17 @@ def report(pg: dict[str, Any], mem: dict[str, Any], args: argparse.Namespace, se
         f"{_ms(mgr['interrupt_median'], n)} | "
         f"{mlg['interrupt_median'] / mgr['interrupt_median']:.2f}x |",
         "",
+        "Saver calls alone (same chain-step checkpoint and writes for both, median µs per call, "
+        f"{args.calls} of each, alternating):",
+        "",
+        "| call | langgraph-checkpoint-postgres | checkpoint_pg | speed-up |",
+        "|---|---|---|---|",
+        *(
+            f"| {call} | {calls['langgraph'][call]:.0f} | {calls['graphruntime'][call]:.0f} | "
+            f"{calls['langgraph'][call] / calls['graphruntime'][call]:.2f}x |"
+            for call in ("put", "put_writes", "get_tuple")
+        ),
+        "",
         "Postgres share of the time (Postgres run minus in-memory run, ms per thread): chain "
         f"LangGraph {_ms(lg['chain_median'] - mlg['chain_median'], n)}, graphruntime "
         f"{_ms(gr['chain_median'] - mgr['chain_median'], n)}; interrupt→resume LangGraph "
@@ -326,12 +401,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=100)
+    parser.add_argument("--calls", type=int, default=300, help="saver calls of each kind")
     parser.add_argument("--no-write", action="store_true", help="print, do not touch RESULTS.md")
     args = parser.parse_args()
     server = database_url()
+    load_before = os.getloadavg()[0]
     pg = measure(server, args.rounds, args.threads, postgres_saver, persist=True)
     mem = measure(server, args.rounds, args.threads, memory_saver, persist=False)
-    section = report(pg, mem, args, server)
+    calls = measure_calls(server, args.calls)
+    load = f"{load_before:.2f} / {os.getloadavg()[0]:.2f}"
+    section = report(pg, mem, calls, args, server, load)
     sys.stdout.write(section + "\n")
     if not args.no_write:
         write_results(section)
