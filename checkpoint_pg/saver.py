@@ -1,7 +1,8 @@
 """PostgresSaver: graphruntime's checkpoint contract on Postgres.
 
 Every method is one statement (one round trip, atomic on its own) except the
-fenced put, which is one pipelined transaction. Queries live in
+fenced put, which is one pipelined transaction, and a put that finds a blob it
+relied on gone, which sends it and tries again. Queries live in
 ``sql/queries.sql``; the row layout in ``_codec``; the tables in
 ``sql/migrations``.
 """
@@ -114,7 +115,8 @@ class PostgresSaver(BaseCheckpointSaver):
 
     def setup(self) -> None:
         """Create the tables, or apply the migrations this database lacks."""
-        migrate(self.conn)
+        with self._source.connection() as conn:
+            migrate(conn)
 
     # -- reads -----------------------------------------------------------------
 
@@ -267,12 +269,18 @@ class PostgresSaver(BaseCheckpointSaver):
                 f"{parent_id}: ids are time-ordered uuid6, is this host's clock behind "
                 "the one that wrote the parent?"
             )
-        metadata_json = self._json_text(dict(metadata), "checkpoint metadata")
+        base = {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": new_id,
+            "parent_checkpoint_id": parent,
+            "metadata": self._json_text(dict(metadata), "checkpoint metadata"),
+        }
         resend: set[str] = set()
-        known = self._known
 
         def stored(channel: str, key: str) -> bool:
-            return channel not in resend and (thread_id, checkpoint_ns, channel, key) in known
+            key4 = (thread_id, checkpoint_ns, channel, key)
+            return channel not in resend and key4 in self._known
 
         for _ in range(3):
             encoded = encode_checkpoint(
@@ -282,43 +290,17 @@ class PostgresSaver(BaseCheckpointSaver):
                 json_serde=self._json,
                 stored=stored,
             )
-            params = {
-                "thread_id": thread_id,
-                "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": new_id,
-                "parent_checkpoint_id": parent,
-                "body": encoded.body,
-                "blob_versions": encoded.blob_versions,
-                "metadata": metadata_json,
-                "blob_channels": encoded.blob_channels,
-                "blob_keys": encoded.blob_keys,
-                "blob_types": encoded.blob_types,
-                "blob_values": encoded.blob_values,
-                "ref_channels": encoded.ref_channels,
-                "ref_keys": encoded.ref_keys,
-            }
-            if fenced:
-                row = self._put_fenced(params, thread_id)
-            elif encoded.blob_versions is None:
-                # Every value inline: a plain upsert, nothing to check.
-                with self._cursor("put") as cur:
-                    cur.execute(q.PUT_CHECKPOINT_ROW, params, prepare=_prepare(cur))
+            row = self._write_checkpoint({**base, **encoded._asdict()}, thread_id, fenced)
+            if row is not None and not row["ok"]:
+                self._raise_unless_retry(row, thread_id, checkpoint_ns, parent_id, checkpoint["id"])
                 break
-            else:
-                with self._cursor("put") as cur:
-                    cur.execute(q.PUT_CHECKPOINT, params, prepare=_prepare(cur))
-                    row = cur.fetchone()
-            assert row is not None
-            if not row["ok"]:
-                self._check_retry(row, thread_id, checkpoint_ns, parent_id, checkpoint["id"])
-                break
-            if not row["missing"]:
+            if row is None or not row["missing"]:
                 for channel, key in zip(
                     encoded.blob_channels + encoded.ref_channels,
                     encoded.blob_keys + encoded.ref_keys,
                     strict=True,
                 ):
-                    known.add((thread_id, checkpoint_ns, channel, key))
+                    self._known.add((thread_id, checkpoint_ns, channel, key))
                 break
             # A referenced blob is gone (deleted or pruned meanwhile): send it too.
             resend.update(row["missing"])
@@ -328,6 +310,20 @@ class PostgresSaver(BaseCheckpointSaver):
                 f"storing checkpoint {checkpoint['id']}; is the thread being deleted?"
             )
         return checkpoint_config(thread_id, checkpoint_ns, checkpoint["id"])
+
+    def _write_checkpoint(
+        self, params: dict[str, Any], thread_id: str, fenced: bool
+    ) -> DictRow | None:
+        """Run the put statement that fits; its row says what happened (None: stored)."""
+        if fenced:
+            return self._put_fenced(params, thread_id)
+        with self._cursor("put") as cur:
+            if params["blob_versions"] is None:
+                # Every value inline: a plain upsert, no blob to check.
+                cur.execute(q.PUT_CHECKPOINT_ROW, params, prepare=_prepare(cur))
+                return None
+            cur.execute(q.PUT_CHECKPOINT, params, prepare=_prepare(cur))
+            return cur.fetchone()
 
     def _put_fenced(self, params: dict[str, Any], thread_id: str) -> DictRow | None:
         with self._store_errors("put"), self._source.connection() as conn:
@@ -343,7 +339,7 @@ class PostgresSaver(BaseCheckpointSaver):
                 return cur.fetchone()
 
     @staticmethod
-    def _check_retry(
+    def _raise_unless_retry(
         row: DictRow, thread_id: str, checkpoint_ns: str, expected: str | None, new_id: str
     ) -> None:
         """A refused fenced put: fine if it is a retry of the put that won, else a conflict."""
