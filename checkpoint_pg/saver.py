@@ -16,7 +16,7 @@ import functools
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import psycopg
 from psycopg import Capabilities, Connection, Cursor, sql
@@ -391,31 +391,59 @@ class PostgresSaver(BaseCheckpointSaver):
             cur.execute(query, params, prepare=_prepare(cur))
 
     def delete_thread(self, thread_id: str) -> None:
-        self._known.forget_thread(str(thread_id))
-        with self._cursor("delete_thread") as cur:
-            cur.execute(q.DELETE_THREAD, {"thread_id": str(thread_id)}, prepare=_prepare(cur))
+        self._delete(str(thread_id))
 
-    def prune(self, thread_id: str, *, keep_last: int) -> PruneResult:
-        """Keep the ``keep_last`` newest checkpoints of each namespace of a thread.
+    def _delete(self, thread_id: str) -> PruneResult:
+        self._known.forget_thread(thread_id)
+        with self._cursor("delete_thread") as cur:
+            cur.execute(q.DELETE_THREAD, {"thread_id": thread_id}, prepare=_prepare(cur))
+            row = cur.fetchone()
+        assert row is not None
+        return PruneResult(row["checkpoints"], row["writes"], row["blobs"])
+
+    def prune(
+        self,
+        thread_ids: str | Sequence[str],
+        *,
+        keep_last: int = 1,
+        strategy: Literal["keep_latest", "delete"] = "keep_latest",
+    ) -> PruneResult:
+        """Keep the ``keep_last`` newest checkpoints of each namespace of the thread(s).
 
         Their pending writes and the blobs they reference stay; older
         checkpoints, their writes and blobs only they referenced go. A subgraph
         call's namespace goes entirely once the root checkpoint it ran under is
         deleted. A kept checkpoint whose parent is deleted gets no parent, so
-        history ends there. One statement, so the thread is never seen half
-        pruned. Runs appending meanwhile are safe; forking from a checkpoint
-        being deleted is not (its values may be gone).
+        history ends there. One statement per thread, so a thread is never seen
+        half pruned. Runs appending meanwhile are safe; forking from a
+        checkpoint being deleted is not (its values may be gone).
+
+        LangGraph's call shape works too: ``prune(["t1", "t2"])`` keeps the
+        latest checkpoint of each, ``strategy="delete"`` deletes the threads.
+        Returns how many rows were deleted, summed over the threads.
         """
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"Unknown prune strategy {strategy!r}: 'keep_latest' or 'delete'")
         if keep_last < 1:
             raise ValueError(
                 f"keep_last must be at least 1 (got {keep_last}); use delete_thread() "
                 "to remove a whole thread"
             )
-        self._known.forget_thread(str(thread_id))
+        threads = [thread_ids] if isinstance(thread_ids, str) else [str(t) for t in thread_ids]
+        total = PruneResult(0, 0, 0)
+        for thread_id in threads:
+            if strategy == "delete":
+                done = self._delete(thread_id)
+            else:
+                done = self._prune(thread_id, keep_last)
+            total = PruneResult(*(a + b for a, b in zip(total, done, strict=True)))
+        return total
+
+    def _prune(self, thread_id: str, keep_last: int) -> PruneResult:
+        self._known.forget_thread(thread_id)
         with self._cursor("prune") as cur:
-            cur.execute(
-                q.PRUNE_THREAD, {"thread_id": str(thread_id), "keep_last": keep_last}, prepare=False
-            )
+            params = {"thread_id": thread_id, "keep_last": keep_last}
+            cur.execute(q.PRUNE_THREAD, params, prepare=False)
             row = cur.fetchone()
         assert row is not None
         return PruneResult(row["checkpoints"], row["writes"], row["blobs"])
@@ -464,9 +492,17 @@ class PostgresSaver(BaseCheckpointSaver):
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
 
-    async def aprune(self, thread_id: str, *, keep_last: int) -> PruneResult:
+    async def aprune(
+        self,
+        thread_ids: str | Sequence[str],
+        *,
+        keep_last: int = 1,
+        strategy: Literal["keep_latest", "delete"] = "keep_latest",
+    ) -> PruneResult:
         """Async :meth:`prune`."""
-        return await asyncio.to_thread(self.prune, thread_id, keep_last=keep_last)
+        return await asyncio.to_thread(
+            self.prune, thread_ids, keep_last=keep_last, strategy=strategy
+        )
 
     # -- helpers -----------------------------------------------------------------
 

@@ -236,11 +236,16 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SE
 
 -- name: delete_thread
 WITH deleted_writes AS (
-    DELETE FROM graphruntime_writes WHERE thread_id = %(thread_id)s
+    DELETE FROM graphruntime_writes WHERE thread_id = %(thread_id)s RETURNING 1
 ), deleted_blobs AS (
-    DELETE FROM graphruntime_blobs WHERE thread_id = %(thread_id)s
+    DELETE FROM graphruntime_blobs WHERE thread_id = %(thread_id)s RETURNING 1
+), deleted_checkpoints AS (
+    DELETE FROM graphruntime_checkpoints WHERE thread_id = %(thread_id)s RETURNING 1
 )
-DELETE FROM graphruntime_checkpoints WHERE thread_id = %(thread_id)s;
+SELECT
+    (SELECT count(*) FROM deleted_checkpoints) AS checkpoints,
+    (SELECT count(*) FROM deleted_writes) AS writes,
+    (SELECT count(*) FROM deleted_blobs) AS blobs;
 
 -- name: prune_thread
 -- Keeps the keep_last newest checkpoints of every namespace of a thread, with

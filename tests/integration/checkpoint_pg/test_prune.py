@@ -105,6 +105,21 @@ def test_prune_keeps_the_newest_per_namespace_with_their_writes_and_blobs(
 def test_keep_last_must_be_positive(saver: PostgresSaver) -> None:
     with pytest.raises(ValueError, match="delete_thread"):
         saver.prune(thread(), keep_last=0)
+    with pytest.raises(ValueError, match="strategy"):
+        saver.prune(thread(), strategy="everything")  # type: ignore[arg-type]
+
+
+def test_langgraph_call_shape(saver: PostgresSaver, pg_conn: psycopg.Connection[Any]) -> None:
+    threads = [thread(), thread()]
+    for t in threads:
+        cfg, prev = config(t), None
+        for step in range(3):
+            prev, versions = child(saver, prev, {"big": "b" * 600 + str(step)}, step=step)
+            cfg = saver.put(cfg, prev, meta(step), versions)
+    assert saver.prune(threads) == PruneResult(checkpoints=4, writes=0, blobs=4)
+    assert [count_rows(pg_conn, "checkpoints", t) for t in threads] == [1, 1]
+    assert saver.prune(threads, strategy="delete") == PruneResult(2, 0, 2)
+    assert [count_rows(pg_conn, "checkpoints", t) for t in threads] == [0, 0]
 
 
 class Chain(TypedDict):
