@@ -132,6 +132,8 @@ class GraphClient:
         """Queue a run of ``graph`` on the config's thread; returns at once."""
         compiled = self.registry.get(graph)  # unknown graph: a clear error, nothing queued
         thread_id = _thread_id(config)
+        if idempotency_key is not None and "\x00" in idempotency_key:
+            raise ValueError("idempotency_key contains a NUL character; use printable keys")
         if idempotency_key is not None:
             existing = self.store.find_by_idempotency_key(thread_id, idempotency_key)
             if existing is not None:
@@ -284,6 +286,8 @@ class GraphClient:
 
 def _thread_id(config: RunnableConfig | None) -> str:
     thread_id = (config or {}).get("configurable", {}).get("thread_id")
+    if thread_id and "\x00" in str(thread_id):
+        raise ValueError(f"thread_id {thread_id!r} contains a NUL character; use printable ids")
     if not thread_id:
         raise ValueError(
             "Checkpointer requires one or more of the following 'configurable' keys: "

@@ -6,10 +6,11 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from graphruntime.errors import GraphInterrupt
 from graphruntime.pregel import run_task
-from workers.context import WorkerContext, error_info, flush_events, open_loop
+from workers.context import WorkerContext, error_info, open_loop
 from workers.coordinator import coordinate
 from workers.messages import TaskMessage
 
@@ -43,8 +44,8 @@ def _lease(ctx: WorkerContext, msg: TaskMessage) -> Iterator[None]:
 def execute_task(ctx: WorkerContext, msg: TaskMessage) -> None:
     """Execute a task exactly as the in-process loop would; safe to deliver twice.
 
-    A second delivery finds the task's 'done' barrier row (or its saved output
-    writes) and only makes sure the barrier is counted; writes are upserted.
+    Writes are upserted, so a second delivery changes no state; its stream events
+    are kept only by the delivery that marks the task done, so none is doubled.
     """
     run = ctx.store.get_run(msg.run_id)
     if run.done or ctx.store.task_done(msg.run_id, msg.checkpoint_id, msg.task_id):
@@ -52,6 +53,7 @@ def execute_task(ctx: WorkerContext, msg: TaskMessage) -> None:
     graph = ctx.registry.get(run.graph)
     loop = open_loop(ctx, graph, run, None, checkpoint_id=msg.checkpoint_id)
     task = loop.prepare_one(msg.task_path) if loop.checkpoint["id"] == msg.checkpoint_id else None
+    events: list[tuple[tuple[str, ...], str, Any]] = []
     if task is None or task.id != msg.task_id:
         log.warning(
             "task %s of run %s matches no task of checkpoint %s; counting it done",
@@ -68,11 +70,11 @@ def execute_task(ctx: WorkerContext, msg: TaskMessage) -> None:
                 task, loop.task_config(task, loop.custom_writer(task)), graph.retry_policy
             )
             loop.commit(task, exc)
+        events.extend(loop.sink.drain())
         if exc is not None and not isinstance(exc, GraphInterrupt):
-            ctx.store.add_events(run.run_id, [((), "error", error_info(exc, task.name))])
-        flush_events(ctx, run, loop)
+            events.append(((), "error", error_info(exc, task.name)))
     completed, remaining = ctx.store.complete_task(
-        msg.run_id, msg.checkpoint_id, msg.task_id, ctx.worker_name
+        msg.run_id, msg.checkpoint_id, msg.task_id, ctx.worker_name, events
     )
     if completed and remaining == 0:
         # the last finisher continues the run here: no broker round trip for the barrier

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from workers.errors import MalformedMessageError
 
@@ -37,10 +37,17 @@ class TaskMessage(_Message):
 class ResumeMessage(_Message):
     """A resume sent by ops as a plain JSON message (see ``graphrun resume``)."""
 
-    graph: str
-    thread_id: str
+    graph: str = Field(min_length=1)
+    thread_id: str = Field(min_length=1)
     resume: Any
     idempotency_key: str | None = None
+
+    @field_validator("graph", "thread_id", "idempotency_key")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:
+            raise ValueError("must not contain NUL characters")
+        return value
 
 
 _M = TypeVar("_M", bound=_Message)

@@ -16,6 +16,9 @@ import logging
 import threading
 from typing import Any
 
+import psycopg
+import redis
+
 from graphruntime.errors import GraphRuntimeError
 from graphruntime.types import Command
 from workers.client import GraphClient
@@ -64,24 +67,49 @@ class ResumeListener:
             pass
 
     def handle(self, raw: bytes) -> None:
+        """Apply one message; a bad one is dead-lettered with its reason, never retried.
+
+        A transient failure (Postgres or the broker unreachable) leaves the message on
+        the processing list, to be retried after the next :meth:`recover`.
+        """
         try:
             run_id = apply_resume(self.client, decode_resume(raw))
             log.info("resume message applied as run %s", run_id)
         except (GraphRuntimeError, ValueError) as exc:
-            reason = f"{type(exc).__name__}: {exc}"
-            log.warning("resume message rejected: %s", reason)
-            self.redis.lpush(
-                self.dead,
-                json.dumps({"message": raw.decode("utf-8", "replace"), "error": reason}),
-            )
+            self._dead_letter(raw, f"{type(exc).__name__}: {exc}")
+        except (OSError, psycopg.OperationalError, redis.exceptions.ConnectionError):
+            raise
+        except Exception as exc:  # anything else is the message's fault
+            log.exception("resume message failed")
+            self._dead_letter(raw, f"{type(exc).__name__}: {exc}")
         self.redis.lrem(self.processing, 1, raw)
 
+    def _dead_letter(self, raw: bytes, reason: str) -> None:
+        log.warning("resume message rejected: %s", reason)
+        self.redis.lpush(
+            self.dead, json.dumps({"message": raw.decode("utf-8", "replace"), "error": reason})
+        )
+
     def run(self) -> None:
-        self.recover()
+        """Serve until stopped; survives Redis and Postgres outages by backing off."""
+        backoff = 0.5
+        recovered = False
         while not self._stop.is_set():
-            raw = self.redis.brpoplpush(self.queue, self.processing, timeout=1)
-            if raw is not None:
-                self.handle(raw)
+            try:
+                if not recovered:
+                    self.recover()
+                    recovered = True
+                raw = self.redis.brpoplpush(self.queue, self.processing, timeout=1)
+                if raw is not None:
+                    self.handle(raw)
+                backoff = 0.5
+            except Exception:  # the listener must outlive outages
+                log.warning(
+                    "resume listener: broker or database unavailable; retrying", exc_info=True
+                )
+                recovered = False
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
 
     def stop(self) -> None:
         self._stop.set()

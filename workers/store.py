@@ -252,7 +252,12 @@ class RunStore:
         return row is not None and bool(row["status"] == "done")
 
     def complete_task(
-        self, run_id: str, checkpoint_id: str, task_id: str, worker: str | None = None
+        self,
+        run_id: str,
+        checkpoint_id: str,
+        task_id: str,
+        worker: str | None = None,
+        events: Sequence[tuple[tuple[str, ...], str, Any]] = (),
     ) -> tuple[bool, int]:
         """Mark a task done; returns (this call completed it, tasks of the step still open).
 
@@ -263,8 +268,11 @@ class RunStore:
         with self.pool.connection() as conn, conn.transaction():
             done = conn.execute(query("complete_task"), {**params, "worker": worker}).fetchone()
             if done is None:
-                return False, -1
+                return False, -1  # another delivery completed it: its events are the ones kept
             row = conn.execute(query("count_down_step"), params).fetchone()
+            if events:
+                with conn.cursor() as cur:
+                    cur.executemany(query("add_event"), self._event_rows(run_id, events))
         return True, int(row["open_tasks"]) if row else 0
 
     def claim_task(
@@ -307,6 +315,12 @@ class RunStore:
     def add_events(self, run_id: str, chunks: Sequence[tuple[tuple[str, ...], str, Any]]) -> None:
         if not chunks:
             return
+        with self.pool.connection() as conn, conn.cursor() as cur:
+            cur.executemany(query("add_event"), self._event_rows(run_id, chunks))
+
+    def _event_rows(
+        self, run_id: str, chunks: Sequence[tuple[tuple[str, ...], str, Any]]
+    ) -> list[dict[str, Any]]:
         rows = []
         for ns, mode, payload in chunks:
             ptype, pbytes = self._dump(payload)
@@ -319,8 +333,7 @@ class RunStore:
                     "payload": pbytes,
                 }
             )
-        with self.pool.connection() as conn, conn.cursor() as cur:
-            cur.executemany(query("add_event"), rows)
+        return rows
 
     def events_after(self, run_id: str, after: int) -> list[Event]:
         with self.pool.connection() as conn:

@@ -302,7 +302,15 @@ class PregelLoop:
         self.replaying = time_travel
         if time_travel:
             self.pending_writes = [w for w in self.pending_writes if w[1] != RESUME]
-        if is_command:
+        # On a thread with no state a Command (without resume) is the run's input: the
+        # hidden __start__ node applies its update and goto, as LangGraph does.
+        command_as_input = is_command and not has_state and inp.resume is None
+        if command_as_input:
+            if not list(map_command(inp)):
+                raise EmptyInputError(
+                    "Received empty Command input: give Command(resume=...), update=... or goto=..."
+                )
+        elif is_command:
             self._apply_command(inp, has_state)
         null = [(c, v) for tid, c, v in self.pending_writes if tid == NULL_TASK_ID]
         if null:
@@ -324,7 +332,7 @@ class PregelLoop:
                 self._put_checkpoint("fork")
                 self.pending_writes = [w for w in keep if w[0] == NULL_TASK_ID]
             self.emit("values", output_values(self.output_keys, True, self.channels))
-        elif inp is not None and not is_command:
+        elif (inp is not None and not is_command) or command_as_input:
             discard = prepare_next_tasks(
                 self.checkpoint,
                 self.channels,
