@@ -21,7 +21,7 @@ from workers.settings import Settings
 ROOT = Path(__file__).resolve().parents[2]
 
 # Modules whose GRAPHS string lists name=module:attribute entries for the workers.
-GRAPH_MODULES = ["tests.e2e.graphs", "tests.e2e.fault_graphs"]
+GRAPH_MODULES = ["tests.e2e.graphs", "tests.e2e.fault_graphs", "tests.e2e.corpus_graphs"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -50,7 +50,8 @@ def cluster() -> Iterator[LocalCluster]:
         workers=2,
         concurrency=1,
         pythonpath=[str(ROOT)],
-        extra_env=FAST_RECOVERY,
+        # E2E_LEDGER: corpus nodes report rec.count/record to e2e_ledger (corpus_support)
+        extra_env={**FAST_RECOVERY, "E2E_LEDGER": "1"},
     ) as c:
         yield c
 
