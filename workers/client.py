@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import hashlib
 import importlib
 import time
 from collections.abc import Iterator, Sequence
@@ -11,7 +12,7 @@ from typing import Any
 
 from graphruntime.checkpoint import BaseCheckpointSaver
 from graphruntime.config import RunnableConfig
-from graphruntime.pregel import Pregel, is_resume_map
+from graphruntime.pregel import Pregel
 from graphruntime.types import Command, StateSnapshot
 from workers.context import Dispatcher
 from workers.errors import RemoteGraphError, RunTimeoutError, ThreadBusyError
@@ -39,9 +40,10 @@ def rebuild_error(info: dict[str, Any]) -> BaseException:
             cls = getattr(importlib.import_module(module), name, None)
         except ImportError:
             cls = None
+    args = info.get("args")
     if isinstance(cls, type) and issubclass(cls, BaseException):
         try:
-            rebuilt: BaseException = cls(message)
+            rebuilt: BaseException = cls(*args) if isinstance(args, list) else cls(message)
         except TypeError:
             pass
         else:
@@ -169,7 +171,7 @@ class GraphClient:
     def _prepare_resume(
         self, graph: Pregel, cmd: Command[Any], config: RunnableConfig, thread_id: str
     ) -> tuple[Command[Any], str]:
-        """Validate a resume against the thread now; address it to its interrupt by id."""
+        """Validate a resume against the thread now (nothing is written if it is wrong)."""
         if self.store.active_runs(thread_id):
             raise ThreadBusyError(
                 f"Thread {thread_id!r} has a run in flight; resume it once the run has paused "
@@ -177,12 +179,12 @@ class GraphClient:
             )
         loop = graph.create_loop(cmd, _pin(config, thread_id), checkpointer=self.saver)
         loop.validate_command(cmd)
-        pending = loop.pending_interrupts()
-        if len(pending) == 1 and not is_resume_map(cmd.resume):
-            # one pending interrupt: address it by id, so exactly one task can take it
-            (only,) = pending
-            cmd = Command(resume={only: cmd.resume}, update=cmd.update, goto=cmd.goto)
-        return cmd, loop.checkpoint["id"]
+        # One resume per (checkpoint, set of pending interrupts): two racing resumes of the
+        # same pause collide in the database; a later resume of a re-interrupted step, whose
+        # pending interrupts differ, does not.
+        pending = ",".join(sorted(loop.pending_interrupts()))
+        digest = hashlib.sha256(pending.encode()).hexdigest()[:16]
+        return cmd, f"{loop.checkpoint['id']}:{digest}"
 
     def wait_done(self, run_id: str, timeout: float | None) -> Run:
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -69,6 +69,9 @@ def open_loop(
         run_config(run, checkpoint_id=checkpoint_id),
         checkpointer=ctx.saver,
         stream_modes=modes,
+        # a streaming client sees every state key in "values", as Pregel.stream does;
+        # invoke() returns only the output schema's keys
+        output_keys=graph.stream_channels if payload.get("stream_modes") else None,
         interrupt_before=payload.get("interrupt_before"),
         interrupt_after=payload.get("interrupt_after"),
     )
@@ -86,20 +89,21 @@ def flush_events(ctx: WorkerContext, run: Run, loop: PregelLoop) -> None:
     ctx.store.add_events(run.run_id, list(loop.sink.drain()))
 
 
-def error_info(exc: BaseException | Any, task: str | None = None) -> dict[str, Any]:
-    """A JSON-safe description of a node's failure; the client rebuilds the exception."""
-    if isinstance(exc, BaseException):
-        return {
-            "type": type(exc).__name__,
-            "module": type(exc).__module__,
-            "message": str(exc),
-            "repr": repr(exc),
-            "task": task,
-        }
+def error_info(
+    exc: BaseException, task: str | None = None, checkpoint_id: str | None = None
+) -> dict[str, Any]:
+    """A JSON-safe description of a failure; the client rebuilds the exception from it.
+
+    ``args`` are kept when they are plain JSON values, so ``KeyError('k')`` comes back
+    as ``KeyError('k')`` and not as a KeyError of its quoted message.
+    """
+    args = [a for a in exc.args if isinstance(a, (str, int, float, bool)) or a is None]
     return {
-        "type": "Exception",
-        "module": "builtins",
+        "type": type(exc).__name__,
+        "module": type(exc).__module__,
         "message": str(exc),
-        "repr": str(exc),
+        "args": args if len(args) == len(exc.args) else None,
+        "repr": repr(exc),
         "task": task,
+        "checkpoint_id": checkpoint_id,
     }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from graphruntime.errors import GraphInterrupt, GraphRuntimeError
+from graphruntime.errors import GraphInterrupt
 from graphruntime.pregel import (
     INTERRUPT,
     Pregel,
@@ -52,7 +52,7 @@ def coordinate(ctx: WorkerContext, run_id: str) -> None:
         _advance(ctx, run, graph)
 
 
-def _start(ctx: WorkerContext, run: Run, graph: Pregel) -> tuple[PregelLoop, bool] | None:
+def _start(ctx: WorkerContext, run: Run, graph: Pregel) -> tuple[PregelLoop, bool]:
     """Apply the run's input; a redelivered start that already applied it continues.
 
     Returns the loop and whether it continues an already-started step.
@@ -61,28 +61,32 @@ def _start(ctx: WorkerContext, run: Run, graph: Pregel) -> tuple[PregelLoop, boo
     if probe.metadata.get("run_id") == run.run_id:
         ctx.store.set_running(run.run_id, probe.stop)
         return probe, True
-    loop = open_loop(ctx, graph, run, run.payload.get("input"))
-    try:
-        loop.first()
-    except GraphRuntimeError as exc:
-        ctx.store.finish(run.run_id, "error", error=error_info(exc))
-        return None
-    except (ValueError, TypeError, RuntimeError) as exc:
-        ctx.store.finish(run.run_id, "error", error=error_info(exc))
-        return None
+    # an explicit checkpoint_id in the user's config is time travel: fork from there
+    addressed = (run.payload.get("config") or {}).get("configurable", {}).get("checkpoint_id")
+    loop = open_loop(ctx, graph, run, run.payload.get("input"), checkpoint_id=addressed)
+    loop.first()
     ctx.store.set_running(run.run_id, loop.stop)
     return loop, False
 
 
 def _advance(ctx: WorkerContext, run: Run, graph: Pregel) -> None:
-    if run.status == "queued":
-        started = _start(ctx, run, graph)
-        if started is None:
-            return
-        loop, continuing = started
-    else:
-        loop = open_loop(ctx, graph, run, None)
-        continuing = True
+    """Run steps until one needs task jobs, or the run ends; any failure ends the run."""
+    loop: PregelLoop | None = None
+    try:
+        if run.status == "queued":
+            loop, continuing = _start(ctx, run, graph)
+        else:
+            loop = open_loop(ctx, graph, run, None)
+            continuing = True
+        _steps(ctx, run, graph, loop, continuing)
+    except Exception as exc:  # the run's error, as invoke() would raise it in-process
+        log.info("run %s failed: %s", run.run_id, exc, exc_info=True)
+        if loop is not None:
+            flush_events(ctx, run, loop)
+        ctx.store.finish(run.run_id, "error", error=error_info(exc))
+
+
+def _steps(ctx: WorkerContext, run: Run, graph: Pregel, loop: PregelLoop, continuing: bool) -> None:
     while True:
         try:
             if not loop.tick(continuing=continuing):
@@ -109,15 +113,18 @@ def _advance(ctx: WorkerContext, run: Run, graph: Pregel) -> None:
                 )
                 loop.commit(task, exc)
                 if exc is not None and not isinstance(exc, GraphInterrupt):
-                    ctx.store.add_events(run.run_id, [((), "error", error_info(exc, task.name))])
+                    info = error_info(exc, task.name, loop.checkpoint["id"])
+                    ctx.store.add_events(run.run_id, [((), "error", info)])
             else:
                 _dispatch(ctx, run, loop, runnable)
                 return
-        errors, interrupts, interrupted = loop.step_outcome()
+        # errors of this step's executions (a finished task may still carry a stale error)
+        errors = ctx.store.step_errors(run.run_id, loop.checkpoint["id"])
         if errors:
             flush_events(ctx, run, loop)
-            ctx.store.finish(run.run_id, "error", error=_first_error(ctx, run, errors))
+            ctx.store.finish(run.run_id, "error", error=errors[0])
             return
+        _errors, interrupts, interrupted = loop.step_outcome()
         if interrupted:
             _finish_interrupted(ctx, run, loop, interrupts, pending=True)
             return
@@ -178,12 +185,3 @@ def _result(ctx: WorkerContext, run: Run, interrupts: list[Any]) -> Any:
     if interrupts:
         return {**(latest or {}), INTERRUPT: list(interrupts)}
     return latest
-
-
-def _first_error(ctx: WorkerContext, run: Run, errors: list[tuple[str, Any]]) -> dict[str, Any]:
-    """The structured error of the step's first failure (jobs record it as an event)."""
-    for event in ctx.store.events_after(run.run_id, 0):
-        if event.mode == "error" and isinstance(event.payload, dict):
-            return event.payload
-    name, value = errors[0]
-    return error_info(value, name)

@@ -13,6 +13,7 @@ from graphruntime.pregel import run_task
 from workers.context import WorkerContext, error_info, open_loop
 from workers.coordinator import coordinate
 from workers.messages import TaskMessage
+from workers.store import Run
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,22 @@ def execute_task(ctx: WorkerContext, msg: TaskMessage) -> None:
     run = ctx.store.get_run(msg.run_id)
     if run.done or ctx.store.task_done(msg.run_id, msg.checkpoint_id, msg.task_id):
         return
+    try:
+        events = _run(ctx, run, msg)
+    except Exception as exc:  # not the node's error (that is a write): the run's own failure
+        log.exception("task %s of run %s failed outside its node", msg.task_id, msg.run_id)
+        ctx.store.finish(msg.run_id, "error", error=error_info(exc, None, msg.checkpoint_id))
+        return
+    completed, remaining = ctx.store.complete_task(
+        msg.run_id, msg.checkpoint_id, msg.task_id, ctx.worker_name, events
+    )
+    if completed and remaining == 0:
+        # the last finisher continues the run here: no broker round trip for the barrier
+        coordinate(ctx, msg.run_id)
+
+
+def _run(ctx: WorkerContext, run: Run, msg: TaskMessage) -> list[tuple[tuple[str, ...], str, Any]]:
+    """Execute the task unless it already has its output; returns its stream events."""
     graph = ctx.registry.get(run.graph)
     loop = open_loop(ctx, graph, run, None, checkpoint_id=msg.checkpoint_id)
     task = loop.prepare_one(msg.task_path) if loop.checkpoint["id"] == msg.checkpoint_id else None
@@ -72,10 +89,5 @@ def execute_task(ctx: WorkerContext, msg: TaskMessage) -> None:
             loop.commit(task, exc)
         events.extend(loop.sink.drain())
         if exc is not None and not isinstance(exc, GraphInterrupt):
-            events.append(((), "error", error_info(exc, task.name)))
-    completed, remaining = ctx.store.complete_task(
-        msg.run_id, msg.checkpoint_id, msg.task_id, ctx.worker_name, events
-    )
-    if completed and remaining == 0:
-        # the last finisher continues the run here: no broker round trip for the barrier
-        coordinate(ctx, msg.run_id)
+            events.append(((), "error", error_info(exc, task.name, msg.checkpoint_id)))
+    return events

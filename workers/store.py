@@ -335,6 +335,15 @@ class RunStore:
             )
         return rows
 
+    def step_errors(self, run_id: str, checkpoint_id: str) -> list[dict[str, Any]]:
+        """Errors recorded by this run's executions of the step that started at checkpoint."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(query("error_events"), {"run_id": run_id}).fetchall()
+        errors = [self._load(r["payload_type"], r["payload"]) for r in rows]
+        return [
+            e for e in errors if isinstance(e, dict) and e.get("checkpoint_id") == checkpoint_id
+        ]
+
     def events_after(self, run_id: str, after: int) -> list[Event]:
         with self.pool.connection() as conn:
             rows = conn.execute(

@@ -65,59 +65,7 @@ _LOOP_ERROR_HANGS = (
     "workers.coordinator._advance (only node errors are handled): the Celery task fails, "
     "the run stays '{status}' forever and invoke times out instead of raising {error}"
 )
-KNOWN_DISTRIBUTED_BUGS: dict[str, str] = {
-    "async_failure_and_interrupt": (
-        "KeyError('missing') comes back as KeyError(\"'missing'\"): workers.client."
-        "rebuild_error re-creates exceptions from str(exc), which for KeyError is repr(arg)"
-    ),
-    "input_output_schema": (
-        "stream(stream_mode='values') yields output-schema-filtered chunks, and only for "
-        "steps that wrote an output key: workers.context.open_loop builds every loop with "
-        "output_keys=output_channels (what invoke returns); in-process stream uses "
-        "stream_channels"
-    ),
-    "interrupt_parallel_resume_map": _RESUME_SAME_CHECKPOINT,
-    "interrupt_several_in_one_node": _RESUME_SAME_CHECKPOINT,
-    "subgraph_called_twice_in_node": _RESUME_SAME_CHECKPOINT,
-    "last_value_conflict": _LOOP_ERROR_HANGS.format(
-        what="InvalidUpdateError from after_tick/apply_writes",
-        status="running",
-        error="InvalidUpdateError",
-    ),
-    "overwrite": _LOOP_ERROR_HANGS.format(
-        what="InvalidUpdateError 'only one Overwrite' from after_tick/apply_writes",
-        status="running",
-        error="InvalidUpdateError",
-    ),
-    "pydantic_state": _LOOP_ERROR_HANGS.format(
-        what="pydantic ValidationError from tick/prepare_next_tasks building a node's input",
-        status="running",
-        error="ValidationError",
-    ),
-    "recursion_limit": _LOOP_ERROR_HANGS.format(
-        what="ValueError 'recursion_limit must be at least 1' from open_loop/create_loop, "
-        "before _start's try",
-        status="queued",
-        error="ValueError",
-    ),
-    "router_errors": (
-        "a router failing after its node's writes (None, unmapped label, Send to END) does "
-        "not fail the run: PregelLoop.step_outcome skips tasks whose writes count as "
-        "finished, so workers.coordinator._advance sees no error; invoke returns normally "
-        "and get_state shows no task error"
-    ),
-    "subgraph_update_state": (
-        "after update_state on the child namespace, a plain resume is lost and the run "
-        "re-interrupts: GraphClient._prepare_resume turns it into a resume map keyed by the "
-        "interrupt id the root recorded, but the edited child re-runs its task with a new "
-        "id (in-process a plain resume goes to whichever interrupt comes next)"
-    ),
-    "time_travel_replay": (
-        "invoke(None, config with an old checkpoint_id) does not fork: workers.context."
-        "run_config pops the user's checkpoint_id, so the run resumes the thread head "
-        "(nothing re-executes, no 'fork' checkpoint; stream(None, old config) yields nothing)"
-    ),
-}
+KNOWN_DISTRIBUTED_BUGS: dict[str, str] = {}
 
 # Ledger rows of every remote scenario run in this session, for the superstep test.
 ROWS: dict[str, list[dict[str, Any]]] = {}

@@ -114,6 +114,10 @@ ORDER BY updated_at LIMIT %(limit)s;
 INSERT INTO graphruntime_run_events (run_id, ns, mode, payload_type, payload)
 VALUES (%(run_id)s, %(ns)s, %(mode)s, %(payload_type)s, %(payload)s);
 
+-- name: error_events
+SELECT payload_type, payload FROM graphruntime_run_events
+WHERE run_id = %(run_id)s AND mode = 'error' ORDER BY seq;
+
 -- name: events_after
 SELECT seq, ns, mode, payload_type, payload FROM graphruntime_run_events
 WHERE run_id = %(run_id)s AND seq > %(after)s ORDER BY seq;
