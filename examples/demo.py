@@ -21,7 +21,6 @@ from graphruntime.errors import InvalidResumeError
 from graphruntime.types import Command
 from workers.client import GraphClient
 from workers.local_cluster import LocalCluster
-from workers.settings import Settings
 
 GRAPHS = "approvals=examples.approval_graphs:approval_graph"
 
@@ -31,11 +30,7 @@ def main() -> None:
     print("starting embedded Postgres + Redis and 2 celery workers ...")
     with LocalCluster(GRAPHS, workers=2, concurrency=2, pythonpath=[root]) as cluster:
         print("workers:", ", ".join(str(w.pid) for w in cluster.workers))
-        settings = Settings(
-            database_url=cluster.env["DATABASE_URL"],
-            redis_url=cluster.env["REDIS_URL"],
-            graphs=GRAPHS,
-        )
+        settings = cluster.settings()
         client = GraphClient.from_env(settings)
         thread = {"configurable": {"thread_id": f"demo-{uuid.uuid4().hex[:8]}"}}
         docs = [f"doc-{i}" for i in range(8)]

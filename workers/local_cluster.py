@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,13 @@ class LocalCluster:
         from workers.embedded import redis_url
 
         root = str(Path(__file__).resolve().parent.parent)
+        # Queues of their own: clusters sharing one Redis never take each other's work.
+        suffix = uuid.uuid4().hex[:8]
+        queues = {
+            "GRAPHRUNTIME_COORDINATOR_QUEUE": f"graphruntime.coordinator.{suffix}",
+            "GRAPHRUNTIME_TASK_QUEUE": f"graphruntime.tasks.{suffix}",
+            "GRAPHRUNTIME_RESUME_QUEUE": f"graphruntime:resume:{suffix}",
+        }
         self.env = {
             **os.environ,
             "DATABASE_URL": database_url(),
@@ -71,6 +79,7 @@ class LocalCluster:
                 [*self.pythonpath, root, os.environ.get("PYTHONPATH", "")]
             ),
             "PYTHONUNBUFFERED": "1",
+            **queues,
             **self.extra_env,
         }
         self._migrate()
@@ -86,6 +95,18 @@ class LocalCluster:
                 )
         return self
 
+    def settings(self) -> Settings:
+        """Settings for a client of this cluster (its database, broker, graphs and queues)."""
+        env = self.env
+        return Settings(
+            database_url=env["DATABASE_URL"],
+            redis_url=env["REDIS_URL"],
+            graphs=env["GRAPHRUNTIME_GRAPHS"],
+            coordinator_queue=env["GRAPHRUNTIME_COORDINATOR_QUEUE"],
+            task_queue=env["GRAPHRUNTIME_TASK_QUEUE"],
+            resume_queue=env["GRAPHRUNTIME_RESUME_QUEUE"],
+        )
+
     def _migrate(self) -> None:
         subprocess.run(
             [sys.executable, "-m", "workers.cli", "db", "migrate"],
@@ -96,7 +117,7 @@ class LocalCluster:
         )
 
     def _spawn(self, index: int) -> WorkerProcess:
-        settings = Settings()
+        settings = self.settings()
         proc = subprocess.Popen(
             [
                 sys.executable,

@@ -197,12 +197,14 @@ class PregelLoop:
             self.metadata: dict[str, Any] = dict(saved.metadata)
             self.checkpoint_config: RunnableConfig = saved.config
             self.saved = True
+            self.saved_versions = dict(saved.checkpoint["channel_versions"])
             self.pending_writes = list(saved.pending_writes or [])
         else:
             self.checkpoint = empty_checkpoint()
             self.metadata = {"step": -2}
             self.checkpoint_config = self._saver_config()
             self.saved = False
+            self.saved_versions: dict[str, Any] = {}
         self.channels = channels_from_checkpoint(self.graph.channel_specs, self.checkpoint)
         self.step: int = self.metadata.get("step", -2) + 1
         self.updated_channels = (
@@ -253,10 +255,12 @@ class PregelLoop:
             self.checkpoint, self.channels, self.step, updated_channels=self.updated_channels
         )
         if self.checkpointer is not None:
+            # versions changed since the last saved checkpoint: apply_writes has already
+            # updated self.checkpoint in place, so compare with what was saved, not with it
             new_versions = {
                 k: v
                 for k, v in self.checkpoint["channel_versions"].items()
-                if previous["channel_versions"].get(k) != v or source == "input"
+                if self.saved_versions.get(k) != v
             }
             parent: dict[str, Any] = {
                 CONFIG_KEY_THREAD_ID: self.config[CONF].get(CONFIG_KEY_THREAD_ID),
@@ -271,6 +275,7 @@ class PregelLoop:
                 new_versions,
             )
             self.saved = True
+            self.saved_versions = dict(self.checkpoint["channel_versions"])
         self.step += 1
 
     # --- input --------------------------------------------------------------------------

@@ -16,7 +16,6 @@ import pytest
 
 from workers.client import GraphClient
 from workers.local_cluster import LocalCluster
-from workers.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GRAPH_MODULES = ["tests.e2e.graphs", "tests.e2e.fault_graphs", "tests.e2e.corpus_graphs"]
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the group marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e/" in str(item.fspath).replace(os.sep, "/"):
@@ -58,11 +58,7 @@ def cluster() -> Iterator[LocalCluster]:
 
 @pytest.fixture(scope="session")
 def client(cluster: LocalCluster) -> Iterator[GraphClient]:
-    settings = Settings(
-        database_url=cluster.env["DATABASE_URL"],
-        redis_url=cluster.env["REDIS_URL"],
-        graphs=cluster.env["GRAPHRUNTIME_GRAPHS"],
-    )
+    settings = cluster.settings()
     c = GraphClient.from_env(settings)
     yield c
     c.close()

@@ -59,7 +59,6 @@ from workers.client import GraphClient
 from workers.errors import ResumeConflictError, ThreadBusyError
 from workers.local_cluster import LocalCluster
 from workers.messages import TaskMessage
-from workers.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 FAN, CHAIN, APPROVAL = "ledger_fan", "ledger_chain", "ledger_approval"
@@ -530,9 +529,7 @@ def private(cluster: LocalCluster) -> Iterator[Private]:
         own_cluster = LocalCluster(
             env["GRAPHRUNTIME_GRAPHS"], workers=2, pythonpath=[str(ROOT)], extra_env=env
         ).start()
-        own_client = GraphClient.from_env(
-            Settings(database_url=url, redis_url=own_redis.url, graphs=env["GRAPHRUNTIME_GRAPHS"])
-        )
+        own_client = GraphClient.from_env(own_cluster.settings())
         yield Private(own_cluster, own_client, Ledger(url), own_redis, pg)
     finally:
         if own_client is not None:
