@@ -197,14 +197,14 @@ class PregelLoop:
             self.metadata: dict[str, Any] = dict(saved.metadata)
             self.checkpoint_config: RunnableConfig = saved.config
             self.saved = True
-            self.saved_versions = dict(saved.checkpoint["channel_versions"])
+            self.saved_versions: dict[str, Any] = dict(saved.checkpoint["channel_versions"])
             self.pending_writes = list(saved.pending_writes or [])
         else:
             self.checkpoint = empty_checkpoint()
             self.metadata = {"step": -2}
             self.checkpoint_config = self._saver_config()
             self.saved = False
-            self.saved_versions: dict[str, Any] = {}
+            self.saved_versions = {}
         self.channels = channels_from_checkpoint(self.graph.channel_specs, self.checkpoint)
         self.step: int = self.metadata.get("step", -2) + 1
         self.updated_channels = (
