@@ -35,6 +35,12 @@ class WorkerContext:
     dispatcher: Dispatcher
     worker_name: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
 
+    @property
+    def fenced_saver(self) -> BaseCheckpointSaver:
+        """The saver whose puts refuse to fork a thread (a stale coordinator cannot write)."""
+        fenced = getattr(self.saver, "fenced", None)
+        return fenced() if callable(fenced) else self.saver
+
 
 # --- a run's payload ---------------------------------------------------------------------
 # {"input": <input or Command>, "config": RunnableConfig (user part), "stream_modes": [...],
@@ -61,13 +67,15 @@ def open_loop(
     input: Any,
     *,
     checkpoint_id: str | None = None,
+    fenced: bool = True,
 ) -> PregelLoop:
+    """A loop for this run; its checkpoint puts are fenced unless it forks (time travel)."""
     payload = run.payload
     modes: Sequence[Any] = sorted({*RUN_EVENT_MODES, *(payload.get("stream_modes") or ())})
     loop = graph.create_loop(
         input,
         run_config(run, checkpoint_id=checkpoint_id),
-        checkpointer=ctx.saver,
+        checkpointer=ctx.fenced_saver if fenced else ctx.saver,
         stream_modes=modes,
         # a streaming client sees every state key in "values", as Pregel.stream does;
         # invoke() returns only the output schema's keys

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from graphruntime.errors import GraphInterrupt
+from graphruntime.errors import CheckpointConflict, GraphInterrupt
 from graphruntime.pregel import (
     INTERRUPT,
     Pregel,
@@ -63,7 +63,9 @@ def _start(ctx: WorkerContext, run: Run, graph: Pregel) -> tuple[PregelLoop, boo
         return probe, True
     # an explicit checkpoint_id in the user's config is time travel: fork from there
     addressed = (run.payload.get("config") or {}).get("configurable", {}).get("checkpoint_id")
-    loop = open_loop(ctx, graph, run, run.payload.get("input"), checkpoint_id=addressed)
+    loop = open_loop(
+        ctx, graph, run, run.payload.get("input"), checkpoint_id=addressed, fenced=not addressed
+    )
     loop.first()
     ctx.store.set_running(run.run_id, loop.stop)
     return loop, False
@@ -79,6 +81,12 @@ def _advance(ctx: WorkerContext, run: Run, graph: Pregel) -> None:
             loop = open_loop(ctx, graph, run, None)
             continuing = True
         _steps(ctx, run, graph, loop, continuing)
+    except CheckpointConflict:
+        # the thread moved under us (a coordinator that lost its lock): start over from it
+        log.warning(
+            "run %s: thread %s advanced concurrently; re-coordinating", run.run_id, run.thread_id
+        )
+        ctx.dispatcher.coordinate(run.run_id, delay=ctx.settings.thread_lock_retry)
     except Exception as exc:  # the run's error, as invoke() would raise it in-process
         log.info("run %s failed: %s", run.run_id, exc, exc_info=True)
         if loop is not None:

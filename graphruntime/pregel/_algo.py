@@ -94,6 +94,8 @@ def increment(current: int | None, channel: None = None) -> int:
 
 def task_path_str(tup: Any) -> str:
     """Sort key for a task path: PULL tasks by node name, then PUSH tasks by index."""
+    if type(tup) is tuple and len(tup) == 2 and type(tup[1]) is str:
+        return f"~{tup[0]}, {tup[1]}"  # a PULL path, the common case
     if isinstance(tup, (tuple, list)):
         return "~" + ", ".join(task_path_str(x) for x in tup)
     if isinstance(tup, bool):

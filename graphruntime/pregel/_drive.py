@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import AsyncIterator, Iterator
+import queue
+from collections import deque
+from collections.abc import AsyncIterator, Iterator, Sequence
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime.errors import (
@@ -17,6 +19,7 @@ from graphruntime.errors import (
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._loop import PregelLoop, StreamChunk
 from graphruntime.pregel._runner import arun_task, run_task
+from graphruntime.types import RetryPolicy
 
 
 def recursion_error(loop: PregelLoop) -> GraphRecursionError:
@@ -50,10 +53,51 @@ def _on_interrupt(loop: PregelLoop) -> None:
         loop.emit("values", loop.values_with_pending())
 
 
+class _StepPool:
+    """Runs a step's tasks on up to N threads that pull from one queue.
+
+    One future per worker thread, not per task: a fan-out of thousands of Sends
+    pays no per-task submit/wait overhead. Results come back in completion order.
+    """
+
+    def __init__(self, max_workers: int) -> None:
+        self.max_workers = max_workers
+        self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers)
+        self.pending: deque[tuple[PreparedTask, RunnableConfig]] = deque()
+        self.results: queue.SimpleQueue[tuple[PreparedTask, BaseException | None]] = (
+            queue.SimpleQueue()
+        )
+
+    def _work(self, retry_policy: Sequence[RetryPolicy]) -> None:
+        while True:
+            try:
+                task, config = self.pending.popleft()
+            except IndexError:
+                return
+            try:
+                exc = run_task(task, config, retry_policy)
+            except BaseException as error:  # noqa: BLE001 - handed to the driving thread
+                exc = error
+            self.results.put((task, exc))
+
+    def run(
+        self, items: list[tuple[PreparedTask, RunnableConfig]], retry_policy: Sequence[RetryPolicy]
+    ) -> Iterator[tuple[PreparedTask, BaseException | None]]:
+        self.pending.extend(items)
+        for _ in range(min(self.max_workers, len(items))):
+            self.executor.submit(self._work, retry_policy)
+        for _ in range(len(items)):
+            yield self.results.get()
+
+    def close(self) -> None:
+        self.pending.clear()  # a stream closed early stops handing out tasks
+        self.executor.shutdown(wait=False)
+
+
 def run_sync(loop: PregelLoop, max_concurrency: int | None) -> Iterator[StreamChunk]:
     """Drive ``loop`` to completion in this thread, yielding stream chunks as they appear."""
     sink = loop.sink
-    executor: concurrent.futures.ThreadPoolExecutor | None = None
+    pool: _StepPool | None = None
     try:
         loop.first()
         yield from sink.drain()
@@ -68,17 +112,11 @@ def run_sync(loop: PregelLoop, max_concurrency: int | None) -> Iterator[StreamCh
                 outcomes.append(exc)
                 yield from sink.drain()
             elif tasks:
-                if executor is None:
-                    executor = concurrent.futures.ThreadPoolExecutor(
-                        max_workers=max_concurrency or min(32, len(tasks) + 4)
-                    )
-                futures = {
-                    executor.submit(_run_in_context, task, _config(loop, task), loop): task
-                    for task in tasks
-                }
-                for fut in concurrent.futures.as_completed(futures):
-                    exc = fut.result()
-                    loop.commit(futures[fut], exc)
+                if pool is None:
+                    pool = _StepPool(max_concurrency or 32)
+                items = [(task, _config(loop, task)) for task in tasks]
+                for task, exc in pool.run(items, loop.graph.retry_policy):
+                    loop.commit(task, exc)
                     outcomes.append(exc)
                     yield from sink.drain()
             _settle(loop, outcomes)
@@ -90,18 +128,12 @@ def run_sync(loop: PregelLoop, max_concurrency: int | None) -> Iterator[StreamCh
         _on_interrupt(loop)
         yield from sink.drain()
     finally:
-        if executor is not None:
-            executor.shutdown(wait=False)
+        if pool is not None:
+            pool.close()
 
 
 def _config(loop: PregelLoop, task: PreparedTask) -> RunnableConfig:
     return loop.task_config(task, loop.custom_writer(task))
-
-
-def _run_in_context(
-    task: PreparedTask, config: RunnableConfig, loop: PregelLoop
-) -> BaseException | None:
-    return run_task(task, config, loop.graph.retry_policy)
 
 
 async def run_async(loop: PregelLoop, max_concurrency: int | None) -> AsyncIterator[StreamChunk]:

@@ -168,6 +168,8 @@ class PregelLoop:
         self.output: Any = None
         self.recursion_limit = recursion_limit
         self.replaying = False
+        self._written: set[str] = set()
+        self._written_for: list[PendingWrite] | None = None
         self._load()
         self.stop = self.step + recursion_limit + 1
 
@@ -238,10 +240,21 @@ class PregelLoop:
             ]
             self.pending_writes.extend((NULL_TASK_ID, c, v) for c, v in writes)
         else:
-            self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
+            # rebuild the list only when this task saved writes before: a step of N tasks
+            # then costs O(N), not O(N^2)
+            if task_id in self._tasks_with_writes():
+                self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
             self.pending_writes.extend((task_id, c, v) for c, v in writes)
+            self._written.add(task_id)
         if self.checkpointer is not None:
             self.checkpointer.put_writes(self.checkpoint_config, list(writes), task_id, path)
+
+    def _tasks_with_writes(self) -> set[str]:
+        # pending_writes is reassigned in several places; re-index when it changed identity
+        if self._written_for is not self.pending_writes:
+            self._written = {w[0] for w in self.pending_writes}
+            self._written_for = self.pending_writes
+        return self._written
 
     def _put_checkpoint(self, source: str) -> None:
         self.metadata = {
@@ -252,7 +265,11 @@ class PregelLoop:
         }
         previous = self.checkpoint
         self.checkpoint = create_checkpoint(
-            self.checkpoint, self.channels, self.step, updated_channels=self.updated_channels
+            self.checkpoint,
+            # without a saver nobody reads the values: skip snapshotting every channel
+            self.channels if self.checkpointer is not None else None,
+            self.step,
+            updated_channels=self.updated_channels,
         )
         if self.checkpointer is not None:
             # versions changed since the last saved checkpoint: apply_writes has already
@@ -516,7 +533,7 @@ class PregelLoop:
             writes = [(c, v) for tid, c, v in self.pending_writes if tid == task.id]
             if writes and task_finished(writes):
                 task.writes.extend(w for w in writes if w[0] not in CONTROL_WRITES)
-                if emit and not task.node.hidden:
+                if emit and not task.node.hidden and "updates" in self.sink.modes:
                     self.emit(
                         "updates",
                         output_updates(
@@ -598,7 +615,7 @@ class PregelLoop:
                 writes.append((NO_WRITES, None))
             task.writes[:] = writes
             self.put_writes(task.id, writes, path)
-            if not task.node.hidden:
+            if not task.node.hidden and "updates" in self.sink.modes:
                 self.emit(
                     "updates",
                     output_updates(self.graph.stream_channels, [(task.name, task.writes)]),

@@ -216,7 +216,7 @@ class Pregel:
         loop, _modes, _single = self._prepare(
             input,
             config,
-            ["values", "updates"],
+            ["values"],
             False,
             interrupt_before,
             interrupt_after,
@@ -257,7 +257,7 @@ class Pregel:
         loop, _modes, _single = self._prepare(
             input,
             config,
-            ["values", "updates"],
+            ["values"],
             False,
             interrupt_before,
             interrupt_after,
@@ -330,7 +330,7 @@ def _private_sink(loop: PregelLoop) -> None:
         return
     parent = loop.config[CONF].get(CONFIG_KEY_STREAM)
     loop.sink = StreamSink(
-        {"values", "updates", *(parent.modes if isinstance(parent, StreamSink) else ())},
+        {"values", *(parent.modes if isinstance(parent, StreamSink) else ())},
         True,
         loop.ns_tuple,
         parent if isinstance(parent, StreamSink) else None,
