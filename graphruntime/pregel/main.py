@@ -213,17 +213,28 @@ class Pregel:
         **kwargs: Any,
     ) -> Any:
         """Run the graph to completion (or interrupt) and return the final output."""
+        loop = self._invoke_loop(input, config, stream_mode, interrupt_before, interrupt_after)
+        return _collect(run_sync(loop, loop.config.get("max_concurrency")), loop, stream_mode)
+
+    def _invoke_loop(
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        stream_mode: StreamMode,
+        interrupt_before: All | Sequence[str] | None,
+        interrupt_after: All | Sequence[str] | None,
+    ) -> PregelLoop:
         loop, _modes, _single = self._prepare(
             input,
             config,
-            ["values"],
+            [stream_mode],
             False,
             interrupt_before,
             interrupt_after,
             self.output_channels,
         )
-        _private_sink(loop)
-        return _collect(run_sync(loop, loop.config.get("max_concurrency")), loop, stream_mode)
+        _private_sink(loop, stream_mode)
+        return loop
 
     async def astream(
         self,
@@ -254,16 +265,7 @@ class Pregel:
         **kwargs: Any,
     ) -> Any:
         """Async twin of :meth:`invoke`."""
-        loop, _modes, _single = self._prepare(
-            input,
-            config,
-            ["values"],
-            False,
-            interrupt_before,
-            interrupt_after,
-            self.output_channels,
-        )
-        _private_sink(loop)
+        loop = self._invoke_loop(input, config, stream_mode, interrupt_before, interrupt_after)
         chunks = [c async for c in run_async(loop, loop.config.get("max_concurrency"))]
         return _collect(iter(chunks), loop, stream_mode)
 
@@ -324,13 +326,13 @@ class Pregel:
                 yield name, sub
 
 
-def _private_sink(loop: PregelLoop) -> None:
+def _private_sink(loop: PregelLoop, stream_mode: str) -> None:
     """A nested ``invoke`` collects its own values, and forwards every chunk to the parent."""
     if not loop.is_nested:
         return
     parent = loop.config[CONF].get(CONFIG_KEY_STREAM)
     loop.sink = StreamSink(
-        {"values", *(parent.modes if isinstance(parent, StreamSink) else ())},
+        {stream_mode, *(parent.modes if isinstance(parent, StreamSink) else ())},
         True,
         loop.ns_tuple,
         parent if isinstance(parent, StreamSink) else None,
