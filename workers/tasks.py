@@ -6,7 +6,7 @@ import logging
 from functools import cache
 from typing import Any
 
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
 from workers.app import CeleryDispatcher, app
 from workers.context import WorkerContext
@@ -44,6 +44,18 @@ def execute_task_job(**kwargs: Any) -> None:
         log.exception("dropping malformed task message %r", kwargs)
         return
     execute_task(_context(), msg)
+
+
+@worker_process_init.connect  # type: ignore[untyped-decorator]
+def _preload(**_: Any) -> None:
+    """Each pool process connects and imports every registered graph before taking work.
+
+    A broken registry entry then fails at startup, not on the first run, and the first
+    run does not pay for importing the graphs.
+    """
+    registry = _context().registry
+    for name in registry.names():
+        registry.get(name)
 
 
 @worker_ready.connect  # type: ignore[untyped-decorator]
