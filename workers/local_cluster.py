@@ -145,13 +145,20 @@ class LocalCluster:
         threading.Thread(target=self._pump, args=(worker,), daemon=True).start()
         return worker
 
-    @staticmethod
-    def _pump(worker: WorkerProcess) -> None:
+    def _pump(self, worker: WorkerProcess) -> None:
+        """Keep the worker's output in memory and in ``<data dir>/logs/worker-<pid>.log``."""
+        from checkpoint_pg.embedded import data_dir
+
         assert worker.proc.stdout is not None
-        for line in worker.proc.stdout:
-            worker.log.append(line.rstrip())
-            if " ready." in line:
-                worker.ready.set()
+        folder = data_dir() / "logs"
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / f"worker-{worker.pid}.log", "w") as log_file:
+            for line in worker.proc.stdout:
+                worker.log.append(line.rstrip())
+                log_file.write(line)
+                log_file.flush()
+                if " ready." in line:
+                    worker.ready.set()
 
     def restart_worker(self, index: int) -> WorkerProcess:
         """Start a fresh worker in slot ``index`` (after killing the old one)."""
