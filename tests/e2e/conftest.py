@@ -1,7 +1,8 @@
 """A real cluster for end-to-end tests: embedded Postgres and Redis, two celery workers.
 
-All e2e tests share one cluster per pytest process and run in one xdist group
-(``--dist loadgroup``), so fault tests that kill workers never hit another run.
+All e2e tests share one cluster per pytest process; scripts/test.sh runs them in a
+pytest process of their own (no xdist), so fault tests that kill workers never hit
+another test's run.
 """
 
 from __future__ import annotations
@@ -23,12 +24,10 @@ ROOT = Path(__file__).resolve().parents[2]
 GRAPH_MODULES = ["tests.e2e.graphs", "tests.e2e.fault_graphs", "tests.e2e.corpus_graphs"]
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the group marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/e2e/" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.e2e)
-            item.add_marker(pytest.mark.xdist_group("e2e"))
 
 
 def registry_spec() -> str:

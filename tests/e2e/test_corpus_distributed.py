@@ -85,6 +85,9 @@ def corpus_client(cluster: LocalCluster, client: GraphClient) -> GraphClient:
         stale = d.execute(
             "SELECT thread_id FROM graphruntime_runs WHERE graph LIKE 'corpus.%%'"
             " AND status IN ('queued', 'running')"
+            # only runs a previous session left behind: another pytest process may be
+            # running corpus scenarios on its own cluster right now
+            " AND updated_at < now() - interval '10 minutes'"
         )
     abandon_runs(client, sorted({t for (t,) in stale}))
     return client
