@@ -12,10 +12,16 @@ from typing import Any
 
 from graphruntime.checkpoint import BaseCheckpointSaver
 from graphruntime.config import RunnableConfig
+from graphruntime.errors import InvalidResumeError
 from graphruntime.pregel import Pregel
 from graphruntime.types import Command, StateSnapshot
 from workers.context import Dispatcher
-from workers.errors import RemoteGraphError, RunTimeoutError, ThreadBusyError
+from workers.errors import (
+    RemoteGraphError,
+    RunTimeoutError,
+    ThreadBusyError,
+    WorkerError,
+)
 from workers.registry import GraphRegistry
 from workers.settings import Settings
 from workers.store import Run, RunStore
@@ -146,7 +152,16 @@ class GraphClient:
             kind = "command"
             if input.resume is not None:
                 kind = "resume"
-                input, resumes = self._prepare_resume(compiled, input, config or {}, thread_id)
+                try:
+                    input, resumes = self._prepare_resume(compiled, input, config or {}, thread_id)
+                except (WorkerError, InvalidResumeError):
+                    # the same keyed resume may have been accepted a moment ago (a twin
+                    # delivery racing this one): then this one is that run, not an error
+                    if idempotency_key is not None:
+                        twin = self.store.find_by_idempotency_key(thread_id, idempotency_key)
+                        if twin is not None:
+                            return RunHandle(self, twin.run_id, thread_id, created=False)
+                    raise
         modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode or ())
         payload = {
             "input": input,
