@@ -15,7 +15,7 @@ import copy
 import functools
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from typing import Any, Literal, NamedTuple
 
 import psycopg
@@ -382,13 +382,21 @@ class PostgresSaver(BaseCheckpointSaver):
         dumps = self.serde.dumps_typed
         task_uuid, task_name = task_key(task_id)
         key = (thread_id, checkpoint_ns, _require_uuid(checkpoint_id, "checkpoint_id"), task_uuid)
-        params: builtins.list[Any] = []
-        for idx, (channel, value) in rows.items():
-            kind, data = dumps(value)
-            params.extend((*key, task_name, idx, channel, kind, data))
-        query = _writes_query(upsert, len(rows))
-        with self._cursor("put_writes") as cur:
-            cur.execute(query, params, prepare=_prepare(cur))
+        items = builtins.list(rows.items())
+        # One statement per _MAX_WRITES rows (Postgres' parameter limit), all in one
+        # transaction, so a node that sends thousands of tasks stores them atomically.
+        chunks = [items[i : i + _MAX_WRITES] for i in range(0, len(items), _MAX_WRITES)]
+        with (
+            self._cursor("put_writes") as cur,
+            cur.connection.transaction() if len(chunks) > 1 else nullcontext(),
+        ):
+            for chunk in chunks:
+                params: builtins.list[Any] = []
+                for idx, (channel, value) in chunk:
+                    kind, data = dumps(value)
+                    params.extend((*key, task_name, idx, channel, kind, data))
+                query = _writes_query(upsert, len(chunk))
+                cur.execute(query, params, prepare=_prepare(cur))
 
     def delete_thread(self, thread_id: str) -> None:
         self._delete(str(thread_id))

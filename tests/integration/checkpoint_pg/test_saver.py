@@ -300,3 +300,15 @@ def test_from_conn_string_and_setup_are_idempotent(pg_url: str) -> None:
         checkpoint, versions = child(saver, None, {"a": 1}, step=-1)
         saved = saver.put(config(thread()), checkpoint, meta(-1), versions)
         assert saver.get(saved) is not None
+
+
+def test_a_task_with_more_writes_than_one_statement_takes(saver: PostgresSaver) -> None:
+    """A router sending 10,000 tasks: more rows than Postgres' parameter limit allows."""
+    t = thread()
+    checkpoint, versions = child(saver, None, {}, step=-1)
+    cfg = saver.put(config(t), checkpoint, meta(-1), versions)
+    writes = [("__pregel_tasks", {"i": i}) for i in range(10_000)]
+    saver.put_writes(cfg, writes, "00000000-0000-0000-0000-0000000000aa")
+    saved = saver.get_tuple(cfg)
+    assert saved is not None
+    assert [v for _, _, v in saved.pending_writes or []] == [{"i": i} for i in range(10_000)]
