@@ -6,6 +6,7 @@ coordinator, executor and resume logic are plain functions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from celery import Celery
@@ -61,12 +62,19 @@ class CeleryDispatcher:
         self.app.send_task("graphruntime.coordinate", kwargs={"run_id": run_id, "v": 1}, **options)
 
     def execute(self, message: Any) -> None:
-        self.app.send_task(
-            "graphruntime.execute",
-            kwargs=message.model_dump(mode="json"),
-            queue=self.settings.task_queue,
-            task_id=f"{message.run_id}:{message.checkpoint_id}:{message.task_id}",
-        )
+        self.execute_many([message])
+
+    def execute_many(self, messages: Sequence[Any]) -> None:
+        """Publish task jobs over one producer (one connection for a whole fan-out)."""
+        with self.app.producer_or_acquire() as producer:
+            for message in messages:
+                self.app.send_task(
+                    "graphruntime.execute",
+                    kwargs=message.model_dump(mode="json"),
+                    queue=self.settings.task_queue,
+                    task_id=f"{message.run_id}:{message.checkpoint_id}:{message.task_id}",
+                    producer=producer,
+                )
 
 
 app = create_app()

@@ -159,16 +159,22 @@ def _dispatch(ctx: WorkerContext, run: Run, loop: PregelLoop, tasks: list[Prepar
         run.run_id, run.thread_id, checkpoint_id, [(t.id, t.path) for t in tasks]
     )
     ctx.store.touch(run.run_id)
-    for task_id in new:
-        ctx.dispatcher.execute(
-            TaskMessage(
-                run_id=run.run_id,
-                thread_id=run.thread_id,
-                checkpoint_id=checkpoint_id,
-                task_id=task_id,
-                task_path=tuple(by_id[task_id].path),
-            )
+    messages = [
+        TaskMessage(
+            run_id=run.run_id,
+            thread_id=run.thread_id,
+            checkpoint_id=checkpoint_id,
+            task_id=task_id,
+            task_path=tuple(by_id[task_id].path),
         )
+        for task_id in new
+    ]
+    send_many = getattr(ctx.dispatcher, "execute_many", None)
+    if callable(send_many):
+        send_many(messages)
+    else:
+        for message in messages:
+            ctx.dispatcher.execute(message)
 
 
 def _finish_interrupted(

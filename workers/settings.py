@@ -37,7 +37,7 @@ class Settings(BaseSettings):
     )
     pool_max_size: int = 4
     task_stale_after: float = Field(
-        default=60.0,
+        default=300.0,
         description="Seconds a dispatched task may wait for a worker before it is re-sent.",
     )
     task_lease: float = Field(

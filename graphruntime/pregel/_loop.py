@@ -529,8 +529,11 @@ class PregelLoop:
         return task
 
     def _reattach_finished(self, *, emit: bool = True) -> None:
+        by_task: dict[str, list[tuple[str, Any]]] = {}
+        for tid, c, v in self.pending_writes:  # one pass: a step of N tasks costs O(N)
+            by_task.setdefault(tid, []).append((c, v))
         for task in self.tasks.values():
-            writes = [(c, v) for tid, c, v in self.pending_writes if tid == task.id]
+            writes = by_task.get(task.id, [])
             if writes and task_finished(writes):
                 task.writes.extend(w for w in writes if w[0] not in CONTROL_WRITES)
                 if emit and not task.node.hidden and "updates" in self.sink.modes:
