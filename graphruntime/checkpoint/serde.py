@@ -1,4 +1,4 @@
-"""Typed JSON serialization of checkpoint values (never pickle).
+"""Typed JSON serialization of checkpoint values (JSON only; nothing that executes code on load).
 
 Wire format: ``dumps_typed`` returns ``(type, data)``. ``"bytes"`` and
 ``"bytearray"`` carry a top-level binary value raw; everything else is
