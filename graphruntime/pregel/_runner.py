@@ -138,6 +138,26 @@ def _prepare_retry(task: PreparedTask, config: RunnableConfig) -> RunnableConfig
     return {**config, CONF: {**config[CONF], CONFIG_KEY_RESUMING: True}}
 
 
+def _retry_after(policies: Sequence[RetryPolicy], exc: Exception, attempt: int) -> float | None:
+    """Seconds to wait before retrying after ``attempt`` failures, or None: do not retry.
+
+    Control flow (an interrupt, a Command for a parent graph) is never retried.
+    """
+    if isinstance(exc, GraphBubbleUp):
+        return None
+    policy = _policy_for(policies, exc)
+    if policy is None or attempt >= policy.max_attempts:
+        return None
+    return _retry_delay(policy, attempt)
+
+
+def _settle(task: PreparedTask, exc: Exception, config: RunnableConfig) -> BaseException | None:
+    """The task's final outcome; a Command addressed to this graph becomes its writes."""
+    if isinstance(exc, ParentCommand) and _handle_parent_command(task, exc, config):
+        return None
+    return exc
+
+
 def run_task(
     task: PreparedTask, config: RunnableConfig, retry_policy: Sequence[RetryPolicy] = ()
 ) -> BaseException | None:
@@ -156,18 +176,12 @@ def run_task(
                 output = task.input
             _write_outputs(task, output, config)
             return None
-        except ParentCommand as exc:
-            if _handle_parent_command(task, exc, config):
-                return None
-            return exc
-        except GraphBubbleUp as exc:
-            return exc
         except Exception as exc:  # noqa: BLE001 - a node's failure is data: retried or recorded
             attempt += 1
-            policy = _policy_for(policies, exc)
-            if policy is None or attempt >= policy.max_attempts:
-                return exc
-            time.sleep(_retry_delay(policy, attempt))
+            delay = _retry_after(policies, exc, attempt)
+            if delay is None:
+                return _settle(task, exc, config)
+            time.sleep(delay)
             config = _prepare_retry(task, config)
         finally:
             var_config.reset(token)
@@ -188,18 +202,12 @@ async def arun_task(
                 output = task.input
             _write_outputs(task, output, config)
             return None
-        except ParentCommand as exc:
-            if _handle_parent_command(task, exc, config):
-                return None
-            return exc
-        except GraphBubbleUp as exc:
-            return exc
         except Exception as exc:  # noqa: BLE001 - a node's failure is data: retried or recorded
             attempt += 1
-            policy = _policy_for(policies, exc)
-            if policy is None or attempt >= policy.max_attempts:
-                return exc
-            await asyncio.sleep(_retry_delay(policy, attempt))
+            delay = _retry_after(policies, exc, attempt)
+            if delay is None:
+                return _settle(task, exc, config)
+            await asyncio.sleep(delay)
             config = _prepare_retry(task, config)
         finally:
             var_config.reset(token)
