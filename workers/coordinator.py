@@ -103,6 +103,7 @@ def _steps(ctx: WorkerContext, run: Run, graph: Pregel, loop: PregelLoop, contin
             _finish_interrupted(ctx, run, loop, [])
             return
         runnable = loop.runnable_tasks()
+        errors: list[dict[str, Any]] = []
         if runnable and continuing:
             # tasks that ran as jobs of this run and are done have their outcome saved
             states = ctx.store.step_states(run.run_id, loop.checkpoint["id"])
@@ -121,13 +122,15 @@ def _steps(ctx: WorkerContext, run: Run, graph: Pregel, loop: PregelLoop, contin
                 )
                 loop.commit(task, exc)
                 if exc is not None and not isinstance(exc, GraphInterrupt):
-                    info = error_info(exc, task.name, loop.checkpoint["id"])
-                    ctx.store.add_events(run.run_id, [((), "error", info)])
+                    errors.append(error_info(exc, task.name, loop.checkpoint["id"]))
+                    ctx.store.add_events(run.run_id, [((), "error", errors[-1])])
             else:
                 _dispatch(ctx, run, loop, runnable)
                 return
-        # errors of this step's executions (a finished task may still carry a stale error)
-        errors = ctx.store.step_errors(run.run_id, loop.checkpoint["id"])
+        if continuing:
+            # the step ran as task jobs: their errors were recorded as this run's events
+            # (a finished task may still carry a stale error write from an earlier run)
+            errors = ctx.store.step_errors(run.run_id, loop.checkpoint["id"])
         if errors:
             flush_events(ctx, run, loop)
             ctx.store.finish(run.run_id, "error", error=errors[0])
