@@ -27,7 +27,6 @@ from checkpoint_pg._codec import blob_version_key, decode_body, encode_checkpoin
 from checkpoint_pg._connection import Conn, ConnectionSource
 from checkpoint_pg.errors import CheckpointStoreError
 from checkpoint_pg.schema import migrate
-from graphruntime._internal._constants import WRITES_IDX_MAP
 from graphruntime.checkpoint import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -39,7 +38,7 @@ from graphruntime.checkpoint import (
     SerializerProtocol,
     get_checkpoint_id,
 )
-from graphruntime.checkpoint.base import checkpoint_config, config_key
+from graphruntime.checkpoint.base import checkpoint_config, config_key, write_rows
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict, CheckpointError
 
@@ -362,23 +361,9 @@ class PostgresSaver(BaseCheckpointSaver):
         task_path: str = "",
     ) -> None:
         """Store a task's writes; ``task_path`` is not stored (order is insertion order)."""
-        thread_id, checkpoint_ns = config_key(config)
-        checkpoint_id = get_checkpoint_id(config)
-        if checkpoint_id is None:
-            raise CheckpointError(
-                'put_writes needs config["configurable"]["checkpoint_id"]: the checkpoint '
-                "the writing step started from"
-            )
-        if not writes:
+        thread_id, checkpoint_ns, checkpoint_id, upsert, rows = write_rows(config, writes)
+        if not rows:
             return
-        upsert = all(channel in WRITES_IDX_MAP for channel, _ in writes)
-        rows: dict[int, tuple[str, Any]] = {}
-        for position, (channel, value) in enumerate(writes):
-            idx = WRITES_IDX_MAP.get(channel, position)
-            if upsert or idx not in rows:
-                # Like InMemorySaver: a repeated key keeps its place; an upsert
-                # keeps the last value, an insert the first.
-                rows[idx] = (channel, value)
         dumps = self.serde.dumps_typed
         task_uuid, task_name = task_key(task_id)
         key = (thread_id, checkpoint_ns, _require_uuid(checkpoint_id, "checkpoint_id"), task_uuid)

@@ -57,15 +57,18 @@ def _start(ctx: WorkerContext, run: Run, graph: Pregel) -> tuple[PregelLoop, boo
 
     Returns the loop and whether it continues an already-started step.
     """
-    probe = open_loop(ctx, graph, run, None)
-    if probe.metadata.get("run_id") == run.run_id:
-        ctx.store.set_running(run.run_id, probe.stop)
-        return probe, True
+    loop = open_loop(ctx, graph, run, None)
+    if loop.metadata.get("run_id") == run.run_id:
+        ctx.store.set_running(run.run_id, loop.stop)
+        return loop, True
     # an explicit checkpoint_id in the user's config is time travel: fork from there
     addressed = (run.payload.get("config") or {}).get("configurable", {}).get("checkpoint_id")
-    loop = open_loop(
-        ctx, graph, run, run.payload.get("input"), checkpoint_id=addressed, fenced=not addressed
-    )
+    if addressed:
+        loop = open_loop(
+            ctx, graph, run, run.payload.get("input"), checkpoint_id=addressed, fenced=False
+        )
+    else:
+        loop.input = run.payload.get("input")  # the head is already loaded: apply input to it
     loop.first()
     ctx.store.set_running(run.run_id, loop.stop)
     return loop, False
@@ -135,7 +138,7 @@ def _steps(ctx: WorkerContext, run: Run, graph: Pregel, loop: PregelLoop, contin
             flush_events(ctx, run, loop)
             ctx.store.finish(run.run_id, "error", error=errors[0])
             return
-        _errors, interrupts, interrupted = loop.step_outcome()
+        interrupts, interrupted = loop.step_interrupts()
         if interrupted:
             _finish_interrupted(ctx, run, loop, interrupts, pending=True)
             return

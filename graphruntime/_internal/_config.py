@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, TypedDict
 
@@ -79,7 +79,3 @@ def get_stream_writer() -> StreamWriter:
 
     writer: StreamWriter | None = cfg.get(CONF, {}).get(CONFIG_KEY_CUSTOM_WRITER)
     return writer or _noop_writer
-
-
-def merge_tags(*tag_lists: Sequence[str] | None) -> list[str]:
-    return list(dict.fromkeys(t for tags in tag_lists if tags for t in tags))

@@ -274,6 +274,42 @@ def config_key(config: RunnableConfig) -> tuple[str, str]:
     return str(thread_id), str(configurable.get("checkpoint_ns", "") or "")
 
 
+class WriteRows(NamedTuple):
+    """A task's writes as a saver stores them: one row per write index."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    upsert: bool
+    rows: dict[int, tuple[str, Any]]
+
+
+def write_rows(config: RunnableConfig, writes: Sequence[tuple[str, Any]]) -> WriteRows:
+    """Apply the contract's ``put_writes`` keying, shared by every saver.
+
+    ``idx = WRITES_IDX_MAP.get(channel, position)``; when every write is a control
+    write the rows replace stored ones (``upsert``), else stored rows win. Within one
+    call a repeated index keeps its place: an upsert keeps the last value, an insert
+    the first.
+    """
+    from graphruntime._internal._constants import WRITES_IDX_MAP
+
+    thread_id, checkpoint_ns = config_key(config)
+    checkpoint_id = get_checkpoint_id(config)
+    if checkpoint_id is None:
+        raise CheckpointError(
+            'put_writes needs config["configurable"]["checkpoint_id"]: the checkpoint '
+            "the writing step started from"
+        )
+    upsert = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+    rows: dict[int, tuple[str, Any]] = {}
+    for position, (channel, value) in enumerate(writes):
+        idx = WRITES_IDX_MAP.get(channel, position)
+        if upsert or idx not in rows:
+            rows[idx] = (channel, value)
+    return WriteRows(thread_id, checkpoint_ns, checkpoint_id, upsert, rows)
+
+
 def checkpoint_config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
     """The config that addresses one stored checkpoint."""
     return {

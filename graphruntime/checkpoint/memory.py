@@ -14,7 +14,6 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 from graphruntime._internal._config import RunnableConfig
-from graphruntime._internal._constants import WRITES_IDX_MAP
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
     ChannelVersions,
@@ -25,6 +24,7 @@ from graphruntime.checkpoint.base import (
     checkpoint_config,
     config_key,
     get_checkpoint_id,
+    write_rows,
 )
 from graphruntime.checkpoint.serde import SerializerProtocol
 from graphruntime.errors import CheckpointError
@@ -241,21 +241,11 @@ class InMemorySaver(BaseCheckpointSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        thread_id, checkpoint_ns = config_key(config)
-        checkpoint_id = get_checkpoint_id(config)
-        if checkpoint_id is None:
-            raise CheckpointError(
-                'put_writes needs config["configurable"]["checkpoint_id"]: the checkpoint '
-                "the writing step started from"
-            )
-        upsert = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        thread_id, checkpoint_ns, checkpoint_id, upsert, keyed = write_rows(config, writes)
         dumps = self.serde.dumps_typed
         rows = [
-            (
-                (task_id, WRITES_IDX_MAP.get(channel, idx)),
-                _StoredWrite(task_id, channel, dumps(value), task_path),
-            )
-            for idx, (channel, value) in enumerate(writes)
+            ((task_id, idx), _StoredWrite(task_id, channel, dumps(value), task_path))
+            for idx, (channel, value) in keyed.items()
         ]
         with self._lock:
             stored = self.writes.setdefault((thread_id, checkpoint_ns, checkpoint_id), {})

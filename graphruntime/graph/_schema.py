@@ -69,10 +69,6 @@ def _is_pydantic(schema: Any) -> bool:
     return isinstance(schema, type) and issubclass(schema, BaseModel)
 
 
-def schema_keys(schema: Any) -> list[str]:
-    return list(schema_channels(schema))
-
-
 def make_mapper(schema: Any) -> Callable[[dict[str, Any]], Any] | None:
     """Nodes typed with a pydantic/dataclass state receive an instance, not a dict."""
     if _is_pydantic(schema) or (isinstance(schema, type) and dataclasses.is_dataclass(schema)):

@@ -35,7 +35,7 @@ from graphruntime._internal._scratchpad import Scratchpad
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels import BaseChannel
 from graphruntime.checkpoint._id import uuid6
-from graphruntime.checkpoint.base import LATEST_VERSION, ChannelVersions, Checkpoint, PendingWrite
+from graphruntime.checkpoint.base import LATEST_VERSION, Checkpoint, PendingWrite
 from graphruntime.pregel._node import NodeSpec
 from graphruntime.types import All, Send, interrupt_id
 
@@ -425,19 +425,3 @@ def make_scratchpad(
 def task_finished(writes: Sequence[tuple[str, Any]]) -> bool:
     """A task is done when it saved at least one output (non-control) write."""
     return any(c not in (INTERRUPT, RESUME, ERROR, "__scheduled__") for c, _ in writes)
-
-
-def writes_by_task(pending: Sequence[PendingWrite]) -> dict[str, list[tuple[str, Any]]]:
-    out: dict[str, list[tuple[str, Any]]] = defaultdict(list)
-    for tid, chan, value in pending:
-        out[tid].append((chan, value))
-    return out
-
-
-def null_writes(pending: Sequence[PendingWrite]) -> list[tuple[str, Any]]:
-    return [(c, v) for tid, c, v in pending if tid == NULL_TASK_ID and c != RESUME]
-
-
-def versions_to_bump(before: ChannelVersions, after: ChannelVersions) -> ChannelVersions:
-    """Channel versions that changed between two checkpoints (what a saver must write)."""
-    return {k: v for k, v in after.items() if before.get(k) != v}

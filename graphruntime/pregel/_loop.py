@@ -165,7 +165,6 @@ class PregelLoop:
         self.interrupts: list[Interrupt] = []
         self.pending_writes: list[PendingWrite] = []
         self.updated_channels: set[str] | None = None
-        self.output: Any = None
         self.recursion_limit = recursion_limit
         self.replaying = False
         self._written: set[str] = set()
@@ -410,28 +409,25 @@ class PregelLoop:
         has_state = bool(self.checkpoint["channel_versions"])
         self._validate_resume(cmd.resume, is_resume_map(cmd.resume), has_state)
 
-    def step_outcome(self) -> tuple[list[tuple[str, Any]], list[Interrupt], bool]:
-        """Errors and interrupts recorded for the current step's tasks, from pending writes.
+    def step_interrupts(self) -> tuple[list[Interrupt], bool]:
+        """Interrupts recorded for the current step's tasks, from pending writes.
 
-        Used by drivers whose tasks ran elsewhere: errors are ``(task name, error)``;
-        interrupts are those of tasks that did not finish, in the order they were saved.
+        For drivers whose tasks ran elsewhere: the interrupts of tasks that did not finish
+        (and did not fail), in the order they were saved, and whether any task paused.
         """
         by_task: dict[str, list[tuple[str, Any]]] = {}
         for tid, c, v in self.pending_writes:
             if tid in self.tasks:
                 by_task.setdefault(tid, []).append((c, v))
-        errors: list[tuple[str, Any]] = []
         interrupts: list[Interrupt] = []
         interrupted = False
-        for tid, writes in by_task.items():
-            if task_finished(writes):
+        for writes in by_task.values():
+            if task_finished(writes) or any(c == ERROR for c, _ in writes):
                 continue
-            name = self.tasks[tid].name
-            errors.extend((name, v) for c, v in writes if c == ERROR)
-            if not any(c == ERROR for c, _ in writes) and any(c == INTERRUPT for c, _ in writes):
+            if any(c == INTERRUPT for c, _ in writes):
                 interrupted = True
                 interrupts.extend(i for c, v in writes if c == INTERRUPT for i in v)
-        return errors, interrupts, interrupted
+        return interrupts, interrupted
 
     def _edited_while_paused(self) -> bool:
         if self.metadata.get("source") != "update":
@@ -673,12 +669,6 @@ class PregelLoop:
         if updated.isdisjoint(self.output_keys):
             return None
         return output_values(self.output_keys, True, channels)
-
-    def read_output(self) -> dict[str, Any]:
-        return output_values(self.output_keys, True, self.channels) or {}
-
-    def interrupt_ns(self) -> str:
-        return self.ns
 
 
 def _dedupe_resume(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:

@@ -83,7 +83,7 @@ class Pregel:
         interrupt_after: All | Sequence[str] | None,
         output_keys: Sequence[str] | None = None,
         checkpointer: BaseCheckpointSaver | None = None,
-    ) -> tuple[PregelLoop, list[str], bool]:
+    ) -> tuple[PregelLoop, bool]:
         cfg = ensure_config(config)
         limit = cfg.get("recursion_limit")
         if limit is None:
@@ -137,7 +137,7 @@ class Pregel:
             recursion_limit=limit,
             output_keys=output_keys,
         )
-        return loop, modes, single
+        return loop, single
 
     def with_checkpointer(self, checkpointer: Checkpointer) -> Pregel:
         """A copy of this graph that saves with ``checkpointer`` (nodes are shared)."""
@@ -162,7 +162,7 @@ class Pregel:
         likes, ``commit()``s their outcomes and ``after_tick()``s: the same calls, in
         the same order, that :meth:`stream` makes in-process.
         """
-        loop, _modes, _single = self._prepare(
+        loop, _single = self._prepare(
             input,
             config,
             list(stream_modes),
@@ -195,7 +195,7 @@ class Pregel:
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Run the graph, yielding chunks in the requested stream mode(s)."""
-        loop, _modes, single = self._prepare(
+        loop, single = self._prepare(
             input, config, stream_mode, subgraphs, interrupt_before, interrupt_after
         )
         limit = loop.config.get("max_concurrency")
@@ -224,7 +224,7 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None,
         interrupt_after: All | Sequence[str] | None,
     ) -> PregelLoop:
-        loop, _modes, _single = self._prepare(
+        loop, _single = self._prepare(
             input,
             config,
             [stream_mode],
@@ -248,7 +248,7 @@ class Pregel:
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async twin of :meth:`stream`."""
-        loop, _modes, single = self._prepare(
+        loop, single = self._prepare(
             input, config, stream_mode, subgraphs, interrupt_before, interrupt_after
         )
         async for chunk in run_async(loop, loop.config.get("max_concurrency")):
