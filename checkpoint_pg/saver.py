@@ -14,7 +14,7 @@ import builtins
 import copy
 import functools
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from contextlib import contextmanager, nullcontext, suppress
 from typing import Any, Literal, NamedTuple
 
@@ -28,6 +28,7 @@ from checkpoint_pg._connection import Conn, ConnectionSource
 from checkpoint_pg.errors import CheckpointStoreError
 from checkpoint_pg.schema import migrate
 from graphruntime.checkpoint import (
+    NULL_TASK_ID,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
@@ -120,6 +121,17 @@ class PostgresSaver(BaseCheckpointSaver):
     # -- reads -----------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._get(config, None)
+
+    def get_task_tuple(
+        self, config: RunnableConfig, task_ids: Collection[str]
+    ) -> CheckpointTuple | None:
+        keys = [task_key(t)[0] for t in {*task_ids, NULL_TASK_ID}]
+        return self._get(config, keys)
+
+    def _get(
+        self, config: RunnableConfig, task_keys: builtins.list[uuid.UUID] | None
+    ) -> CheckpointTuple | None:
         thread_id, checkpoint_ns = config_key(config)
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is not None and _as_uuid(checkpoint_id) is None:
@@ -128,6 +140,7 @@ class PostgresSaver(BaseCheckpointSaver):
             "thread_id": thread_id,
             "checkpoint_ns": checkpoint_ns,
             "checkpoint_id": checkpoint_id,
+            "task_keys": task_keys,
         }
         with self._cursor("get_tuple") as cur:
             cur.execute(q.GET_CHECKPOINT, params, prepare=_prepare(cur))

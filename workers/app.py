@@ -72,7 +72,7 @@ class CeleryDispatcher:
                     "graphruntime.execute",
                     kwargs=message.model_dump(mode="json"),
                     queue=self.settings.task_queue,
-                    task_id=f"{message.run_id}:{message.checkpoint_id}:{message.task_id}",
+                    task_id=message.job_id,
                     producer=producer,
                 )
 

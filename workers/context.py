@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -68,8 +68,12 @@ def open_loop(
     *,
     checkpoint_id: str | None = None,
     fenced: bool = True,
+    writes_of: Collection[str] | None = None,
 ) -> PregelLoop:
-    """A loop for this run; its checkpoint puts are fenced unless it forks (time travel)."""
+    """A loop for this run; its checkpoint puts are fenced unless it forks (time travel).
+
+    A task job names its tasks in ``writes_of``: it loads only their pending writes.
+    """
     payload = run.payload
     modes: Sequence[Any] = sorted({*RUN_EVENT_MODES, *(payload.get("stream_modes") or ())})
     loop = graph.create_loop(
@@ -82,6 +86,7 @@ def open_loop(
         output_keys=graph.stream_channels if payload.get("stream_modes") else None,
         interrupt_before=payload.get("interrupt_before"),
         interrupt_after=payload.get("interrupt_after"),
+        writes_of=writes_of,
     )
     loop.sink = StreamSink(set(modes), bool(payload.get("subgraphs")))
     cmd = payload.get("input")

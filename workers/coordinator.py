@@ -21,8 +21,8 @@ from graphruntime.pregel import (
     run_task,
 )
 from workers.context import WorkerContext, error_info, flush_events, open_loop
-from workers.errors import UnknownGraphError
-from workers.messages import TaskMessage
+from workers.errors import UnknownGraphError, is_transient
+from workers.messages import TaskMessage, TaskRef
 from workers.store import Run
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,8 @@ def _advance(ctx: WorkerContext, run: Run, graph: Pregel) -> None:
         )
         ctx.dispatcher.coordinate(run.run_id, delay=ctx.settings.thread_lock_retry)
     except Exception as exc:  # the run's error, as invoke() would raise it in-process
+        if is_transient(exc):
+            raise  # Postgres went away: the job is retried, the run is not failed
         log.info("run %s failed: %s", run.run_id, exc, exc_info=True)
         if loop is not None:
             flush_events(ctx, run, loop)
@@ -165,15 +167,33 @@ def _dispatch(ctx: WorkerContext, run: Run, loop: PregelLoop, tasks: list[Prepar
         run.run_id, run.thread_id, checkpoint_id, [(t.id, t.path) for t in tasks]
     )
     ctx.store.touch(run.run_id)
+    refs = [TaskRef(id=task_id, path=tuple(by_id[task_id].path)) for task_id in new]
+    send_task_jobs(ctx, run.run_id, run.thread_id, checkpoint_id, refs)
+
+
+def chunk_size(ctx: WorkerContext, n_tasks: int) -> int:
+    """Tasks per job: one while the step has few tasks, up to ``task_chunk_max`` for big ones.
+
+    A job runs its tasks one after another, so chunking trades a step's parallelism
+    for fewer broker messages; it starts only once a step has more tasks than
+    ``min_jobs_per_step``, where workers are saturated anyway.
+    """
+    settings = ctx.settings
+    return max(1, min(settings.task_chunk_max, n_tasks // settings.min_jobs_per_step))
+
+
+def send_task_jobs(
+    ctx: WorkerContext, run_id: str, thread_id: str, checkpoint_id: str, refs: list[TaskRef]
+) -> None:
+    size = chunk_size(ctx, len(refs))
     messages = [
         TaskMessage(
-            run_id=run.run_id,
-            thread_id=run.thread_id,
+            run_id=run_id,
+            thread_id=thread_id,
             checkpoint_id=checkpoint_id,
-            task_id=task_id,
-            task_path=tuple(by_id[task_id].path),
+            tasks=tuple(refs[i : i + size]),
         )
-        for task_id in new
+        for i in range(0, len(refs), size)
     ]
     send_many = getattr(ctx.dispatcher, "execute_many", None)
     if callable(send_many):

@@ -49,3 +49,22 @@ class RemoteGraphError(WorkerError):
     def __init__(self, type_name: str, message: str) -> None:
         super().__init__(message)
         self.type_name = type_name
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is (or was caused by) a lost or refused Postgres connection.
+
+    Such a failure says nothing about the graph: the job that met it is retried
+    (every job is idempotent) instead of failing the run. A node's own errors are
+    recorded as writes before they could get here.
+    """
+    import psycopg  # workers depend on psycopg; graphruntime's errors stay import-free
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, psycopg.OperationalError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

@@ -24,14 +24,32 @@ class CoordinateMessage(_Message):
     run_id: str
 
 
+class TaskRef(BaseModel):
+    """One task of a step: its id and path, exactly as in the checkpoint."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str = Field(min_length=1)
+    path: tuple[str | int | bool, ...] = Field(min_length=1)
+
+
 class TaskMessage(_Message):
-    """Execute one task of one step; identified exactly as in the checkpoint."""
+    """Execute some tasks of one step, one after another, in one job.
+
+    A big fan-out's tasks travel several to a message so that the broker's
+    per-message cost is paid once per chunk, not once per task.
+    """
 
     run_id: str
     thread_id: str
     checkpoint_id: str
-    task_id: str
-    task_path: tuple[str | int | bool, ...]
+    tasks: tuple[TaskRef, ...] = Field(min_length=1)
+
+    @property
+    def job_id(self) -> str:
+        """A deterministic Celery task id: the same chunk is the same job."""
+        first = self.tasks[0].id
+        more = f"+{len(self.tasks) - 1}" if len(self.tasks) > 1 else ""
+        return f"{self.run_id}:{self.checkpoint_id}:{first}{more}"
 
 
 class ResumeMessage(_Message):

@@ -19,7 +19,11 @@ def database_url(settings: Settings) -> str:
 def build_context(settings: Settings, dispatcher: Dispatcher) -> WorkerContext:
     from checkpoint_pg import PostgresSaver
 
-    pool = make_pool(database_url(settings), max_size=settings.pool_max_size)
+    pool = make_pool(
+        database_url(settings),
+        max_size=settings.pool_max_size,
+        prepare=settings.prepared_statements,
+    )
     saver = PostgresSaver(pool)
     saver.setup()
     store = RunStore(pool)

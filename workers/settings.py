@@ -36,6 +36,23 @@ class Settings(BaseSettings):
         description="Run a step's only task in the coordinator instead of a separate job.",
     )
     pool_max_size: int = 4
+    prepared_statements: bool = Field(
+        default=True,
+        description="Use server-side prepared statements; turn off behind a pooler in "
+        "transaction mode that cannot keep them (PgBouncer before 1.21).",
+    )
+    task_chunk_max: int = Field(
+        default=50,
+        ge=1,
+        description="Most tasks of one step a single task job runs, one after another. "
+        "1 sends every task as its own job (for fan-outs of slow, I/O-bound nodes).",
+    )
+    min_jobs_per_step: int = Field(
+        default=64,
+        ge=1,
+        description="A step's tasks are spread over at least this many jobs while it has "
+        "that many tasks: only bigger fan-outs put several tasks in one job.",
+    )
     task_stale_after: float = Field(
         default=300.0,
         description="Seconds a dispatched task may wait for a worker before it is re-sent.",

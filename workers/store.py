@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 import uuid
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +23,7 @@ from workers.errors import ResumeConflictError
 
 Status = str  # queued | running | interrupted | success | error
 TERMINAL = frozenset({"interrupted", "success", "error"})
+EventRow = tuple[tuple[str, ...], str, Any]  # (namespace, stream mode, payload)
 
 
 @dataclass(frozen=True)
@@ -227,14 +230,6 @@ class RunStore:
             ).fetchall()
         return [r["task_id"] for r in rows]
 
-    def task_path(self, run_id: str, checkpoint_id: str, task_id: str) -> tuple[Any, ...] | None:
-        with self.pool.connection() as conn:
-            row = conn.execute(
-                query("task_path"),
-                {"run_id": run_id, "checkpoint_id": checkpoint_id, "task_id": task_id},
-            ).fetchone()
-        return tuple(row["task_path"]) if row and row["task_path"] is not None else None
-
     def step_states(self, run_id: str, checkpoint_id: str) -> dict[str, str]:
         """Barrier state of a step's dispatched tasks: task id → 'dispatched' | 'done'."""
         with self.pool.connection() as conn:
@@ -243,60 +238,69 @@ class RunStore:
             ).fetchall()
         return {r["task_id"]: r["status"] for r in rows}
 
-    def task_done(self, run_id: str, checkpoint_id: str, task_id: str) -> bool:
-        with self.pool.connection() as conn:
-            row = conn.execute(
-                query("task_status"),
-                {"run_id": run_id, "checkpoint_id": checkpoint_id, "task_id": task_id},
-            ).fetchone()
-        return row is not None and bool(row["status"] == "done")
-
-    def complete_task(
+    def claim_tasks(
         self,
         run_id: str,
         checkpoint_id: str,
-        task_id: str,
-        worker: str | None = None,
-        events: Sequence[tuple[tuple[str, ...], str, Any]] = (),
-    ) -> tuple[bool, int]:
-        """Mark a task done; returns (this call completed it, tasks of the step still open).
-
-        The step row's counter is decremented in the same transaction, and its row lock
-        serializes finishers, so exactly one of them sees zero.
-        """
-        params = {"run_id": run_id, "checkpoint_id": checkpoint_id, "task_id": task_id}
-        with self.pool.connection() as conn, conn.transaction():
-            done = conn.execute(query("complete_task"), {**params, "worker": worker}).fetchone()
-            if done is None:
-                return False, -1  # another delivery completed it: its events are the ones kept
-            row = conn.execute(query("count_down_step"), params).fetchone()
-            if events:
-                with conn.cursor() as cur:
-                    cur.executemany(query("add_event"), self._event_rows(run_id, events))
-        return True, int(row["open_tasks"]) if row else 0
-
-    def claim_task(
-        self, run_id: str, checkpoint_id: str, task_id: str, worker: str, lease: float
-    ) -> bool:
+        task_ids: Sequence[str],
+        worker: str,
+        lease: float,
+    ) -> list[str]:
+        """Start the lease of the tasks still open; returns them in the given order."""
         params = {
             "run_id": run_id,
             "checkpoint_id": checkpoint_id,
-            "task_id": task_id,
+            "task_ids": list(task_ids),
             "worker": worker,
             "lease": lease,
         }
         with self.pool.connection() as conn:
-            return conn.execute(query("claim_task"), params).fetchone() is not None
+            claimed = {r["task_id"] for r in conn.execute(query("claim_tasks"), params)}
+        return [t for t in task_ids if t in claimed]
 
-    def renew_lease(self, run_id: str, checkpoint_id: str, task_id: str, lease: float) -> None:
+    def complete_tasks(
+        self,
+        run_id: str,
+        checkpoint_id: str,
+        task_ids: Sequence[str],
+        worker: str | None = None,
+        events: Mapping[str, Sequence[EventRow]] | None = None,
+    ) -> tuple[int, int]:
+        """Mark tasks done; returns (how many this call completed, tasks of the step open).
+
+        The step row's counter is decremented in the same transaction, and its row lock
+        serializes finishers, so exactly one of them sees zero. Only the events of the
+        tasks this call completed are kept: a duplicate delivery's are dropped.
+        """
+        params = {"run_id": run_id, "checkpoint_id": checkpoint_id}
+        with self.pool.connection() as conn, conn.transaction():
+            done = {
+                r["task_id"]
+                for r in conn.execute(
+                    query("complete_tasks"),
+                    {**params, "task_ids": list(task_ids), "worker": worker},
+                )
+            }
+            if not done:
+                return 0, -1  # other deliveries completed them: their events are the ones kept
+            row = conn.execute(query("count_down_step"), {**params, "done": len(done)}).fetchone()
+            kept = [e for t in task_ids if t in done for e in (events or {}).get(t, ())]
+            if kept:
+                with conn.cursor() as cur:
+                    cur.executemany(query("add_event"), self._event_rows(run_id, kept))
+        return len(done), int(row["open_tasks"]) if row else 0
+
+    def renew_leases(
+        self, run_id: str, checkpoint_id: str, task_ids: Sequence[str], lease: float
+    ) -> None:
         params = {
             "run_id": run_id,
             "checkpoint_id": checkpoint_id,
-            "task_id": task_id,
+            "task_ids": list(task_ids),
             "lease": lease,
         }
         with self.pool.connection() as conn:
-            conn.execute(query("renew_lease"), params)
+            conn.execute(query("renew_leases"), params)
 
     def stale_tasks(self, age: float, limit: int = 100) -> list[dict[str, Any]]:
         with self.pool.connection() as conn:
@@ -312,15 +316,13 @@ class RunStore:
 
     # --- events --------------------------------------------------------------------------
 
-    def add_events(self, run_id: str, chunks: Sequence[tuple[tuple[str, ...], str, Any]]) -> None:
+    def add_events(self, run_id: str, chunks: Sequence[EventRow]) -> None:
         if not chunks:
             return
         with self.pool.connection() as conn, conn.cursor() as cur:
             cur.executemany(query("add_event"), self._event_rows(run_id, chunks))
 
-    def _event_rows(
-        self, run_id: str, chunks: Sequence[tuple[tuple[str, ...], str, Any]]
-    ) -> list[dict[str, Any]]:
+    def _event_rows(self, run_id: str, chunks: Sequence[EventRow]) -> list[dict[str, Any]]:
         rows = []
         for ns, mode, payload in chunks:
             ptype, pbytes = self._dump(payload)
@@ -376,15 +378,50 @@ class RunStore:
                         conn.execute(query("thread_unlock"), {"thread_id": thread_id})
 
 
-def make_pool(url: str, max_size: int = 4) -> ConnectionPool[Any]:
-    """A pool of autocommit dict-row connections, opened and checked."""
+class _CheckWhenIdle:
+    """A pool check that pings only connections idle for a while.
+
+    Checking every checkout costs a round trip per statement on the hot path; a
+    connection returned moments ago is almost surely alive, while one that sat
+    idle through a Postgres restart is not. ``reset`` stamps the return time.
+    """
+
+    def __init__(self, idle: float) -> None:
+        self.idle = idle
+        self._returned: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def check(self, conn: psycopg.Connection[Any]) -> None:
+        returned = self._returned.get(conn)
+        if returned is None or time.monotonic() - returned > self.idle:
+            ConnectionPool.check_connection(conn)
+
+    def reset(self, conn: psycopg.Connection[Any]) -> None:
+        self._returned[conn] = time.monotonic()
+
+
+def make_pool(
+    url: str, max_size: int = 4, *, prepare: bool = True, check_idle: float = 1.0
+) -> ConnectionPool[Any]:
+    """A pool of autocommit dict-row connections, opened and checked when idle.
+
+    ``prepare=False`` turns server-side prepared statements off (a pooler in
+    transaction mode that cannot keep them).
+    """
+    idle_check = _CheckWhenIdle(check_idle)
     pool: ConnectionPool[Any] = ConnectionPool(
         url,
         min_size=1,
         max_size=max_size,
-        kwargs={"autocommit": True, "row_factory": dict_row, "prepare_threshold": None},
+        kwargs={
+            "autocommit": True,
+            "row_factory": dict_row,
+            **({} if prepare else {"prepare_threshold": None}),
+        },
         open=False,
-        check=ConnectionPool.check_connection,
+        check=idle_check.check,
+        reset=idle_check.reset,
     )
     pool.open(wait=True, timeout=30)
     return pool

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import defaultdict
 
 from workers.context import WorkerContext
-from workers.messages import TaskMessage
+from workers.coordinator import send_task_jobs
+from workers.messages import TaskRef
 
 log = logging.getLogger(__name__)
 
@@ -22,29 +24,26 @@ log = logging.getLogger(__name__)
 def sweep_once(ctx: WorkerContext) -> tuple[int, int]:
     """One pass; returns (tasks re-sent, runs nudged)."""
     settings = ctx.settings
-    resent = 0
+    steps: dict[tuple[str, str, str], list[TaskRef]] = defaultdict(list)
     for row in ctx.store.stale_tasks(settings.task_stale_after):
-        path = ctx.store.task_path(str(row["run_id"]), row["checkpoint_id"], row["task_id"])
-        if path is None:
+        if row["task_path"] is None:
             continue
-        ctx.dispatcher.execute(
-            TaskMessage(
-                run_id=str(row["run_id"]),
-                thread_id=row["thread_id"],
-                checkpoint_id=row["checkpoint_id"],
-                task_id=row["task_id"],
-                task_path=path,
-            )
+        steps[(str(row["run_id"]), row["thread_id"], row["checkpoint_id"])].append(
+            TaskRef(id=row["task_id"], path=tuple(row["task_path"]))
         )
-        resent += 1
         log.warning(
-            "re-sent task %s of run %s (attempt %s)", row["task_id"], row["run_id"], row["attempts"]
+            "re-sending task %s of run %s (attempt %s)",
+            row["task_id"],
+            row["run_id"],
+            row["attempts"],
         )
+    for (run_id, thread_id, checkpoint_id), refs in steps.items():
+        send_task_jobs(ctx, run_id, thread_id, checkpoint_id, refs)
     nudged = 0
     for run_id in ctx.store.stalled_runs(max(settings.task_stale_after, settings.sweep_interval)):
         ctx.dispatcher.coordinate(run_id)
         nudged += 1
-    return resent, nudged
+    return sum(len(refs) for refs in steps.values()), nudged
 
 
 class Sweeper(threading.Thread):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -11,13 +13,15 @@ from celery.signals import worker_process_init, worker_ready, worker_shutdown
 from workers.app import CeleryDispatcher, app
 from workers.context import WorkerContext
 from workers.coordinator import coordinate
-from workers.errors import MalformedMessageError
-from workers.executor import execute_task
+from workers.errors import MalformedMessageError, is_transient
+from workers.executor import execute_tasks
 from workers.messages import CoordinateMessage, TaskMessage, parse
 from workers.runtime import build_context
 
 log = logging.getLogger(__name__)
 _background: list[Any] = []
+_RETRY_FIRST = 0.5  # seconds before the first retry of a job that lost Postgres; doubles
+_RETRY_CAP = 10.0
 
 
 @cache
@@ -26,24 +30,44 @@ def _context() -> WorkerContext:
     return build_context(settings, CeleryDispatcher(app, settings))
 
 
-@app.task(name="graphruntime.coordinate")  # type: ignore[untyped-decorator]
-def coordinate_task(**kwargs: Any) -> None:
+@contextmanager
+def _retry_when_transient(job: Any) -> Iterator[None]:
+    """Re-queue the job when Postgres is unreachable; the job is idempotent."""
+    try:
+        yield
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        delay = min(_RETRY_CAP, _RETRY_FIRST * 2**job.request.retries)
+        log.warning(
+            "job %s met a lost Postgres connection; retrying in %.1fs: %s",
+            job.request.id,
+            delay,
+            exc,
+        )
+        raise job.retry(countdown=delay, max_retries=None) from exc
+
+
+@app.task(name="graphruntime.coordinate", bind=True)  # type: ignore[untyped-decorator]
+def coordinate_task(self: Any, **kwargs: Any) -> None:
     try:
         msg = parse(CoordinateMessage, kwargs)
     except MalformedMessageError:
         log.exception("dropping malformed coordinate message %r", kwargs)
         return
-    coordinate(_context(), msg.run_id)
+    with _retry_when_transient(self):
+        coordinate(_context(), msg.run_id)
 
 
-@app.task(name="graphruntime.execute")  # type: ignore[untyped-decorator]
-def execute_task_job(**kwargs: Any) -> None:
+@app.task(name="graphruntime.execute", bind=True)  # type: ignore[untyped-decorator]
+def execute_task_job(self: Any, **kwargs: Any) -> None:
     try:
         msg = parse(TaskMessage, kwargs)
     except MalformedMessageError:
         log.exception("dropping malformed task message %r", kwargs)
         return
-    execute_task(_context(), msg)
+    with _retry_when_transient(self):
+        execute_tasks(_context(), msg)
 
 
 @worker_process_init.connect  # type: ignore[untyped-decorator]

@@ -23,6 +23,7 @@ INSERT INTO graphruntime_migrations (version) VALUES (%(version)s);
 -- name: get_checkpoint
 -- One checkpoint (the latest of the namespace when checkpoint_id is NULL) with
 -- its blob values and its pending writes in insertion order, in one round trip.
+-- task_keys (uuid[]), when not NULL, keeps only the writes of those tasks.
 SELECT
     c.checkpoint_id::text AS checkpoint_id,
     c.parent_checkpoint_id::text AS parent_checkpoint_id,
@@ -52,6 +53,7 @@ LEFT JOIN LATERAL (
     FROM graphruntime_writes wr
     WHERE wr.thread_id = c.thread_id AND wr.checkpoint_ns = c.checkpoint_ns
         AND wr.checkpoint_id = c.checkpoint_id
+        AND (%(task_keys)s::uuid[] IS NULL OR wr.task_id = ANY(%(task_keys)s::uuid[]))
 ) w ON true
 WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = %(checkpoint_ns)s
     AND c.checkpoint_id = coalesce(%(checkpoint_id)s::uuid, (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from graphruntime.checkpoint._id import uuid6
 from graphruntime.checkpoint.base import (
     LATEST_VERSION,
+    NULL_TASK_ID,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
@@ -20,6 +21,7 @@ from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol
 
 __all__ = (
     "LATEST_VERSION",
+    "NULL_TASK_ID",
     "BaseCheckpointSaver",
     "ChannelVersions",
     "Checkpoint",

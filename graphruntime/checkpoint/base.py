@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple, TypedDict
 
 from graphruntime._internal._config import RunnableConfig
+from graphruntime._internal._constants import NULL_TASK_ID as NULL_TASK_ID
 from graphruntime.checkpoint._id import uuid6
 from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol
 from graphruntime.errors import CheckpointError
@@ -139,6 +140,25 @@ class BaseCheckpointSaver(ABC):
         id) of ``(thread_id, checkpoint_ns)``. ``pending_writes`` are the writes
         saved against it, in insertion order, values deserialized.
         """
+
+    def get_task_tuple(
+        self, config: RunnableConfig, task_ids: Collection[str]
+    ) -> CheckpointTuple | None:
+        """:meth:`get_tuple` with only the pending writes of ``task_ids`` and the null task.
+
+        A distributed task job runs a few tasks of a step that may have thousands;
+        loading every other task's writes would make each job O(step size). The
+        null task's writes (the step's input, resume values) are always included.
+        Savers with a query language should filter in the store; this default
+        filters after a full load.
+        """
+        found = self.get_tuple(config)
+        if found is None:
+            return None
+        keep = {*task_ids, NULL_TASK_ID}
+        return found._replace(
+            pending_writes=[w for w in found.pending_writes or () if w[0] in keep]
+        )
 
     @abstractmethod
     def list(

@@ -9,7 +9,7 @@ the same loop serves ``stream`` and ``astream``.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from graphruntime._internal._config import RunnableConfig
@@ -42,6 +42,7 @@ from graphruntime._internal._scratchpad import Scratchpad
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
+    CheckpointTuple,
     PendingWrite,
     copy_checkpoint,
     empty_checkpoint,
@@ -143,8 +144,10 @@ class PregelLoop:
         interrupt_after: Sequence[str] | Literal["*"],
         recursion_limit: int,
         output_keys: Sequence[str],
+        writes_of: Collection[str] | None = None,
     ) -> None:
         self.output_keys = list(output_keys)
+        self.writes_of = writes_of
         self.graph = graph
         self.input = input
         self.config = config
@@ -189,7 +192,12 @@ class PregelLoop:
         }
 
     def _load(self) -> None:
-        saved = self.checkpointer.get_tuple(self._saver_config()) if self.checkpointer else None
+        saved: CheckpointTuple | None = None
+        if self.checkpointer is not None and self.writes_of is not None:
+            # a task job: the other tasks' writes of a big step are not its business
+            saved = self.checkpointer.get_task_tuple(self._saver_config(), self.writes_of)
+        elif self.checkpointer is not None:
+            saved = self.checkpointer.get_tuple(self._saver_config())
         self.addressed = bool(
             not self.is_nested and self.config[CONF].get(CONFIG_KEY_CHECKPOINT_ID)
         )

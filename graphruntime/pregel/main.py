@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from graphruntime._internal._config import RunnableConfig, ensure_config
@@ -83,6 +83,7 @@ class Pregel:
         interrupt_after: All | Sequence[str] | None,
         output_keys: Sequence[str] | None = None,
         checkpointer: BaseCheckpointSaver | None = None,
+        writes_of: Collection[str] | None = None,
     ) -> tuple[PregelLoop, bool]:
         cfg = ensure_config(config)
         limit = cfg.get("recursion_limit")
@@ -136,6 +137,7 @@ class Pregel:
             interrupt_after=interrupt_after if interrupt_after else self.interrupt_after_nodes,
             recursion_limit=limit,
             output_keys=output_keys,
+            writes_of=writes_of,
         )
         return loop, single
 
@@ -155,12 +157,15 @@ class Pregel:
         output_keys: Sequence[str] | None = None,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
+        writes_of: Collection[str] | None = None,
     ) -> PregelLoop:
         """A loop for an external driver (the distributed coordinator) to step through.
 
         The driver calls ``first()``, ``tick()``, runs ``runnable_tasks()`` wherever it
         likes, ``commit()``s their outcomes and ``after_tick()``s: the same calls, in
-        the same order, that :meth:`stream` makes in-process.
+        the same order, that :meth:`stream` makes in-process. A task job that only
+        runs some tasks (``prepare_one``) passes their ids as ``writes_of`` so the
+        loop loads only their pending writes.
         """
         loop, _single = self._prepare(
             input,
@@ -171,6 +176,7 @@ class Pregel:
             interrupt_after,
             self.output_channels if output_keys is None else output_keys,
             checkpointer,
+            writes_of,
         )
         return loop
 

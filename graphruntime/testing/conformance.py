@@ -29,7 +29,7 @@ import pytest
 from pydantic import BaseModel
 
 from graphruntime._internal._config import RunnableConfig
-from graphruntime._internal._constants import ERROR, INTERRUPT, RESUME
+from graphruntime._internal._constants import ERROR, INTERRUPT, NULL_TASK_ID, RESUME
 from graphruntime.checkpoint._id import uuid6
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
@@ -329,6 +329,30 @@ class CheckpointSaverConformance:
             ("t2", "x", 3),
             ("t1", "z", 4),
         ]
+
+    def test_get_task_tuple_keeps_only_the_named_tasks_and_the_null_task(
+        self, saver: BaseCheckpointSaver
+    ) -> None:
+        saved, ck = _save(saver, _config(_thread()), {"a": 1})
+        task_a, task_b = str(uuid.uuid4()), "not-a-uuid"
+        saver.put_writes(saved, [("x", 1)], task_id=task_a)
+        saver.put_writes(saved, [(RESUME, ["yes"])], task_id=NULL_TASK_ID)
+        saver.put_writes(saved, [("x", 2), ("y", 3)], task_id=task_b)
+        full = saver.get_tuple(saved)
+        only_b = saver.get_task_tuple(saved, [task_b])
+        assert only_b is not None and full is not None
+        assert only_b.checkpoint == full.checkpoint
+        assert only_b.metadata == full.metadata
+        assert _writes(only_b) == [
+            (NULL_TASK_ID, RESUME, ["yes"]),
+            (task_b, "x", 2),
+            (task_b, "y", 3),
+        ]
+        assert _writes(saver.get_task_tuple(saved, [task_a, "unknown"])) == [
+            (task_a, "x", 1),
+            (NULL_TASK_ID, RESUME, ["yes"]),
+        ]
+        assert saver.get_task_tuple(_config(_thread()), [task_a]) is None
 
     def test_writes_are_isolated_per_checkpoint(self, saver: BaseCheckpointSaver) -> None:
         thread = _thread()

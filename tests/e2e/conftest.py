@@ -40,6 +40,9 @@ FAST_RECOVERY = {
     "GRAPHRUNTIME_SWEEP_INTERVAL": "0.5",
     "GRAPHRUNTIME_TASK_STALE_AFTER": "5",
 }
+# Small chunking thresholds, so fan-outs of more than 8 tasks run several tasks per job
+# (production defaults start chunking at 128) while small ones keep a job per task.
+CHUNKING = {"GRAPHRUNTIME_MIN_JOBS_PER_STEP": "4", "GRAPHRUNTIME_TASK_CHUNK_MAX": "3"}
 
 
 @pytest.fixture(scope="session")
@@ -50,7 +53,7 @@ def cluster() -> Iterator[LocalCluster]:
         concurrency=1,
         pythonpath=[str(ROOT)],
         # E2E_LEDGER: corpus nodes report rec.count/record to e2e_ledger (corpus_support)
-        extra_env={**FAST_RECOVERY, "E2E_LEDGER": "1"},
+        extra_env={**FAST_RECOVERY, **CHUNKING, "E2E_LEDGER": "1"},
     ) as c:
         yield c
 

@@ -279,8 +279,7 @@ def test_malformed_celery_messages_are_dropped_and_logged(
             "run_id": "r",
             "thread_id": "t",
             "checkpoint_id": "c",
-            "task_id": "x",
-            "task_path": {"not": "a path"},
+            "tasks": [{"id": "x", "path": {"not": "a path"}}],
         },
     )
     send("graphruntime.coordinate", "dropping malformed coordinate message", coord, kwargs={})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -37,6 +38,28 @@ def test_fan_out_spreads_over_processes_and_resumes(client: GraphClient, thread:
     state = client.get_state("fan", thread)
     assert state.next == ()
     assert state.values["decision"] == "yes"
+
+
+def test_big_fan_out_runs_in_chunks_with_the_same_result(
+    client: GraphClient, thread: Any
+) -> None:
+    # the cluster chunks steps of more than 8 tasks, up to 3 per job (tests/e2e/conftest.py)
+    paused = client.invoke("fan", {"n": 40}, thread, timeout=60)
+    expected = _in_process(fan_graph, {"n": 40})[0]
+    assert sorted(paused["items"]) == sorted(expected["items"])
+    assert len(paused["pids"]) == 40
+    with client.store.pool.connection() as conn:
+        rows = conn.execute(
+            "SELECT task_id, worker, started_at, status FROM graphruntime_step_tasks "
+            "WHERE thread_id = %s",
+            (thread["configurable"]["thread_id"],),
+        ).fetchall()
+    assert len(rows) == 40 and {r["status"] for r in rows} == {"done"}
+    # a job claims its tasks in one statement: they share a start time and a worker
+    jobs = Counter((r["worker"], r["started_at"]) for r in rows)
+    assert len(jobs) == 14, jobs  # ceil(40 / 3)
+    assert max(jobs.values()) == 3
+    assert len({w for w, _ in jobs}) >= 2, "all chunks ran in one worker process"
 
 
 def test_chain_matches_in_process(client: GraphClient, thread: Any) -> None:

@@ -58,7 +58,7 @@ from workers.app import CeleryDispatcher
 from workers.client import GraphClient
 from workers.errors import ResumeConflictError, ThreadBusyError
 from workers.local_cluster import LocalCluster
-from workers.messages import TaskMessage
+from workers.messages import TaskMessage, TaskRef
 
 ROOT = Path(__file__).resolve().parents[2]
 FAN, CHAIN, APPROVAL = "ledger_fan", "ledger_chain", "ledger_approval"
@@ -94,15 +94,14 @@ def _task_messages(client: GraphClient, run_id: str) -> list[TaskMessage]:
             run_id=str(row["run_id"]),
             thread_id=row["thread_id"],
             checkpoint_id=row["checkpoint_id"],
-            task_id=row["task_id"],
-            task_path=tuple(row["task_path"]),
+            tasks=(TaskRef(id=row["task_id"], path=tuple(row["task_path"])),),
         )
         for row in _step_tasks(client, run_id)
     ]
 
 
 def _celery_id(msg: TaskMessage) -> str:
-    return f"{msg.run_id}:{msg.checkpoint_id}:{msg.task_id}"  # as CeleryDispatcher.execute
+    return msg.job_id  # as CeleryDispatcher.execute
 
 
 def _succeeded(cluster: LocalCluster, celery_id: str) -> int:
@@ -192,7 +191,7 @@ def _run_with_duplicates(
         wait_until(
             lambda m=msg: _succeeded(cluster, _celery_id(m)) >= 2,
             timeout=20,
-            what=f"both deliveries of {msg.task_path} to finish",
+            what=f"both deliveries of {msg.tasks[0].path} to finish",
         )
     return cfg, handle.run_id, messages
 

@@ -35,10 +35,16 @@ WHERE run_id = %(run_id)s AND status = 'queued';
 UPDATE graphruntime_runs SET updated_at = now() WHERE run_id = %(run_id)s;
 
 -- name: finish_run
-UPDATE graphruntime_runs
-SET status = %(status)s, result_type = %(result_type)s, result = %(result)s,
-    error = %(error)s, updated_at = now()
-WHERE run_id = %(run_id)s AND status IN ('queued', 'running');
+-- One row (rowcount 1) when this call finished the run. Waiting clients LISTEN on
+-- graphruntime_runs; the notification (payload: the run id) is delivered at commit.
+WITH done AS (
+    UPDATE graphruntime_runs
+    SET status = %(status)s, result_type = %(result_type)s, result = %(result)s,
+        error = %(error)s, updated_at = now()
+    WHERE run_id = %(run_id)s AND status IN ('queued', 'running')
+    RETURNING run_id
+)
+SELECT pg_notify('graphruntime_runs', run_id::text) FROM done;
 
 -- name: register_tasks
 WITH new AS (
@@ -56,40 +62,33 @@ WITH new AS (
 )
 SELECT task_id FROM new;
 
--- name: complete_task
+-- name: complete_tasks
 UPDATE graphruntime_step_tasks SET status = 'done', done_at = now(), worker = %(worker)s
-WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
-  AND status = 'dispatched'
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
+  AND task_id = ANY(%(task_ids)s::text[]) AND status = 'dispatched'
 RETURNING task_id;
 
 -- name: step_task_states
 SELECT task_id, status FROM graphruntime_step_tasks
 WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s;
 
--- name: task_path
-SELECT task_path FROM graphruntime_step_tasks
-WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s;
-
--- name: task_status
-SELECT status FROM graphruntime_step_tasks
-WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s;
-
 -- name: count_down_step
-UPDATE graphruntime_steps SET open_tasks = open_tasks - 1
+UPDATE graphruntime_steps SET open_tasks = open_tasks - %(done)s
 WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
 RETURNING open_tasks;
 
--- name: claim_task
+-- name: claim_tasks
+-- Starts the lease of the message's tasks that are still open; returns those.
 UPDATE graphruntime_step_tasks
 SET started_at = now(), lease_until = now() + make_interval(secs => %(lease)s), worker = %(worker)s
-WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
-  AND status = 'dispatched'
-RETURNING attempts;
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
+  AND task_id = ANY(%(task_ids)s::text[]) AND status = 'dispatched'
+RETURNING task_id;
 
--- name: renew_lease
+-- name: renew_leases
 UPDATE graphruntime_step_tasks SET lease_until = now() + make_interval(secs => %(lease)s)
-WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
-  AND status = 'dispatched';
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
+  AND task_id = ANY(%(task_ids)s::text[]) AND status = 'dispatched';
 
 -- name: stale_tasks
 -- Tasks whose job never started in time, or whose worker stopped renewing its lease.
@@ -101,7 +100,7 @@ WHERE (run_id, checkpoint_id, task_id) IN (
       AND ((lease_until IS NULL AND dispatched_at < now() - make_interval(secs => %(age)s))
            OR lease_until < now())
     ORDER BY dispatched_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
-RETURNING run_id, checkpoint_id, task_id, thread_id, attempts;
+RETURNING run_id, checkpoint_id, task_id, thread_id, attempts, task_path;
 
 -- name: stalled_runs
 SELECT run_id FROM graphruntime_runs r
@@ -111,8 +110,14 @@ WHERE status IN ('queued', 'running') AND updated_at < now() - make_interval(sec
 ORDER BY updated_at LIMIT %(limit)s;
 
 -- name: add_event
-INSERT INTO graphruntime_run_events (run_id, ns, mode, payload_type, payload)
-VALUES (%(run_id)s, %(ns)s, %(mode)s, %(payload_type)s, %(payload)s);
+-- Streaming clients LISTEN on graphruntime_events (payload: the run id). A batch of rows
+-- is one transaction, and Postgres folds equal notifications of a transaction into one.
+WITH added AS (
+    INSERT INTO graphruntime_run_events (run_id, ns, mode, payload_type, payload)
+    VALUES (%(run_id)s, %(ns)s, %(mode)s, %(payload_type)s, %(payload)s)
+    RETURNING run_id
+)
+SELECT pg_notify('graphruntime_events', run_id::text) FROM added;
 
 -- name: error_events
 SELECT payload_type, payload FROM graphruntime_run_events
