@@ -5,10 +5,17 @@ from __future__ import annotations
 import builtins
 import hashlib
 import importlib
+import threading
 import time
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool
 
 from graphruntime.checkpoint import BaseCheckpointSaver
 from graphruntime.config import RunnableConfig
@@ -27,6 +34,10 @@ from workers.settings import Settings
 from workers.store import Run, RunStore
 
 _SAFE_MODULES = ("builtins", "graphruntime.", "workers.", "pydantic_core")
+
+# NOTIFY channels of workers/sql/queries.sql (finish_run, add_event); payload: the run id.
+RUNS_CHANNEL = "graphruntime_runs"
+EVENTS_CHANNEL = "graphruntime_events"
 
 
 def rebuild_error(info: dict[str, Any]) -> BaseException:
@@ -83,8 +94,252 @@ class RunHandle:
         return run.result
 
 
+class RunListener:
+    """Wake-ups for the runs a client waits on, from Postgres LISTEN/NOTIFY.
+
+    One dedicated autocommit connection per client, opened on the first wait. It
+    LISTENs only while someone waits (an idle listener would hold back the server's
+    notification queue) and is used by one thread at a time: a waiting thread takes the
+    connection, reads notifications and wakes the threads whose runs they name; the
+    others wait on a condition. A notification can always be lost (a broken connection,
+    a pooler that does not forward them), so waiters re-read their run at least every
+    ``fallback`` seconds; without a connection they poll as before and the next wait
+    connects again.
+    """
+
+    fallback = 0.25  # seconds a waiter goes at most without re-reading its run
+    retry_after = 5.0  # seconds to poll only, after a failed connect
+    connect_timeout = 5  # seconds (libpq's connect_timeout), unless the URL sets one
+
+    def __init__(self, pool: ConnectionPool[Any]) -> None:
+        self._pool = pool
+        self._cond = threading.Condition()  # guards everything below
+        self._conn: psycopg.Connection[Any] | None = None
+        self._generation = 0  # bumped whenever the connection is dropped
+        self._busy = False  # one thread uses the connection (reads, LISTEN, UNLISTEN)
+        self._listening = False  # the connection LISTENs on both channels
+        self._watchers = 0
+        self._seen: dict[tuple[str, str], int] = {}  # (channel, run id) → notifications
+        self._refs: dict[tuple[str, str], int] = {}
+        self._retry_at = 0.0
+        self._closed = False
+
+    @contextmanager
+    def watch(self, run_id: str, channels: Sequence[str]) -> Iterator[RunWatch]:
+        """LISTEN for ``run_id`` on ``channels``; read the run only once this is entered."""
+        run_id = _canonical_run_id(run_id)
+        keys = [(channel, run_id) for channel in channels]
+        with self._cond:
+            self._watchers += 1
+            for key in keys:
+                self._refs[key] = self._refs.get(key, 0) + 1
+                self._seen.setdefault(key, 0)
+        try:
+            yield RunWatch(self, keys, self._listen())
+        finally:
+            self._unwatch(keys)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            conn = self._conn
+            if conn is not None:
+                self._drop(conn)
+            self._cond.notify_all()
+        if conn is not None:
+            conn.close()  # a thread reading on it gets an error and polls
+
+    # --- the connection: used only by the thread that set _busy -------------------------
+
+    def _take(self) -> None:
+        """Wait for the connection to be free and take it (call with _cond held)."""
+        while self._busy:
+            self._cond.wait()
+        self._busy = True
+
+    def _give_back(self, broken: psycopg.Connection[Any] | None = None) -> None:
+        with self._cond:
+            if broken is not None:
+                self._drop(broken)
+            self._busy = False
+            self._cond.notify_all()
+        if broken is not None:
+            broken.close()
+
+    def _drop(self, conn: psycopg.Connection[Any]) -> None:
+        """Forget a broken connection (call with _cond held); its watchers poll."""
+        if self._conn is conn:
+            self._conn = None
+            self._listening = False
+            self._generation += 1
+
+    def _listen(self) -> int | None:
+        """Make sure the connection LISTENs; returns its generation, or None to poll."""
+        with self._cond:
+            while True:
+                if self._closed:
+                    return None
+                if self._conn is not None and self._listening:
+                    return self._generation
+                if self._conn is None and time.monotonic() < self._retry_at:
+                    return None
+                if not self._busy:
+                    break
+                self._cond.wait()
+            self._busy = True
+            conn = self._conn
+        listening = False
+        generation: int | None = None
+        try:
+            if conn is None:
+                conn = self._connect()
+            if conn is not None:
+                # one round trip (simple query protocol: several statements, no params)
+                conn.execute("LISTEN graphruntime_runs; LISTEN graphruntime_events", prepare=False)
+                listening = True
+        except psycopg.Error:
+            pass
+        finally:
+            with self._cond:
+                if listening and not self._closed:
+                    self._conn = conn
+                    self._listening = True
+                    generation = self._generation
+                elif conn is not None:
+                    self._drop(conn)
+                self._busy = False
+                self._cond.notify_all()
+            if conn is not None and generation is None:
+                conn.close()
+        return generation
+
+    def _unwatch(self, keys: Sequence[tuple[str, str]]) -> None:
+        with self._cond:
+            self._watchers -= 1
+            for key in keys:
+                self._refs[key] -= 1
+                if not self._refs[key]:
+                    del self._refs[key], self._seen[key]
+            if self._watchers or not self._listening:
+                return
+            self._take()
+            conn = self._conn
+            if self._watchers or not self._listening or conn is None:
+                self._busy = False  # someone came meanwhile: keep listening for them
+                self._cond.notify_all()
+                return
+            self._listening = False
+        broken: psycopg.Connection[Any] | None = conn
+        try:
+            conn.execute("UNLISTEN *", prepare=False)
+            broken = None
+        except psycopg.Error:
+            pass
+        finally:
+            self._give_back(broken)
+
+    def _connect(self) -> psycopg.Connection[Any] | None:
+        """A new autocommit connection to the pool's database, or None (then poll a while)."""
+        pool = self._pool
+        conninfo = pool.conninfo() if callable(pool.conninfo) else pool.conninfo
+        kwargs: dict[str, Any] = dict(
+            (pool.kwargs() if callable(pool.kwargs) else pool.kwargs) or {}
+        )
+        kwargs["autocommit"] = True
+        if "connect_timeout" not in {**conninfo_to_dict(conninfo), **kwargs}:
+            kwargs["connect_timeout"] = self.connect_timeout
+        try:
+            return psycopg.Connection.connect(conninfo, **kwargs)
+        except psycopg.Error:
+            with self._cond:
+                self._retry_at = time.monotonic() + self.retry_after
+            return None
+
+    def _read(self, conn: psycopg.Connection[Any], timeout: float) -> None:
+        """Read notifications for up to ``timeout`` s (until one arrives); wake waiters."""
+        received: list[psycopg.Notify] = []
+        broken: psycopg.Connection[Any] | None = conn
+        try:
+            received.extend(conn.notifies(timeout=timeout, stop_after=1))
+            broken = None
+        except psycopg.Error:
+            pass
+        finally:
+            with self._cond:
+                for note in received:
+                    key = (note.channel, note.payload)
+                    if key in self._seen:
+                        self._seen[key] += 1
+            self._give_back(broken)
+
+
+class RunWatch:
+    """One waiter's view of a :class:`RunListener`: block until its run may have changed."""
+
+    def __init__(
+        self, listener: RunListener, keys: Iterable[tuple[str, str]], generation: int | None
+    ) -> None:
+        self._listener = listener
+        self._keys = list(keys)
+        self._generation = generation
+        self._count = self._total()
+        self._delay = 0.002  # the polling back-off, when there is no listening connection
+
+    @property
+    def listening(self) -> bool:
+        listener = self._listener
+        return self._generation is not None and self._generation == listener._generation
+
+    def _total(self) -> int:
+        seen = self._listener._seen
+        return sum(seen.get(key, 0) for key in self._keys)
+
+    def _notified(self) -> bool:
+        count = self._total()
+        if count != self._count:
+            self._count = count
+            return True
+        return False
+
+    def progressed(self) -> None:
+        """The run moved on: poll fast again (when polling)."""
+        self._delay = 0.002
+
+    def wait(self, timeout: float | None) -> None:
+        """Return after a notification for the run, ``fallback`` s, or ``timeout`` s."""
+        listener = self._listener
+        if timeout is not None and timeout <= 0:
+            return
+        if not self.listening:
+            time.sleep(self._delay if timeout is None else min(self._delay, timeout))
+            self._delay = min(self._delay * 1.5, 0.05)
+            return
+        span = listener.fallback if timeout is None else min(listener.fallback, timeout)
+        deadline = time.monotonic() + span
+        cond = listener._cond
+        while True:
+            with cond:
+                while True:
+                    if self._notified() or not self.listening:
+                        return
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return
+                    if not listener._busy:
+                        break
+                    cond.wait(remaining)  # another waiter reads and wakes us
+                listener._busy = True
+                conn = listener._conn
+            if conn is None:  # cannot happen while listening; be safe
+                listener._give_back()
+                return
+            listener._read(conn, remaining)
+
+
 class GraphClient:
     """Submit runs, wait on them and read thread state, against Postgres and the broker."""
+
+    lock_wait = 2.0  # seconds update_state waits for a thread lock held with no run in flight
 
     def __init__(
         self,
@@ -100,6 +355,7 @@ class GraphClient:
         self.saver = saver
         self.store = store
         self.dispatcher = dispatcher
+        self.listener = RunListener(store.pool)
 
     @classmethod
     def from_env(cls, settings: Settings | None = None) -> GraphClient:
@@ -118,6 +374,7 @@ class GraphClient:
         )
 
     def close(self) -> None:
+        self.listener.close()
         self.store.pool.close()
 
     def _graph(self, name: str) -> Pregel:
@@ -203,18 +460,19 @@ class GraphClient:
 
     def wait_done(self, run_id: str, timeout: float | None) -> Run:
         deadline = None if timeout is None else time.monotonic() + timeout
-        delay = 0.002
-        while True:
-            run = self.store.get_run(run_id)
-            if run.done:
-                return run
-            if deadline is not None and time.monotonic() > deadline:
-                raise RunTimeoutError(
-                    f"Run {run_id} is still {run.status} after {timeout}s; it keeps going. "
-                    "Wait on its handle again or read the thread's state."
-                )
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.05)
+        # LISTEN first, then read: a run finished after the read is always notified
+        with self.listener.watch(run_id, (RUNS_CHANNEL,)) as watch:
+            while True:
+                run = self.store.get_run(run_id)
+                if run.done:
+                    return run
+                now = time.monotonic()
+                if deadline is not None and now > deadline:
+                    raise RunTimeoutError(
+                        f"Run {run_id} is still {run.status} after {timeout}s; it keeps going. "
+                        "Wait on its handle again or read the thread's state."
+                    )
+                watch.wait(None if deadline is None else deadline - now)
 
     def invoke(
         self,
@@ -247,33 +505,35 @@ class GraphClient:
         handle = self.submit(graph, input, config, stream_mode=modes, subgraphs=subgraphs, **kwargs)
         deadline = None if timeout is None else time.monotonic() + timeout
         after = 0
-        delay = 0.002
-        while True:
-            run = handle.run()
-            events = self.store.events_after(handle.run_id, after)
-            for event in events:
-                after = event.seq
-                if event.mode not in modes or (event.ns and not subgraphs):
+        with self.listener.watch(handle.run_id, (RUNS_CHANNEL, EVENTS_CHANNEL)) as watch:
+            while True:
+                run = handle.run()
+                events = self.store.events_after(handle.run_id, after)
+                for event in events:
+                    after = event.seq
+                    if event.mode not in modes or (event.ns and not subgraphs):
+                        continue
+                    if subgraphs:
+                        yield (
+                            (event.ns, event.payload)
+                            if single
+                            else (event.ns, event.mode, event.payload)
+                        )
+                    else:
+                        yield event.payload if single else (event.mode, event.payload)
+                if run.done and not events:
+                    if run.status == "error":
+                        raise rebuild_error(run.error or {})
+                    return
+                if events:
+                    watch.progressed()
                     continue
-                if subgraphs:
-                    yield (
-                        (event.ns, event.payload)
-                        if single
-                        else (event.ns, event.mode, event.payload)
+                now = time.monotonic()
+                if deadline is not None and now > deadline:
+                    raise RunTimeoutError(
+                        f"Run {handle.run_id} still {run.status} after {timeout}s"
                     )
-                else:
-                    yield event.payload if single else (event.mode, event.payload)
-            if run.done and not events:
-                if run.status == "error":
-                    raise rebuild_error(run.error or {})
-                return
-            if events:
-                delay = 0.002
-                continue
-            if deadline is not None and time.monotonic() > deadline:
-                raise RunTimeoutError(f"Run {handle.run_id} still {run.status} after {timeout}s")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.05)
+                watch.wait(None if deadline is None else deadline - now)
 
     # --- state ---------------------------------------------------------------------------
 
@@ -292,13 +552,29 @@ class GraphClient:
     ) -> RunnableConfig:
         """Edit a thread like ``update_state``; refused while a run is in flight."""
         thread_id = _thread_id(config)
-        with self.store.thread_lock(thread_id) as locked:
-            if not locked or self.store.active_runs(thread_id):
+        # The coordinator finishes a run before it lets go of the thread's lock, and a
+        # waiter is woken at that commit: a lock held with no run in flight is let go of
+        # in a moment, so wait for it (briefly) instead of calling the thread busy.
+        give_up = time.monotonic() + self.lock_wait
+        while True:
+            with self.store.thread_lock(thread_id) as locked:
+                busy = bool(self.store.active_runs(thread_id))
+                if locked and not busy:
+                    return self._graph(graph).update_state(config, values, as_node)
+            if busy or time.monotonic() > give_up:
                 raise ThreadBusyError(
                     f"Thread {thread_id!r} has a run in flight; update its state once the run "
                     "has paused or finished."
                 )
-            return self._graph(graph).update_state(config, values, as_node)
+            time.sleep(0.005)
+
+
+def _canonical_run_id(run_id: str) -> str:
+    """The run id as Postgres prints a uuid (the NOTIFY payload)."""
+    try:
+        return str(uuid.UUID(run_id))
+    except ValueError:
+        return run_id
 
 
 def _thread_id(config: RunnableConfig | None) -> str:

@@ -1,0 +1,258 @@
+"""GraphClient waits on Postgres LISTEN/NOTIFY, with a polling fallback (real Postgres).
+
+No celery here: runs are created, given events and finished through the RunStore, as the
+workers do, while the client waits on them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from graphruntime.checkpoint.memory import InMemorySaver
+from graphruntime.config import RunnableConfig
+from workers.client import EVENTS_CHANNEL, RUNS_CHANNEL, GraphClient
+from workers.errors import RunTimeoutError, ThreadBusyError
+from workers.messages import TaskMessage
+from workers.registry import GraphRegistry
+from workers.settings import Settings
+from workers.store import RunStore, make_pool
+
+pytestmark = pytest.mark.integration
+
+
+class NoBroker:
+    """A dispatcher that sends nothing: the tests play the workers' part themselves."""
+
+    def coordinate(self, run_id: str, *, delay: float = 0.0) -> None:
+        pass
+
+    def execute(self, message: TaskMessage) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def store(pg_url: str) -> Iterator[RunStore]:
+    pool = make_pool(pg_url)
+    s = RunStore(pool)
+    s.setup()
+    yield s
+    pool.close()
+
+
+@pytest.fixture
+def client(store: RunStore) -> Iterator[GraphClient]:
+    c = GraphClient(
+        settings=Settings(),
+        registry=GraphRegistry.parse("chain=tests.e2e.graphs:chain_graph"),
+        saver=InMemorySaver(),
+        store=store,
+        dispatcher=NoBroker(),
+    )
+    yield c
+    c.listener.close()  # the pool is the module's
+
+
+def new_run(store: RunStore) -> str:
+    run, created = store.create_run(
+        thread_id=f"notify-{uuid.uuid4()}", graph="chain", kind="input", payload={}
+    )
+    assert created
+    return run.run_id
+
+
+def later(delay: float, fn: Any, *args: Any, **kwargs: Any) -> threading.Thread:
+    """Call fn after delay seconds in a thread (as a worker would); started."""
+
+    def run() -> None:
+        time.sleep(delay)
+        fn(*args, **kwargs)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_finish_reports_only_the_call_that_finished_the_run(store: RunStore) -> None:
+    run_id = new_run(store)
+    assert store.finish(run_id, "success", result={"n": 1}) is True
+    assert store.finish(run_id, "error", error={"type": "ValueError"}) is False
+    assert store.get_run(run_id).status == "success"
+
+
+def test_finish_and_events_notify_at_commit_once_per_batch(store: RunStore, pg_url: str) -> None:
+    run_id = new_run(store)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"LISTEN {RUNS_CHANNEL}")
+        conn.execute(f"LISTEN {EVENTS_CHANNEL}")
+        store.add_events(run_id, [((), "updates", {"a": i}) for i in range(5)])
+        store.finish(run_id, "success")
+        store.finish(run_id, "success")  # already done: no second notification
+        notes = [(n.channel, n.payload) for n in conn.notifies(timeout=1.0)]
+    assert notes == [(EVENTS_CHANNEL, run_id), (RUNS_CHANNEL, run_id)]
+
+
+def test_wait_done_wakes_on_the_notification(client: GraphClient, store: RunStore) -> None:
+    client.listener.fallback = 30.0  # only the notification can end the wait in time
+    run_id = new_run(store)
+    finished_at: list[float] = []
+
+    def finish() -> None:
+        store.finish(run_id, "success", result={"answer": 42})
+        finished_at.append(time.monotonic())
+
+    later(0.3, finish)
+    run = client.wait_done(run_id, timeout=20)
+    woke = time.monotonic() - finished_at[0]
+    assert run.status == "success"
+    assert run.result == {"answer": 42}
+    assert woke < 5.0, f"woke {woke:.3f}s after the finish: no notification seen"
+
+
+def test_wait_done_falls_back_when_no_notification_comes(
+    client: GraphClient, store: RunStore
+) -> None:
+    run_id = new_run(store)
+
+    def finish_silently() -> None:  # an UPDATE that notifies no one
+        with store.pool.connection() as conn:
+            conn.execute(
+                "UPDATE graphruntime_runs SET status = 'success' WHERE run_id = %s", (run_id,)
+            )
+
+    t0 = time.monotonic()
+    later(0.2, finish_silently)
+    run = client.wait_done(run_id, timeout=20)
+    assert run.status == "success"
+    assert time.monotonic() - t0 < 10.0
+    assert client.listener._conn is not None  # it listened, and still fell back
+
+
+def test_wait_done_times_out_as_before(client: GraphClient, store: RunStore) -> None:
+    run_id = new_run(store)
+    t0 = time.monotonic()
+    with pytest.raises(RunTimeoutError, match="still queued"):
+        client.wait_done(run_id, timeout=0.6)
+    took = time.monotonic() - t0
+    assert 0.6 <= took < 5.0
+    # the listener stopped listening once no one waited
+    assert not client.listener._listening
+
+
+def eventually(check: Any, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_concurrent_waiters_each_get_their_own_run(client: GraphClient, store: RunStore) -> None:
+    client.listener.fallback = 30.0  # the one reading thread must wake the others
+    run_ids = [new_run(store) for _ in range(6)]
+    results: dict[str, tuple[str, float]] = {}
+    finished_at: dict[str, float] = {}
+
+    def wait(run_id: str) -> None:
+        run = client.wait_done(run_id, timeout=20)
+        results[run_id] = (run.status, time.monotonic())
+
+    waiters = [threading.Thread(target=wait, args=(r,)) for r in run_ids]
+    for w in waiters:
+        w.start()
+    time.sleep(0.3)
+    for i, run_id in enumerate(reversed(run_ids)):
+        store.finish(run_id, "success", result={"i": i})
+        finished_at[run_id] = time.monotonic()
+        assert eventually(lambda run_id=run_id: run_id in results)
+        # only finished runs' waiters are back
+        assert set(results) == set(finished_at)
+    for w in waiters:
+        w.join(20)
+    for run_id in run_ids:
+        status, done_at = results[run_id]
+        assert status == "success"
+        assert done_at - finished_at[run_id] < 5.0
+
+
+def test_a_broken_listen_connection_falls_back_and_reconnects(
+    client: GraphClient, store: RunStore, pg_url: str
+) -> None:
+    client.listener.fallback = 30.0
+    run_id = new_run(store)
+    out: list[str] = []
+
+    def wait() -> None:
+        out.append(client.wait_done(run_id, timeout=20).status)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    # the waiter listens and reads notifications
+    assert eventually(lambda: client.listener._busy and client.listener._listening)
+    conn = client.listener._conn
+    assert conn is not None
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+    assert eventually(lambda: client.listener._conn is None)  # dropped: the waiter polls
+    store.finish(run_id, "success")
+    waiter.join(10)
+    assert out == ["success"]
+
+    # the next wait listens on a new connection
+    run_id = new_run(store)
+    later(0.3, store.finish, run_id, "success")
+    t0 = time.monotonic()
+    assert client.wait_done(run_id, timeout=20).status == "success"
+    assert time.monotonic() - t0 < 5.0
+    assert client.listener._conn is not None
+    assert client.listener._conn is not conn
+
+
+def test_stream_wakes_on_event_notifications(client: GraphClient, store: RunStore) -> None:
+    client.listener.fallback = 30.0  # longer than the stream's timeout
+    thread_id = f"notify-{uuid.uuid4()}"
+
+    def play_the_workers() -> None:
+        assert eventually(lambda: store.runs_of_thread(thread_id))
+        run_id = str(store.runs_of_thread(thread_id)[0]["run_id"])
+        for node in ("n0", "n1"):
+            time.sleep(0.2)
+            store.add_events(run_id, [((), "updates", {node: {"steps": [node]}})])
+        time.sleep(0.2)
+        store.finish(run_id, "success")
+
+    workers = threading.Thread(target=play_the_workers, daemon=True)
+    workers.start()
+    t0 = time.monotonic()
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    chunks = list(client.stream("chain", {"steps": []}, config, stream_mode="updates", timeout=20))
+    assert chunks == [{"n0": {"steps": ["n0"]}}, {"n1": {"steps": ["n1"]}}]
+    assert time.monotonic() - t0 < 10.0
+    workers.join(5)
+
+
+def test_update_state_waits_for_a_lock_held_with_no_run_in_flight(
+    client: GraphClient, pg_url: str
+) -> None:
+    """A coordinator lets go of the thread's lock just after it finished the run, which
+    is when a notified waiter comes back: update_state waits for that lock a moment."""
+    thread_id = f"notify-{uuid.uuid4()}"
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    with psycopg.connect(pg_url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(4242, hashtext(%s))", (thread_id,))
+        later(0.3, holder.execute, "SELECT pg_advisory_unlock(4242, hashtext(%s))", (thread_id,))
+        client.update_state("chain", config, {"steps": ["edited"]})
+    assert client.get_state("chain", config).values == {"steps": ["edited"]}
+
+    client.lock_wait = 0.3
+    with psycopg.connect(pg_url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(4242, hashtext(%s))", (thread_id,))
+        with pytest.raises(ThreadBusyError):
+            client.update_state("chain", config, {"steps": ["again"]})
