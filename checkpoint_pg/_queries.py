@@ -15,6 +15,7 @@ __all__ = (
     "CREATE_MIGRATIONS_TABLE",
     "DELETE_THREAD",
     "GET_CHECKPOINT",
+    "GET_TASK_WRITES",
     "INSERT_WRITES",
     "LIST_CHECKPOINTS",
     "LOCK_MIGRATIONS",
@@ -55,6 +56,7 @@ MIGRATIONS_TABLE_EXISTS = _QUERIES["migrations_table_exists"]
 SCHEMA_VERSION = _QUERIES["schema_version"]
 RECORD_MIGRATION = _QUERIES["record_migration"]
 GET_CHECKPOINT = _QUERIES["get_checkpoint"]
+GET_TASK_WRITES = _QUERIES["get_task_writes"]
 LIST_CHECKPOINTS = _QUERIES["list_checkpoints"]
 PUT_CHECKPOINT = _QUERIES["put_checkpoint"]
 PUT_CHECKPOINT_ROW = _QUERIES["put_checkpoint_row"]

@@ -13,7 +13,9 @@ import asyncio
 import builtins
 import copy
 import functools
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from contextlib import contextmanager, nullcontext, suppress
 from typing import Any, Literal, NamedTuple
@@ -89,6 +91,7 @@ class PostgresSaver(BaseCheckpointSaver):
         # even when the caller's new_versions misses a channel. Only a hint:
         # put_checkpoint verifies every blob it does not send.
         self._known = _KnownBlobs()
+        self._steps = _StepCache()
         self._fence_all = False
 
     @classmethod
@@ -126,8 +129,39 @@ class PostgresSaver(BaseCheckpointSaver):
     def get_task_tuple(
         self, config: RunnableConfig, task_ids: Collection[str]
     ) -> CheckpointTuple | None:
+        """The checkpoint with only these tasks' (and the null task's) writes.
+
+        Task jobs read the same step checkpoint many times, so a checkpoint named
+        by id (immutable once stored) is decoded once per saver and then shared:
+        its values are the same objects for every caller, who must not mutate
+        them (the runtime does not; a node mutating its input in place would
+        leak into sibling tasks, as it does in-process). Only the writes are read
+        again.
+        """
         keys = [task_key(t)[0] for t in {*task_ids, NULL_TASK_ID}]
-        return self._get(config, keys)
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id is None or _as_uuid(checkpoint_id) is None:
+            return self._get(config, keys)
+        thread_id, checkpoint_ns = config_key(config)
+        cache_key = (thread_id, checkpoint_ns, checkpoint_id)
+        cached = self._steps.get(cache_key)
+        if cached is None:
+            found = self._get(config, keys)
+            if found is not None:
+                self._steps.put(cache_key, found._replace(pending_writes=[]))
+            return found
+        params = {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+            "task_keys": keys,
+        }
+        with self._cursor("get_task_tuple") as cur:
+            cur.execute(q.GET_TASK_WRITES, params, prepare=_prepare(cur))
+            rows = cur.fetchall()
+        loads = self.serde.loads_typed
+        writes = [(r["task_id"], r["channel"], loads((r["type"], r["value"]))) for r in rows]
+        return cached._replace(pending_writes=writes)
 
     def _get(
         self, config: RunnableConfig, task_keys: builtins.list[uuid.UUID] | None
@@ -374,33 +408,75 @@ class PostgresSaver(BaseCheckpointSaver):
         task_path: str = "",
     ) -> None:
         """Store a task's writes; ``task_path`` is not stored (order is insertion order)."""
+        statements = self._write_statements(config, writes, task_id)
+        if not statements:
+            return
+        # One statement per _MAX_WRITES rows (Postgres' parameter limit), all in one
+        # transaction, so a node that sends thousands of tasks stores them atomically.
+        with (
+            self._cursor("put_writes") as cur,
+            cur.connection.transaction() if len(statements) > 1 else nullcontext(),
+        ):
+            for query, params in statements:
+                cur.execute(query, params, prepare=_prepare(cur))
+
+    def put_writes_many(
+        self, batch: Sequence[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]
+    ) -> None:
+        """Several tasks' writes in one transaction and one pipelined round trip.
+
+        Insert-only rows of all tasks share multi-row statements; control writes
+        (upserts) keep a statement each, as one statement cannot upsert a row twice.
+        """
+        inserts: builtins.list[builtins.list[Any]] = []
+        statements: builtins.list[tuple[bytes, builtins.list[Any]]] = []
+        for config, writes, task_id, _path in batch:
+            upsert, rows = self._write_params(config, writes, task_id)
+            if upsert:  # rows keep the batch's order (their seq)
+                statements.extend(_statements(False, inserts))
+                statements.extend(_statements(True, rows))
+                inserts = []
+            else:
+                inserts.extend(rows)
+        statements.extend(_statements(False, inserts))
+        if not statements:
+            return
+        with (
+            self._store_errors("put_writes_many"),
+            self._source.connection() as conn,
+            conn.pipeline() if self._pipeline else _no_pipeline(),
+            conn.transaction(),
+            conn.cursor(binary=True) as cur,
+        ):
+            for query, params in statements:
+                cur.execute(query, params, prepare=_prepare(cur))
+
+    def _write_statements(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
+    ) -> builtins.list[tuple[bytes, builtins.list[Any]]]:
+        upsert, rows = self._write_params(config, writes, task_id)
+        return _statements(upsert, rows)
+
+    def _write_params(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
+    ) -> tuple[bool, builtins.list[builtins.list[Any]]]:
+        """Whether the writes are upserted, and one parameter list per row."""
         thread_id, checkpoint_ns, checkpoint_id, upsert, rows = write_rows(config, writes)
         if not rows:
-            return
+            return upsert, []
         dumps = self.serde.dumps_typed
         task_uuid, task_name = task_key(task_id)
         key = (thread_id, checkpoint_ns, _require_uuid(checkpoint_id, "checkpoint_id"), task_uuid)
-        items = builtins.list(rows.items())
-        # One statement per _MAX_WRITES rows (Postgres' parameter limit), all in one
-        # transaction, so a node that sends thousands of tasks stores them atomically.
-        chunks = [items[i : i + _MAX_WRITES] for i in range(0, len(items), _MAX_WRITES)]
-        with (
-            self._cursor("put_writes") as cur,
-            cur.connection.transaction() if len(chunks) > 1 else nullcontext(),
-        ):
-            for chunk in chunks:
-                params: builtins.list[Any] = []
-                for idx, (channel, value) in chunk:
-                    kind, data = dumps(value)
-                    params.extend((*key, task_name, idx, channel, kind, data))
-                query = _writes_query(upsert, len(chunk))
-                cur.execute(query, params, prepare=_prepare(cur))
+        return upsert, [
+            [*key, task_name, idx, channel, *dumps(value)] for idx, (channel, value) in rows.items()
+        ]
 
     def delete_thread(self, thread_id: str) -> None:
         self._delete(str(thread_id))
 
     def _delete(self, thread_id: str) -> PruneResult:
         self._known.forget_thread(thread_id)
+        self._steps.forget_thread(thread_id)
         with self._cursor("delete_thread") as cur:
             cur.execute(q.DELETE_THREAD, {"thread_id": thread_id}, prepare=_prepare(cur))
             row = cur.fetchone()
@@ -447,6 +523,7 @@ class PostgresSaver(BaseCheckpointSaver):
 
     def _prune(self, thread_id: str, keep_last: int) -> PruneResult:
         self._known.forget_thread(thread_id)
+        self._steps.forget_thread(thread_id)
         with self._cursor("prune") as cur:
             params = {"thread_id": thread_id, "keep_last": keep_last}
             cur.execute(q.PRUNE_THREAD, params, prepare=False)
@@ -531,6 +608,34 @@ class PostgresSaver(BaseCheckpointSaver):
         return data.decode("utf-8")
 
 
+class _StepCache:
+    """The last few checkpoints task jobs loaded, decoded, by (thread, ns, id)."""
+
+    def __init__(self, capacity: int = 4) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[tuple[str, str, str], CheckpointTuple] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, str]) -> CheckpointTuple | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[str, str, str], value: CheckpointTuple) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+    def forget_thread(self, thread_id: str) -> None:
+        with self._lock:
+            for key in [k for k in self._items if k[0] == thread_id]:
+                del self._items[key]
+
+
 class _KnownBlobs:
     """A bounded set of ``(thread_id, checkpoint_ns, channel, version key)`` seen stored.
 
@@ -559,6 +664,17 @@ class _KnownBlobs:
 
 # Postgres takes at most 65535 parameters per statement; 9 per write.
 _MAX_WRITES = 65535 // 9
+
+
+def _statements(
+    upsert: bool, rows: builtins.list[builtins.list[Any]]
+) -> builtins.list[tuple[bytes, builtins.list[Any]]]:
+    """Multi-row statements of at most _MAX_WRITES rows (Postgres' parameter limit)."""
+    out = []
+    for i in range(0, len(rows), _MAX_WRITES):
+        chunk = rows[i : i + _MAX_WRITES]
+        out.append((_writes_query(upsert, len(chunk)), [p for row in chunk for p in row]))
+    return out
 
 
 @functools.lru_cache(maxsize=128)

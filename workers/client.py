@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import importlib
+import logging
 import threading
 import time
 import uuid
@@ -28,10 +29,13 @@ from workers.errors import (
     RunTimeoutError,
     ThreadBusyError,
     WorkerError,
+    is_transient,
 )
 from workers.registry import GraphRegistry
 from workers.settings import Settings
 from workers.store import Run, RunStore
+
+log = logging.getLogger(__name__)
 
 _SAFE_MODULES = ("builtins", "graphruntime.", "workers.", "pydantic_core")
 
@@ -462,17 +466,30 @@ class GraphClient:
         deadline = None if timeout is None else time.monotonic() + timeout
         # LISTEN first, then read: a run finished after the read is always notified
         with self.listener.watch(run_id, (RUNS_CHANNEL,)) as watch:
+            status = "unknown"
             while True:
-                run = self.store.get_run(run_id)
-                if run.done:
+                try:
+                    run = self.store.get_run(run_id)
+                except Exception as exc:
+                    if not is_transient(exc):
+                        raise
+                    # Postgres restarting: the run goes on; read again until the deadline
+                    log.warning("reading run %s failed (%s); retrying", run_id, exc)
+                    run = None
+                if run is not None and run.done:
                     return run
+                status = run.status if run is not None else status
                 now = time.monotonic()
                 if deadline is not None and now > deadline:
                     raise RunTimeoutError(
-                        f"Run {run_id} is still {run.status} after {timeout}s; it keeps going. "
+                        f"Run {run_id} is still {status} after {timeout}s; it keeps going. "
                         "Wait on its handle again or read the thread's state."
                     )
-                watch.wait(None if deadline is None else deadline - now)
+                remaining = None if deadline is None else deadline - now
+                if run is None:
+                    time.sleep(min(0.25, remaining if remaining is not None else 0.25))
+                else:
+                    watch.wait(remaining)
 
     def invoke(
         self,

@@ -15,7 +15,7 @@ from graphruntime.types import Command
 from workers.messages import TaskMessage
 from workers.registry import GraphRegistry
 from workers.settings import Settings
-from workers.store import Run, RunStore
+from workers.store import EventRow, Run, RunStore
 
 
 class Dispatcher(Protocol):
@@ -69,6 +69,7 @@ def open_loop(
     checkpoint_id: str | None = None,
     fenced: bool = True,
     writes_of: Collection[str] | None = None,
+    saver: BaseCheckpointSaver | None = None,
 ) -> PregelLoop:
     """A loop for this run; its checkpoint puts are fenced unless it forks (time travel).
 
@@ -79,7 +80,7 @@ def open_loop(
     loop = graph.create_loop(
         input,
         run_config(run, checkpoint_id=checkpoint_id),
-        checkpointer=ctx.fenced_saver if fenced else ctx.saver,
+        checkpointer=saver or (ctx.fenced_saver if fenced else ctx.saver),
         stream_modes=modes,
         # a streaming client sees every state key in "values", as Pregel.stream does;
         # invoke() returns only the output schema's keys
@@ -98,8 +99,11 @@ def open_loop(
     return loop
 
 
-def flush_events(ctx: WorkerContext, run: Run, loop: PregelLoop) -> None:
-    ctx.store.add_events(run.run_id, list(loop.sink.drain()))
+def flush_events(ctx: WorkerContext, run: Run, loop: PregelLoop) -> list[EventRow]:
+    """Store the loop's pending stream chunks as the run's events; returns them."""
+    chunks = list(loop.sink.drain())
+    ctx.store.add_events(run.run_id, chunks)
+    return chunks
 
 
 def error_info(

@@ -9,6 +9,7 @@ of nodes pays no broker round trip per step.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from graphruntime.errors import CheckpointConflict, GraphInterrupt
@@ -23,7 +24,7 @@ from graphruntime.pregel import (
 from workers.context import WorkerContext, error_info, flush_events, open_loop
 from workers.errors import UnknownGraphError, is_transient
 from workers.messages import TaskMessage, TaskRef
-from workers.store import Run
+from workers.store import EventRow, Run
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,8 @@ def _advance(ctx: WorkerContext, run: Run, graph: Pregel) -> None:
 
 
 def _steps(ctx: WorkerContext, run: Run, graph: Pregel, loop: PregelLoop, continuing: bool) -> None:
+    # invoke() reads only the run's last values: its events are written once, at the end
+    streaming = bool(run.payload.get("stream_modes"))
     while True:
         try:
             if not loop.tick(continuing=continuing):
@@ -149,13 +152,14 @@ def _steps(ctx: WorkerContext, run: Run, graph: Pregel, loop: PregelLoop, contin
         except GraphInterrupt:
             _finish_interrupted(ctx, run, loop, [])
             return
-        flush_events(ctx, run, loop)
+        if streaming:
+            flush_events(ctx, run, loop)  # a streaming client sees each step as it ends
         continuing = False
-    flush_events(ctx, run, loop)
+    flushed = flush_events(ctx, run, loop)
     if loop.status == "out_of_steps":
         ctx.store.finish(run.run_id, "error", error=error_info(recursion_error(loop)))
         return
-    ctx.store.finish(run.run_id, "success", result=_result(ctx, run, []))
+    ctx.store.finish(run.run_id, "success", result=_result(ctx, run, [], flushed))
 
 
 def _dispatch(ctx: WorkerContext, run: Run, loop: PregelLoop, tasks: list[PreparedTask]) -> None:
@@ -210,16 +214,23 @@ def _finish_interrupted(
         loop.status = "interrupted"
         loop.interrupts = list(interrupts)
         loop.emit("values", loop.values_with_pending())
-    flush_events(ctx, run, loop)
-    ctx.store.finish(run.run_id, "interrupted", result=_result(ctx, run, interrupts))
+    flushed = flush_events(ctx, run, loop)
+    ctx.store.finish(run.run_id, "interrupted", result=_result(ctx, run, interrupts, flushed))
 
 
-def _result(ctx: WorkerContext, run: Run, interrupts: list[Any]) -> Any:
-    """What ``invoke`` returns: the last root values chunk, plus the interrupts."""
-    latest: Any = None
-    for event in ctx.store.events_after(run.run_id, 0):
-        if event.mode == "values" and event.ns == ():
-            latest = event.payload
+def _result(
+    ctx: WorkerContext, run: Run, interrupts: list[Any], flushed: Sequence[EventRow]
+) -> Any:
+    """What ``invoke`` returns: the last root values chunk, plus the interrupts.
+
+    The chunk is usually among the events just ``flushed``; older ones are read back.
+    """
+    root_values = [payload for ns, mode, payload in flushed if mode == "values" and ns == ()]
+    latest: Any = root_values[-1] if root_values else None
+    if not root_values:
+        for event in ctx.store.events_after(run.run_id, 0):
+            if event.mode == "values" and event.ns == ():
+                latest = event.payload
     if isinstance(latest, dict) and INTERRUPT in latest:
         latest = {k: v for k, v in latest.items() if k != INTERRUPT}
     if interrupts:

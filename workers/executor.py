@@ -9,6 +9,7 @@ from contextlib import contextmanager
 
 from graphruntime.errors import GraphInterrupt
 from graphruntime.pregel import run_task
+from workers._deferred_writes import DeferredWrites
 from workers.context import WorkerContext, error_info, open_loop
 from workers.coordinator import coordinate
 from workers.errors import is_transient
@@ -82,7 +83,12 @@ def _run(
 ) -> dict[str, list[EventRow]]:
     """Execute the open tasks that have no output yet; returns each task's stream events."""
     graph = ctx.registry.get(run.graph)
-    loop = open_loop(ctx, graph, run, None, checkpoint_id=msg.checkpoint_id, writes_of=open_ids)
+    saver = DeferredWrites(ctx.fenced_saver)
+    loop = open_loop(
+        ctx, graph, run, None, checkpoint_id=msg.checkpoint_id, writes_of=open_ids, saver=saver
+    )
+    # invoke() reads only the run's last values and its errors; a stream reads everything
+    keep = None if run.payload.get("stream_modes") else {"values", "error"}
     events: dict[str, list[EventRow]] = {}
     if loop.checkpoint["id"] != msg.checkpoint_id:
         log.warning(
@@ -111,5 +117,6 @@ def _run(
         task_events: list[EventRow] = list(loop.sink.drain())
         if exc is not None and not isinstance(exc, GraphInterrupt):
             task_events.append(((), "error", error_info(exc, task.name, msg.checkpoint_id)))
-        events[ref.id] = task_events
+        events[ref.id] = [e for e in task_events if keep is None or e[1] in keep]
+    saver.flush()  # every task's writes, one round trip, before any task counts as done
     return events

@@ -62,6 +62,14 @@ WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = %(checkpoint_ns)s
         ORDER BY h.checkpoint_id DESC LIMIT 1
     ));
 
+-- name: get_task_writes
+-- The pending writes of some tasks of one checkpoint, in insertion order.
+SELECT coalesce(task_name, task_id::text) AS task_id, channel, type, value
+FROM graphruntime_writes
+WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s
+    AND checkpoint_id = %(checkpoint_id)s AND task_id = ANY(%(task_keys)s::uuid[])
+ORDER BY seq;
+
 -- name: list_checkpoints
 -- Run unprepared: Postgres then plans with the actual parameters and drops the
 -- conditions whose parameter is NULL. Pages by the (checkpoint_id, thread_id,

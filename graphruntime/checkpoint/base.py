@@ -211,6 +211,17 @@ class BaseCheckpointSaver(ABC):
         wins), so a second delivery of the same task changes nothing.
         """
 
+    def put_writes_many(
+        self, batch: Sequence[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]
+    ) -> None:
+        """:meth:`put_writes` for several ``(config, writes, task_id, task_path)`` at once.
+
+        A task job that ran many small tasks saves their writes together; savers
+        that can should do it in one round trip and one transaction.
+        """
+        for config, writes, task_id, task_path in batch:
+            self.put_writes(config, writes, task_id, task_path)
+
     @abstractmethod
     def delete_thread(self, thread_id: str) -> None:
         """Delete the checkpoints and writes of every namespace of a thread."""

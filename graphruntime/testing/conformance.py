@@ -333,14 +333,15 @@ class CheckpointSaverConformance:
     def test_get_task_tuple_keeps_only_the_named_tasks_and_the_null_task(
         self, saver: BaseCheckpointSaver
     ) -> None:
-        saved, ck = _save(saver, _config(_thread()), {"a": 1})
+        saved, _ = _save(saver, _config(_thread()), {"a": 1})
         task_a, task_b = str(uuid.uuid4()), "not-a-uuid"
         saver.put_writes(saved, [("x", 1)], task_id=task_a)
         saver.put_writes(saved, [(RESUME, ["yes"])], task_id=NULL_TASK_ID)
         saver.put_writes(saved, [("x", 2), ("y", 3)], task_id=task_b)
         full = saver.get_tuple(saved)
         only_b = saver.get_task_tuple(saved, [task_b])
-        assert only_b is not None and full is not None
+        assert only_b is not None
+        assert full is not None
         assert only_b.checkpoint == full.checkpoint
         assert only_b.metadata == full.metadata
         assert _writes(only_b) == [
@@ -353,6 +354,28 @@ class CheckpointSaverConformance:
             (NULL_TASK_ID, RESUME, ["yes"]),
         ]
         assert saver.get_task_tuple(_config(_thread()), [task_a]) is None
+
+    def test_put_writes_many_matches_put_writes_one_by_one(
+        self, saver: BaseCheckpointSaver
+    ) -> None:
+        thread = _thread()
+        root, _ = _save(saver, _config(thread), {})
+        sub, _ = _save(saver, _config(thread, "sub:1"), {})
+        saver.put_writes(root, [("a", 0)], task_id="t1")
+        saver.put_writes_many(
+            [
+                (root, [("a", 1), ("b", 2)], "t1", "p1"),  # row 0 exists: first write wins
+                (root, [(INTERRUPT, "x")], "t2", "p2"),
+                (sub, [("c", 3)], "t3", "p3"),
+                (root, [(INTERRUPT, "y")], "t2", "p2"),  # control writes are replaced
+            ]
+        )
+        assert _writes(saver.get_tuple(root)) == [
+            ("t1", "a", 0),
+            ("t1", "b", 2),
+            ("t2", INTERRUPT, "y"),
+        ]
+        assert _writes(saver.get_tuple(sub)) == [("t3", "c", 3)]
 
     def test_writes_are_isolated_per_checkpoint(self, saver: BaseCheckpointSaver) -> None:
         thread = _thread()

@@ -54,7 +54,8 @@ def test_big_fan_out_runs_in_chunks_with_the_same_result(
             "WHERE thread_id = %s",
             (thread["configurable"]["thread_id"],),
         ).fetchall()
-    assert len(rows) == 40 and {r["status"] for r in rows} == {"done"}
+    assert len(rows) == 40
+    assert {r["status"] for r in rows} == {"done"}
     # a job claims its tasks in one statement: they share a start time and a worker
     jobs = Counter((r["worker"], r["started_at"]) for r in rows)
     assert len(jobs) == 14, jobs  # ceil(40 / 3)

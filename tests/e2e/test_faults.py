@@ -164,7 +164,7 @@ def test_sigkill_worker_mid_inline_node(cluster: LocalCluster, client: GraphClie
 
 
 def _run_with_duplicates(
-    cluster: LocalCluster, client: GraphClient, ledger: Ledger
+    cluster: LocalCluster, client: GraphClient, ledger: Ledger, stream_mode: str | None = None
 ) -> tuple[RunnableConfig, str, list[TaskMessage]]:
     """Fan out two tasks; hold one, re-send both task messages while it runs.
 
@@ -173,7 +173,7 @@ def _run_with_duplicates(
     """
     cfg = fault_config(ledger, "work:0")
     tid = thread_of(cfg)
-    handle = client.submit(FAN, {"n": 2}, cfg)
+    handle = client.submit(FAN, {"n": 2}, cfg, stream_mode=stream_mode)
     ledger.wait_started(tid, "work:0")
     wait_until(
         lambda: [r for r in _step_tasks(client, handle.run_id) if r["status"] == "done"],
@@ -241,7 +241,8 @@ def test_duplicate_task_message_streams_its_update_once(
     cluster: LocalCluster, client: GraphClient, ledger: Ledger
 ):
     """Stream chunks are observable results too: a duplicate must not emit a second update."""
-    _, run_id, _ = _run_with_duplicates(cluster, client, ledger)
+    # a streamed run keeps every chunk (an invoke()d one keeps only values and errors)
+    _, run_id, _ = _run_with_duplicates(cluster, client, ledger, stream_mode="updates")
     local = ledger_fan_graph.with_checkpointer(InMemorySaver())
     local_cfg: RunnableConfig = {"configurable": {"thread_id": f"local-{uuid.uuid4()}"}}
     expected = list(local.stream({"n": 2}, local_cfg, stream_mode="updates"))
