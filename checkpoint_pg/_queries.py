@@ -19,7 +19,6 @@ __all__ = (
     "INSERT_WRITES",
     "LIST_CHECKPOINTS",
     "LOCK_MIGRATIONS",
-    "LOCK_THREAD",
     "MIGRATIONS_TABLE_EXISTS",
     "PRUNE_THREAD",
     "PUT_CHECKPOINT",
@@ -60,7 +59,6 @@ GET_TASK_WRITES = _QUERIES["get_task_writes"]
 LIST_CHECKPOINTS = _QUERIES["list_checkpoints"]
 PUT_CHECKPOINT = _QUERIES["put_checkpoint"]
 PUT_CHECKPOINT_ROW = _QUERIES["put_checkpoint_row"]
-LOCK_THREAD = _QUERIES["lock_thread"]
 PUT_CHECKPOINT_FENCED = _QUERIES["put_checkpoint_fenced"]
 INSERT_WRITES = _QUERIES["insert_writes"]
 UPSERT_WRITES = _QUERIES["upsert_writes"]

@@ -1,8 +1,9 @@
 """PostgresSaver: graphruntime's checkpoint contract on Postgres.
 
-Every method is one statement (one round trip, atomic on its own) except the
-fenced put, which is one pipelined transaction, and a put that finds a blob it
-relied on gone, which sends it and tries again. Queries live in
+Every method is one statement (one round trip, atomic on its own; the fenced
+put calls a function that locks, checks and inserts) except ``put_writes_many``,
+one pipelined transaction, and a put that finds a blob it relied on gone, which
+sends it and tries again. Queries live in
 ``sql/queries.sql``; the row layout in ``_codec``; the tables in
 ``sql/migrations``.
 """
@@ -372,17 +373,10 @@ class PostgresSaver(BaseCheckpointSaver):
             return cur.fetchone()
 
     def _put_fenced(self, params: dict[str, Any], thread_id: str) -> DictRow | None:
-        with self._store_errors("put"), self._source.connection() as conn:
-            prepare = None if conn.prepare_threshold is None else True
-            with (
-                conn.pipeline() if self._pipeline else _no_pipeline(),
-                conn.cursor(binary=True, row_factory=dict_row) as cur,
-            ):
-                # One round trip: lock, check-and-insert and commit are pipelined.
-                with conn.transaction():
-                    cur.execute(q.LOCK_THREAD, {"thread_id": thread_id}, prepare=prepare)
-                    cur.execute(q.PUT_CHECKPOINT_FENCED, params, prepare=prepare)
-                return cur.fetchone()
+        # One statement: the function takes the thread's lock, then checks and inserts.
+        with self._cursor("put") as cur:
+            cur.execute(q.PUT_CHECKPOINT_FENCED, params, prepare=_prepare(cur))
+            return cur.fetchone()
 
     @staticmethod
     def _raise_unless_retry(

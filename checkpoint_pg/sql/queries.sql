@@ -174,52 +174,15 @@ WITH missing AS (
 SELECT true AS ok, NULL::text AS head_id, NULL::text AS head_parent_id,
     (SELECT array_agg(channel) FROM missing) AS missing;
 
--- name: lock_thread
--- Held by fenced puts until their transaction ends; the key space (two int4)
--- is separate from lock_migrations' (one bigint).
-SELECT pg_advisory_xact_lock(hashtext('graphruntime_thread'), hashtext(%(thread_id)s));
-
 -- name: put_checkpoint_fenced
--- As put_checkpoint, but only if the namespace's latest checkpoint is still
--- the parent: run after lock_thread, in the same transaction, so the head it
--- reads cannot move before the insert commits. Returns the head it saw.
-WITH head AS (
-    SELECT h.checkpoint_id, h.parent_checkpoint_id FROM graphruntime_checkpoints h
-    WHERE h.thread_id = %(thread_id)s AND h.checkpoint_ns = %(checkpoint_ns)s
-    ORDER BY h.checkpoint_id DESC LIMIT 1
-), verdict AS (
-    SELECT (SELECT checkpoint_id FROM head)
-        IS NOT DISTINCT FROM %(parent_checkpoint_id)s::uuid AS ok
-), missing AS (
-    SELECT k.channel
-    FROM unnest(%(ref_channels)s::text[], %(ref_keys)s::text[]) AS k (channel, version)
-    WHERE NOT EXISTS (
-        SELECT 1 FROM graphruntime_blobs b
-        WHERE b.thread_id = %(thread_id)s AND b.checkpoint_ns = %(checkpoint_ns)s
-            AND b.channel = k.channel AND b.version = k.version
-    )
-), go AS (
-    SELECT (SELECT ok FROM verdict) AND NOT EXISTS (SELECT 1 FROM missing) AS go
-), new_blobs AS (
-    INSERT INTO graphruntime_blobs (thread_id, checkpoint_ns, channel, version, type, value)
-    SELECT %(thread_id)s, %(checkpoint_ns)s, k.channel, k.version, k.type, k.value
-    FROM unnest(%(blob_channels)s::text[], %(blob_keys)s::text[], %(blob_types)s::text[],
-        %(blob_values)s::bytea[]) AS k (channel, version, type, value)
-    WHERE (SELECT go FROM go)
-    ON CONFLICT DO NOTHING
-), new_checkpoint AS (
-    INSERT INTO graphruntime_checkpoints (checkpoint_id, parent_checkpoint_id, thread_id,
-        checkpoint_ns, body, blob_versions, metadata)
-    SELECT %(checkpoint_id)s, %(parent_checkpoint_id)s, %(thread_id)s, %(checkpoint_ns)s,
-        %(body)s, %(blob_versions)s::jsonb, %(metadata)s::jsonb
-    WHERE (SELECT go FROM go)
-    ON CONFLICT DO NOTHING
-)
-SELECT
-    (SELECT ok FROM verdict) AS ok,
-    (SELECT checkpoint_id::text FROM head) AS head_id,
-    (SELECT parent_checkpoint_id::text FROM head) AS head_parent_id,
-    (SELECT array_agg(channel) FROM missing) AS missing;
+-- As put_checkpoint, but only if the namespace's latest checkpoint is still the
+-- parent, checked under the thread's lock (migration 0002). Returns the head it saw.
+SELECT * FROM graphruntime_put_checkpoint_fenced(
+    %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_checkpoint_id)s,
+    %(body)s, %(blob_versions)s::jsonb, %(metadata)s::jsonb,
+    %(ref_channels)s::text[], %(ref_keys)s::text[],
+    %(blob_channels)s::text[], %(blob_keys)s::text[], %(blob_types)s::text[],
+    %(blob_values)s::bytea[]);
 
 -- name: insert_writes
 -- First write wins: a second delivery of the same task changes nothing.
