@@ -61,11 +61,12 @@ class CeleryDispatcher:
             options["countdown"] = delay
         self.app.send_task("graphruntime.coordinate", kwargs={"run_id": run_id, "v": 1}, **options)
 
-    def execute(self, message: Any) -> None:
-        self.execute_many([message])
+    def execute(self, message: Any, *, delay: float = 0.0) -> None:
+        self.execute_many([message], delay=delay)
 
-    def execute_many(self, messages: Sequence[Any]) -> None:
+    def execute_many(self, messages: Sequence[Any], *, delay: float = 0.0) -> None:
         """Publish task jobs over one producer (one connection for a whole fan-out)."""
+        options: dict[str, Any] = {"countdown": delay} if delay > 0 else {}
         with self.app.producer_or_acquire() as producer:
             for message in messages:
                 self.app.send_task(
@@ -74,6 +75,7 @@ class CeleryDispatcher:
                     queue=self.settings.task_queue,
                     task_id=message.job_id,
                     producer=producer,
+                    **options,
                 )
 
 

@@ -18,8 +18,9 @@ from graphruntime.pregel import (
     Pregel,
     PregelLoop,
     PreparedTask,
+    RetryLater,
     recursion_error,
-    run_task,
+    run_task_attempt,
 )
 from workers.context import WorkerContext, error_info, flush_events, open_loop
 from workers.errors import UnknownGraphError, is_transient
@@ -125,9 +126,14 @@ def _steps(ctx: WorkerContext, run: Run, graph: Pregel, loop: PregelLoop, contin
         if runnable:
             if len(runnable) == 1 and ctx.settings.inline_single_task:
                 task = runnable[0]
-                exc = run_task(
+                exc = run_task_attempt(
                     task, loop.task_config(task, loop.custom_writer(task)), graph.retry_policy
                 )
+                if isinstance(exc, RetryLater):
+                    # its RetryPolicy retries it: as a job after the backoff, not asleep here
+                    loop.sink.drain()
+                    _dispatch(ctx, run, loop, [task], retry=exc)
+                    return
                 loop.commit(task, exc)
                 if exc is not None and not isinstance(exc, GraphInterrupt):
                     errors.append(error_info(exc, task.name, loop.checkpoint["id"]))
@@ -162,7 +168,14 @@ def _steps(ctx: WorkerContext, run: Run, graph: Pregel, loop: PregelLoop, contin
     ctx.store.finish(run.run_id, "success", result=_result(ctx, run, [], flushed))
 
 
-def _dispatch(ctx: WorkerContext, run: Run, loop: PregelLoop, tasks: list[PreparedTask]) -> None:
+def _dispatch(
+    ctx: WorkerContext,
+    run: Run,
+    loop: PregelLoop,
+    tasks: list[PreparedTask],
+    *,
+    retry: RetryLater | None = None,
+) -> None:
     """Hand the step's tasks to task jobs; ones already handed out are the sweeper's."""
     checkpoint_id = loop.checkpoint["id"]
     flush_events(ctx, run, loop)
@@ -171,8 +184,32 @@ def _dispatch(ctx: WorkerContext, run: Run, loop: PregelLoop, tasks: list[Prepar
         run.run_id, run.thread_id, checkpoint_id, [(t.id, t.path) for t in tasks]
     )
     ctx.store.touch(run.run_id)
-    refs = [TaskRef(id=task_id, path=tuple(by_id[task_id].path)) for task_id in new]
-    send_task_jobs(ctx, run.run_id, run.thread_id, checkpoint_id, refs)
+    attempts = retry.attempts if retry is not None else 0
+    refs = [
+        TaskRef(id=task_id, path=tuple(by_id[task_id].path), attempts=attempts) for task_id in new
+    ]
+    if retry is None:
+        send_task_jobs(ctx, run.run_id, run.thread_id, checkpoint_id, refs)
+        return
+    for ref in refs:
+        retry_task_job(ctx, run.run_id, run.thread_id, checkpoint_id, ref, retry.delay)
+
+
+def retry_task_job(
+    ctx: WorkerContext,
+    run_id: str,
+    thread_id: str,
+    checkpoint_id: str,
+    ref: TaskRef,
+    delay: float,
+) -> None:
+    """Send a task's next attempt as a job that starts after ``delay`` seconds."""
+    hold = delay + ctx.settings.task_lease  # the sweeper leaves it alone until then
+    ctx.store.schedule_retry(run_id, checkpoint_id, ref.id, ref.attempts, hold)
+    message = TaskMessage(
+        run_id=run_id, thread_id=thread_id, checkpoint_id=checkpoint_id, tasks=(ref,)
+    )
+    ctx.dispatcher.execute(message, delay=delay)
 
 
 def chunk_size(ctx: WorkerContext, n_tasks: int) -> int:

@@ -8,12 +8,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from graphruntime.errors import GraphInterrupt
-from graphruntime.pregel import run_task
+from graphruntime.pregel import RetryLater, run_task_attempt
 from workers._deferred_writes import DeferredWrites
 from workers.context import WorkerContext, error_info, open_loop
-from workers.coordinator import coordinate
+from workers.coordinator import coordinate, retry_task_job
 from workers.errors import is_transient
-from workers.messages import TaskMessage
+from workers.messages import TaskMessage, TaskRef
 from workers.store import EventRow, Run
 
 log = logging.getLogger(__name__)
@@ -63,15 +63,21 @@ def execute_tasks(ctx: WorkerContext, msg: TaskMessage) -> None:
         return  # every task of the message is already done
     try:
         with _lease(ctx, msg, open_ids):
-            events = _run(ctx, run, msg, set(open_ids))
+            events, retries = _run(ctx, run, msg, set(open_ids))
     except Exception as exc:  # not a node's error (that is a write): the run's own failure
         if is_transient(exc):
             raise  # Postgres went away: the job is retried, the run is not failed
         log.exception("task job %s failed outside its nodes", msg.job_id)
         ctx.store.finish(msg.run_id, "error", error=error_info(exc, None, msg.checkpoint_id))
         return
+    for ref, delay in retries:
+        retry_task_job(ctx, msg.run_id, msg.thread_id, msg.checkpoint_id, ref, delay)
+    retrying = {ref.id for ref, _ in retries}
+    finished = [t for t in open_ids if t not in retrying]
+    if not finished:
+        return
     completed, remaining = ctx.store.complete_tasks(
-        msg.run_id, msg.checkpoint_id, open_ids, ctx.worker_name, events
+        msg.run_id, msg.checkpoint_id, finished, ctx.worker_name, events
     )
     if completed and remaining == 0:
         # the last finisher continues the run here: no broker round trip for the barrier
@@ -80,8 +86,11 @@ def execute_tasks(ctx: WorkerContext, msg: TaskMessage) -> None:
 
 def _run(
     ctx: WorkerContext, run: Run, msg: TaskMessage, open_ids: set[str]
-) -> dict[str, list[EventRow]]:
-    """Execute the open tasks that have no output yet; returns each task's stream events."""
+) -> tuple[dict[str, list[EventRow]], list[tuple[TaskRef, float]]]:
+    """Execute the open tasks that have no output yet.
+
+    Returns each task's stream events, and the tasks to try again (next attempt, delay).
+    """
     graph = ctx.registry.get(run.graph)
     saver = DeferredWrites(ctx.fenced_saver)
     loop = open_loop(
@@ -90,6 +99,7 @@ def _run(
     # invoke() reads only the run's last values and its errors; a stream reads everything
     keep = None if run.payload.get("stream_modes") else {"values", "error"}
     events: dict[str, list[EventRow]] = {}
+    retries: list[tuple[TaskRef, float]] = []
     if loop.checkpoint["id"] != msg.checkpoint_id:
         log.warning(
             "checkpoint %s of run %s is gone; counting job %s done",
@@ -97,7 +107,7 @@ def _run(
             msg.run_id,
             msg.job_id,
         )
-        return events
+        return events, retries
     for ref in msg.tasks:
         if ref.id not in open_ids:
             continue
@@ -112,11 +122,20 @@ def _run(
             continue
         if task.writes:
             continue  # an earlier delivery saved its output but died before counting it
-        exc = run_task(task, loop.task_config(task, loop.custom_writer(task)), graph.retry_policy)
+        exc = run_task_attempt(
+            task,
+            loop.task_config(task, loop.custom_writer(task)),
+            graph.retry_policy,
+            attempts_done=ref.attempts,
+        )
+        if isinstance(exc, RetryLater):  # its RetryPolicy retries it as a new job
+            loop.sink.drain()
+            retries.append((ref.model_copy(update={"attempts": exc.attempts}), exc.delay))
+            continue
         loop.commit(task, exc)
         task_events: list[EventRow] = list(loop.sink.drain())
         if exc is not None and not isinstance(exc, GraphInterrupt):
             task_events.append(((), "error", error_info(exc, task.name, msg.checkpoint_id)))
         events[ref.id] = [e for e in task_events if keep is None or e[1] in keep]
     saver.flush()  # every task's writes, one round trip, before any task counts as done
-    return events
+    return events, retries

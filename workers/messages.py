@@ -30,6 +30,7 @@ class TaskRef(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     id: str = Field(min_length=1)
     path: tuple[str | int | bool, ...] = Field(min_length=1)
+    attempts: int = Field(default=0, ge=0, description="failed attempts so far (RetryPolicy)")
 
 
 class TaskMessage(_Message):
@@ -47,9 +48,10 @@ class TaskMessage(_Message):
     @property
     def job_id(self) -> str:
         """A deterministic Celery task id: the same chunk is the same job."""
-        first = self.tasks[0].id
+        first = self.tasks[0]
         more = f"+{len(self.tasks) - 1}" if len(self.tasks) > 1 else ""
-        return f"{self.run_id}:{self.checkpoint_id}:{first}{more}"
+        retry = f"#{first.attempts}" if first.attempts else ""
+        return f"{self.run_id}:{self.checkpoint_id}:{first.id}{more}{retry}"
 
 
 class ResumeMessage(_Message):

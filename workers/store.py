@@ -302,6 +302,20 @@ class RunStore:
         with self.pool.connection() as conn:
             conn.execute(query("renew_leases"), params)
 
+    def schedule_retry(
+        self, run_id: str, checkpoint_id: str, task_id: str, attempts: int, hold: float
+    ) -> None:
+        """Record a task's failed attempts; nobody re-sends it for ``hold`` seconds."""
+        params = {
+            "run_id": run_id,
+            "checkpoint_id": checkpoint_id,
+            "task_id": task_id,
+            "attempts": attempts,
+            "hold": hold,
+        }
+        with self.pool.connection() as conn:
+            conn.execute(query("schedule_retry"), params)
+
     def stale_tasks(self, age: float, limit: int = 100) -> list[dict[str, Any]]:
         with self.pool.connection() as conn:
             rows: list[dict[str, Any]] = conn.execute(

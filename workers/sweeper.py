@@ -29,7 +29,7 @@ def sweep_once(ctx: WorkerContext) -> tuple[int, int]:
         if row["task_path"] is None:
             continue
         steps[(str(row["run_id"]), row["thread_id"], row["checkpoint_id"])].append(
-            TaskRef(id=row["task_id"], path=tuple(row["task_path"]))
+            TaskRef(id=row["task_id"], path=tuple(row["task_path"]), attempts=row["retry_attempts"])
         )
         log.warning(
             "re-sending task %s of run %s (attempt %s)",

@@ -11,7 +11,7 @@ from graphruntime._internal._constants import INTERRUPT
 from graphruntime.pregel._algo import PreparedTask, task_finished
 from graphruntime.pregel._drive import recursion_error
 from graphruntime.pregel._loop import PregelLoop, StreamSink, is_resume_map
-from graphruntime.pregel._runner import run_task
+from graphruntime.pregel._runner import RetryLater, run_task, run_task_attempt
 from graphruntime.pregel.main import Pregel
 
 __all__ = (
@@ -19,9 +19,11 @@ __all__ = (
     "Pregel",
     "PregelLoop",
     "PreparedTask",
+    "RetryLater",
     "StreamSink",
     "is_resume_map",
     "recursion_error",
     "run_task",
+    "run_task_attempt",
     "task_finished",
 )

@@ -7,7 +7,7 @@ import inspect
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -158,6 +158,52 @@ def _settle(task: PreparedTask, exc: Exception, config: RunnableConfig) -> BaseE
     return exc
 
 
+@dataclass(frozen=True)
+class RetryLater:
+    """A failed attempt that the task's RetryPolicy retries after ``delay`` seconds."""
+
+    delay: float
+    attempts: int  # attempts made so far, this one included
+    error: Exception
+
+
+def _call(task: PreparedTask, config: RunnableConfig) -> None:
+    func = task.node.func
+    output = task.input if func is None else call_sync(func, task.input, config)
+    _write_outputs(task, output, config)
+
+
+def run_task_attempt(
+    task: PreparedTask,
+    config: RunnableConfig,
+    retry_policy: Sequence[RetryPolicy] = (),
+    *,
+    attempts_done: int = 0,
+) -> BaseException | RetryLater | None:
+    """One attempt of ``task``: :func:`run_task` without the sleeping.
+
+    A failure its RetryPolicy would retry returns :class:`RetryLater` (and leaves no
+    writes) instead of waiting in this thread: the caller schedules the next attempt,
+    as a distributed worker does by re-queuing the task as a job with a countdown.
+    ``attempts_done`` counts earlier attempts, so backoff and ``max_attempts`` carry on.
+    """
+    policies = task.node.retry_policy or tuple(retry_policy)
+    if attempts_done:
+        config = _prepare_retry(task, config)
+    token = var_config.set(config)
+    try:
+        _call(task, config)
+        return None
+    except Exception as exc:  # noqa: BLE001 - a node's failure is data: retried or recorded
+        delay = _retry_after(policies, exc, attempts_done + 1)
+        if delay is None:
+            return _settle(task, exc, config)
+        task.writes.clear()
+        return RetryLater(delay, attempts_done + 1, exc)
+    finally:
+        var_config.reset(token)
+
+
 def run_task(
     task: PreparedTask, config: RunnableConfig, retry_policy: Sequence[RetryPolicy] = ()
 ) -> BaseException | None:
@@ -170,11 +216,7 @@ def run_task(
     while True:
         token = var_config.set(config)
         try:
-            if task.node.func is not None:
-                output = call_sync(task.node.func, task.input, config)
-            else:
-                output = task.input
-            _write_outputs(task, output, config)
+            _call(task, config)
             return None
         except Exception as exc:  # noqa: BLE001 - a node's failure is data: retried or recorded
             attempt += 1

@@ -11,8 +11,9 @@ import os
 import time
 from typing import Annotated, Any, TypedDict
 
+from graphruntime.config import RunnableConfig
 from graphruntime.graph import END, START, StateGraph
-from graphruntime.types import Command, Send, interrupt
+from graphruntime.types import Command, RetryPolicy, Send, interrupt
 
 
 class FanState(TypedDict, total=False):
@@ -83,10 +84,33 @@ failing.add_edge(START, "ok")
 failing.add_edge(START, "boom")
 failing_graph = failing.compile()
 
+
+def flaky_node(state: ChainState, config: RunnableConfig) -> dict[str, Any]:
+    """Fails its first two attempts; attempts are counted in Redis, across processes."""
+    from tests.e2e.fault_graphs import redis_for
+
+    key = f"e2e:flaky:{config['configurable']['thread_id']}"
+    client = redis_for(os.environ["REDIS_URL"])
+    client.rpush(key, os.getpid())
+    if client.llen(key) < 3:
+        raise ConnectionError(f"attempt {client.llen(key)} fails on purpose")
+    return {"steps": ["flaky"]}
+
+
+flaky = StateGraph(ChainState)
+flaky.add_node(
+    "flaky",
+    flaky_node,
+    retry_policy=RetryPolicy(max_attempts=3, initial_interval=0.2, jitter=False),
+)
+flaky.add_edge(START, "flaky")
+flaky_graph = flaky.compile()
+
 GRAPHS = ",".join(
     [
         "fan=tests.e2e.graphs:fan_graph",
         "chain=tests.e2e.graphs:chain_graph",
         "failing=tests.e2e.graphs:failing_graph",
+        "flaky=tests.e2e.graphs:flaky_graph",
     ]
 )

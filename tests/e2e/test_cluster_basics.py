@@ -10,9 +10,11 @@ import pytest
 from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.errors import InvalidResumeError
 from graphruntime.types import Command
+from tests.e2e.fault_graphs import redis_for
 from tests.e2e.graphs import chain_graph, fan_graph
 from workers.client import GraphClient
 from workers.errors import UnknownGraphError
+from workers.local_cluster import LocalCluster
 
 
 def _in_process(graph: Any, *inputs: Any) -> list[Any]:
@@ -40,9 +42,7 @@ def test_fan_out_spreads_over_processes_and_resumes(client: GraphClient, thread:
     assert state.values["decision"] == "yes"
 
 
-def test_big_fan_out_runs_in_chunks_with_the_same_result(
-    client: GraphClient, thread: Any
-) -> None:
+def test_big_fan_out_runs_in_chunks_with_the_same_result(client: GraphClient, thread: Any) -> None:
     # the cluster chunks steps of more than 8 tasks, up to 3 per job (tests/e2e/conftest.py)
     paused = client.invoke("fan", {"n": 40}, thread, timeout=60)
     expected = _in_process(fan_graph, {"n": 40})[0]
@@ -61,6 +61,21 @@ def test_big_fan_out_runs_in_chunks_with_the_same_result(
     assert len(jobs) == 14, jobs  # ceil(40 / 3)
     assert max(jobs.values()) == 3
     assert len({w for w, _ in jobs}) >= 2, "all chunks ran in one worker process"
+
+
+def test_retry_policy_retries_as_new_jobs(
+    cluster: LocalCluster, client: GraphClient, thread: Any
+) -> None:
+    out = client.invoke("flaky", {"steps": []}, thread, timeout=60)
+    assert out == {"steps": ["flaky"]}
+    tid = thread["configurable"]["thread_id"]
+    pids = redis_for(cluster.settings().redis_url).lrange(f"e2e:flaky:{tid}", 0, -1)
+    assert len(pids) == 3  # max_attempts
+    # the first attempt ran in the coordinator; each retry was a job of its own (job id #n)
+    run_id = client.store.runs_of_thread(tid)[0]["run_id"]
+    logs = [line for w in cluster.workers for line in list(w.log)]
+    for attempt in (1, 2):
+        assert any(f"{run_id}:" in ln and f"#{attempt}] succeeded" in ln for ln in logs), attempt
 
 
 def test_chain_matches_in_process(client: GraphClient, thread: Any) -> None:

@@ -90,6 +90,14 @@ UPDATE graphruntime_step_tasks SET lease_until = now() + make_interval(secs => %
 WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
   AND task_id = ANY(%(task_ids)s::text[]) AND status = 'dispatched';
 
+-- name: schedule_retry
+-- A task whose node failed and will run again as a new job after a countdown: its
+-- lease covers the wait, so the sweeper does not re-send it meanwhile.
+UPDATE graphruntime_step_tasks
+SET retry_attempts = %(attempts)s, lease_until = now() + make_interval(secs => %(hold)s)
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
+  AND status = 'dispatched';
+
 -- name: stale_tasks
 -- Tasks whose job never started in time, or whose worker stopped renewing its lease.
 UPDATE graphruntime_step_tasks
@@ -100,7 +108,7 @@ WHERE (run_id, checkpoint_id, task_id) IN (
       AND ((lease_until IS NULL AND dispatched_at < now() - make_interval(secs => %(age)s))
            OR lease_until < now())
     ORDER BY dispatched_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
-RETURNING run_id, checkpoint_id, task_id, thread_id, attempts, task_path;
+RETURNING run_id, checkpoint_id, task_id, thread_id, attempts, task_path, retry_attempts;
 
 -- name: stalled_runs
 SELECT run_id FROM graphruntime_runs r

@@ -52,6 +52,9 @@ ALTER TABLE graphruntime_step_tasks ADD COLUMN IF NOT EXISTS started_at timestam
 ALTER TABLE graphruntime_step_tasks ADD COLUMN IF NOT EXISTS lease_until timestamptz;
 -- The task's path (PULL node name or PUSH index), so the sweeper can re-send it.
 ALTER TABLE graphruntime_step_tasks ADD COLUMN IF NOT EXISTS task_path jsonb;
+-- Failed attempts of the task's node that its RetryPolicy retries as new jobs.
+ALTER TABLE graphruntime_step_tasks
+    ADD COLUMN IF NOT EXISTS retry_attempts integer NOT NULL DEFAULT 0;
 
 CREATE INDEX IF NOT EXISTS graphruntime_step_tasks_open
     ON graphruntime_step_tasks (dispatched_at) WHERE status = 'dispatched';
