@@ -1,4 +1,4 @@
-"""Named queries from ``sql/queries.sql`` and the schema, loaded once."""
+"""Named queries from ``sql/queries.sql``, loaded once, and the workers' migrations."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import re
 from functools import cache
 from importlib import resources
 from typing import LiteralString, cast
+
+from checkpoint_pg.schema import Migrations
 
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
@@ -24,7 +26,14 @@ def query(name: str) -> LiteralString:
     return queries()[name]
 
 
-@cache
-def schema() -> LiteralString:
-    text: LiteralString = resources.files("workers").joinpath("sql/schema.sql").read_text()
-    return text
+# The workers' tables (runs, step barrier, stream events): numbered files in
+# sql/migrations, run by checkpoint_pg's runner but recorded in their own table under
+# their own lock, so their version moves independently of the checkpoint tables'.
+MIGRATIONS = Migrations(
+    "workers",
+    "sql/migrations",
+    table="graphruntime_workers_migrations",
+    lock_key="graphruntime_workers_migrations",
+    component="workers",
+    setup_hint="run `graphrun db migrate` (or RunStore.setup())",
+)

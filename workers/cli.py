@@ -46,14 +46,24 @@ def worker(
 @db_app.command("migrate")
 def migrate() -> None:
     """Apply pending migrations (checkpoints and run bookkeeping); safe from many hosts."""
-    from checkpoint_pg import PostgresSaver
+    from checkpoint_pg import CheckpointStoreError
+    from checkpoint_pg import migrate as migrate_checkpoints
+    from workers._sql import MIGRATIONS
     from workers.runtime import database_url
     from workers.settings import Settings
-    from workers.store import RunStore, make_pool
+    from workers.store import make_pool
 
     pool = make_pool(database_url(Settings()))
-    PostgresSaver(pool).setup()
-    RunStore(pool).setup()
+    try:
+        checkpoints = migrate_checkpoints(pool)
+        workers = MIGRATIONS.migrate(pool)
+    except CheckpointStoreError as exc:  # SchemaVersionError too: says what to do
+        console.print(f"{type(exc).__name__}: {exc}", style="red", markup=False)
+        raise typer.Exit(1) from None
+    finally:
+        pool.close()
+    console.print(f"checkpoint_pg schema: version {checkpoints}")
+    console.print(f"workers schema: version {workers}")
     console.print("[green]database is up to date[/green]")
 
 

@@ -18,7 +18,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from graphruntime.checkpoint import JsonSerializer, SerializerProtocol
-from workers._sql import query, schema
+from workers._sql import MIGRATIONS, query
 from workers.errors import ResumeConflictError
 
 Status = str  # queued | running | interrupted | success | error
@@ -63,9 +63,8 @@ class RunStore:
         self.serde = serde or JsonSerializer()
 
     def setup(self) -> None:
-        with self.pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(4242, 1)")
-            conn.execute(schema())
+        """Apply the workers' pending migrations (workers/sql/migrations)."""
+        MIGRATIONS.migrate(self.pool)
 
     # --- serde ---------------------------------------------------------------------------
 

@@ -2,23 +2,26 @@
 -- "-- name: <name>" line and runs to the next one. Always parameterized.
 
 -- name: lock_migrations
--- Serializes migrate() across processes until the transaction ends.
-SELECT pg_advisory_xact_lock(hashtext('graphruntime_migrations'));
+-- Serializes migrate() across processes until the transaction ends. Each package's
+-- migrations have their own key (checkpoint_pg's is 'graphruntime_migrations').
+SELECT pg_advisory_xact_lock(hashtext(%(lock_key)s::text));
 
 -- name: create_migrations_table
-CREATE TABLE IF NOT EXISTS graphruntime_migrations (
+-- This and the next queries name each package's migrations table as {table}: the
+-- runner composes it as a quoted identifier (psycopg.sql.Identifier), never from input.
+CREATE TABLE IF NOT EXISTS {table} (
     version integer PRIMARY KEY,
     applied_at timestamptz NOT NULL DEFAULT now()
 );
 
 -- name: migrations_table_exists
-SELECT to_regclass('graphruntime_migrations') IS NOT NULL AS present;
+SELECT to_regclass(%(table)s::text) IS NOT NULL AS present;
 
 -- name: schema_version
-SELECT coalesce(max(version), 0) AS version FROM graphruntime_migrations;
+SELECT coalesce(max(version), 0) AS version FROM {table};
 
 -- name: record_migration
-INSERT INTO graphruntime_migrations (version) VALUES (%(version)s);
+INSERT INTO {table} (version) VALUES (%(version)s);
 
 -- name: get_checkpoint
 -- One checkpoint (the latest of the namespace when checkpoint_id is NULL) with

@@ -1,4 +1,13 @@
--- Run bookkeeping for the distributed executor. Idempotent: applied under an advisory lock.
+-- The workers' run bookkeeping: runs, the step barrier, stream events.
+--
+-- Version 1 is the schema that workers/sql/schema.sql created before the workers had
+-- numbered migrations. It is written with IF NOT EXISTS throughout so that it also
+-- applies to a database that old schema.sql already set up: there it changes nothing
+-- and only records version 1. Later changes go in new files (0002_…), plain DDL.
+--
+-- Code older than these migrations serialized its schema.sql under the advisory lock
+-- (4242, 1); taking it too keeps a not yet upgraded host's setup() from racing this.
+SELECT pg_advisory_xact_lock(4242, 1);
 
 CREATE TABLE IF NOT EXISTS graphruntime_runs (
     run_id            uuid PRIMARY KEY,
@@ -38,6 +47,13 @@ CREATE TABLE IF NOT EXISTS graphruntime_step_tasks (
     worker        text,
     dispatched_at timestamptz NOT NULL DEFAULT now(),
     done_at       timestamptz,
+    -- A running task job holds a lease it renews; an expired lease means its worker died.
+    started_at    timestamptz,
+    lease_until   timestamptz,
+    -- The task's path (PULL node name or PUSH index), so the sweeper can re-send it.
+    task_path     jsonb,
+    -- Failed attempts of the task's node that its RetryPolicy retries as new jobs.
+    retry_attempts integer NOT NULL DEFAULT 0,
     PRIMARY KEY (run_id, checkpoint_id, task_id)
 );
 -- One row per dispatched step: how many of its tasks are still open (O(1) barrier check).
@@ -47,12 +63,11 @@ CREATE TABLE IF NOT EXISTS graphruntime_steps (
     open_tasks    integer NOT NULL,
     PRIMARY KEY (run_id, checkpoint_id)
 );
--- A running task job holds a lease it renews; an expired lease means its worker died.
+-- The columns an earlier schema.sql added later: a database it set up before them gets
+-- them here (a no-op where they exist).
 ALTER TABLE graphruntime_step_tasks ADD COLUMN IF NOT EXISTS started_at timestamptz;
 ALTER TABLE graphruntime_step_tasks ADD COLUMN IF NOT EXISTS lease_until timestamptz;
--- The task's path (PULL node name or PUSH index), so the sweeper can re-send it.
 ALTER TABLE graphruntime_step_tasks ADD COLUMN IF NOT EXISTS task_path jsonb;
--- Failed attempts of the task's node that its RetryPolicy retries as new jobs.
 ALTER TABLE graphruntime_step_tasks
     ADD COLUMN IF NOT EXISTS retry_attempts integer NOT NULL DEFAULT 0;
 
