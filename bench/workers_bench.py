@@ -26,7 +26,7 @@ Cases:
   run finished, with 1 and with 2 worker processes; vs a raw Celery ``group`` of
   as many no-op tasks that each ``INCR`` a Redis counter (no result backend),
   send → counter reaches the total (polled every 5 ms). A graph run is capped
-  (``--fanout-timeout``, 100 s); a capped run reports the jobs done and its rate.
+  (``--fanout-timeout``, 100 s); a capped run reports the tasks done and its rate.
   The phases come from the workers' own barrier rows (dispatched / started / done).
 * ``approvals``: ``--approvals`` threads of draft → review (``interrupt``) →
   publish on 2 workers: submit all, wait until all are interrupted; resume
@@ -402,7 +402,7 @@ class FanoutRun:
         return self.tasks if self.completed and not self.done_offsets else len(self.done_offsets)
 
     def rate_first(self, m: int) -> float:
-        """Tasks/s over the first ``m`` jobs done, counted from the submit."""
+        """Tasks/s over the first ``m`` tasks done, counted from the submit."""
         if m <= 0 or len(self.done_offsets) < m:
             return float("nan")
         return m / self.done_offsets[m - 1]
@@ -446,14 +446,14 @@ def _step_phases(env: Env, run_id: str) -> tuple[dict[str, Any], list[float]]:
 
     return {
         "run created → fan-out step's barrier rows registered": secs(created, rows[3]),
-        "registered → first job started (1 worker: ≈ the coordinator's dispatch loop)": secs(
+        "registered → first task started (1 worker: ≈ the coordinator's dispatch loop)": secs(
             rows[3], rows[4]
         ),
-        "first job started → last job done": secs(rows[4], rows[5]),
-        "last job done → run finished (final step)": secs(rows[5], updated)
+        "first task started → last task done": secs(rows[4], rows[5]),
+        "last task done → run finished (final step)": secs(rows[5], updated)
         if finished and rows[2] == rows[1]
         else float("nan"),
-        "jobs done / tasks": f"{rows[2]:,} / {rows[1]:,}",
+        "tasks done / tasks": f"{rows[2]:,} / {rows[1]:,}",
         "tasks re-sent by the sweeper": int(rows[6] or 0),
         "worker processes that ran jobs": rows[7],
         "run status": status if status != "error" or rows[2] == rows[1] else "cancelled (timeout)",
@@ -466,6 +466,7 @@ def run_graph_fanout(
     from workers.errors import RunTimeoutError
 
     cfg = {"configurable": {"thread_id": f"fanout-{uuid.uuid4()}"}}
+    cpu0 = cpu_times()
     t0 = time.perf_counter()
     handle = client.submit(graph, {"n": n}, cfg)
     completed, note = True, ""
@@ -475,12 +476,32 @@ def run_graph_fanout(
     except RunTimeoutError:
         completed, note = False, f"not finished within the {timeout:.0f}s cap"
     seconds = time.perf_counter() - t0
+    busy = cpu_busy(cpu0, cpu_times())
     if not completed:
         _cancel_run(env, handle.run_id)
     phases, offsets = _step_phases(env, handle.run_id)
+    phases["machine CPU busy during the run (all processes, all cores)"] = (
+        f"{busy:.0%} of {os.cpu_count()}"
+    )
     if not completed:
-        note += f"; {len(offsets):,} of {n:,} jobs done by then"
+        note += f"; {len(offsets):,} of {n:,} tasks done by then"
     return FanoutRun("graph", workers, n, seconds, completed, phases, note, offsets)
+
+
+def cpu_times() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs since boot, from /proc/stat (Linux)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return (0, 0)
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def cpu_busy(before: tuple[int, int], after: tuple[int, int]) -> float:
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else float("nan")
 
 
 def probe_single_router(env: Env, client: Any, n: int, timeout: float) -> str:
@@ -839,7 +860,7 @@ def fanout_report(fanout: list[FanoutRun], probe: str) -> list[str]:
             g_cell = (
                 f"{graph.throughput:,.1f} ({graph.seconds:.1f}){spread(('graph', n, w))}"
                 if graph.completed
-                else f"**not done** in the {graph.seconds:.0f}s cap: {graph.done:,} jobs done, "
+                else f"**not done** in the {graph.seconds:.0f}s cap: {graph.done:,} tasks done, "
                 f"{g_rate:,.1f}/s"
             )
             lines.append(
@@ -877,7 +898,7 @@ def fanout_report(fanout: list[FanoutRun], probe: str) -> list[str]:
             m = min(g1.done, g2.done)
             g_scaling = _ratio(g2.rate_first(m), g1.rate_first(m))
             how = (
-                f"first {m:,} jobs done of each, from the submit: {g1.rate_first(m):,.1f}/s "
+                f"first {m:,} tasks done of each, from the submit: {g1.rate_first(m):,.1f}/s "
                 f"with 1, {g2.rate_first(m):,.1f}/s with 2"
             )
         ok = g_scaling != "n/a" and float(g_scaling.rstrip("x")) >= SCALING_TARGET
@@ -887,11 +908,12 @@ def fanout_report(fanout: list[FanoutRun], probe: str) -> list[str]:
         )
     lines += [
         "",
-        "The machine has 2 CPUs for both workers, Postgres, Redis and the client (and other "
-        "sessions' load), so 2-vs-1 ratios are noisy (500-task quick runs gave 1.1x to 2.4x). "
-        "Above 2x is possible: one worker process idles during each of its Postgres and "
-        "broker round trips, which a second process fills; with 1 worker the coordinator's "
-        "dispatch loop also holds the only process.",
+        f"The machine has {os.cpu_count()} CPUs for both workers, Postgres, Redis and the "
+        "client (and other sessions' load). A second worker process can only use what the "
+        "first leaves idle: when the run with 1 worker already keeps the machine's CPUs "
+        "busy (last row of the table below), 2-vs-1 cannot exceed about 1 / that fraction, "
+        "whatever the runtime does; it says more on a machine with more cores. Small "
+        "fan-outs, which idle on broker and Postgres round trips, do scale.",
         "",
     ]
     rates = []
@@ -901,11 +923,11 @@ def fanout_report(fanout: list[FanoutRun], probe: str) -> list[str]:
             first = k / ((g.done_offsets[k - 1] - g.done_offsets[0]) or float("nan"))
             last = k / ((g.done_offsets[-1] - g.done_offsets[-k]) or float("nan"))
             rates.append(
-                f"{g.tasks:,} tasks, {g.workers} worker(s): {first:,.1f} jobs/s over the "
-                f"first {k} jobs done, {last:,.1f} over the last {k}"
+                f"{g.tasks:,} tasks, {g.workers} worker(s): {first:,.1f} tasks/s over the "
+                f"first {k} tasks done, {last:,.1f} over the last {k}"
             )
     if rates:
-        lines += ["Job rate early vs late in the step: " + "; ".join(rates) + ".", ""]
+        lines += ["Completion rate early vs late in the step: " + "; ".join(rates) + ".", ""]
     lines += ["Where the graph fan-out's time went (server clock, seconds):", ""]
     keys = list(graphs[0].phases) if graphs else []
     lines += [
@@ -981,96 +1003,60 @@ def write_results(path: Path, new: str) -> None:
 # Profiling findings, kept with the numbers above: written by hand from profiled runs
 # (``--profile``) and scratch experiments outside the repository (see the text).
 ANALYSIS = """\
-### Where the time goes, ranked (profiles and scratch experiments)
+### What made the difference, and where the time goes now
 
-How this was measured: `--profile` runs (cProfile in the workers' pool process around every
-Celery task, SQL statements and Redis commands counted; see `bench/workers_graphs.py`), and
-a scratch harness kept outside the repository that runs the workers' own coordinator and
-task-job functions in one process with a local FIFO dispatcher (no broker) on a fresh
-database, monkeypatching one change at a time. Revisions 2221f55 to dc34357; the machine is
-shared, so differences under ~20 % are noise.
+How this was measured: a scratch harness kept outside the repository runs the workers' own
+coordinator and task-job functions in one process with a local FIFO dispatcher (no broker)
+on the embedded Postgres, under cProfile or bare, one change at a time; `--profile` runs
+(cProfile in the workers' pool processes) for the rest. Revisions 32a0861 → 44de0fd on a
+shared 2-core machine: differences under ~20 % are noise.
 
-Fan-out (throughput target missed: about 0.2x the raw group at 1,000 tasks, far less at
-10,000):
+The previous session's numbers (7.57 ms/step chain, 3.0x; fan-out 0.16x the raw group,
+10,000 tasks not done in 100 s) came from per-task and per-step costs, fixed in this order:
 
-1. **Blocker: one node cannot `Send` more than 7,281 tasks.** checkpoint_pg's `put_writes`
-   stores a task's writes as one multi-row `VALUES` statement (9 parameters per write) and
-   refuses more than 65,535 // 9 = 7,281 writes (since a31ff5b). A router's task writes all
-   of its Sends at once (10,001 writes for 10,000 Sends), so the step fails with
-   `CheckpointError`, in-process with checkpoint_pg too; before fb42c04 the run then stayed
-   `running` forever. Fix: split large `put_writes` into several statements (or `unnest`
-   arrays) in one transaction. The bench sends from two routers of 5,000 so it can measure.
-2. **Every task job loads and decodes the whole step: O(N) per job, O(N²) per fan-out.**
-   `execute_task` → `open_loop` → `get_tuple` returns the checkpoint with *all* pending writes
-   of the step (k grows to N as jobs finish) and `__pregel_tasks` with all N Sends, to run
-   one task. Scratch, N = 10,000: load + `prepare_one` 25 ms before any write, 38 ms at 5,000
-   writes, 145 ms at 10,000 (a small checkpoint: ~2 ms). Profile at N = 1,000: `open_loop`
-   is 10 of 24 ms per job, 456 JSON decodes per job. Through the workers (table above, 1
-   worker): ~18 ms per job at 1,000 tasks, ~58 ms per job at 10,000 already in the first
-   1,500 jobs (the 10,000 Sends are decoded by every job). Fix: a saver read for task jobs that
-   returns only the job's own and the null task's writes (the writes primary key already
-   starts with thread, namespace, checkpoint, task) and a per-process cache of the decoded
-   step checkpoint keyed by its id (it is immutable), or the Send's argument in the barrier
-   row. Scratch, both monkeypatched: 2,000 tasks 17-24 → 7.5-11.6 ms per job (2-2.5x);
-   10,000 tasks 12.6 ms per job.
-3. **One Celery message and ~14 SQL statements per task: the raw Celery rate is a ceiling.**
-   With a message per task the runtime can at best equal a raw `group` (2-6 ms of broker and
-   prefork overhead per message here), so the target needs several tasks per job. Per job
-   (profile, N = 1,000): `get_run`, `task_done`, `get_tuple`, `claim_task`, `put_writes`,
-   `complete_task` (BEGIN, mark done, count down, events, COMMIT), a pool `check_connection`
-   round trip on each of ~6 checkouts (3.5 of 24 ms per job) and a lease thread started and
-   joined per job (1.2-1.8 ms under load). Fix: dispatch a step's PUSH tasks in chunks (say
-   50 per job): one run read, one checkpoint load, one claim, the writes in one statement,
-   one barrier count-down by k (`UPDATE … WHERE task_id = ANY(…)`). Scratch, chunks of 50
-   with fixes 2 and 4: 485-862 tasks/s at 2,000 tasks and 556 tasks/s at 10,000, in one
-   process (1.2-2 ms per task), against 54-59 tasks/s as is; the per-message broker cost is
-   divided by the chunk size. Also: no pool check per checkout (check on error, or
-   `max_idle`), one lease-renewer thread per process.
-4. **The coordinator's continuation is quadratic in Python.** `PregelLoop._reattach_finished`
-   scans every pending write for every task: `tick(continuing=True)` after a 10,000-task
-   barrier takes 5.4 s (scratch). Grouping the writes by task id once removes the N² term
-   (the final step of a 2,000-task fan-out: 0.37 → 0.25 s).
-5. **Dispatch is serial, one `send_task` per task**: 0.55 ms per message on an idle machine,
-   2.3 ms under load (profile), so 10,000 messages keep one worker process busy 5.5-23 s (the
-   "registered → first job started" row with 1 worker). The same 10,000 messages as one Redis
-   pipeline of LPUSH: 0.40 s (14x). Fix: publish a step's messages in bulk on one
-   connection, and fewer of them (3).
-6. **The sweeper re-sends work that is only queued.** `task_stale_after` (60 s) counts from
-   dispatch, so when a step's backlog is longer than 60 s of work, still-queued tasks are sent
-   again, up to 100 per sweep per worker every 5 s, adding duplicates to the backlog (the
-   "re-sent by the sweeper" row). Fix: judge staleness by the step's progress (no job done
-   for a while) or by the lease only.
-7. 2-vs-1 scaling is decided by the machine's other load more than by the runtime: two full
-   runs 7 minutes apart (same code) gave 2.08x (1,000 tasks) and 2.42x (10,000, first jobs),
-   then 1.20x and 1.28x (load average up to 5.7); raw Celery 2.13x / 1.87x, then 1.87x /
-   0.89x. One worker process spends most of each job waiting on ~14 Postgres round trips,
-   which a second process overlaps (so more than 2x is possible); once other processes
-   compete for the 2 CPUs (both workers, Postgres, Redis, the client, other sessions) the
-   ratio collapses. Fixes 2-5 cut the per-task cost; judge scaling after them, on more cores.
+1. **Task jobs loaded the whole step** (every pending write and all N Sends) to run one
+   task: O(N²) per fan-out. Now `get_task_tuple` reads the checkpoint with only the job's
+   own and the null task's writes, and `PostgresSaver` keeps the last few decoded step
+   checkpoints (immutable once stored): harness, 5,000 tasks, 102 loads 3.0 s → 0.46 s.
+2. **One broker message and ~14 statements per task.** A step of more than
+   `GRAPHRUNTIME_MIN_JOBS_PER_STEP` (64) tasks now runs up to `GRAPHRUNTIME_TASK_CHUNK_MAX`
+   (50) per job: one claim, one checkpoint read, every task's writes in one pipelined
+   transaction (`put_writes_many`, multi-row inserts), one barrier count-down. Harness:
+   386 → 1,276 tasks/s in one process; through the workers 17 → ~1,500 tasks/s at 10,000.
+   Smaller steps keep a job per task, so a fan-out of slow nodes keeps its parallelism.
+3. **The fenced checkpoint put** (one per step) was a pipelined transaction of an advisory
+   lock and a check-and-insert: 1.46 ms against 0.81 ms unfenced. It is now one statement
+   calling a PL/pgSQL function that takes the lock, then checks and inserts with a fresh
+   snapshot (checkpoint_pg migration 0002): ~1.2 ms. (The same function in plain SQL took
+   1.93 ms: SQL functions are re-planned on every call.)
+4. **A pool health check per checkout** (~6 per step): now only for connections idle
+   longer than 1 s; prepared statements are on. A lost connection makes the job retry
+   (Celery retry with backoff) instead of failing the run, so the Postgres-restart fault
+   test still passes.
+5. **Events**: an `invoke()`d run writes its stream events once, at the end, and its task
+   jobs keep only values and errors; a streamed run still stores every chunk as it comes.
+6. **The client polled** (2 ms growing to 50 ms). It now waits on `LISTEN/NOTIFY`:
+   finish → `wait_done` returns in 0.74 ms median instead of 7.4 ms.
 
-Chain (per-step target missed):
+What is left, ranked:
 
-8. **~11.6 SQL statements per step in the coordinator** (graphruntime in-process: 2). Per
-   10-step run on dc34357 (harness profile): 12 fenced checkpoint puts (a transaction with
-   an advisory lock, 3.1 ms each, 36 % of the coordinator's time), 11 `put_writes` (1.5 ms),
-   12 `add_events` (1.4 ms; a values chunk every step though `invoke` reads only the last),
-   11 `step_errors` (0.9 ms; reads every error event of the run each step, also after an
-   inline step) and 57 pool `check_connection` round trips (1.3 ms per step). Scratch,
-   alternating runs: no pool check -1.2 ms/step, events written once at the end -0.7, both
-   -2.2 ms/step (-25 %). Further: the inline step's `put_writes` and put in one pipelined
-   round trip; no `step_errors` after an inline step; fence with one
-   `INSERT … WHERE head = parent` instead of a lock and a check.
-9. **The client polls**: `wait_done` sleeps 2 ms, growing 1.5x per poll up to 50 ms, which
-   costs ~1-1.5 ms per step here (client wall vs server-side rows above). Fix: LISTEN/NOTIFY or
-   Redis pub/sub on run end, or a lower cap.
-10. Fixed cost per run: one broker hop for the coordinate message (≈ the raw round-trip row),
-    `_start` loads the checkpoint twice, `thread_lock`, `get_run` twice,
-    `earlier_active_run`, `set_running`, `finish`, and `_result` re-reads every event of
-    the run.
-
-Approvals: in the harness the coordinator spends 26-33 ms per thread per phase (3 fenced
-puts, events, `step_errors`, two loads in `_start`) and the client 2-7 ms per `submit` (a
-resume also reads the active runs and loads the checkpoint to validate): items 8-10 apply.
+1. **Chain**: a step through the workers still costs ~1.5 ms more than in-process
+   graphruntime + checkpoint_pg (the "information" row): the fence (~0.3 ms per put) and
+   a fixed cost per run spread over its 10 steps: one broker hop (≈ the raw round-trip row)
+   and ~9 statements (run read twice, thread lock and unlock, earlier-run check, head load,
+   `set_running`, events, finish). Merging the run reads and writing the events with the
+   finish would save ~3 round trips per run.
+2. **Fan-out**: ~0.7 ms per no-op task in one process (harness), mostly psycopg and Python
+   per statement and per task (prepare, run, commit); chunks run their tasks one after
+   another. A job could run its chunk on a thread pool for I/O-bound nodes (today: set
+   `GRAPHRUNTIME_TASK_CHUNK_MAX=1` for those).
+3. **2-vs-1 at 10,000 tasks** is bounded by this machine, not the runtime: with one worker
+   the fan-out already keeps most of both CPUs busy (Postgres, Redis and the client share
+   them; see the CPU row), so a second process has little left to use. 1,000-task fan-outs,
+   which wait more on round trips, scale ~1.9x. Judge this on more cores.
+4. **Approvals** (~95 threads/s each way with 2 workers): per thread, one coordinator run
+   of 2-3 steps per phase plus the client's `submit` (4-5 ms: a resume is validated against
+   the thread's checkpoint before it is recorded). Items 1's per-run statements apply.
 """
 
 

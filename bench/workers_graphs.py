@@ -99,8 +99,8 @@ _fanout.add_conditional_edges(START, _dispatch, ["work"])
 _fanout.add_edge("work", END)
 
 # The same fan-out with the Sends emitted by SPLIT_PARTS parallel router nodes, each sending
-# an equal slice: checkpoint_pg's put_writes refuses more than 7,281 writes in one call, and a
-# single router's task writes all of its Sends at once (see workers_bench).
+# an equal slice. The bench measures this shape (kept for comparison with earlier runs); a
+# single router sending everything (`fanout`) is probed too.
 SPLIT_PARTS = 2
 _fanout_split = StateGraph(FanOutState)
 _fanout_split.add_node("work", _work)

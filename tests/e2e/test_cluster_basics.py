@@ -69,7 +69,9 @@ def test_retry_policy_retries_as_new_jobs(
     out = client.invoke("flaky", {"steps": []}, thread, timeout=60)
     assert out == {"steps": ["flaky"]}
     tid = thread["configurable"]["thread_id"]
-    pids = redis_for(cluster.settings().redis_url).lrange(f"e2e:flaky:{tid}", 0, -1)
+    redis_url = cluster.settings().redis_url
+    assert redis_url is not None
+    pids = redis_for(redis_url).lrange(f"e2e:flaky:{tid}", 0, -1)
     assert len(pids) == 3  # max_attempts
     # the first attempt ran in the coordinator; each retry was a job of its own (job id #n)
     run_id = client.store.runs_of_thread(tid)[0]["run_id"]

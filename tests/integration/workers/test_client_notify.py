@@ -33,7 +33,7 @@ class NoBroker:
     def coordinate(self, run_id: str, *, delay: float = 0.0) -> None:
         pass
 
-    def execute(self, message: TaskMessage) -> None:
+    def execute(self, message: TaskMessage, *, delay: float = 0.0) -> None:
         pass
 
 
