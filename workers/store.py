@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, LiteralString
 
 import psycopg
 from psycopg.rows import dict_row
@@ -246,15 +246,13 @@ class RunStore:
         lease: float,
     ) -> list[str]:
         """Start the lease of the tasks still open; returns them in the given order."""
-        params = {
-            "run_id": run_id,
-            "checkpoint_id": checkpoint_id,
-            "task_ids": list(task_ids),
-            "worker": worker,
-            "lease": lease,
-        }
-        with self.pool.connection() as conn:
-            claimed = {r["task_id"] for r in conn.execute(query("claim_tasks"), params)}
+        params = {"run_id": run_id, "checkpoint_id": checkpoint_id, "worker": worker}
+        with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            claimed = _each_returning(
+                cur,
+                query("claim_task"),
+                [{**params, "task_id": t, "lease": lease} for t in task_ids],
+            )
         return [t for t in task_ids if t in claimed]
 
     def complete_tasks(
@@ -273,13 +271,12 @@ class RunStore:
         """
         params = {"run_id": run_id, "checkpoint_id": checkpoint_id}
         with self.pool.connection() as conn, conn.transaction():
-            done = {
-                r["task_id"]
-                for r in conn.execute(
-                    query("complete_tasks"),
-                    {**params, "task_ids": list(task_ids), "worker": worker},
+            with conn.cursor() as cur:
+                done = _each_returning(
+                    cur,
+                    query("complete_task"),
+                    [{**params, "task_id": t, "worker": worker} for t in task_ids],
                 )
-            }
             if not done:
                 return 0, -1  # other deliveries completed them: their events are the ones kept
             row = conn.execute(query("count_down_step"), {**params, "done": len(done)}).fetchone()
@@ -292,14 +289,9 @@ class RunStore:
     def renew_leases(
         self, run_id: str, checkpoint_id: str, task_ids: Sequence[str], lease: float
     ) -> None:
-        params = {
-            "run_id": run_id,
-            "checkpoint_id": checkpoint_id,
-            "task_ids": list(task_ids),
-            "lease": lease,
-        }
-        with self.pool.connection() as conn:
-            conn.execute(query("renew_leases"), params)
+        params = {"run_id": run_id, "checkpoint_id": checkpoint_id, "lease": lease}
+        with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.executemany(query("renew_lease"), [{**params, "task_id": t} for t in task_ids])
 
     def schedule_retry(
         self, run_id: str, checkpoint_id: str, task_id: str, attempts: int, hold: float
@@ -389,6 +381,20 @@ class RunStore:
                     # a broken connection releases the lock with its session anyway
                     with contextlib.suppress(psycopg.Error):
                         conn.execute(query("thread_unlock"), {"thread_id": thread_id})
+
+
+def _each_returning(
+    cur: psycopg.Cursor[Any], statement: LiteralString, rows: Sequence[Mapping[str, Any]]
+) -> set[str]:
+    """Run a one-row ``RETURNING task_id`` statement per params, pipelined; the ids returned."""
+    found: set[str] = set()
+    if not rows:
+        return found
+    cur.executemany(statement, rows, returning=True)
+    while True:
+        found.update(r["task_id"] for r in cur.fetchall())
+        if not cur.nextset():
+            return found
 
 
 class _CheckWhenIdle:

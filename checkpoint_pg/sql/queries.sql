@@ -66,12 +66,20 @@ WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = %(checkpoint_ns)s
     ));
 
 -- name: get_task_writes
--- The pending writes of some tasks of one checkpoint, in insertion order.
-SELECT coalesce(task_name, task_id::text) AS task_id, channel, type, value
-FROM graphruntime_writes
-WHERE thread_id = %(thread_id)s AND checkpoint_ns = %(checkpoint_ns)s
-    AND checkpoint_id = %(checkpoint_id)s AND task_id = ANY(%(task_keys)s::uuid[])
-ORDER BY seq;
+-- The pending writes of some tasks of one checkpoint, in insertion order. One index
+-- lookup per task: `task_id = ANY(keys)` would be planned as a filter over every write
+-- of the checkpoint (thousands in a big fan-out); OFFSET 0 keeps the LATERAL subquery
+-- from being flattened into a join that does the same.
+SELECT coalesce(w.task_name, w.task_id::text) AS task_id, w.channel, w.type, w.value
+FROM unnest(%(task_keys)s::uuid[]) AS k (task_id)
+CROSS JOIN LATERAL (
+    SELECT wr.seq, wr.task_name, wr.task_id, wr.channel, wr.type, wr.value
+    FROM graphruntime_writes wr
+    WHERE wr.thread_id = %(thread_id)s AND wr.checkpoint_ns = %(checkpoint_ns)s
+        AND wr.checkpoint_id = %(checkpoint_id)s AND wr.task_id = k.task_id
+    OFFSET 0
+) w
+ORDER BY w.seq;
 
 -- name: list_checkpoints
 -- Run unprepared: Postgres then plans with the actual parameters and drops the

@@ -62,10 +62,13 @@ WITH new AS (
 )
 SELECT task_id FROM new;
 
--- name: complete_tasks
+-- name: complete_task
+-- One row by its whole key, run once per task (pipelined): `task_id = ANY(ids)` would be
+-- planned as a filter over every task of the step (the planner expects one row per step),
+-- which makes a 10,000-task fan-out quadratic.
 UPDATE graphruntime_step_tasks SET status = 'done', done_at = now(), worker = %(worker)s
-WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
-  AND task_id = ANY(%(task_ids)s::text[]) AND status = 'dispatched'
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
+  AND status = 'dispatched'
 RETURNING task_id;
 
 -- name: step_task_states
@@ -77,18 +80,18 @@ UPDATE graphruntime_steps SET open_tasks = open_tasks - %(done)s
 WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
 RETURNING open_tasks;
 
--- name: claim_tasks
--- Starts the lease of the message's tasks that are still open; returns those.
+-- name: claim_task
+-- Starts the lease of one of the message's tasks if it is still open (see complete_task).
 UPDATE graphruntime_step_tasks
 SET started_at = now(), lease_until = now() + make_interval(secs => %(lease)s), worker = %(worker)s
-WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
-  AND task_id = ANY(%(task_ids)s::text[]) AND status = 'dispatched'
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
+  AND status = 'dispatched'
 RETURNING task_id;
 
--- name: renew_leases
+-- name: renew_lease
 UPDATE graphruntime_step_tasks SET lease_until = now() + make_interval(secs => %(lease)s)
-WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
-  AND task_id = ANY(%(task_ids)s::text[]) AND status = 'dispatched';
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
+  AND status = 'dispatched';
 
 -- name: schedule_retry
 -- A task whose node failed and will run again as a new job after a countdown: its
