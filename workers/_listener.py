@@ -1,0 +1,268 @@
+"""Postgres LISTEN/NOTIFY wake-ups for clients waiting on runs and their stream events."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool
+
+# NOTIFY channels of workers/sql/queries.sql (finish_run, add_event); payload: the run id.
+RUNS_CHANNEL = "graphruntime_runs"
+EVENTS_CHANNEL = "graphruntime_events"
+
+
+class RunListener:
+    """Wake-ups for the runs a client waits on, from Postgres LISTEN/NOTIFY.
+
+    One dedicated autocommit connection per client, opened on the first wait. It
+    LISTENs only while someone waits (an idle listener would hold back the server's
+    notification queue) and is used by one thread at a time: a waiting thread takes the
+    connection, reads notifications and wakes the threads whose runs they name; the
+    others wait on a condition. A notification can always be lost (a broken connection,
+    a pooler that does not forward them), so waiters re-read their run at least every
+    ``fallback`` seconds; without a connection they poll as before and the next wait
+    connects again.
+    """
+
+    fallback = 0.25  # seconds a waiter goes at most without re-reading its run
+    retry_after = 5.0  # seconds to poll only, after a failed connect
+    connect_timeout = 5  # seconds (libpq's connect_timeout), unless the URL sets one
+
+    def __init__(self, pool: ConnectionPool[Any]) -> None:
+        self._pool = pool
+        self._cond = threading.Condition()  # guards everything below
+        self._conn: psycopg.Connection[Any] | None = None
+        self._generation = 0  # bumped whenever the connection is dropped
+        self._busy = False  # one thread uses the connection (reads, LISTEN, UNLISTEN)
+        self._listening = False  # the connection LISTENs on both channels
+        self._watchers = 0
+        self._seen: dict[tuple[str, str], int] = {}  # (channel, run id) → notifications
+        self._refs: dict[tuple[str, str], int] = {}
+        self._retry_at = 0.0
+        self._closed = False
+
+    @contextmanager
+    def watch(self, run_id: str, channels: Sequence[str]) -> Iterator[RunWatch]:
+        """LISTEN for ``run_id`` on ``channels``; read the run only once this is entered."""
+        run_id = _canonical_run_id(run_id)
+        keys = [(channel, run_id) for channel in channels]
+        with self._cond:
+            self._watchers += 1
+            for key in keys:
+                self._refs[key] = self._refs.get(key, 0) + 1
+                self._seen.setdefault(key, 0)
+        try:
+            yield RunWatch(self, keys, self._listen())
+        finally:
+            self._unwatch(keys)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            conn = self._conn
+            if conn is not None:
+                self._drop(conn)
+            self._cond.notify_all()
+        if conn is not None:
+            conn.close()  # a thread reading on it gets an error and polls
+
+    # --- the connection: used only by the thread that set _busy -------------------------
+
+    def _take(self) -> None:
+        """Wait for the connection to be free and take it (call with _cond held)."""
+        while self._busy:
+            self._cond.wait()
+        self._busy = True
+
+    def _give_back(self, broken: psycopg.Connection[Any] | None = None) -> None:
+        with self._cond:
+            if broken is not None:
+                self._drop(broken)
+            self._busy = False
+            self._cond.notify_all()
+        if broken is not None:
+            broken.close()
+
+    def _drop(self, conn: psycopg.Connection[Any]) -> None:
+        """Forget a broken connection (call with _cond held); its watchers poll."""
+        if self._conn is conn:
+            self._conn = None
+            self._listening = False
+            self._generation += 1
+
+    def _listen(self) -> int | None:
+        """Make sure the connection LISTENs; returns its generation, or None to poll."""
+        with self._cond:
+            while True:
+                if self._closed:
+                    return None
+                if self._conn is not None and self._listening:
+                    return self._generation
+                if self._conn is None and time.monotonic() < self._retry_at:
+                    return None
+                if not self._busy:
+                    break
+                self._cond.wait()
+            self._busy = True
+            conn = self._conn
+        listening = False
+        generation: int | None = None
+        try:
+            if conn is None:
+                conn = self._connect()
+            if conn is not None:
+                # one round trip (simple query protocol: several statements, no params)
+                conn.execute("LISTEN graphruntime_runs; LISTEN graphruntime_events", prepare=False)
+                listening = True
+        except psycopg.Error:
+            pass
+        finally:
+            with self._cond:
+                if listening and not self._closed:
+                    self._conn = conn
+                    self._listening = True
+                    generation = self._generation
+                elif conn is not None:
+                    self._drop(conn)
+                self._busy = False
+                self._cond.notify_all()
+            if conn is not None and generation is None:
+                conn.close()
+        return generation
+
+    def _unwatch(self, keys: Sequence[tuple[str, str]]) -> None:
+        with self._cond:
+            self._watchers -= 1
+            for key in keys:
+                self._refs[key] -= 1
+                if not self._refs[key]:
+                    del self._refs[key], self._seen[key]
+            if self._watchers or not self._listening:
+                return
+            self._take()
+            conn = self._conn
+            if self._watchers or not self._listening or conn is None:
+                self._busy = False  # someone came meanwhile: keep listening for them
+                self._cond.notify_all()
+                return
+            self._listening = False
+        broken: psycopg.Connection[Any] | None = conn
+        try:
+            conn.execute("UNLISTEN *", prepare=False)
+            broken = None
+        except psycopg.Error:
+            pass
+        finally:
+            self._give_back(broken)
+
+    def _connect(self) -> psycopg.Connection[Any] | None:
+        """A new autocommit connection to the pool's database, or None (then poll a while)."""
+        pool = self._pool
+        conninfo = pool.conninfo() if callable(pool.conninfo) else pool.conninfo
+        kwargs: dict[str, Any] = dict(
+            (pool.kwargs() if callable(pool.kwargs) else pool.kwargs) or {}
+        )
+        kwargs["autocommit"] = True
+        if "connect_timeout" not in {**conninfo_to_dict(conninfo), **kwargs}:
+            kwargs["connect_timeout"] = self.connect_timeout
+        try:
+            return psycopg.Connection.connect(conninfo, **kwargs)
+        except psycopg.Error:
+            with self._cond:
+                self._retry_at = time.monotonic() + self.retry_after
+            return None
+
+    def _read(self, conn: psycopg.Connection[Any], timeout: float) -> None:
+        """Read notifications for up to ``timeout`` s (until one arrives); wake waiters."""
+        received: list[psycopg.Notify] = []
+        broken: psycopg.Connection[Any] | None = conn
+        try:
+            received.extend(conn.notifies(timeout=timeout, stop_after=1))
+            broken = None
+        except psycopg.Error:
+            pass
+        finally:
+            with self._cond:
+                for note in received:
+                    key = (note.channel, note.payload)
+                    if key in self._seen:
+                        self._seen[key] += 1
+            self._give_back(broken)
+
+
+class RunWatch:
+    """One waiter's view of a :class:`RunListener`: block until its run may have changed."""
+
+    def __init__(
+        self, listener: RunListener, keys: Iterable[tuple[str, str]], generation: int | None
+    ) -> None:
+        self._listener = listener
+        self._keys = list(keys)
+        self._generation = generation
+        self._count = self._total()
+        self._delay = 0.002  # the polling back-off, when there is no listening connection
+
+    @property
+    def listening(self) -> bool:
+        listener = self._listener
+        return self._generation is not None and self._generation == listener._generation
+
+    def _total(self) -> int:
+        seen = self._listener._seen
+        return sum(seen.get(key, 0) for key in self._keys)
+
+    def _notified(self) -> bool:
+        count = self._total()
+        if count != self._count:
+            self._count = count
+            return True
+        return False
+
+    def progressed(self) -> None:
+        """The run moved on: poll fast again (when polling)."""
+        self._delay = 0.002
+
+    def wait(self, timeout: float | None) -> None:
+        """Return after a notification for the run, ``fallback`` s, or ``timeout`` s."""
+        listener = self._listener
+        if timeout is not None and timeout <= 0:
+            return
+        if not self.listening:
+            time.sleep(self._delay if timeout is None else min(self._delay, timeout))
+            self._delay = min(self._delay * 1.5, 0.05)
+            return
+        span = listener.fallback if timeout is None else min(listener.fallback, timeout)
+        deadline = time.monotonic() + span
+        cond = listener._cond
+        while True:
+            with cond:
+                while True:
+                    if self._notified() or not self.listening:
+                        return
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return
+                    if not listener._busy:
+                        break
+                    cond.wait(remaining)  # another waiter reads and wakes us
+                listener._busy = True
+                conn = listener._conn
+            if conn is None:  # cannot happen while listening; be safe
+                listener._give_back()
+                return
+            listener._read(conn, remaining)
+
+
+def _canonical_run_id(run_id: str) -> str:
+    """The run id as Postgres prints a uuid (the NOTIFY payload)."""
+    try:
+        return str(uuid.UUID(run_id))
+    except ValueError:
+        return run_id
