@@ -12,6 +12,7 @@ from importlib.resources import files
 from typing import LiteralString, cast
 
 __all__ = (
+    "ASYNC_COMMIT",
     "CREATE_MIGRATIONS_TABLE",
     "DELETE_THREAD",
     "GET_CHECKPOINT",
@@ -54,6 +55,7 @@ CREATE_MIGRATIONS_TABLE = _QUERIES["create_migrations_table"]
 MIGRATIONS_TABLE_EXISTS = _QUERIES["migrations_table_exists"]
 SCHEMA_VERSION = _QUERIES["schema_version"]
 RECORD_MIGRATION = _QUERIES["record_migration"]
+ASYNC_COMMIT = _QUERIES["async_commit"]
 GET_CHECKPOINT = _QUERIES["get_checkpoint"]
 GET_TASK_WRITES = _QUERIES["get_task_writes"]
 LIST_CHECKPOINTS = _QUERIES["list_checkpoints"]

@@ -94,6 +94,7 @@ class PostgresSaver(BaseCheckpointSaver):
         self._known = _KnownBlobs()
         self._steps = _StepCache()
         self._fence_all = False
+        self._durable_writes = True
 
     @classmethod
     @contextmanager
@@ -115,6 +116,19 @@ class PostgresSaver(BaseCheckpointSaver):
         """
         view = copy.copy(self)
         view._fence_all = True
+        return view
+
+    def lazy_writes(self) -> PostgresSaver:
+        """This saver, with ``put_writes`` committing without waiting for the WAL flush.
+
+        Postgres' WAL is sequential: the next commit that does wait (any checkpoint
+        put, or the caller's own transaction on the same database) makes these writes
+        durable too. For a driver that always follows writes with such a commit and
+        re-runs the tasks otherwise, as the workers do: it saves a disk flush per step.
+        A crash before that commit can lose the writes, never a checkpoint.
+        """
+        view = copy.copy(self)
+        view._durable_writes = False
         return view
 
     def setup(self) -> None:
@@ -405,6 +419,9 @@ class PostgresSaver(BaseCheckpointSaver):
         statements = self._write_statements(config, writes, task_id)
         if not statements:
             return
+        if not self._durable_writes:
+            self._run_writes("put_writes", statements)
+            return
         # One statement per _MAX_WRITES rows (Postgres' parameter limit), all in one
         # transaction, so a node that sends thousands of tasks stores them atomically.
         with (
@@ -433,15 +450,23 @@ class PostgresSaver(BaseCheckpointSaver):
             else:
                 inserts.extend(rows)
         statements.extend(_statements(False, inserts))
-        if not statements:
-            return
+        if statements:
+            self._run_writes("put_writes_many", statements)
+
+    def _run_writes(
+        self, operation: str, statements: builtins.list[tuple[bytes, builtins.list[Any]]]
+    ) -> None:
+        """Write statements in one pipelined transaction (not waiting for the WAL flush
+        when this view's writes are not durable on their own)."""
         with (
-            self._store_errors("put_writes_many"),
+            self._store_errors(operation),
             self._source.connection() as conn,
             conn.pipeline() if self._pipeline else _no_pipeline(),
             conn.transaction(),
             conn.cursor(binary=True) as cur,
         ):
+            if not self._durable_writes:
+                cur.execute(q.ASYNC_COMMIT)
             for query, params in statements:
                 cur.execute(query, params, prepare=_prepare(cur))
 

@@ -37,9 +37,17 @@ class WorkerContext:
 
     @property
     def fenced_saver(self) -> BaseCheckpointSaver:
-        """The saver whose puts refuse to fork a thread (a stale coordinator cannot write)."""
-        fenced = getattr(self.saver, "fenced", None)
-        return fenced() if callable(fenced) else self.saver
+        """The saver whose puts refuse to fork a thread (a stale coordinator cannot write).
+
+        Its pending writes also commit lazily: every run path follows them with a
+        durable commit (the step's checkpoint, the tasks' completion or the run's end),
+        which flushes them with it; if none comes, the tasks run again anyway.
+        """
+        saver = self.saver
+        fenced = getattr(saver, "fenced", None)
+        saver = fenced() if callable(fenced) else saver
+        lazy = getattr(saver, "lazy_writes", None)
+        return lazy() if callable(lazy) else saver
 
 
 # --- a run's payload ---------------------------------------------------------------------

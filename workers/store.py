@@ -248,6 +248,7 @@ class RunStore:
         """Start the lease of the tasks still open; returns them in the given order."""
         params = {"run_id": run_id, "checkpoint_id": checkpoint_id, "worker": worker}
         with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.execute(query("async_commit"))
             claimed = _each_returning(
                 cur,
                 query("claim_task"),

@@ -195,6 +195,10 @@ SELECT * FROM graphruntime_put_checkpoint_fenced(
     %(blob_channels)s::text[], %(blob_keys)s::text[], %(blob_types)s::text[],
     %(blob_values)s::bytea[]);
 
+-- name: async_commit
+-- First statement of a transaction whose commit need not wait for the WAL flush.
+SET LOCAL synchronous_commit TO OFF;
+
 -- name: insert_writes
 -- First write wins: a second delivery of the same task changes nothing.
 -- The rows placeholder becomes write_row once per write (composed by the saver): scalar

@@ -80,6 +80,10 @@ UPDATE graphruntime_steps SET open_tasks = open_tasks - %(done)s
 WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
 RETURNING open_tasks;
 
+-- name: async_commit
+-- Leases are soft state (a lost one only delays a re-send): no WAL flush wait.
+SET LOCAL synchronous_commit TO OFF;
+
 -- name: claim_task
 -- Starts the lease of one of the message's tasks if it is still open (see complete_task).
 UPDATE graphruntime_step_tasks
