@@ -1008,7 +1008,7 @@ ANALYSIS = """\
 How this was measured: a scratch harness kept outside the repository runs the workers' own
 coordinator and task-job functions in one process with a local FIFO dispatcher (no broker)
 on the embedded Postgres, under cProfile or bare, one change at a time; `--profile` runs
-(cProfile in the workers' pool processes) for the rest. Revisions 32a0861 → 44de0fd on a
+(cProfile in the workers' pool processes) for the rest. Revisions 32a0861 → 8c9bdb9 on a
 shared 2-core machine: differences under ~20 % are noise.
 
 The previous session's numbers (7.57 ms/step chain, 3.0x; fan-out 0.16x the raw group,
@@ -1037,6 +1037,19 @@ The previous session's numbers (7.57 ms/step chain, 3.0x; fan-out 0.16x the raw 
    jobs keep only values and errors; a streamed run still stores every chunk as it comes.
 6. **The client polled** (2 ms growing to 50 ms). It now waits on `LISTEN/NOTIFY`:
    finish → `wait_done` returns in 0.74 ms median instead of 7.4 ms.
+7. **`task_id = ANY(ids)` was a filter over the whole step.** Postgres expects one row per
+   (run, checkpoint), so it scanned all N tasks of the step (and all N writes) for every
+   claim, completion and task-writes read: quadratic in Postgres. Tasks are now looked up
+   by their whole key (pipelined statements; a LATERAL lookup per key for the writes):
+   Postgres CPU per 10,000-task fan-out 5.3 s → 1.8 s (harness, 1,118 → 1,876 tasks/s).
+8. **Three WAL flushes per task job** (claim, writes, completion). Claims (leases) are
+   soft state and commit without waiting for the flush; the writes commit lazily too
+   (`PostgresSaver.lazy_writes()`), and the completion's durable commit flushes them with
+   it. This matters on this machine, whose shared disk makes a flush cost anywhere from
+   0.3 ms to tens of ms (the same 10,000-task run took 7 s or 29 s an hour apart before
+   it). The coordinator's inline steps keep durable writes: a lazy commit needs a
+   transaction around a single insert, which cost more (~0.3 ms/step, harness) than the
+   flush it saved while the disk was fast.
 
 What is left, ranked:
 
@@ -1046,10 +1059,10 @@ What is left, ranked:
    and ~9 statements (run read twice, thread lock and unlock, earlier-run check, head load,
    `set_running`, events, finish). Merging the run reads and writing the events with the
    finish would save ~3 round trips per run.
-2. **Fan-out**: ~0.7 ms per no-op task in one process (harness), mostly psycopg and Python
-   per statement and per task (prepare, run, commit); chunks run their tasks one after
-   another. A job could run its chunk on a thread pool for I/O-bound nodes (today: set
-   `GRAPHRUNTIME_TASK_CHUNK_MAX=1` for those).
+2. **Fan-out**: ~0.5 ms per no-op task in one process (harness: 0.36 ms of Python, 0.18 ms
+   of Postgres), mostly psycopg and Python per statement and per task (prepare, run,
+   commit); chunks run their tasks one after another. A job could run its chunk on a
+   thread pool for I/O-bound nodes (today: set `GRAPHRUNTIME_TASK_CHUNK_MAX=1` for those).
 3. **2-vs-1 at 10,000 tasks** is bounded by this machine, not the runtime: with one worker
    the fan-out already keeps most of both CPUs busy (Postgres, Redis and the client share
    them; see the CPU row), so a second process has little left to use. 1,000-task fan-outs,

@@ -37,15 +37,19 @@ class WorkerContext:
 
     @property
     def fenced_saver(self) -> BaseCheckpointSaver:
-        """The saver whose puts refuse to fork a thread (a stale coordinator cannot write).
+        """The saver whose puts refuse to fork a thread (a stale coordinator cannot write)."""
+        fenced = getattr(self.saver, "fenced", None)
+        return fenced() if callable(fenced) else self.saver
 
-        Its pending writes also commit lazily: every run path follows them with a
-        durable commit (the step's checkpoint, the tasks' completion or the run's end),
-        which flushes them with it; if none comes, the tasks run again anyway.
+    @property
+    def task_job_saver(self) -> BaseCheckpointSaver:
+        """The fenced saver, its pending writes committed lazily.
+
+        A task job always follows its writes with a durable commit (marking the tasks
+        done), which flushes them with it; if it dies first, the tasks run again. (The
+        coordinator's single writes gain nothing: a lazy commit costs a transaction.)
         """
-        saver = self.saver
-        fenced = getattr(saver, "fenced", None)
-        saver = fenced() if callable(fenced) else saver
+        saver = self.fenced_saver
         lazy = getattr(saver, "lazy_writes", None)
         return lazy() if callable(lazy) else saver
 

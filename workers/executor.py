@@ -92,7 +92,7 @@ def _run(
     Returns each task's stream events, and the tasks to try again (next attempt, delay).
     """
     graph = ctx.registry.get(run.graph)
-    saver = DeferredWrites(ctx.fenced_saver)
+    saver = DeferredWrites(ctx.task_job_saver)
     loop = open_loop(
         ctx, graph, run, None, checkpoint_id=msg.checkpoint_id, writes_of=open_ids, saver=saver
     )

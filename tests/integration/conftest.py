@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -29,18 +30,33 @@ def server_url() -> str:
     return database_url()
 
 
+@contextmanager
+def new_database(server_url: str, prefix: str) -> Iterator[str]:
+    """An empty database of its own, dropped afterwards; yields its connection string."""
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_conninfo(server_url, dbname=name)
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture(scope="session")
 def pg_url(server_url: str) -> Iterator[str]:
     """A fresh database for this test session, migrated to the latest schema."""
-    name = f"graphruntime_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    url = make_conninfo(server_url, dbname=name)
-    with psycopg.connect(url, autocommit=True) as conn:
-        migrate(conn)
-    yield url
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with new_database(server_url, "graphruntime_test") as url:
+        with psycopg.connect(url, autocommit=True) as conn:
+            migrate(conn)
+        yield url
+
+
+@pytest.fixture
+def fresh_db(server_url: str) -> Iterator[str]:
+    """An empty database (no tables) for tests that create the schema themselves."""
+    with new_database(server_url, "graphruntime_mig") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import multiprocessing
-import os
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
 from checkpoint_pg import (
@@ -29,17 +26,6 @@ pytestmark = pytest.mark.integration
 
 # spawn, not fork: the test process runs pool threads that a fork would copy mid-flight.
 SPAWN = multiprocessing.get_context("spawn")
-
-
-@pytest.fixture
-def fresh_db(server_url: str) -> Iterator[str]:
-    """An empty database (no tables) for tests that create the schema themselves."""
-    name = f"graphruntime_mig_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    yield make_conninfo(server_url, dbname=name)
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_concurrent_put_writes_of_one_task_leave_one_row_set(pg_url: str) -> None:

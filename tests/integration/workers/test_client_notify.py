@@ -17,7 +17,8 @@ import pytest
 
 from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.config import RunnableConfig
-from workers.client import EVENTS_CHANNEL, RUNS_CHANNEL, GraphClient
+from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL
+from workers.client import GraphClient
 from workers.errors import RunTimeoutError, ThreadBusyError
 from workers.messages import TaskMessage
 from workers.registry import GraphRegistry

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, LiteralString
 
@@ -42,17 +41,6 @@ WORKER_TABLES = (
     "graphruntime_steps",
 )
 RUN_ID = "00000000-0000-4000-8000-000000000001"
-
-
-@pytest.fixture
-def fresh_db(server_url: str) -> Iterator[str]:
-    """An empty database (no tables)."""
-    name = f"graphruntime_wmig_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    yield make_conninfo(server_url, dbname=name)
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def connect(url: str) -> psycopg.Connection[Any]:
