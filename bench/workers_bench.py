@@ -567,7 +567,7 @@ def flush_broker(env: Env) -> None:
     r.close()
 
 
-SMALL_REPS, SMALL_MAX = 3, 2_000  # fan-outs this small are repeated; the median is reported
+SMALL_REPS, SMALL_MAX = 3, 10_000  # fan-outs this small are repeated; the median is reported
 
 
 def bench_fanout(

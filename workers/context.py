@@ -82,10 +82,13 @@ def open_loop(
     fenced: bool = True,
     writes_of: Collection[str] | None = None,
     saver: BaseCheckpointSaver | None = None,
+    reopen: bool = False,
 ) -> PregelLoop:
     """A loop for this run; its checkpoint puts are fenced unless it forks (time travel).
 
     A task job names its tasks in ``writes_of``: it loads only their pending writes.
+    ``reopen``: the run is past its start (``first()`` ran in another process); if the
+    loaded step is the one the run started at, redo in memory what ``first()`` did.
     """
     payload = run.payload
     modes: Sequence[Any] = sorted({*RUN_EVENT_MODES, *(payload.get("stream_modes") or ())})
@@ -108,6 +111,8 @@ def open_loop(
         loop.use_resume_map(cmd.resume)
     if run.stop is not None:
         loop.stop = run.stop
+    if reopen and loop.saved and loop.metadata.get("run_id") != run.run_id:
+        loop.reenter(resuming=cmd is None or isinstance(cmd, Command))
     return loop
 
 

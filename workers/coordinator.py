@@ -83,7 +83,7 @@ def _advance(ctx: WorkerContext, run: Run, graph: Pregel) -> None:
         if run.status == "queued":
             loop, continuing = _start(ctx, run, graph)
         else:
-            loop = open_loop(ctx, graph, run, None)
+            loop = open_loop(ctx, graph, run, None, reopen=True)
             continuing = True
         _steps(ctx, run, graph, loop, continuing)
     except CheckpointConflict:
@@ -131,7 +131,6 @@ def _steps(ctx: WorkerContext, run: Run, graph: Pregel, loop: PregelLoop, contin
                 )
                 if isinstance(exc, RetryLater):
                     # its RetryPolicy retries it: as a job after the backoff, not asleep here
-                    loop.sink.drain()
                     _dispatch(ctx, run, loop, [task], retry=exc)
                     return
                 loop.commit(task, exc)
@@ -165,7 +164,7 @@ def _steps(ctx: WorkerContext, run: Run, graph: Pregel, loop: PregelLoop, contin
     if loop.status == "out_of_steps":
         ctx.store.finish(run.run_id, "error", error=error_info(recursion_error(loop)))
         return
-    ctx.store.finish(run.run_id, "success", result=_result(ctx, run, [], flushed))
+    ctx.store.finish(run.run_id, "success", result=_result(ctx, run, [], flushed, loop))
 
 
 def _dispatch(
@@ -183,16 +182,16 @@ def _dispatch(
     new = ctx.store.register_tasks(
         run.run_id, run.thread_id, checkpoint_id, [(t.id, t.path) for t in tasks]
     )
-    ctx.store.touch(run.run_id)
     attempts = retry.attempts if retry is not None else 0
     refs = [
         TaskRef(id=task_id, path=tuple(by_id[task_id].path), attempts=attempts) for task_id in new
     ]
     if retry is None:
         send_task_jobs(ctx, run.run_id, run.thread_id, checkpoint_id, refs)
-        return
-    for ref in refs:
-        retry_task_job(ctx, run.run_id, run.thread_id, checkpoint_id, ref, retry.delay)
+    else:
+        for ref in refs:
+            retry_task_job(ctx, run.run_id, run.thread_id, checkpoint_id, ref, retry.delay)
+    ctx.store.touch(run.run_id)  # after the send: a failure here must not skip it
 
 
 def retry_task_job(
@@ -256,15 +255,24 @@ def _finish_interrupted(
 
 
 def _result(
-    ctx: WorkerContext, run: Run, interrupts: list[Any], flushed: Sequence[EventRow]
+    ctx: WorkerContext,
+    run: Run,
+    interrupts: list[Any],
+    flushed: Sequence[EventRow],
+    finished: PregelLoop | None = None,
 ) -> Any:
     """What ``invoke`` returns: the last root values chunk, plus the interrupts.
 
-    The chunk is usually among the events just ``flushed``; older ones are read back.
+    The chunk is usually among the events just ``flushed``. A finished run without
+    one (its last chunks were lost with a coordinator that died after saving the final
+    checkpoint) returns the final state's output, which that chunk held; otherwise
+    older chunks are read back.
     """
     root_values = [payload for ns, mode, payload in flushed if mode == "values" and ns == ()]
     latest: Any = root_values[-1] if root_values else None
-    if not root_values:
+    if not root_values and finished is not None:
+        latest = finished.output()
+    if latest is None and not root_values:
         for event in ctx.store.events_after(run.run_id, 0):
             if event.mode == "values" and event.ns == ():
                 latest = event.payload

@@ -51,20 +51,32 @@ class RemoteGraphError(WorkerError):
         self.type_name = type_name
 
 
+# Server states that pass: shutting down or starting up (57P0x), a serialization failure
+# or deadlock (40001, 40P01: the transaction is simply retried), too many connections.
+_TRANSIENT_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "40001", "40P01", "53300"})
+
+
 def is_transient(exc: BaseException) -> bool:
-    """Whether ``exc`` is (or was caused by) a lost or refused Postgres connection.
+    """Whether ``exc`` is (or was raised from) a lost or refused Postgres connection.
 
     Such a failure says nothing about the graph: the job that met it is retried
-    (every job is idempotent) instead of failing the run. A node's own errors are
-    recorded as writes before they could get here.
+    (every job is idempotent) instead of failing the run. Errors that would happen
+    again (a statement timeout, a disk full, a value too big for an index) are not
+    transient: they fail the run with a message. A node's own errors are recorded
+    as writes before they could get here.
     """
     import psycopg  # workers depend on psycopg; graphruntime's errors stay import-free
+    from psycopg_pool import PoolTimeout
 
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, psycopg.OperationalError):
+        if isinstance(current, PoolTimeout):
             return True
+        if isinstance(current, psycopg.OperationalError):
+            state = current.sqlstate
+            # no SQLSTATE: the client lost the connection; class 08: connection exception
+            return state is None or state.startswith("08") or state in _TRANSIENT_SQLSTATES
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return False

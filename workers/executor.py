@@ -43,11 +43,13 @@ def _lease(ctx: WorkerContext, msg: TaskMessage, task_ids: Sequence[str]) -> Ite
         renewer.join(timeout=5)
 
 
-def execute_tasks(ctx: WorkerContext, msg: TaskMessage) -> None:
+def execute_tasks(ctx: WorkerContext, msg: TaskMessage, *, redelivered: bool = False) -> None:
     """Execute the message's tasks exactly as the in-process loop would; safe to deliver twice.
 
     Writes are upserted, so a second delivery changes no state; a task's stream
     events are kept only by the delivery that marks it done, so none is doubled.
+    ``redelivered``: an earlier delivery of this job may have completed the step's
+    barrier and died before continuing the run, so this one makes sure it continues.
     """
     run = ctx.store.get_run(msg.run_id)
     if run.done:
@@ -55,12 +57,15 @@ def execute_tasks(ctx: WorkerContext, msg: TaskMessage) -> None:
     open_ids = ctx.store.claim_tasks(
         msg.run_id,
         msg.checkpoint_id,
-        [t.id for t in msg.tasks],
+        [(t.id, t.attempts) for t in msg.tasks],
         ctx.worker_name,
         ctx.settings.task_lease,
     )
     if not open_ids:
-        return  # every task of the message is already done
+        # every task is done (or waits for a later retry); coordinating twice is harmless
+        if redelivered:
+            ctx.dispatcher.coordinate(msg.run_id)
+        return
     try:
         with _lease(ctx, msg, open_ids):
             events, retries = _run(ctx, run, msg, set(open_ids))
@@ -81,7 +86,18 @@ def execute_tasks(ctx: WorkerContext, msg: TaskMessage) -> None:
     )
     if completed and remaining == 0:
         # the last finisher continues the run here: no broker round trip for the barrier
-        coordinate(ctx, msg.run_id)
+        try:
+            coordinate(ctx, msg.run_id)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            # this job's work is saved; a retry of it would find nothing to do
+            log.warning(
+                "run %s: continuing after the barrier failed (%s); re-sent", msg.run_id, exc
+            )
+            ctx.dispatcher.coordinate(msg.run_id, delay=1.0)
+    elif not completed and redelivered:
+        ctx.dispatcher.coordinate(msg.run_id)
 
 
 def _run(
@@ -94,7 +110,14 @@ def _run(
     graph = ctx.registry.get(run.graph)
     saver = DeferredWrites(ctx.task_job_saver)
     loop = open_loop(
-        ctx, graph, run, None, checkpoint_id=msg.checkpoint_id, writes_of=open_ids, saver=saver
+        ctx,
+        graph,
+        run,
+        None,
+        checkpoint_id=msg.checkpoint_id,
+        writes_of=open_ids,
+        saver=saver,
+        reopen=True,
     )
     # invoke() reads only the run's last values and its errors; a stream reads everything
     keep = None if run.payload.get("stream_modes") else {"values", "error"}
@@ -129,7 +152,7 @@ def _run(
             attempts_done=ref.attempts,
         )
         if isinstance(exc, RetryLater):  # its RetryPolicy retries it as a new job
-            loop.sink.drain()
+            list(loop.sink.drain())  # the failed attempt's chunks are not kept
             retries.append((ref.model_copy(update={"attempts": exc.attempts}), exc.delay))
             continue
         loop.commit(task, exc)

@@ -241,20 +241,21 @@ class RunStore:
         self,
         run_id: str,
         checkpoint_id: str,
-        task_ids: Sequence[str],
+        tasks: Sequence[tuple[str, int]],
         worker: str,
         lease: float,
     ) -> list[str]:
-        """Start the lease of the tasks still open; returns them in the given order."""
+        """Start the lease of the (task id, attempts) still open; returns their ids in order.
+
+        A message for an earlier attempt than the task's recorded retries claims nothing:
+        the task is waiting out its backoff for a later job.
+        """
         params = {"run_id": run_id, "checkpoint_id": checkpoint_id, "worker": worker}
+        rows = [{**params, "task_id": t, "attempts": a, "lease": lease} for t, a in tasks]
         with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             cur.execute(query("async_commit"))
-            claimed = _each_returning(
-                cur,
-                query("claim_task"),
-                [{**params, "task_id": t, "lease": lease} for t in task_ids],
-            )
-        return [t for t in task_ids if t in claimed]
+            claimed = _each_returning(cur, query("claim_task"), rows)
+        return [t for t, _ in tasks if t in claimed]
 
     def complete_tasks(
         self,

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 _background: list[Any] = []
 _RETRY_FIRST = 0.5  # seconds before the first retry of a job that lost Postgres; doubles
 _RETRY_CAP = 10.0
+_RETRY_MAX = 40  # about 6 minutes of retries
 
 
 @cache
@@ -37,6 +38,11 @@ def _retry_when_transient(job: Any) -> Iterator[None]:
         yield
     except Exception as exc:
         if not is_transient(exc):
+            raise
+        if job.request.retries >= _RETRY_MAX:
+            # Postgres has been away for minutes: stop; the sweeper re-sends the work
+            # from Postgres once it is back (a lost task lease, a stalled run)
+            log.error("job %s gave up after %d retries: %s", job.request.id, _RETRY_MAX, exc)
             raise
         delay = min(_RETRY_CAP, _RETRY_FIRST * 2**job.request.retries)
         log.warning(
@@ -66,8 +72,10 @@ def execute_task_job(self: Any, **kwargs: Any) -> None:
     except MalformedMessageError:
         log.exception("dropping malformed task message %r", kwargs)
         return
+    request = self.request
+    redelivered = bool(request.retries) or bool((request.delivery_info or {}).get("redelivered"))
     with _retry_when_transient(self):
-        execute_tasks(_context(), msg)
+        execute_tasks(_context(), msg, redelivered=redelivered)
 
 
 @worker_process_init.connect  # type: ignore[untyped-decorator]

@@ -341,20 +341,9 @@ class PregelLoop:
                 )
         elif is_command:
             self._apply_command(inp, has_state)
-        null = [(c, v) for tid, c, v in self.pending_writes if tid == NULL_TASK_ID]
-        if null:
-            updated = apply_writes(
-                self.checkpoint,
-                self.channels,
-                [TaskWrites(INPUT, (), (), null)],
-                self.get_next_version,
-                self.graph.trigger_to_nodes,
-            )
-            if self.updated_channels is not None:
-                self.updated_channels.update(updated)
+        null = self._apply_null_writes()
         if is_resuming:
-            seen = self.checkpoint["versions_seen"].setdefault(INTERRUPT, {})
-            seen.update(self.checkpoint["channel_versions"])
+            self._mark_interrupts_seen()
             if time_travel and self.metadata.get("source") not in ("update", "fork"):
                 self.pending_writes = [w for w in self.pending_writes if w[1] != INTERRUPT]
                 keep = self.pending_writes
@@ -386,6 +375,42 @@ class PregelLoop:
             **self.config,
             CONF: {**conf, CONFIG_KEY_RESUMING: is_resuming},
         }
+
+    def _apply_null_writes(self) -> list[tuple[str, Any]]:
+        """Apply the null task's pending writes (a Command's update, goto) in memory."""
+        null = [(c, v) for tid, c, v in self.pending_writes if tid == NULL_TASK_ID]
+        if null:
+            updated = apply_writes(
+                self.checkpoint,
+                self.channels,
+                [TaskWrites(INPUT, (), (), null)],
+                self.get_next_version,
+                self.graph.trigger_to_nodes,
+            )
+            if self.updated_channels is not None:
+                self.updated_channels.update(updated)
+        return null
+
+    def _mark_interrupts_seen(self) -> None:
+        seen = self.checkpoint["versions_seen"].setdefault(INTERRUPT, {})
+        seen.update(self.checkpoint["channel_versions"])
+
+    def reenter(self, *, resuming: bool) -> None:
+        """Redo in memory what :meth:`first` did to the step a run started at.
+
+        ``first()`` applies the null task's writes (a Command's ``update``/``goto``) to
+        the channels and, for a resume, marks interrupts seen and flags the tasks as
+        resuming, all without saving a checkpoint. A driver that re-opens that step in
+        another process (a task job, the coordinator after the barrier) calls this so
+        its tasks see the same state; nothing is saved or streamed again.
+        """
+        if not self.checkpoint["channel_versions"]:
+            return
+        self._apply_null_writes()
+        if resuming:
+            self._mark_interrupts_seen()
+        conf = self.config[CONF]
+        self.config = {**self.config, CONF: {**conf, CONFIG_KEY_RESUMING: resuming}}
 
     def _apply_command(self, cmd: Command[Any], has_state: bool) -> None:
         resume = cmd.resume
@@ -660,6 +685,10 @@ class PregelLoop:
             self.status = "interrupt_after"
             self.emit("updates", {INTERRUPT: ()})
             raise GraphInterrupt()
+
+    def output(self) -> Any:
+        """The output of the current state: what a ``values`` chunk of it holds."""
+        return output_values(self.output_keys, True, self.channels)
 
     def values_with_pending(self) -> dict[str, Any] | None:
         """On an interrupted exit: the state with finished siblings' writes applied."""

@@ -106,11 +106,34 @@ flaky.add_node(
 flaky.add_edge(START, "flaky")
 flaky_graph = flaky.compile()
 
+
+class PairState(TypedDict, total=False):
+    note: str
+    seen: Annotated[list[str], operator.add]
+
+
+def _asking(name: str) -> Any:
+    def node(state: PairState) -> dict[str, Any]:
+        answer = interrupt(name)
+        return {"seen": [f"{name}:{answer}:{state.get('note')}"]}
+
+    return node
+
+
+# two parallel nodes that both interrupt: resuming them is a step of two task jobs
+pair = StateGraph(PairState)
+pair.add_node("a", _asking("a"))
+pair.add_node("b", _asking("b"))
+pair.add_edge(START, "a")
+pair.add_edge(START, "b")
+pair_graph = pair.compile()
+
 GRAPHS = ",".join(
     [
         "fan=tests.e2e.graphs:fan_graph",
         "chain=tests.e2e.graphs:chain_graph",
         "failing=tests.e2e.graphs:failing_graph",
         "flaky=tests.e2e.graphs:flaky_graph",
+        "pair=tests.e2e.graphs:pair_graph",
     ]
 )

@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from graphruntime.checkpoint.memory import InMemorySaver
+from graphruntime.config import RunnableConfig
 from graphruntime.errors import InvalidResumeError
 from graphruntime.types import Command
 from tests.e2e.fault_graphs import redis_for
-from tests.e2e.graphs import chain_graph, fan_graph
+from tests.e2e.graphs import chain_graph, fan_graph, pair_graph
 from workers.client import GraphClient
 from workers.errors import UnknownGraphError
 from workers.local_cluster import LocalCluster
@@ -78,6 +79,22 @@ def test_retry_policy_retries_as_new_jobs(
     logs = [line for w in cluster.workers for line in list(w.log)]
     for attempt in (1, 2):
         assert any(f"{run_id}:" in ln and f"#{attempt}] succeeded" in ln for ln in logs), attempt
+
+
+def test_resume_with_update_reaches_every_task_job(client: GraphClient, thread: Any) -> None:
+    """Command(resume=..., update=...) on a step whose tasks run as separate jobs."""
+
+    def resume(out: Any) -> Command[Any]:
+        ids = {i.value: i.id for i in out["__interrupt__"]}
+        return Command(resume={ids["a"]: "A", ids["b"]: "B"}, update={"note": "u"})
+
+    local = pair_graph.with_checkpointer(InMemorySaver())
+    local_cfg: RunnableConfig = {"configurable": {"thread_id": "local"}}
+    expected = local.invoke(resume(local.invoke({"seen": []}, local_cfg)), local_cfg)
+    paused = client.invoke("pair", {"seen": []}, thread, timeout=60)
+    assert client.invoke("pair", resume(paused), thread, timeout=60) == expected
+    assert expected == {"note": "u", "seen": ["a:A:u", "b:B:u"]}
+    assert client.get_state("pair", thread).values == local.get_state(local_cfg).values
 
 
 def test_chain_matches_in_process(client: GraphClient, thread: Any) -> None:

@@ -89,7 +89,7 @@ SET LOCAL synchronous_commit TO OFF;
 UPDATE graphruntime_step_tasks
 SET started_at = now(), lease_until = now() + make_interval(secs => %(lease)s), worker = %(worker)s
 WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
-  AND status = 'dispatched'
+  AND status = 'dispatched' AND retry_attempts <= %(attempts)s
 RETURNING task_id;
 
 -- name: renew_lease
