@@ -162,9 +162,10 @@ class PostgresSaver(BaseCheckpointSaver):
         cached = self._steps.get(cache_key)
         if cached is None:
             found = self._get(config, keys)
-            if found is not None:
-                self._steps.put(cache_key, found._replace(pending_writes=[]))
-            return found
+            if found is None:
+                return None
+            self._steps.put(cache_key, found._replace(pending_writes=[]))
+            return _own_values_if_null_writes(found)
         params = {
             "thread_id": thread_id,
             "checkpoint_ns": checkpoint_ns,
@@ -176,7 +177,7 @@ class PostgresSaver(BaseCheckpointSaver):
             rows = cur.fetchall()
         loads = self.serde.loads_typed
         writes = [(r["task_id"], r["channel"], loads((r["type"], r["value"]))) for r in rows]
-        return cached._replace(pending_writes=writes)
+        return _own_values_if_null_writes(cached._replace(pending_writes=writes))
 
     def _get(
         self, config: RunnableConfig, task_keys: builtins.list[uuid.UUID] | None
@@ -625,6 +626,17 @@ class PostgresSaver(BaseCheckpointSaver):
         if kind != "json" or not data.startswith(b"{") or data.startswith(b'{"__gr__"'):
             raise CheckpointError(f"The {what} must be a dict with str keys, got {value!r}")
         return data.decode("utf-8")
+
+
+def _own_values_if_null_writes(found: CheckpointTuple) -> CheckpointTuple:
+    """A cached step with null-task writes, with values of its own.
+
+    The driver applies those writes (a Command's update on resume) to the channels;
+    with a copy, the cached values stay as stored for the next job.
+    """
+    if any(w[0] == NULL_TASK_ID for w in found.pending_writes or ()):
+        return found._replace(checkpoint=copy.deepcopy(found.checkpoint))
+    return found
 
 
 class _StepCache:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
@@ -42,7 +43,8 @@ class DeferredWrites(BaseCheckpointSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        self._batch.append((config, list(writes), task_id, task_path))
+        # a copy: a later task of the job must not change what this one wrote
+        self._batch.append((config, copy.deepcopy(list(writes)), task_id, task_path))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.inner.get_tuple(config)

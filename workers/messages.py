@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from workers.errors import MalformedMessageError
 
 
 class _Message(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-    v: Literal[1] = 1
 
 
 class CoordinateMessage(_Message):
     """Advance a run: apply its input, or continue after a step's barrier."""
 
+    v: Literal[1] = 1
     run_id: str
 
 
@@ -40,10 +40,21 @@ class TaskMessage(_Message):
     per-message cost is paid once per chunk, not once per task.
     """
 
+    v: Literal[1, 2] = 2
     run_id: str
     thread_id: str
     checkpoint_id: str
     tasks: tuple[TaskRef, ...] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_v1(cls, data: Any) -> Any:
+        """Version 1 carried one task (``task_id``, ``task_path``): still in queues mid-upgrade."""
+        if isinstance(data, dict) and data.get("v", 1) == 1 and "task_id" in data:
+            data = dict(data)
+            ref = {"id": data.pop("task_id"), "path": data.pop("task_path", None)}
+            data.update(v=2, tasks=[ref])
+        return data
 
     @property
     def job_id(self) -> str:
@@ -57,6 +68,7 @@ class TaskMessage(_Message):
 class ResumeMessage(_Message):
     """A resume sent by ops as a plain JSON message (see ``graphrun resume``)."""
 
+    v: Literal[1] = 1
     graph: str = Field(min_length=1)
     thread_id: str = Field(min_length=1)
     resume: Any

@@ -106,15 +106,18 @@ WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(
   AND status = 'dispatched';
 
 -- name: stale_tasks
--- Tasks whose job never started in time, or whose worker stopped renewing its lease.
+-- Tasks whose job never started in time, or whose worker stopped renewing its lease,
+-- of runs still going (an ended run's open tasks are never needed again).
 UPDATE graphruntime_step_tasks
 SET dispatched_at = now(), lease_until = NULL, attempts = attempts + 1
 WHERE (run_id, checkpoint_id, task_id) IN (
-    SELECT run_id, checkpoint_id, task_id FROM graphruntime_step_tasks
-    WHERE status = 'dispatched'
-      AND ((lease_until IS NULL AND dispatched_at < now() - make_interval(secs => %(age)s))
-           OR lease_until < now())
-    ORDER BY dispatched_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)
+    SELECT t.run_id, t.checkpoint_id, t.task_id FROM graphruntime_step_tasks t
+    WHERE t.status = 'dispatched'
+      AND ((t.lease_until IS NULL AND t.dispatched_at < now() - make_interval(secs => %(age)s))
+           OR t.lease_until < now())
+      AND EXISTS (SELECT 1 FROM graphruntime_runs r
+                  WHERE r.run_id = t.run_id AND r.status IN ('queued', 'running'))
+    ORDER BY t.dispatched_at LIMIT %(limit)s FOR UPDATE OF t SKIP LOCKED)
 RETURNING run_id, checkpoint_id, task_id, thread_id, attempts, task_path, retry_attempts;
 
 -- name: stalled_runs
