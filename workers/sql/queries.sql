@@ -84,6 +84,13 @@ RETURNING open_tasks;
 -- Leases are soft state (a lost one only delays a re-send): no WAL flush wait.
 SET LOCAL synchronous_commit TO OFF;
 
+-- name: custom_plans
+-- For the per-task statements of a transaction: plan each for its values. A generic
+-- plan cached while the table was small (a fresh database) seq-scans it for every task
+-- of a 10,000-task step until autovacuum's statistics catch up: 25 s of Postgres CPU
+-- instead of 1.5 s.
+SET LOCAL plan_cache_mode = force_custom_plan;
+
 -- name: claim_task
 -- Starts the lease of one of the message's tasks if it is still open (see complete_task).
 UPDATE graphruntime_step_tasks
