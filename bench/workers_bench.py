@@ -1008,7 +1008,7 @@ ANALYSIS = """\
 How this was measured: a scratch harness kept outside the repository runs the workers' own
 coordinator and task-job functions in one process with a local FIFO dispatcher (no broker)
 on the embedded Postgres, under cProfile or bare, one change at a time; `--profile` runs
-(cProfile in the workers' pool processes) for the rest. Revisions 32a0861 → 8c9bdb9 on a
+(cProfile in the workers' pool processes) for the rest. Revisions 32a0861 → 4e3fd42 on a
 shared 2-core machine: differences under ~20 % are noise.
 
 The previous session's numbers (7.57 ms/step chain, 3.0x; fan-out 0.16x the raw group,
@@ -1050,6 +1050,13 @@ The previous session's numbers (7.57 ms/step chain, 3.0x; fan-out 0.16x the raw 
    it). The coordinator's inline steps keep durable writes: a lazy commit needs a
    transaction around a single insert, which cost more (~0.3 ms/step, harness) than the
    flush it saved while the disk was fast.
+9. **A generic plan cached on a fresh database.** The per-task claim and completion
+   statements were prepared (psycopg) and Postgres cached a generic plan while the tables
+   were nearly empty: a seq scan of the whole step for every task. Until autovacuum's
+   statistics caught up, a 10,000-task fan-out cost 18-25 s of Postgres CPU instead of
+   ~1.5 s (the same runs took 21-30 s, then 6-7 s). Those two statements are now planned
+   for their values each time (`SET LOCAL plan_cache_mode = force_custom_plan`): ~2.3 s of
+   Postgres CPU from the first run on.
 
 What is left, ranked:
 
