@@ -466,7 +466,7 @@ def run_graph_fanout(
     from workers.errors import RunTimeoutError
 
     cfg = {"configurable": {"thread_id": f"fanout-{uuid.uuid4()}"}}
-    cpu0 = cpu_times()
+    cpu0, pg0 = cpu_times(), pg_cpu()
     t0 = time.perf_counter()
     handle = client.submit(graph, {"n": n}, cfg)
     completed, note = True, ""
@@ -483,6 +483,7 @@ def run_graph_fanout(
     phases["machine CPU busy during the run (all processes, all cores)"] = (
         f"{busy:.0%} of {os.cpu_count()}"
     )
+    phases["Postgres CPU during the run (all its processes), s"] = round(pg_cpu() - pg0, 2)
     if not completed:
         note += f"; {len(offsets):,} of {n:,} tasks done by then"
     return FanoutRun("graph", workers, n, seconds, completed, phases, note, offsets)
@@ -497,6 +498,21 @@ def cpu_times() -> tuple[int, int]:
         return (0, 0)
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
     return sum(fields) - idle, sum(fields)
+
+
+def pg_cpu() -> float:
+    """CPU seconds used so far by every ``postgres`` process on this machine (Linux)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+            if text[text.index("(") + 1 : text.rindex(")")] != "postgres":
+                continue
+            fields = text[text.rindex(")") + 2 :].split()
+            total += int(fields[11]) + int(fields[12])  # utime + stime
+        except (OSError, ValueError):
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_busy(before: tuple[int, int], after: tuple[int, int]) -> float:
@@ -1055,8 +1071,12 @@ The previous session's numbers (7.57 ms/step chain, 3.0x; fan-out 0.16x the raw 
    were nearly empty: a seq scan of the whole step for every task. Until autovacuum's
    statistics caught up, a 10,000-task fan-out cost 18-25 s of Postgres CPU instead of
    ~1.5 s (the same runs took 21-30 s, then 6-7 s). Those two statements are now planned
-   for their values each time (`SET LOCAL plan_cache_mode = force_custom_plan`): ~2.3 s of
-   Postgres CPU from the first run on.
+   for their values each time (`SET LOCAL plan_cache_mode = force_custom_plan`), and the
+   saver's task-writes read is sent unprepared: ~2.3 s of Postgres CPU from the first run
+   on, in a loop of 10,000-task runs on one worker (scratch). Planning every statement
+   this way cost the chain ~0.2 ms/step, so it is not done globally. The bench still shows
+   some 10,000-task runs 3-4x slower than the others of the same size (the "every run"
+   brackets and the Postgres CPU row); not explained yet.
 
 What is left, ranked:
 

@@ -173,7 +173,9 @@ class PostgresSaver(BaseCheckpointSaver):
             "task_keys": keys,
         }
         with self._cursor("get_task_tuple") as cur:
-            cur.execute(q.GET_TASK_WRITES, params, prepare=_prepare(cur))
+            # unprepared: planned for these keys, never with a generic plan made while
+            # the writes table was small (a seq scan per key once it is big)
+            cur.execute(q.GET_TASK_WRITES, params, prepare=False)
             rows = cur.fetchall()
         loads = self.serde.loads_typed
         writes = [(r["task_id"], r["channel"], loads((r["type"], r["value"]))) for r in rows]
