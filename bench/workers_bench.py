@@ -1066,17 +1066,15 @@ The previous session's numbers (7.57 ms/step chain, 3.0x; fan-out 0.16x the raw 
    it). The coordinator's inline steps keep durable writes: a lazy commit needs a
    transaction around a single insert, which cost more (~0.3 ms/step, harness) than the
    flush it saved while the disk was fast.
-9. **A generic plan cached on a fresh database.** The per-task claim and completion
-   statements were prepared (psycopg) and Postgres cached a generic plan while the tables
-   were nearly empty: a seq scan of the whole step for every task. Until autovacuum's
-   statistics caught up, a 10,000-task fan-out cost 18-25 s of Postgres CPU instead of
-   ~1.5 s (the same runs took 21-30 s, then 6-7 s). Those two statements are now planned
-   for their values each time (`SET LOCAL plan_cache_mode = force_custom_plan`), and the
-   saver's task-writes read is sent unprepared: ~2.3 s of Postgres CPU from the first run
-   on, in a loop of 10,000-task runs on one worker (scratch). Planning every statement
-   this way cost the chain ~0.2 ms/step, so it is not done globally. The bench still shows
-   some 10,000-task runs 3-4x slower than the others of the same size (the "every run"
-   brackets and the Postgres CPU row); not explained yet.
+9. **The planner picked the partial index of open tasks.** The per-task claim and
+   completion statements said `status = 'dispatched'`, which let Postgres use the partial
+   index `graphruntime_step_tasks_open` (`WHERE status = 'dispatched'`). With statistics
+   taken at a quiet moment that index looks nearly empty, so the plan scanned every open
+   task of the step for each row: 18-25 s of Postgres CPU per 10,000-task fan-out instead
+   of ~2 s, fast again only as the step's open tasks ran out (runs 3-4x slower, "slow
+   early, fast late" completion rates), in some runs and not others. They now say
+   `status <> 'done'` (the only other status), which that index cannot serve: the primary
+   key is used every time. Found by sampling `pg_stat_activity` during the bench.
 
 What is left, ranked:
 

@@ -254,7 +254,6 @@ class RunStore:
         rows = [{**params, "task_id": t, "attempts": a, "lease": lease} for t, a in tasks]
         with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
             cur.execute(query("async_commit"))
-            cur.execute(query("custom_plans"))
             claimed = _each_returning(cur, query("claim_task"), rows)
         return [t for t, _ in tasks if t in claimed]
 
@@ -275,8 +274,7 @@ class RunStore:
         params = {"run_id": run_id, "checkpoint_id": checkpoint_id}
         with self.pool.connection() as conn, conn.transaction():
             with conn.cursor() as cur:
-                cur.execute(query("custom_plans"))
-                done = _each_returning(
+                    done = _each_returning(
                     cur,
                     query("complete_task"),
                     [{**params, "task_id": t, "worker": worker} for t in task_ids],
