@@ -1088,10 +1088,12 @@ What is left, ranked:
    of Postgres), mostly psycopg and Python per statement and per task (prepare, run,
    commit); chunks run their tasks one after another. A job could run its chunk on a
    thread pool for I/O-bound nodes (today: set `GRAPHRUNTIME_TASK_CHUNK_MAX=1` for those).
-3. **2-vs-1 at 10,000 tasks** is bounded by this machine, not the runtime: with one worker
-   the fan-out already keeps most of both CPUs busy (Postgres, Redis and the client share
-   them; see the CPU row), so a second process has little left to use. 1,000-task fan-outs,
-   which wait more on round trips, scale ~1.9x. Judge this on more cores.
+3. **2 workers vs 1** (target 1.7x) is bounded by this machine more than by the runtime:
+   one worker's fan-out already keeps about half of both CPUs busy (Postgres, Redis and
+   the client share them; see the CPU rows), so a second process has only the rest. Runs
+   of this session gave 1.3x-2.5x at 1,000 tasks and 1.5x-1.6x at 10,000 once item 9 was
+   fixed; raw Celery, which needs no Postgres, scaled 1.0x-1.9x on the same machine.
+   Judge this on more cores.
 4. **Approvals** (~95 threads/s each way with 2 workers): per thread, one coordinator run
    of 2-3 steps per phase plus the client's `submit` (4-5 ms: a resume is validated against
    the thread's checkpoint before it is recorded). Items 1's per-run statements apply.
