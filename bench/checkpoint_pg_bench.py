@@ -22,6 +22,7 @@ between this benchmark's markers (other sections are left alone).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import importlib
 import itertools
@@ -38,13 +39,15 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import psycopg
-from psycopg.conninfo import make_conninfo
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from checkpoint_pg.embedded import database_url  # noqa: E402 - after the sys.path fix
+from checkpoint_pg.embedded import (  # noqa: E402 - after the sys.path fix
+    database_url,
+    scratch_database,
+)
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 COMMAND = (".venv/bin/python", "bench/checkpoint_pg_bench.py")
@@ -162,16 +165,8 @@ def memory_saver(side: str, url: str) -> Iterator[Any]:
     yield module.InMemorySaver()
 
 
-@contextmanager
-def fresh_database(server: str, label: str) -> Iterator[str]:
-    name = f"bench_{label}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(server, dbname=name)
-    finally:
-        with psycopg.connect(server, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def fresh_database(server: str, label: str) -> contextlib.AbstractContextManager[str]:
+    return scratch_database(server, f"bench_{label}")
 
 
 def table_bytes(url: str, side: str) -> int:

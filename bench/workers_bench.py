@@ -59,7 +59,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg.conninfo import make_conninfo
+
+from checkpoint_pg.embedded import scratch_database
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -146,16 +147,8 @@ class PrivateRedis:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def fresh_database(server: str, label: str) -> Iterator[str]:
-    name = f"bench_{label}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(server, dbname=name)
-    finally:
-        with psycopg.connect(server, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def fresh_database(server: str, label: str) -> contextlib.AbstractContextManager[str]:
+    return scratch_database(server, f"bench_{label}")
 
 
 class RawCluster(LocalCluster):

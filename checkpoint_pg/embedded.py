@@ -17,11 +17,14 @@ from __future__ import annotations
 import json
 import os
 import threading
+import uuid
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ("data_dir", "database_url", "embedded_url")
+__all__ = ("data_dir", "database_url", "embedded_url", "scratch_database")
 
 _lock = threading.Lock()
 _server: Any = None  # pgserver.PostgresServer, kept alive for the whole process
@@ -105,3 +108,26 @@ def _is_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+@contextmanager
+def scratch_database(server_url: str, prefix: str) -> Iterator[str]:
+    """A new empty database on ``server_url``, dropped on exit; yields its URL.
+
+    For tests and benchmarks that need tables of their own next to others' on one
+    server (the embedded one, or ``DATABASE_URL``'s).
+    """
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield make_conninfo(server_url, dbname=name)
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as admin:
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )

@@ -8,20 +8,16 @@ using unique thread ids, so nothing is ever deleted between tests.
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from checkpoint_pg import migrate
-from checkpoint_pg.embedded import database_url
+from checkpoint_pg.embedded import database_url, scratch_database
 
 
 @pytest.fixture(scope="session")
@@ -30,23 +26,10 @@ def server_url() -> str:
     return database_url()
 
 
-@contextmanager
-def new_database(server_url: str, prefix: str) -> Iterator[str]:
-    """An empty database of its own, dropped afterwards; yields its connection string."""
-    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(server_url, dbname=name)
-    finally:
-        with psycopg.connect(server_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 @pytest.fixture(scope="session")
 def pg_url(server_url: str) -> Iterator[str]:
     """A fresh database for this test session, migrated to the latest schema."""
-    with new_database(server_url, "graphruntime_test") as url:
+    with scratch_database(server_url, "graphruntime_test") as url:
         with psycopg.connect(url, autocommit=True) as conn:
             migrate(conn)
         yield url
@@ -55,7 +38,7 @@ def pg_url(server_url: str) -> Iterator[str]:
 @pytest.fixture
 def fresh_db(server_url: str) -> Iterator[str]:
     """An empty database (no tables) for tests that create the schema themselves."""
-    with new_database(server_url, "graphruntime_mig") as url:
+    with scratch_database(server_url, "graphruntime_mig") as url:
         yield url
 
 
