@@ -8,7 +8,6 @@ The code below is the seed text verbatim, written against ``langgraph``;
 tests/seeds/test_seed_examples.py also runs it with the import prefix swapped to
 ``graphruntime``.
 """
-
 from typing import Annotated, TypedDict
 import operator
 
@@ -58,8 +57,11 @@ print(interrupted_result)
 """
 
 # Step 2: resume all pending interrupts at once
-resume_map = {i.id: f"answer for {i.value}" for i in interrupted_result["__interrupt__"]}
+resume_map = {
+    i.id: f"answer for {i.value}"
+    for i in interrupted_result["__interrupt__"]
+}
 result = graph.invoke(Command(resume=resume_map), config)
 
 print("Final state:", result)
-# > Final state: {'vals': ['a:answer for question_a', 'b:answer for question_b']}
+#> Final state: {'vals': ['a:answer for question_a', 'b:answer for question_b']}

@@ -8,7 +8,6 @@ The code below is the seed text verbatim, written against ``langgraph``;
 tests/seeds/test_seed_examples.py also runs it with the import prefix swapped to
 ``graphruntime``.
 """
-
 from typing import Literal, Optional, TypedDict
 
 from langgraph.checkpoint.memory import MemorySaver
@@ -23,12 +22,10 @@ class ApprovalState(TypedDict):
 
 def approval_node(state: ApprovalState) -> Command[Literal["proceed", "cancel"]]:
     # Expose details so the caller can render them in a UI
-    decision = interrupt(
-        {
-            "question": "Approve this action?",
-            "details": state["action_details"],
-        }
-    )
+    decision = interrupt({
+        "question": "Approve this action?",
+        "details": state["action_details"],
+    })
 
     # Route to the appropriate node after resume
     return Command(goto="proceed" if decision else "cancel")

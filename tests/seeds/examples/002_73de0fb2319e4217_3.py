@@ -9,7 +9,6 @@ The code below is the seed text verbatim, written against ``langgraph``;
 tests/seeds/test_seed_examples.py also runs it with the import prefix swapped to
 ``graphruntime``.
 """
-
 import sqlite3
 from typing import TypedDict
 
@@ -24,12 +23,10 @@ class ReviewState(TypedDict):
 
 def review_node(state: ReviewState):
     # Ask a reviewer to edit the generated content
-    updated = interrupt(
-        {
-            "instruction": "Review and edit this content",
-            "content": state["generated_text"],
-        }
-    )
+    updated = interrupt({
+        "instruction": "Review and edit this content",
+        "content": state["generated_text"],
+    })
     return {"generated_text": updated}
 
 

@@ -8,7 +8,6 @@ The code below is the seed text verbatim, written against ``langgraph``;
 tests/seeds/test_seed_examples.py also runs it with the import prefix swapped to
 ``graphruntime``.
 """
-
 from typing import TypedDict
 import uuid
 
@@ -17,19 +16,17 @@ from langgraph.constants import START
 from langgraph.graph import StateGraph
 from langgraph.types import interrupt, Command
 
-
 class State(TypedDict):
     some_text: str
 
-
 def human_node(state: State):
-    value = interrupt(  # (1)!
+    value = interrupt( # (1)!
         {
-            "text_to_revise": state["some_text"]  # (2)!
+            "text_to_revise": state["some_text"] # (2)!
         }
     )
     return {
-        "some_text": value  # (3)!
+        "some_text": value # (3)!
     }
 
 
@@ -38,7 +35,7 @@ graph_builder = StateGraph(State)
 graph_builder.add_node("human_node", human_node)
 graph_builder.add_edge(START, "human_node")
 
-checkpointer = InMemorySaver()  # (4)!
+checkpointer = InMemorySaver() # (4)!
 
 graph = graph_builder.compile(checkpointer=checkpointer)
 
@@ -46,16 +43,16 @@ graph = graph_builder.compile(checkpointer=checkpointer)
 config = {"configurable": {"thread_id": uuid.uuid4()}}
 
 # Run the graph until the interrupt is hit.
-result = graph.invoke({"some_text": "original text"}, config=config)  # (5)!
+result = graph.invoke({"some_text": "original text"}, config=config) # (5)!
 
-print(result["__interrupt__"])  # (6)!
+print(result['__interrupt__']) # (6)!
 # > [
 # >    Interrupt(
-# >       value={'text_to_revise': 'original text'},
+# >       value={'text_to_revise': 'original text'}, 
 # >       resumable=True,
 # >       ns=['human_node:6ce9e64f-edef-fe5d-f7dc-511fa9526960']
 # >    )
-# > ]
+# > ] 
 
-print(graph.invoke(Command(resume="Edited text"), config=config))  # (7)!
+print(graph.invoke(Command(resume="Edited text"), config=config)) # (7)!
 # > {'some_text': 'Edited text'}

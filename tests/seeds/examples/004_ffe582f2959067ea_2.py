@@ -9,7 +9,6 @@ The code below is the seed text verbatim, written against ``langgraph``;
 tests/seeds/test_seed_examples.py also runs it with the import prefix swapped to
 ``graphruntime``.
 """
-
 from typing import Literal, TypedDict
 import uuid
 
@@ -18,41 +17,36 @@ from langgraph.graph import StateGraph
 from langgraph.types import interrupt, Command
 from langgraph.checkpoint.memory import MemorySaver
 
-
 # Define the shared graph state
 class State(TypedDict):
     llm_output: str
     decision: str
 
-
 # Simulate an LLM output node
 def generate_llm_output(state: State) -> State:
     return {"llm_output": "This is the generated output."}
 
-
 # Human approval node
 def human_approval(state: State) -> Command[Literal["approved_path", "rejected_path"]]:
-    decision = interrupt(
-        {"question": "Do you approve the following output?", "llm_output": state["llm_output"]}
-    )
+    decision = interrupt({
+        "question": "Do you approve the following output?",
+        "llm_output": state["llm_output"]
+    })
 
     if decision == "approve":
         return Command(goto="approved_path", update={"decision": "approved"})
     else:
         return Command(goto="rejected_path", update={"decision": "rejected"})
 
-
 # Next steps after approval
 def approved_node(state: State) -> State:
     print("✅ Approved path taken.")
     return state
 
-
 # Alternative path after rejection
 def rejected_node(state: State) -> State:
     print("❌ Rejected path taken.")
     return state
-
 
 # Build the graph
 builder = StateGraph(State)

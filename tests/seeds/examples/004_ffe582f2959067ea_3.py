@@ -8,7 +8,6 @@ The code below is the seed text verbatim, written against ``langgraph``;
 tests/seeds/test_seed_examples.py also runs it with the import prefix swapped to
 ``graphruntime``.
 """
-
 from typing import TypedDict
 import uuid
 
@@ -17,33 +16,30 @@ from langgraph.graph import StateGraph
 from langgraph.types import interrupt, Command
 from langgraph.checkpoint.memory import MemorySaver
 
-
 # Define the graph state
 class State(TypedDict):
     summary: str
 
-
 # Simulate an LLM summary generation
 def generate_summary(state: State) -> State:
-    return {"summary": "The cat sat on the mat and looked at the stars."}
-
+    return {
+        "summary": "The cat sat on the mat and looked at the stars."
+    }
 
 # Human editing node
 def human_review_edit(state: State) -> State:
-    result = interrupt(
-        {
-            "task": "Please review and edit the generated summary if necessary.",
-            "generated_summary": state["summary"],
-        }
-    )
-    return {"summary": result["edited_summary"]}
-
+    result = interrupt({
+        "task": "Please review and edit the generated summary if necessary.",
+        "generated_summary": state["summary"]
+    })
+    return {
+        "summary": result["edited_summary"]
+    }
 
 # Simulate downstream use of the edited summary
 def downstream_use(state: State) -> State:
     print(f"✅ Using edited summary: {state['summary']}")
     return state
-
 
 # Build the graph
 builder = StateGraph(State)
@@ -78,5 +74,8 @@ print(result["__interrupt__"])
 
 # Resume the graph with human-edited input
 edited_summary = "The cat lay on the rug, gazing peacefully at the night sky."
-resumed_result = graph.invoke(Command(resume={"edited_summary": edited_summary}), config=config)
+resumed_result = graph.invoke(
+    Command(resume={"edited_summary": edited_summary}),
+    config=config
+)
 print(resumed_result)

@@ -8,7 +8,6 @@ The code below is the seed text verbatim, written against ``langgraph``;
 tests/seeds/test_seed_examples.py also runs it with the import prefix swapped to
 ``graphruntime``.
 """
-
 from typing import TypedDict
 import uuid
 
@@ -17,11 +16,9 @@ from langgraph.graph import StateGraph
 from langgraph.types import interrupt, Command
 from langgraph.checkpoint.memory import MemorySaver
 
-
 # Define graph state
 class State(TypedDict):
     age: int
-
 
 # Node that asks for human input and validates it
 def get_valid_age(state: State) -> State:
@@ -41,12 +38,10 @@ def get_valid_age(state: State) -> State:
 
     return {"age": age}
 
-
 # Node that uses the valid input
 def report_age(state: State) -> State:
     print(f"✅ Human is {state['age']} years old.")
     return state
-
 
 # Build the graph
 builder = StateGraph(State)

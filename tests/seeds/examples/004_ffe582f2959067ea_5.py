@@ -22,7 +22,6 @@ The code below is the seed text verbatim, written against ``langgraph``;
 tests/seeds/test_seed_examples.py also runs it with the import prefix swapped to
 ``graphruntime``.
 """
-
 import uuid
 from typing import TypedDict
 
@@ -34,12 +33,10 @@ from langgraph.checkpoint.memory import MemorySaver
 
 class State(TypedDict):
     """The graph state."""
-
     state_counter: int
 
 
 counter_node_in_subgraph = 0
-
 
 def node_in_subgraph(state: State):
     """A node in the sub-graph."""
@@ -47,13 +44,11 @@ def node_in_subgraph(state: State):
     counter_node_in_subgraph += 1  # This code will **NOT** run again!
     print(f"Entered `node_in_subgraph` a total of {counter_node_in_subgraph} times")
 
-
 counter_human_node = 0
-
 
 def human_node(state: State):
     global counter_human_node
-    counter_human_node += 1  # This code will run again!
+    counter_human_node += 1 # This code will run again!
     print(f"Entered human_node in sub-graph a total of {counter_human_node} times")
     answer = interrupt("what is your name?")
     print(f"Got an answer of {answer}")
@@ -71,12 +66,11 @@ subgraph = subgraph_builder.compile(checkpointer=checkpointer)
 
 counter_parent_node = 0
 
-
 def parent_node(state: State):
     """This parent node will invoke the subgraph."""
     global counter_parent_node
 
-    counter_parent_node += 1  # This code will run again on resuming!
+    counter_parent_node += 1 # This code will run again on resuming!
     print(f"Entered `parent_node` a total of {counter_parent_node} times")
 
     # Please note that we're intentionally incrementing the state counter
@@ -96,14 +90,14 @@ graph = builder.compile(checkpointer=checkpointer)
 
 config = {
     "configurable": {
-        "thread_id": uuid.uuid4(),
+      "thread_id": uuid.uuid4(),
     }
 }
 
 for chunk in graph.stream({"state_counter": 1}, config):
     print(chunk)
 
-print("--- Resuming ---")
+print('--- Resuming ---')
 
 for chunk in graph.stream(Command(resume="35"), config):
     print(chunk)

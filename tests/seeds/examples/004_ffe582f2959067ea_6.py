@@ -16,12 +16,11 @@ The code below is the seed text verbatim, written against ``langgraph``;
 tests/seeds/test_seed_examples.py also runs it with the import prefix swapped to
 ``graphruntime``.
 """
-
 import uuid
 from typing import TypedDict, Optional
 
 from langgraph.graph import StateGraph
-from langgraph.constants import START
+from langgraph.constants import START 
 from langgraph.types import interrupt, Command
 from langgraph.checkpoint.memory import MemorySaver
 
@@ -34,12 +33,12 @@ class State(TypedDict):
 
 
 def human_node(state: State):
-    if not state.get("name"):
+    if not state.get('name'):
         name = interrupt("what is your name?")
     else:
         name = "N/A"
 
-    if not state.get("age"):
+    if not state.get('age'):
         age = interrupt("what is your age?")
     else:
         age = "N/A"
