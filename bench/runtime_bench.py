@@ -25,17 +25,13 @@ every other section of that file as it is.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import importlib
 import importlib.metadata
 import itertools
 import operator
-import os
-import platform
 import random
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -45,10 +41,20 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `python bench/runtime_bench.py` as well as `-m`
+    sys.path.insert(0, str(ROOT))
+
+from bench._report import (  # noqa: E402 - after the sys.path fix
+    command_line,
+    git_revision,
+    loadavg,
+    machine,
+    write_section,
+)
+
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## In-process runtime vs LangGraph"
-MARK_START = "<!-- runtime_bench:start -->"
-MARK_END = "<!-- runtime_bench:end -->"
+MARK = "runtime_bench"
 RUNTIMES = ("langgraph", "graphruntime")
 TARGET = 2.0
 
@@ -406,42 +412,6 @@ def table(results: Sequence[CaseResult]) -> str:
     return head + "\n".join(rows) + "\n"
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
-
-def machine() -> dict[str, str]:
-    cpu = platform.processor() or platform.machine()
-    for line in _read("/proc/cpuinfo").splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
-    ram = "unknown"
-    for line in _read("/proc/meminfo").splitlines():
-        if line.startswith("MemTotal:"):
-            ram = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
-            break
-    affinity = getattr(os, "sched_getaffinity", None)
-    nproc = len(affinity(0)) if affinity is not None else os.cpu_count()
-    return {
-        "nproc": str(nproc),
-        "CPU": cpu,
-        "RAM": ram,
-        "Python": f"{platform.python_implementation()} {platform.python_version()}",
-        "OS": platform.platform(),
-    }
-
-
-def _loadavg() -> str:
-    try:
-        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
-
-
 def versions() -> dict[str, str]:
     out = {}
     for dist in ("langgraph", "langgraph-checkpoint"):
@@ -449,31 +419,8 @@ def versions() -> dict[str, str]:
             out[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             out[dist] = "not installed"
-    out["graphruntime"] = _git_revision()
+    out["graphruntime"] = git_revision("graphruntime")
     return out
-
-
-def _git_revision() -> str:
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    try:
-        rev = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--", "graphruntime")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown revision"
-    return f"git {rev}" + (" + uncommitted changes under graphruntime/" if dirty else "")
-
-
-def command_line() -> str:
-    argv = list(getattr(sys, "orig_argv", [sys.executable, *sys.argv]))
-    exe = argv[0]
-    if os.path.isabs(exe):
-        with contextlib.suppress(ValueError):
-            exe = os.path.relpath(exe, ROOT)
-    return " ".join([exe, *argv[1:]])
 
 
 def section(results: Sequence[CaseResult], args: argparse.Namespace, load_start: str) -> str:
@@ -490,7 +437,7 @@ def section(results: Sequence[CaseResult], args: argparse.Namespace, load_start:
         f"- Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
     ]
     lines += [f"- {k}: {v}" for k, v in machine().items()]
-    lines.append(f"- Load average (1/5/15 min): {load_start} at the start, {_loadavg()} at the end")
+    lines.append(f"- Load average (1/5/15 min): {load_start} at the start, {loadavg()} at the end")
     lines += [f"- {k}: {v}" for k, v in versions().items()]
     lines += [
         f"- Repetitions: {args.reps} timed per runtime per case, after {args.warmup} warm-up "
@@ -521,44 +468,6 @@ def section(results: Sequence[CaseResult], args: argparse.Namespace, load_start:
     return "\n".join(lines) + "\n"
 
 
-def replace_section(text: str, new: str) -> str:
-    """``text`` with this script's section replaced by ``new`` (appended if absent).
-
-    The section is kept between ``MARK_START`` and ``MARK_END`` comments. Without them
-    (a file edited by hand), it runs from the ``SECTION`` heading to the next level-2
-    heading or HTML comment (another script's marker) outside a fenced code block.
-    Everything else in the file is left as it is.
-    """
-    block = f"{MARK_START}\n{new.rstrip()}\n{MARK_END}\n"
-    start_at, end_at = text.find(MARK_START), text.find(MARK_END)
-    if 0 <= start_at < end_at:
-        head, tail = text[:start_at], text[end_at + len(MARK_END) :].lstrip("\n")
-        return head + block + ("\n" + tail if tail else "")
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION), None)
-    if start is None:
-        if not text.strip():
-            return "# Benchmarks\n\n" + block
-        return text.rstrip("\n") + "\n\n" + block
-    end = len(lines)
-    fenced = False
-    for i in range(start + 1, len(lines)):
-        if lines[i].lstrip().startswith("```"):
-            fenced = not fenced
-        elif not fenced and lines[i].startswith(("## ", "<!--")):
-            end = i
-            break
-    tail = "".join(lines[end:])
-    return "".join(lines[:start]) + block + ("\n" + tail if tail else "")
-
-
-def write_results(path: Path, new: str) -> None:
-    text = path.read_text() if path.exists() else ""
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(replace_section(text, new))
-    os.replace(tmp, path)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--reps", type=int, default=40, help="timed runs per runtime per case")
@@ -580,7 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"unknown case(s) {sorted(unknown)}; known: {sorted(known)}")
         cases = [c for c in cases if c.name in args.cases]
     apis = {name: load_api(name) for name in RUNTIMES}
-    load_start = _loadavg()
+    load_start = loadavg()
 
     results = []
     for case in cases:
@@ -594,13 +503,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     sys.stdout.write("\n" + table(results))
     if not args.no_write:
-        write_results(args.results, section(results, args, load_start))
+        write_section(args.results, section(results, args, load_start), SECTION, MARK)
         sys.stdout.write(f"\nwrote section {SECTION!r} of {args.results}\n")
     return 0
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):
-        # `python bench/runtime_bench.py`: make the repository importable like `-m` does.
-        sys.path.insert(0, str(ROOT))
     sys.exit(main())

