@@ -49,7 +49,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -73,7 +72,7 @@ from bench._report import (  # noqa: E402
     machine,
     write_section,
 )
-from workers.local_cluster import LocalCluster, WorkerProcess  # noqa: E402
+from workers.local_cluster import LocalCluster  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Distributed workers"
@@ -162,33 +161,8 @@ class RawCluster(LocalCluster):
     def _migrate(self) -> None:  # nothing of graphruntime here
         return
 
-    def _spawn(self, index: int) -> WorkerProcess:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "bench.workers_graphs:raw_app",
-                "worker",
-                f"--concurrency={self.concurrency}",
-                f"--queues={wg.RAW_QUEUE}",
-                f"--hostname=raw{index}@%h",
-                "--loglevel=INFO",
-                "--pool=prefork",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        worker = WorkerProcess(index, proc)
-        threading.Thread(target=self._pump, args=(worker,), daemon=True).start()
-        return worker
+    def _celery_app(self, index: int) -> tuple[str, str, str]:
+        return "bench.workers_graphs:raw_app", wg.RAW_QUEUE, f"raw{index}@%h"
 
 
 @dataclass
@@ -210,9 +184,15 @@ class Env:
             env["BENCH_PROFILE_DIR"] = self.profile_dir
         return env
 
+    def graph_cluster(self, workers: int) -> contextlib.AbstractContextManager[LocalCluster]:
+        return self._started(LocalCluster, workers)
+
+    def raw_cluster(self, workers: int) -> contextlib.AbstractContextManager[LocalCluster]:
+        return self._started(RawCluster, workers)
+
     @contextlib.contextmanager
-    def graph_cluster(self, workers: int) -> Iterator[LocalCluster]:
-        cluster = LocalCluster(
+    def _started(self, kind: type[LocalCluster], workers: int) -> Iterator[LocalCluster]:
+        cluster = kind(
             wg.GRAPHS,
             workers=workers,
             concurrency=1,
@@ -220,30 +200,12 @@ class Env:
             extra_env=self.cluster_env(),
             startup_timeout=90,
         )
-        with self._started(cluster) as c:
-            yield c
-
-    @contextlib.contextmanager
-    def raw_cluster(self, workers: int) -> Iterator[LocalCluster]:
-        cluster = RawCluster(
-            wg.GRAPHS,
-            workers=workers,
-            concurrency=1,
-            pythonpath=[str(ROOT)],
-            extra_env=self.cluster_env(),
-            startup_timeout=90,
-        )
-        with self._started(cluster) as c:
-            yield c
-
-    @contextlib.contextmanager
-    def _started(self, cluster: LocalCluster) -> Iterator[LocalCluster]:
         t0 = time.perf_counter()
         cluster.start()
         self.clusters.append(cluster)
-        kind = "raw Celery" if isinstance(cluster, RawCluster) else "graph"
+        label = "raw Celery" if isinstance(cluster, RawCluster) else "graph"
         self.log(
-            f"  {kind} workers up in {time.perf_counter() - t0:.1f}s: pids "
+            f"  {label} workers up in {time.perf_counter() - t0:.1f}s: pids "
             + ", ".join(str(w.pid) for w in cluster.workers)
         )
         try:
@@ -896,8 +858,9 @@ def fanout_report(fanout: list[FanoutRun], probe: str) -> list[str]:
         "| phase | " + " | ".join(f"{r.tasks:,} tasks, {r.workers} w." for r in graphs) + " |",
         "|---|" + "---:|" * len(graphs),
     ]
-    for k in keys:
-        lines.append(f"| {k} | " + " | ".join(_cell(r.phases.get(k)) for r in graphs) + " |")
+    for phase in keys:
+        cells = " | ".join(_cell(r.phases.get(phase)) for r in graphs)
+        lines.append(f"| {phase} | {cells} |")
     raws = sorted(
         (r for key, r in by.items() if key[0] == "raw"), key=lambda r: (r.tasks, r.workers)
     )
@@ -960,7 +923,7 @@ The previous session's numbers (7.57 ms/step chain, 3.0x; fan-out 0.16x the raw 
    task: O(N²) per fan-out. Now `get_task_tuple` reads the checkpoint with only the job's
    own and the null task's writes, and `PostgresSaver` keeps the last few decoded step
    checkpoints (immutable once stored): harness, 5,000 tasks, 102 loads 3.0 s → 0.46 s.
-2. **One broker message and ~14 statements per task.** A step of more than
+2. **One broker message and ~14 statements per task.** A step of at least twice
    `GRAPHRUNTIME_MIN_JOBS_PER_STEP` (64) tasks now runs up to `GRAPHRUNTIME_TASK_CHUNK_MAX`
    (50) per job: one claim, one checkpoint read, every task's writes in one pipelined
    transaction (`put_writes_many`, multi-row inserts), one barrier count-down. Harness:
@@ -987,9 +950,9 @@ The previous session's numbers (7.57 ms/step chain, 3.0x; fan-out 0.16x the raw 
 8. **Three WAL flushes per task job** (claim, writes, completion). Claims (leases) are
    soft state and commit without waiting for the flush; the writes commit lazily too
    (`PostgresSaver.lazy_writes()`), and the completion's durable commit flushes them with
-   it. This matters on this machine, whose shared disk makes a flush cost anywhere from
-   0.3 ms to tens of ms (the same 10,000-task run took 7 s or 29 s an hour apart before
-   it). The coordinator's inline steps keep durable writes: a lazy commit needs a
+   it. A commit here cost 0.52-0.60 ms waiting for the flush against 0.29 ms not waiting
+   (200 single-row inserts each way, scratch), so this saves ~0.5 ms per job on this disk,
+   more on a slower one. The coordinator's inline steps keep durable writes: a lazy commit needs a
    transaction around a single insert, which cost more (~0.3 ms/step, harness) than the
    flush it saved while the disk was fast.
 9. **The planner picked the partial index of open tasks.** The per-task claim and

@@ -215,8 +215,8 @@ def chunk_size(ctx: WorkerContext, n_tasks: int) -> int:
     """Tasks per job: one while the step has few tasks, up to ``task_chunk_max`` for big ones.
 
     A job runs its tasks one after another, so chunking trades a step's parallelism
-    for fewer broker messages; it starts only once a step has more tasks than
-    ``min_jobs_per_step``, where workers are saturated anyway.
+    for fewer broker messages; it starts once a step has twice ``min_jobs_per_step``
+    tasks (and keeps at least that many jobs), where workers are saturated anyway.
     """
     settings = ctx.settings
     return max(1, min(settings.task_chunk_max, n_tasks // settings.min_jobs_per_step))

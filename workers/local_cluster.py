@@ -116,19 +116,25 @@ class LocalCluster:
             capture_output=True,
         )
 
-    def _spawn(self, index: int) -> WorkerProcess:
+    def _celery_app(self, index: int) -> tuple[str, str, str]:
+        """The Celery app, queues and hostname of worker ``index``."""
         settings = self.settings()
+        queues = f"{settings.coordinator_queue},{settings.task_queue}"
+        return "workers.app", queues, f"w{index}@%h"
+
+    def _spawn(self, index: int) -> WorkerProcess:
+        app, queues, hostname = self._celery_app(index)
         proc = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "celery",
                 "-A",
-                "workers.app",
+                app,
                 "worker",
                 f"--concurrency={self.concurrency}",
-                f"--queues={settings.coordinator_queue},{settings.task_queue}",
-                f"--hostname=w{index}@%h",
+                f"--queues={queues}",
+                f"--hostname={hostname}",
                 "--loglevel=INFO",
                 "--pool=prefork",
                 "--without-gossip",

@@ -274,7 +274,7 @@ class RunStore:
         params = {"run_id": run_id, "checkpoint_id": checkpoint_id}
         with self.pool.connection() as conn, conn.transaction():
             with conn.cursor() as cur:
-                    done = _each_returning(
+                done = _each_returning(
                     cur,
                     query("complete_task"),
                     [{**params, "task_id": t, "worker": worker} for t in task_ids],

@@ -40,7 +40,7 @@ FAST_RECOVERY = {
     "GRAPHRUNTIME_SWEEP_INTERVAL": "0.5",
     "GRAPHRUNTIME_TASK_STALE_AFTER": "5",
 }
-# Small chunking thresholds, so fan-outs of more than 8 tasks run several tasks per job
+# Small chunking thresholds, so fan-outs of 8 tasks or more run several tasks per job
 # (production defaults start chunking at 128) while small ones keep a job per task.
 CHUNKING = {"GRAPHRUNTIME_MIN_JOBS_PER_STEP": "4", "GRAPHRUNTIME_TASK_CHUNK_MAX": "3"}
 
