@@ -13,16 +13,23 @@ for development and tests.
 from __future__ import annotations
 
 from checkpoint_pg.embedded import database_url
-from checkpoint_pg.errors import CheckpointStoreError, SchemaVersionError
+from checkpoint_pg.errors import (
+    CheckpointStoreError,
+    CheckpointStoreUnavailable,
+    SchemaVersionError,
+    is_connection_error,
+)
 from checkpoint_pg.saver import PostgresSaver, PruneResult
 from checkpoint_pg.schema import latest_version, migrate, schema_version
 
 __all__ = (
     "CheckpointStoreError",
+    "CheckpointStoreUnavailable",
     "PostgresSaver",
     "PruneResult",
     "SchemaVersionError",
     "database_url",
+    "is_connection_error",
     "latest_version",
     "migrate",
     "schema_version",

@@ -6,14 +6,28 @@ They extend graphruntime's tree, so ``except GraphRuntimeError`` (or
     graphruntime.errors.CheckpointError
     ├── graphruntime.errors.CheckpointConflict   a fenced put lost the race for the head
     └── CheckpointStoreError                     the database refused or failed an operation
+        ├── CheckpointStoreUnavailable           the connection was lost or refused: retry later
         └── SchemaVersionError                   the schema is newer than this code knows
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from graphruntime.errors import CheckpointError
 
-__all__ = ("CheckpointStoreError", "SchemaVersionError")
+__all__ = (
+    "CheckpointStoreError",
+    "CheckpointStoreUnavailable",
+    "SchemaVersionError",
+    "is_connection_error",
+)
+
+# SQLSTATEs that mean "the server went away or cannot take us now", beyond class 08
+# (connection exception): admin/crash shutdown and "cannot connect now" while it
+# restarts, and too many connections. Deadlocks and serialization failures are
+# retried too: the transaction did nothing and can simply run again.
+_RETRYABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300", "40001", "40P01"})
 
 
 class CheckpointStoreError(CheckpointError):
@@ -25,3 +39,29 @@ class SchemaVersionError(CheckpointStoreError):
 
     Upgrade checkpoint_pg (graphruntime) before running against this database.
     """
+
+
+class CheckpointStoreUnavailable(CheckpointStoreError):
+    """The database could not be reached (connection lost or refused); retrying may succeed."""
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """Whether a psycopg/pool error means the database was unreachable, not that it refused.
+
+    Classified by SQLSTATE, never by exception class: psycopg reports both a lost
+    connection and a statement the server will never accept (e.g. a key too long
+    for its index, ``54000``) as ``OperationalError``. No SQLSTATE on an
+    ``OperationalError`` means the client lost the connection; a pool timeout means
+    no connection could be had.
+    """
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    if isinstance(exc, PoolTimeout):
+        return True
+    if not isinstance(exc, psycopg.Error):
+        return False
+    state: Any = exc.sqlstate
+    if state is None:
+        return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
+    return str(state).startswith("08") or state in _RETRYABLE_SQLSTATES

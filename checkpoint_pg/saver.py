@@ -28,15 +28,19 @@ from psycopg.rows import DictRow, dict_row
 from checkpoint_pg import _queries as q
 from checkpoint_pg._codec import blob_version_key, decode_body, encode_checkpoint, task_key
 from checkpoint_pg._connection import Conn, ConnectionSource
-from checkpoint_pg.errors import CheckpointStoreError
+from checkpoint_pg.errors import (
+    CheckpointStoreError,
+    CheckpointStoreUnavailable,
+    is_connection_error,
+)
 from checkpoint_pg.schema import migrate
 from graphruntime.checkpoint import (
     NULL_TASK_ID,
-    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    ClusterSaver,
     JsonSerializer,
     PendingWrite,
     SerializerProtocol,
@@ -61,7 +65,7 @@ class PruneResult(NamedTuple):
     blobs: int
 
 
-class PostgresSaver(BaseCheckpointSaver):
+class PostgresSaver(ClusterSaver):
     """Checkpoints in Postgres, with the same calls as LangGraph's ``PostgresSaver``.
 
     Give it a psycopg ``Connection`` opened with ``autocommit=True`` (shared by
@@ -165,7 +169,7 @@ class PostgresSaver(BaseCheckpointSaver):
             if found is None:
                 return None
             self._steps.put(cache_key, found._replace(pending_writes=[]))
-            return _own_values_if_null_writes(found)
+            return found
         params = {
             "thread_id": thread_id,
             "checkpoint_ns": checkpoint_ns,
@@ -179,7 +183,7 @@ class PostgresSaver(BaseCheckpointSaver):
             rows = cur.fetchall()
         loads = self.serde.loads_typed
         writes = [(r["task_id"], r["channel"], loads((r["type"], r["value"]))) for r in rows]
-        return _own_values_if_null_writes(cached._replace(pending_writes=writes))
+        return cached._replace(pending_writes=writes)
 
     def _get(
         self, config: RunnableConfig, task_keys: builtins.list[uuid.UUID] | None
@@ -621,24 +625,14 @@ class PostgresSaver(BaseCheckpointSaver):
         try:
             yield
         except psycopg.Error as exc:
-            raise CheckpointStoreError(f"PostgresSaver.{operation} failed: {exc}") from exc
+            cls = CheckpointStoreUnavailable if is_connection_error(exc) else CheckpointStoreError
+            raise cls(f"PostgresSaver.{operation} failed: {exc}") from exc
 
     def _json_text(self, value: dict[str, Any], what: str) -> str:
         kind, data = self._json.dumps_typed(value)
         if kind != "json" or not data.startswith(b"{") or data.startswith(b'{"__gr__"'):
             raise CheckpointError(f"The {what} must be a dict with str keys, got {value!r}")
         return data.decode("utf-8")
-
-
-def _own_values_if_null_writes(found: CheckpointTuple) -> CheckpointTuple:
-    """A cached step with null-task writes, with values of its own.
-
-    The driver applies those writes (a Command's update on resume) to the channels;
-    with a copy, the cached values stay as stored for the next job.
-    """
-    if any(w[0] == NULL_TASK_ID for w in found.pending_writes or ()):
-        return found._replace(checkpoint=copy.deepcopy(found.checkpoint))
-    return found
 
 
 class _StepCache:

@@ -12,6 +12,7 @@ callers can catch "anything graphruntime raised" in one clause::
     ├── InvalidUpdateError            a write a channel cannot take
     ├── EmptyInputError               a run with nothing to do
     ├── InvalidResumeError            a resume that matches no pending interrupt (also a ValueError)
+    │   └── AmbiguousResumeError      a plain resume, several interrupts pending (a RuntimeError)
     ├── GraphValidationError          a graph that cannot compile (also a ValueError)
     ├── EmptyChannelError             reading a channel that has no value
     └── CheckpointError               raised by checkpoint savers
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from graphruntime.types import Command, Interrupt
 
 __all__ = (
+    "AmbiguousResumeError",
     "CheckpointConflict",
     "CheckpointError",
     "EmptyChannelError",
@@ -115,6 +117,14 @@ class EmptyInputError(GraphRuntimeError):
 
 class InvalidResumeError(GraphRuntimeError, ValueError):
     """A resume command matches no pending interrupt; nothing was changed."""
+
+
+class AmbiguousResumeError(InvalidResumeError, RuntimeError):
+    """A plain ``Command(resume=value)`` while several interrupts are pending.
+
+    Name each one: ``Command(resume={interrupt_id: value, ...})``. LangGraph raises a
+    ``RuntimeError`` here; this is one too.
+    """
 
 
 class GraphValidationError(GraphRuntimeError, ValueError):

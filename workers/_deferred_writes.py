@@ -7,18 +7,17 @@ from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 from graphruntime.checkpoint import (
-    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    ClusterSaver,
+    WriteBatch,
 )
 from graphruntime.config import RunnableConfig
 
-WriteBatch = list[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]
 
-
-class DeferredWrites(BaseCheckpointSaver):
+class DeferredWrites(ClusterSaver):
     """Everything goes to ``inner`` at once except ``put_writes``, kept until :meth:`flush`.
 
     A job of fifty no-op tasks would otherwise pay fifty round trips for their
@@ -26,10 +25,10 @@ class DeferredWrites(BaseCheckpointSaver):
     flush, so a job that dies first is run again (at least once, as always).
     """
 
-    def __init__(self, inner: BaseCheckpointSaver) -> None:
+    def __init__(self, inner: ClusterSaver) -> None:
         super().__init__(serde=inner.serde)
         self.inner = inner
-        self._batch: WriteBatch = []
+        self._batch: list[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]] = []
 
     def flush(self) -> None:
         batch, self._batch = self._batch, []
@@ -45,6 +44,13 @@ class DeferredWrites(BaseCheckpointSaver):
     ) -> None:
         # a copy: a later task of the job must not change what this one wrote
         self._batch.append((config, copy.deepcopy(list(writes)), task_id, task_path))
+
+    def put_writes_many(self, batch: WriteBatch) -> None:
+        for config, writes, task_id, task_path in batch:
+            self.put_writes(config, writes, task_id, task_path)
+
+    def fenced(self) -> DeferredWrites:
+        return DeferredWrites(self.inner.fenced())
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.inner.get_tuple(config)

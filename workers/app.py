@@ -1,27 +1,54 @@
-"""The Celery app: JSON only, late acks, prefetch 1, one queue per role.
+"""The Celery app and the broker: JSON only, late acks, prefetch 1, one queue per role.
 
 This module and :mod:`workers.tasks` are the only ones that import Celery; the
-coordinator, executor and resume logic are plain functions.
+coordinator, executor and resume logic are plain functions behind
+:class:`~workers.dispatch.Broker`. Importing this module builds nothing: the app is
+made on first use (``create_app``, or the module attribute ``app`` that
+``celery -A workers.app`` reads).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
+import redis
 from celery import Celery
 from kombu.entity import Queue
+from kombu.exceptions import OperationalError as KombuOperationalError
 
+from workers.dispatch import QueueDepths
+from workers.errors import BrokerUnavailableError, ConfigurationError
+from workers.messages import TaskMessage
 from workers.settings import Settings
 
+DEAD_LETTERS_KEPT = 10_000
+"""Most refused resume messages kept on the dead-letter list (oldest dropped first)."""
 
-def create_app(settings: Settings | None = None) -> Celery:
-    settings = settings or Settings()
-    if settings.redis_url is None:
-        from workers.embedded import redis_url
 
-        settings = settings.model_copy(update={"redis_url": redis_url()})
-    app = Celery("graphruntime", broker=settings.redis_url, include=["workers.tasks"])
+def redis_url(settings: Settings) -> str:
+    """The broker URL: ``REDIS_URL``, or the embedded Redis in embedded mode; else an error."""
+    if settings.redis_url:
+        return settings.redis_url
+    if settings.embedded:
+        from workers.embedded import redis_url as embedded
+
+        url = embedded()
+        sys.stderr.write(f"graphruntime: using the embedded Redis at {url} (development only)\n")
+        return url
+    raise ConfigurationError(
+        "REDIS_URL is not set: point it at the Redis broker (e.g. redis://redis:6379/0), or "
+        "set GRAPHRUNTIME_EMBEDDED=1 to start an embedded Redis for development."
+    )
+
+
+def create_app(settings: Settings) -> Celery:
+    """A Celery app for these settings (broker, queues, JSON-only, late acks)."""
+    app = Celery("graphruntime", broker=redis_url(settings), include=["workers.tasks"])
     app.conf.update(
         task_serializer="json",
         result_serializer="json",
@@ -48,26 +75,40 @@ def create_app(settings: Settings | None = None) -> Celery:
     return app
 
 
-class CeleryDispatcher:
-    """Dispatches coordinator runs and task jobs as Celery messages (JSON kwargs)."""
+@cache
+def get_app() -> Celery:
+    """The process's app, from the environment's settings (made once)."""
+    return create_app(Settings())
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # `celery -A workers.app` reads this
+        return get_app()
+    raise AttributeError(name)
+
+
+class CeleryBroker:
+    """:class:`~workers.dispatch.Broker` over Celery (messages) and Redis (queue lengths)."""
 
     def __init__(self, app: Celery, settings: Settings) -> None:
         self.app = app
         self.settings = settings
+        url = str(app.conf.broker_url).replace("redis+socket://", "unix://")
+        self.redis = redis.Redis.from_url(url)
 
-    def coordinate(self, run_id: str, *, delay: float = 0.0) -> None:
+    def send_coordinate(self, run_id: str, *, delay: float = 0.0) -> None:
         options: dict[str, Any] = {"queue": self.settings.coordinator_queue}
         if delay > 0:
             options["countdown"] = delay
-        self.app.send_task("graphruntime.coordinate", kwargs={"run_id": run_id, "v": 1}, **options)
+        with _broker_errors("send a coordinator message"):
+            self.app.send_task(
+                "graphruntime.coordinate", kwargs={"run_id": run_id, "v": 1}, **options
+            )
 
-    def execute(self, message: Any, *, delay: float = 0.0) -> None:
-        self.execute_many([message], delay=delay)
-
-    def execute_many(self, messages: Sequence[Any], *, delay: float = 0.0) -> None:
+    def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None:
         """Publish task jobs over one producer (one connection for a whole fan-out)."""
         options: dict[str, Any] = {"countdown": delay} if delay > 0 else {}
-        with self.app.producer_or_acquire() as producer:
+        with _broker_errors("send task jobs"), self.app.producer_or_acquire() as producer:
             for message in messages:
                 self.app.send_task(
                     "graphruntime.execute",
@@ -78,5 +119,29 @@ class CeleryDispatcher:
                     **options,
                 )
 
+    def queue_depths(self) -> QueueDepths:
+        with _broker_errors("read queue lengths"):
+            pipe = self.redis.pipeline()
+            pipe.llen(self.settings.coordinator_queue)
+            pipe.llen(self.settings.task_queue)
+            coordinator, tasks = pipe.execute()
+        return QueueDepths(int(coordinator), int(tasks))
 
-app = create_app()
+    def dead_letter(self, message: str, reason: str) -> None:
+        entry = json.dumps({"message": message, "error": reason})
+        with _broker_errors("dead-letter a resume message"):
+            pipe = self.redis.pipeline()
+            pipe.lpush(f"{self.settings.resume_queue}:dead", entry)
+            pipe.ltrim(f"{self.settings.resume_queue}:dead", 0, DEAD_LETTERS_KEPT - 1)
+            pipe.execute()
+
+
+@contextmanager
+def _broker_errors(doing: str) -> Iterator[None]:
+    """Broker connection failures as :class:`BrokerUnavailableError` (the job is retried)."""
+    try:
+        yield
+    except (KombuOperationalError, redis.exceptions.ConnectionError, OSError) as exc:
+        raise BrokerUnavailableError(
+            f"Could not {doing}: the broker is unreachable ({exc})"
+        ) from exc

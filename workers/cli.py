@@ -11,6 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from workers.errors import WorkerError
+
 app = typer.Typer(
     help="graphruntime on Celery: workers, migrations, resumes, runs.", no_args_is_help=True
 )
@@ -53,7 +55,11 @@ def migrate() -> None:
     from workers.settings import Settings
     from workers.store import make_pool
 
-    pool = make_pool(database_url(Settings()))
+    try:
+        pool = make_pool(database_url(Settings()))
+    except WorkerError as exc:  # ConfigurationError: says what to set
+        console.print(f"{type(exc).__name__}: {exc}", style="red", markup=False)
+        raise typer.Exit(2) from None
     try:
         checkpoints = migrate_checkpoints(pool)
         workers = MIGRATIONS.migrate(pool)
@@ -75,32 +81,51 @@ def resume(
     key: Annotated[
         str | None, typer.Option(help="Idempotency key: the same key applies once.")
     ] = None,
+    actor: Annotated[str | None, typer.Option(help="Who resumes (kept with the run).")] = None,
+    note: Annotated[str | None, typer.Option(help="Why (kept with the run).")] = None,
     wait: Annotated[
         bool, typer.Option(help="Wait for the resumed run and print its result.")
     ] = True,
 ) -> None:
-    """Resume an interrupted thread (validated against its pending interrupts)."""
+    """Resume an interrupted thread (checked against its pending interrupts when it runs).
+
+    Exit codes: 0 applied (or queued, with --no-wait); 1 refused or failed (nothing was
+    changed); 3 recorded but not yet sent to the broker (a worker's sweeper sends it).
+    """
     from graphruntime.types import Command
     from workers.client import GraphClient
+    from workers.errors import NotDispatchedError
 
     try:
         resume_value: Any = json.loads(value)
     except ValueError:
         console.print(f"[red]--value must be JSON, got {value!r}[/red]")
         raise typer.Exit(2) from None
-    client = GraphClient.from_env()
+    try:
+        client = GraphClient.from_env()
+    except WorkerError as exc:
+        console.print(f"{type(exc).__name__}: {exc}", style="red", markup=False)
+        raise typer.Exit(2) from None
     try:
         handle = client.submit(
             graph,
             Command(resume=resume_value),
             {"configurable": {"thread_id": thread}},
             idempotency_key=key,
+            actor=actor,
+            note=note,
+            route="cli",
         )
         console.print(f"run {handle.run_id} ({'new' if handle.created else 'already submitted'})")
         if wait:
             console.print(handle.wait())
+        else:
+            console.print("queued: it is checked against the thread when it runs")
+    except NotDispatchedError as exc:
+        console.print(f"{type(exc).__name__}: {exc}", style="yellow", markup=False)
+        raise typer.Exit(3) from None
     except Exception as exc:  # noqa: BLE001 - shown to the operator, exit non-zero
-        console.print(f"[red]{type(exc).__name__}: {exc}[/red]")
+        console.print(f"{type(exc).__name__}: {exc}", style="red", markup=False)
         raise typer.Exit(1) from None
     finally:
         client.close()

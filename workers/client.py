@@ -1,4 +1,11 @@
-"""``GraphClient``: run registered graphs on the workers with the in-process API."""
+"""``GraphClient``: run registered graphs on the workers with the in-process API.
+
+A client is safe to share between threads: every store call borrows one connection
+for one statement and gives it back. Submitting a run reads no checkpoint: the run
+is queued behind the thread's earlier runs, and the coordinator checks it (a resume
+against the pending interrupts) before anything is written; a refused run ends with
+the error, which ``wait()``/``invoke()`` raise.
+"""
 
 from __future__ import annotations
 
@@ -6,32 +13,36 @@ import builtins
 import hashlib
 import importlib
 import logging
+import os
+import socket
 import time
+import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from graphruntime.checkpoint import BaseCheckpointSaver
+from graphruntime.checkpoint import ClusterSaver
 from graphruntime.config import RunnableConfig
-from graphruntime.errors import InvalidResumeError
+from graphruntime.errors import CheckpointError
 from graphruntime.pregel import Pregel
 from graphruntime.types import Command, StateSnapshot
-from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunListener
-from workers.context import Dispatcher
+from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunListener, RunWatch
+from workers.dispatch import Broker
 from workers.errors import (
+    GraphMismatchError,
+    NotDispatchedError,
     RemoteGraphError,
     RunTimeoutError,
     ThreadBusyError,
-    WorkerError,
     is_transient,
 )
+from workers.messages import MAX_NAME, MAX_NOTE
 from workers.registry import GraphRegistry
 from workers.settings import Settings
-from workers.store import Run, RunStore
+from workers.store import NewRun, PostgresRunStore, Run, RunKind, RunStore
 
 log = logging.getLogger(__name__)
-
-_SAFE_MODULES = ("builtins", "graphruntime.", "workers.", "pydantic_core")
 
 
 def rebuild_error(info: dict[str, Any]) -> BaseException:
@@ -85,49 +96,56 @@ class RunHandle:
         run = self.client.wait_done(self.run_id, timeout)
         if run.status == "error":
             raise rebuild_error(run.error or {})
+        if run.result_error is not None:
+            raise CheckpointError(
+                f"Run {run.run_id} finished, but its result cannot be decoded here: "
+                f"{run.result_error}"
+            )
         return run.result
 
 
 class GraphClient:
     """Submit runs, wait on them and read thread state, against Postgres and the broker."""
 
-    lock_wait = 2.0  # seconds update_state waits for a thread lock held with no run in flight
+    lock_wait = 2.0  # seconds update_state waits for a thread lease held with no run in flight
 
     def __init__(
         self,
         *,
         settings: Settings,
         registry: GraphRegistry,
-        saver: BaseCheckpointSaver,
+        saver: ClusterSaver,
         store: RunStore,
-        dispatcher: Dispatcher,
+        broker: Broker,
     ) -> None:
         self.settings = settings
         self.registry = registry
         self.saver = saver
         self.store = store
-        self.dispatcher = dispatcher
-        self.listener = RunListener(store.pool)
+        self.broker = broker
+        self.name = f"client:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.listener = RunListener(store.pool) if isinstance(store, PostgresRunStore) else None
 
     @classmethod
     def from_env(cls, settings: Settings | None = None) -> GraphClient:
-        from workers.app import CeleryDispatcher, create_app
-        from workers.runtime import build_context
+        """A client for the cluster the settings (default: the environment) name."""
+        from workers.runtime import connect
 
-        settings = settings or Settings()
-        app = create_app(settings)
-        ctx = build_context(app.conf.graphruntime_settings, CeleryDispatcher(app, settings))
+        ctx = connect(settings or Settings())
         return cls(
             settings=ctx.settings,
             registry=ctx.registry,
             saver=ctx.saver,
             store=ctx.store,
-            dispatcher=ctx.dispatcher,
+            broker=ctx.broker,
         )
 
     def close(self) -> None:
-        self.listener.close()
-        self.store.pool.close()
+        if self.listener is not None:
+            self.listener.close()
+        close = getattr(self.store, "close", None)
+        if callable(close):
+            close()
 
     def _graph(self, name: str) -> Pregel:
         return self.registry.get(name).with_checkpointer(self.saver)
@@ -145,32 +163,28 @@ class GraphClient:
         interrupt_before: Sequence[str] | str | None = None,
         interrupt_after: Sequence[str] | str | None = None,
         idempotency_key: str | None = None,
+        actor: str | None = None,
+        note: str | None = None,
+        route: str = "client",
+        message: str | None = None,
     ) -> RunHandle:
-        """Queue a run of ``graph`` on the config's thread; returns at once."""
-        compiled = self.registry.get(graph)  # unknown graph: a clear error, nothing queued
+        """Queue a run of ``graph`` on the config's thread; returns at once.
+
+        Nothing is read from the thread: a resume is checked against its pending
+        interrupts when the run starts, after the thread's earlier runs, and a
+        refused one ends with the error (``wait()`` raises it; nothing was changed).
+        The same ``idempotency_key`` on a thread gives the same run; ``actor`` and
+        ``note`` are kept with it. ``route``/``message``: where the run came from (a
+        queue message is dead-lettered if its run is refused).
+        """
+        self.registry.get(graph)  # unknown graph: a clear error, nothing queued
         thread_id = _thread_id(config)
-        if idempotency_key is not None and "\x00" in idempotency_key:
-            raise ValueError("idempotency_key contains a NUL character; use printable keys")
-        if idempotency_key is not None:
-            existing = self.store.find_by_idempotency_key(thread_id, idempotency_key)
-            if existing is not None:
-                return RunHandle(self, existing.run_id, thread_id, created=False)
-        kind = "input"
-        resumes: str | None = None
+        _check_text("idempotency_key", idempotency_key, MAX_NAME)
+        _check_text("actor", actor, MAX_NAME)
+        _check_text("note", note, MAX_NOTE)
+        kind: RunKind = "input"
         if isinstance(input, Command):
-            kind = "command"
-            if input.resume is not None:
-                kind = "resume"
-                try:
-                    input, resumes = self._prepare_resume(compiled, input, config or {}, thread_id)
-                except (WorkerError, InvalidResumeError):
-                    # the same keyed resume may have been accepted a moment ago (a twin
-                    # delivery racing this one): then this one is that run, not an error
-                    if idempotency_key is not None:
-                        twin = self.store.find_by_idempotency_key(thread_id, idempotency_key)
-                        if twin is not None:
-                            return RunHandle(self, twin.run_id, thread_id, created=False)
-                    raise
+            kind = "resume" if input.resume is not None else "command"
         modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode or ())
         payload = {
             "input": input,
@@ -180,44 +194,66 @@ class GraphClient:
             "interrupt_before": interrupt_before,
             "interrupt_after": interrupt_after,
         }
+        digest = self._check_payload(graph, payload)
+        origin: dict[str, Any] = {"route": route}
+        if actor is not None:
+            origin["actor"] = actor
+        if note is not None:
+            origin["note"] = note
+        if message is not None:
+            origin["message"] = message
         run, created = self.store.create_run(
-            thread_id=thread_id,
-            graph=graph,
-            kind=kind,
-            payload=payload,
-            idempotency_key=idempotency_key,
-            resumes_checkpoint=resumes,
+            NewRun(
+                run_id=str(uuid.uuid4()),
+                thread_id=thread_id,
+                graph=graph,
+                kind=kind,
+                payload=payload,
+                idempotency_key=idempotency_key,
+                request_digest=digest,
+                origin=origin,
+            )
         )
         if created:
-            self.dispatcher.coordinate(run.run_id)
+            try:
+                self.broker.send_coordinate(run.run_id)
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                raise NotDispatchedError(
+                    f"Run {run.run_id} is recorded, but the broker could not be reached ({exc}). "
+                    "Nothing is lost: a running worker's sweeper sends it within "
+                    f"{2 * self.settings.stale_after:.0f}s of the broker coming back. Do not "
+                    "submit it again (or reuse the same idempotency key).",
+                    run.run_id,
+                ) from exc
         return RunHandle(self, run.run_id, thread_id, created=created)
 
-    def _prepare_resume(
-        self, graph: Pregel, cmd: Command[Any], config: RunnableConfig, thread_id: str
-    ) -> tuple[Command[Any], str]:
-        """Validate a resume against the thread now (nothing is written if it is wrong)."""
-        if self.store.active_runs(thread_id):
-            raise ThreadBusyError(
-                f"Thread {thread_id!r} has a run in flight; resume it once the run has paused "
-                "at an interrupt (wait on the run, then resume)."
-            )
-        loop = graph.create_loop(cmd, _pin(config, thread_id), checkpointer=self.saver)
-        loop.validate_command(cmd)
-        # One resume per (checkpoint, set of pending interrupts): two racing resumes of the
-        # same pause collide in the database; a later resume of a re-interrupted step, whose
-        # pending interrupts differ, does not.
-        pending = ",".join(sorted(loop.pending_interrupts()))
-        digest = hashlib.sha256(pending.encode()).hexdigest()[:16]
-        return cmd, f"{loop.checkpoint['id']}:{digest}"
+    def _check_payload(self, graph: str, payload: dict[str, Any]) -> str:
+        """Refuse a payload the workers could not read back; returns its digest.
+
+        Nothing is written when it is refused.
+        """
+        serde = self.store.serde if hasattr(self.store, "serde") else self.saver.serde
+        try:
+            typed = serde.dumps_typed(payload)
+            serde.loads_typed(typed)
+        except CheckpointError as exc:
+            raise CheckpointError(
+                f"The run's input or config cannot be stored for the workers: {exc}. "
+                "Nothing was queued."
+            ) from exc
+        digest = hashlib.sha256(graph.encode() + b"\0" + typed[0].encode() + b"\0" + typed[1])
+        return digest.hexdigest()
 
     def wait_done(self, run_id: str, timeout: float | None) -> Run:
         deadline = None if timeout is None else time.monotonic() + timeout
         # LISTEN first, then read: a run finished after the read is always notified
-        with self.listener.watch(run_id, (RUNS_CHANNEL,)) as watch:
+        with self._watch(run_id, (RUNS_CHANNEL,)) as watch:
             status = "unknown"
             while True:
                 try:
-                    run = self.store.get_run(run_id)
+                    run: Run | None = self.store.get_run(run_id)
                 except Exception as exc:
                     if not is_transient(exc):
                         raise
@@ -234,10 +270,14 @@ class GraphClient:
                         "Wait on its handle again or read the thread's state."
                     )
                 remaining = None if deadline is None else deadline - now
-                if run is None:
-                    time.sleep(min(0.25, remaining if remaining is not None else 0.25))
-                else:
-                    watch.wait(remaining)
+                _wait(watch, remaining)
+
+    def _watch(
+        self, run_id: str, channels: Sequence[str]
+    ) -> AbstractContextManager[RunWatch | None]:
+        if self.listener is None:
+            return nullcontext()
+        return self.listener.watch(run_id, channels)
 
     def invoke(
         self,
@@ -270,7 +310,7 @@ class GraphClient:
         handle = self.submit(graph, input, config, stream_mode=modes, subgraphs=subgraphs, **kwargs)
         deadline = None if timeout is None else time.monotonic() + timeout
         after = 0
-        with self.listener.watch(handle.run_id, (RUNS_CHANNEL, EVENTS_CHANNEL)) as watch:
+        with self._watch(handle.run_id, (RUNS_CHANNEL, EVENTS_CHANNEL)) as watch:
             while True:
                 run = handle.run()
                 events = self.store.events_after(handle.run_id, after)
@@ -291,14 +331,15 @@ class GraphClient:
                         raise rebuild_error(run.error or {})
                     return
                 if events:
-                    watch.progressed()
+                    if watch is not None:
+                        watch.progressed()
                     continue
                 now = time.monotonic()
                 if deadline is not None and now > deadline:
                     raise RunTimeoutError(
                         f"Run {handle.run_id} still {run.status} after {timeout}s"
                     )
-                watch.wait(None if deadline is None else deadline - now)
+                _wait(watch, None if deadline is None else deadline - now)
 
     # --- state ---------------------------------------------------------------------------
 
@@ -315,39 +356,71 @@ class GraphClient:
     def update_state(
         self, graph: str, config: RunnableConfig, values: Any, as_node: str | None = None
     ) -> RunnableConfig:
-        """Edit a thread like ``update_state``; refused while a run is in flight."""
+        """Edit a thread like ``update_state``; refused while a run is in flight.
+
+        The edit holds the thread's lease (so no coordinator starts a run meanwhile)
+        and its checkpoint put is fenced (so it cannot fork the thread).
+        """
         thread_id = _thread_id(config)
-        # The coordinator finishes a run before it lets go of the thread's lock, and a
-        # waiter is woken at that commit: a lock held with no run in flight is let go of
-        # in a moment, so wait for it (briefly) instead of calling the thread busy.
+        self.registry.get(graph)
+        bound = self.store.bind_thread(thread_id, graph)
+        if bound != graph:
+            raise GraphMismatchError(
+                f"Thread {thread_id!r} belongs to graph {bound!r}, not {graph!r}; nothing "
+                "was changed."
+            )
+        stale = self.settings.stale_after
         give_up = time.monotonic() + self.lock_wait
-        while True:
-            with self.store.thread_lock(thread_id) as locked:
+        self.store.heartbeat(self.name, socket.gethostname(), os.getpid())
+        try:
+            while True:
                 busy = bool(self.store.active_runs(thread_id))
-                if locked and not busy:
-                    return self._graph(graph).update_state(config, values, as_node)
-            if busy or time.monotonic() > give_up:
-                raise ThreadBusyError(
-                    f"Thread {thread_id!r} has a run in flight; update its state once the run "
-                    "has paused or finished."
-                )
-            time.sleep(0.005)
+                if not busy and self.store.acquire_thread(thread_id, self.name, stale):
+                    try:
+                        if not self.store.active_runs(thread_id):
+                            # fenced unless it forks an older checkpoint (time travel)
+                            addressed = (config.get("configurable") or {}).get("checkpoint_id")
+                            saver = self.saver if addressed else self.saver.fenced()
+                            compiled = self.registry.get(graph).with_checkpointer(saver)
+                            return compiled.update_state(config, values, as_node)
+                        busy = True
+                    finally:
+                        self.store.release_thread(thread_id, self.name)
+                if busy or time.monotonic() > give_up:
+                    raise ThreadBusyError(
+                        f"Thread {thread_id!r} has a run in flight; update its state once the "
+                        "run has paused or finished."
+                    )
+                time.sleep(0.005)
+        finally:
+            self.store.remove_worker(self.name)
+
+
+def _wait(watch: RunWatch | None, timeout: float | None) -> None:
+    if watch is not None:
+        watch.wait(timeout)
+    else:
+        time.sleep(0.005 if timeout is None else max(0.0, min(0.005, timeout)))
+
+
+def _check_text(name: str, value: str | None, limit: int) -> None:
+    if value is None:
+        return
+    if not value or len(value) > limit or "\x00" in value:
+        raise ValueError(
+            f"{name} must be 1 to {limit} characters without NUL, got {len(value)} characters"
+        )
 
 
 def _thread_id(config: RunnableConfig | None) -> str:
     thread_id = (config or {}).get("configurable", {}).get("thread_id")
-    if thread_id and "\x00" in str(thread_id):
-        raise ValueError(f"thread_id {thread_id!r} contains a NUL character; use printable ids")
     if not thread_id:
         raise ValueError(
             "Checkpointer requires one or more of the following 'configurable' keys: "
             "thread_id, checkpoint_ns, checkpoint_id"
         )
+    _check_text("thread_id", str(thread_id), MAX_NAME)
     return str(thread_id)
-
-
-def _pin(config: RunnableConfig, thread_id: str) -> RunnableConfig:
-    return {**config, "configurable": {**config.get("configurable", {}), "thread_id": thread_id}}
 
 
 def _user_config(config: RunnableConfig | None) -> dict[str, Any]:

@@ -1,15 +1,18 @@
-"""The coordinator: advances one run of one thread, one superstep at a time.
+"""The coordinator: advances a thread's runs, one superstep at a time, with the shared driver.
 
-It never waits for tasks. A step with several tasks is handed to task jobs and
-the coordinator returns; the last task to finish calls it again (the barrier
-is counted in Postgres). A step with a single task runs right here, so a chain
-of nodes pays no broker round trip per step.
+A coordinator job leases the thread (a row in Postgres, valid while this worker's
+heartbeat is fresh: no connection is held for it), then drives the thread's oldest
+run with :func:`graphruntime.pregel.drive`, the loop the in-process runtime uses.
+Its executor (:class:`ClusterExecutor`) runs a step's single task inline, so a chain
+of nodes pays no broker round trip per step, or dispatches the step's tasks as jobs
+and suspends the run; the job that completes the step's barrier calls the
+coordinator again, which re-opens the step and settles it from what the jobs saved.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from graphruntime.errors import CheckpointConflict, GraphInterrupt
@@ -19,265 +22,278 @@ from graphruntime.pregel import (
     PregelLoop,
     PreparedTask,
     RetryLater,
-    recursion_error,
+    StepSuspended,
+    StreamChunk,
+    TaskResult,
+    drive,
     run_task_attempt,
 )
-from workers.context import WorkerContext, error_info, flush_events, open_loop
-from workers.errors import UnknownGraphError, is_transient
-from workers.messages import TaskMessage, TaskRef
-from workers.store import EventRow, Run
+from workers.context import WorkerContext, at_run_start, run_loop
+from workers.dispatch import dispatch_retry, dispatch_step
+from workers.errors import UnknownGraphError, WorkerError, error_info, is_transient
+from workers.store import Run, StepTask
 
 log = logging.getLogger(__name__)
 
+MAX_RUNS_PER_JOB = 16
+"""Runs of one thread a coordinator job takes in turn before handing the thread back."""
+
+
+class RemoteTaskError(WorkerError):
+    """A node's error recorded by a task job; ``info`` is what the job recorded."""
+
+    def __init__(self, info: dict[str, Any]) -> None:
+        super().__init__(info.get("message", ""))
+        self.info = info
+
+
+class UndecodableRunError(WorkerError):
+    """A run whose input this worker cannot decode; the run ends with this error."""
+
 
 def coordinate(ctx: WorkerContext, run_id: str) -> None:
-    """Advance ``run_id`` as far as it can go without waiting. Safe to call twice."""
-    run = ctx.store.get_run(run_id)
+    """Advance the thread of ``run_id`` as far as it goes without waiting. Safe to call twice.
+
+    Runs of a thread go in order: whichever job holds the thread's lease advances
+    its oldest run, then the next; a job that finds the lease taken leaves its run
+    to the holder.
+    """
+    store, worker = ctx.store, ctx.worker_name
+    run = store.get_run(run_id)
     if run.done:
         return
-    with ctx.store.thread_lock(run.thread_id) as locked:
-        if not locked:
-            # another coordinator holds the thread; try again shortly
-            ctx.dispatcher.coordinate(run_id, delay=ctx.settings.thread_lock_retry)
-            return
-        run = ctx.store.get_run(run_id)
-        if run.done:
-            return
-        if run.status == "queued" and ctx.store.earlier_active_run(run):
-            ctx.dispatcher.coordinate(run_id, delay=0.2)  # runs of a thread go in order
-            return
-        try:
-            graph = ctx.registry.get(run.graph)
-        except UnknownGraphError as exc:
-            ctx.store.finish(run_id, "error", error=error_info(exc))
-            return
-        _advance(ctx, run, graph)
-
-
-def _start(ctx: WorkerContext, run: Run, graph: Pregel) -> tuple[PregelLoop, bool]:
-    """Apply the run's input; a redelivered start that already applied it continues.
-
-    Returns the loop and whether it continues an already-started step.
-    """
-    loop = open_loop(ctx, graph, run, None)
-    if loop.metadata.get("run_id") == run.run_id:
-        ctx.store.set_running(run.run_id, loop.stop)
-        return loop, True
-    # an explicit checkpoint_id in the user's config is time travel: fork from there
-    addressed = (run.payload.get("config") or {}).get("configurable", {}).get("checkpoint_id")
-    if addressed:
-        loop = open_loop(
-            ctx, graph, run, run.payload.get("input"), checkpoint_id=addressed, fenced=False
-        )
-    else:
-        loop.input = run.payload.get("input")  # the head is already loaded: apply input to it
-    loop.first()
-    ctx.store.set_running(run.run_id, loop.stop)
-    return loop, False
-
-
-def _advance(ctx: WorkerContext, run: Run, graph: Pregel) -> None:
-    """Run steps until one needs task jobs, or the run ends; any failure ends the run."""
-    loop: PregelLoop | None = None
-    try:
-        if run.status == "queued":
-            loop, continuing = _start(ctx, run, graph)
-        else:
-            loop = open_loop(ctx, graph, run, None, reopen=True)
-            continuing = True
-        _steps(ctx, run, graph, loop, continuing)
-    except CheckpointConflict:
-        # the thread moved under us (a coordinator that lost its lock): start over from it
-        log.warning(
-            "run %s: thread %s advanced concurrently; re-coordinating", run.run_id, run.thread_id
-        )
-        ctx.dispatcher.coordinate(run.run_id, delay=ctx.settings.thread_lock_retry)
-    except Exception as exc:  # the run's error, as invoke() would raise it in-process
-        if is_transient(exc):
-            raise  # Postgres went away: the job is retried, the run is not failed
-        log.info("run %s failed: %s", run.run_id, exc, exc_info=True)
-        if loop is not None:
-            flush_events(ctx, run, loop)
-        ctx.store.finish(run.run_id, "error", error=error_info(exc))
-
-
-def _steps(ctx: WorkerContext, run: Run, graph: Pregel, loop: PregelLoop, continuing: bool) -> None:
-    # invoke() reads only the run's last values: its events are written once, at the end
-    streaming = bool(run.payload.get("stream_modes"))
-    while True:
-        try:
-            if not loop.tick(continuing=continuing):
-                break
-        except GraphInterrupt:
-            _finish_interrupted(ctx, run, loop, [])
-            return
-        runnable = loop.runnable_tasks()
-        errors: list[dict[str, Any]] = []
-        if runnable and continuing:
-            # tasks that ran as jobs of this run and are done have their outcome saved
-            states = ctx.store.step_states(run.run_id, loop.checkpoint["id"])
-            unsent = [t for t in runnable if t.id not in states]
-            if unsent:
-                _dispatch(ctx, run, loop, unsent)
-                return
-            if any(states[t.id] != "done" for t in runnable):
-                return  # the barrier is not reached yet; the last task job calls us again
-            runnable = []
-        if runnable:
-            if len(runnable) == 1 and ctx.settings.inline_single_task:
-                task = runnable[0]
-                exc = run_task_attempt(
-                    task, loop.task_config(task, loop.custom_writer(task)), graph.retry_policy
-                )
-                if isinstance(exc, RetryLater):
-                    # its RetryPolicy retries it: as a job after the backoff, not asleep here
-                    _dispatch(ctx, run, loop, [task], retry=exc)
-                    return
-                loop.commit(task, exc)
-                if exc is not None and not isinstance(exc, GraphInterrupt):
-                    errors.append(error_info(exc, task.name, loop.checkpoint["id"]))
-                    ctx.store.add_events(run.run_id, [((), "error", errors[-1])])
-            else:
-                _dispatch(ctx, run, loop, runnable)
-                return
-        if continuing:
-            # the step ran as task jobs: their errors were recorded as this run's events
-            # (a finished task may still carry a stale error write from an earlier run)
-            errors = ctx.store.step_errors(run.run_id, loop.checkpoint["id"])
-        if errors:
-            flush_events(ctx, run, loop)
-            ctx.store.finish(run.run_id, "error", error=errors[0])
-            return
-        interrupts, interrupted = loop.step_interrupts()
-        if interrupted:
-            _finish_interrupted(ctx, run, loop, interrupts, pending=True)
-            return
-        try:
-            loop.after_tick()
-        except GraphInterrupt:
-            _finish_interrupted(ctx, run, loop, [])
-            return
-        if streaming:
-            flush_events(ctx, run, loop)  # a streaming client sees each step as it ends
-        continuing = False
-    flushed = flush_events(ctx, run, loop)
-    if loop.status == "out_of_steps":
-        ctx.store.finish(run.run_id, "error", error=error_info(recursion_error(loop)))
+    thread = run.thread_id
+    if not store.acquire_thread(thread, worker, ctx.stale):
         return
-    ctx.store.finish(run.run_id, "success", result=_result(ctx, run, [], flushed, loop))
+    waiting = False
+    try:
+        for _ in range(MAX_RUNS_PER_JOB):
+            current = store.next_run(thread)
+            if current is None:
+                break
+            if not advance(ctx, current):
+                waiting = True  # on its task jobs: the last one calls us again
+                break
+    finally:
+        store.release_thread(thread, worker)
+    if not waiting:
+        # a run queued while we held the lease found it taken: make sure it is picked up
+        following = store.next_run(thread)
+        if following is not None:
+            ctx.broker.send_coordinate(following.run_id)
 
 
-def _dispatch(
-    ctx: WorkerContext,
-    run: Run,
-    loop: PregelLoop,
-    tasks: list[PreparedTask],
-    *,
-    retry: RetryLater | None = None,
-) -> None:
-    """Hand the step's tasks to task jobs; ones already handed out are the sweeper's."""
-    checkpoint_id = loop.checkpoint["id"]
-    flush_events(ctx, run, loop)
-    by_id = {t.id: t for t in tasks}
-    new = ctx.store.register_tasks(
-        run.run_id, run.thread_id, checkpoint_id, [(t.id, t.path) for t in tasks]
-    )
-    attempts = retry.attempts if retry is not None else 0
-    refs = [
-        TaskRef(id=task_id, path=tuple(by_id[task_id].path), attempts=attempts) for task_id in new
-    ]
-    if retry is None:
-        send_task_jobs(ctx, run.run_id, run.thread_id, checkpoint_id, refs)
-    else:
-        for ref in refs:
-            retry_task_job(ctx, run.run_id, run.thread_id, checkpoint_id, ref, retry.delay)
-    ctx.store.touch(run.run_id)  # after the send: a failure here must not skip it
+def advance(ctx: WorkerContext, run: Run) -> bool:
+    """Drive one run until it ends (True) or waits for its task jobs (False).
 
-
-def retry_task_job(
-    ctx: WorkerContext,
-    run_id: str,
-    thread_id: str,
-    checkpoint_id: str,
-    ref: TaskRef,
-    delay: float,
-) -> None:
-    """Send a task's next attempt as a job that starts after ``delay`` seconds."""
-    hold = delay + ctx.settings.task_lease  # the sweeper leaves it alone until then
-    ctx.store.schedule_retry(run_id, checkpoint_id, ref.id, ref.attempts, hold)
-    message = TaskMessage(
-        run_id=run_id, thread_id=thread_id, checkpoint_id=checkpoint_id, tasks=(ref,)
-    )
-    ctx.dispatcher.execute(message, delay=delay)
-
-
-def chunk_size(ctx: WorkerContext, n_tasks: int) -> int:
-    """Tasks per job: one while the step has few tasks, up to ``task_chunk_max`` for big ones.
-
-    A job runs its tasks one after another, so chunking trades a step's parallelism
-    for fewer broker messages; it starts once a step has twice ``min_jobs_per_step``
-    tasks (and keeps at least that many jobs), where workers are saturated anyway.
+    Any failure that is not an outage ends the run with that error, as ``invoke``
+    would raise it in-process; an outage propagates, so the job is retried.
     """
-    settings = ctx.settings
-    return max(1, min(settings.task_chunk_max, n_tasks // settings.min_jobs_per_step))
-
-
-def send_task_jobs(
-    ctx: WorkerContext, run_id: str, thread_id: str, checkpoint_id: str, refs: list[TaskRef]
-) -> None:
-    size = chunk_size(ctx, len(refs))
-    messages = [
-        TaskMessage(
-            run_id=run_id,
-            thread_id=thread_id,
-            checkpoint_id=checkpoint_id,
-            tasks=tuple(refs[i : i + size]),
+    if run.payload_error is not None:
+        exc = UndecodableRunError(
+            f"Run {run.run_id} cannot be decoded by this worker: {run.payload_error}"
         )
-        for i in range(0, len(refs), size)
-    ]
-    send_many = getattr(ctx.dispatcher, "execute_many", None)
-    if callable(send_many):
-        send_many(messages)
+        _end(ctx, run, "error", error=error_info(exc))
+        return True
+    try:
+        graph = ctx.registry.get(run.graph)
+    except UnknownGraphError as exc:
+        _end(ctx, run, "error", error=error_info(exc))
+        return True
+    events = RunEvents(ctx, run)
+    try:
+        loop, reentering = _open(ctx, run, graph)
+        executor = ClusterExecutor(ctx, run, events, reentering=reentering)
+        events.extend(drive(loop, executor))
+    except StepSuspended:
+        events.store()
+        return False
+    except CheckpointConflict:
+        # the thread moved under us (a coordinator that lost its lease): start over from it
+        log.warning("run %s: thread %s advanced concurrently; re-sent", run.run_id, run.thread_id)
+        ctx.broker.send_coordinate(run.run_id, delay=2 * ctx.settings.heartbeat_interval)
+        return False
+    except Exception as exc:
+        if is_transient(exc):
+            raise
+        log.info("run %s failed: %s", run.run_id, exc, exc_info=True)
+        events.store()
+        info = exc.info if isinstance(exc, RemoteTaskError) else error_info(exc)
+        _end(ctx, run, "error", error=info)
+        return True
+    events.store()
+    if loop.status in ("interrupted", "interrupt_before", "interrupt_after"):
+        _end(ctx, run, "interrupted", result=_result(loop, events))
     else:
-        for message in messages:
-            ctx.dispatcher.execute(message)
+        _end(ctx, run, "success", result=_result(loop, events))
+    return True
 
 
-def _finish_interrupted(
-    ctx: WorkerContext, run: Run, loop: PregelLoop, interrupts: list[Any], *, pending: bool = False
-) -> None:
-    if pending:
-        loop.status = "interrupted"
-        loop.interrupts = list(interrupts)
-        loop.emit("values", loop.values_with_pending())
-    flushed = flush_events(ctx, run, loop)
-    ctx.store.finish(run.run_id, "interrupted", result=_result(ctx, run, interrupts, flushed))
+def _open(ctx: WorkerContext, run: Run, graph: Pregel) -> tuple[PregelLoop, bool]:
+    """The run's loop, started or re-opened; and whether it re-enters a dispatched step.
+
+    ``first()`` is given the run's id: a run that started before (a redelivered job,
+    a coordinator that died) re-opens its step instead of applying its input twice.
+    """
+    command = run.payload.get("input")
+    loop = run_loop(graph, run, ctx.saver.fenced())
+    if not at_run_start(loop, run):
+        # the run saved a checkpoint of its own: it is under way past its input
+        if run.status == "queued":
+            ctx.store.set_running(run.run_id, loop.stop)
+        return loop, True
+    addressed = (run.payload.get("config") or {}).get("configurable", {}).get("checkpoint_id")
+    if addressed and run.status == "queued":
+        # an explicit checkpoint_id is time travel: fork from there (not fenced)
+        loop = run_loop(graph, run, ctx.saver, checkpoint_id=addressed)
+    loop.first(command, run_id=run.run_id)
+    if run.status == "queued":
+        ctx.store.set_running(run.run_id, loop.stop)
+    return loop, run.status != "queued"
 
 
-def _result(
+class ClusterExecutor:
+    """Runs a step's tasks for the coordinator: inline, or as task jobs (suspending the run).
+
+    ``reentering``: the coordinator re-opened a run that was under way, so the first
+    step it plans may be one whose tasks already ran as jobs; their outcomes are then
+    read from what the jobs saved instead of running anything.
+    """
+
+    def __init__(
+        self, ctx: WorkerContext, run: Run, events: RunEvents, *, reentering: bool
+    ) -> None:
+        self.ctx = ctx
+        self.run = run
+        self.events = events
+        self.reentering = reentering
+
+    def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
+        ctx, run = self.ctx, self.run
+        checkpoint_id = loop.checkpoint["id"]
+        if self.reentering:
+            self.reentering = False
+            recorded = ctx.store.step_tasks(run.run_id, checkpoint_id)
+            if recorded:
+                yield from self._recorded(loop, tasks, recorded)
+                return
+        self.events.store()  # a streaming client sees each step as it begins
+        if len(tasks) == 1 and ctx.settings.inline_single_task:
+            task = tasks[0]
+            outcome = run_task_attempt(task, loop.task_config(task), loop.graph.retry_policy)
+            if isinstance(outcome, RetryLater):
+                # its RetryPolicy retries it: as a job after the backoff, not asleep here
+                dispatch_retry(
+                    ctx.store,
+                    ctx.broker,
+                    ctx.settings,
+                    run_id=run.run_id,
+                    thread_id=run.thread_id,
+                    checkpoint_id=checkpoint_id,
+                    task=task,
+                    retry=outcome,
+                )
+                raise StepSuspended
+            yield TaskResult(task, outcome)
+            return
+        if tasks:
+            dispatch_step(
+                ctx.store,
+                ctx.broker,
+                ctx.settings,
+                run_id=run.run_id,
+                thread_id=run.thread_id,
+                checkpoint_id=checkpoint_id,
+                tasks=tasks,
+            )
+            raise StepSuspended
+
+    def _recorded(
+        self, loop: PregelLoop, tasks: Sequence[PreparedTask], recorded: dict[str, StepTask]
+    ) -> Iterator[TaskResult]:
+        """The outcomes task jobs saved for this step, once all of them are in."""
+        # The tasks' updates were streamed by the jobs that ran them; planning the step
+        # again replayed the finished ones as cached: not news to the client.
+        self.events.discard()
+        unfinished = [t for t in tasks if t.id in recorded and recorded[t.id].status != "done"]
+        unsent = [t for t in tasks if t.id not in recorded]
+        if unfinished:
+            raise StepSuspended  # the barrier is not reached: the last job calls us again
+        if unsent:
+            # tasks of this step nobody sent (retried inline after a crash): send them now
+            dispatch_step(
+                self.ctx.store,
+                self.ctx.broker,
+                self.ctx.settings,
+                run_id=self.run.run_id,
+                thread_id=self.run.thread_id,
+                checkpoint_id=loop.checkpoint["id"],
+                tasks=unsent,
+            )
+            raise StepSuspended
+        for task in tasks:
+            row = recorded[task.id]
+            outcome: BaseException | None = None
+            if row.error is not None:
+                outcome = RemoteTaskError(row.error)
+            elif interrupts := loop.recorded_interrupts(task.id):
+                outcome = GraphInterrupt(tuple(interrupts))
+            yield TaskResult(task, outcome, recorded=True)
+
+
+class RunEvents:
+    """A run's stream chunks as the driver yields them, saved step by step when it streams.
+
+    ``invoke`` runs store none: their client reads only the run's result, the last
+    root ``values`` chunk, which is remembered here.
+    """
+
+    def __init__(self, ctx: WorkerContext, run: Run) -> None:
+        self.ctx = ctx
+        self.run = run
+        self.streaming = bool(run.payload.get("stream_modes"))
+        self.pending: list[StreamChunk] = []
+        self.last_values: Any = None
+        self.has_values = False
+
+    def extend(self, chunks: Iterator[StreamChunk]) -> None:
+        for chunk in chunks:
+            ns, mode, payload = chunk
+            if mode == "values" and ns == ():
+                self.last_values, self.has_values = payload, True
+            if self.streaming:
+                self.pending.append(chunk)
+
+    def discard(self) -> None:
+        self.pending = []
+
+    def store(self) -> None:
+        if self.pending:
+            self.ctx.store.add_events(self.run.run_id, self.pending)
+            self.pending = []
+
+
+def _end(
     ctx: WorkerContext,
     run: Run,
-    interrupts: list[Any],
-    flushed: Sequence[EventRow],
-    finished: PregelLoop | None = None,
-) -> Any:
-    """What ``invoke`` returns: the last root values chunk, plus the interrupts.
+    status: Any,
+    *,
+    result: Any = None,
+    error: dict[str, Any] | None = None,
+) -> None:
+    ctx.store.finish_run(run.run_id, status, result=result, error=error)
+    origin = run.origin or {}
+    if status == "error" and origin.get("route") == "queue" and origin.get("message"):
+        # a resume sent as a queue message: refused messages go to the dead letters
+        reason = f"{(error or {}).get('type', 'Error')}: {(error or {}).get('message', '')}"
+        ctx.broker.dead_letter(str(origin["message"]), reason)
 
-    The chunk is usually among the events just ``flushed``. A finished run without
-    one (its last chunks were lost with a coordinator that died after saving the final
-    checkpoint) returns the final state's output, which that chunk held; otherwise
-    older chunks are read back.
-    """
-    root_values = [payload for ns, mode, payload in flushed if mode == "values" and ns == ()]
-    latest: Any = root_values[-1] if root_values else None
-    if not root_values and finished is not None:
-        latest = finished.output()
-    if latest is None and not root_values:
-        for event in ctx.store.events_after(run.run_id, 0):
-            if event.mode == "values" and event.ns == ():
-                latest = event.payload
+
+def _result(loop: PregelLoop, events: RunEvents) -> Any:
+    """What ``invoke`` returns: the last root ``values`` chunk, plus the interrupts."""
+    latest = events.last_values if events.has_values else loop.output()
     if isinstance(latest, dict) and INTERRUPT in latest:
         latest = {k: v for k, v in latest.items() if k != INTERRUPT}
-    if interrupts:
-        return {**(latest or {}), INTERRUPT: list(interrupts)}
+    if loop.interrupts:
+        return {**(latest or {}), INTERRUPT: list(loop.interrupts)}
     return latest

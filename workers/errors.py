@@ -3,16 +3,25 @@
 WorkerError (GraphRuntimeError)
 ├── ConfigurationError      bad settings or registry entries
 ├── UnknownGraphError       a run names a graph that is not in the registry
+├── GraphMismatchError      a thread belongs to another graph than the run names
 ├── MalformedMessageError   a queue message that does not parse
-├── ResumeConflictError     another resume of the same interrupt got there first
+├── ResumeConflictError     another resume of the same pause got there first
+│                           (also an InvalidResumeError)
 ├── ThreadBusyError         the thread has a run in flight
+├── RunNotFoundError        no run has that id
 ├── RunTimeoutError         waiting on a run exceeded the timeout (the run goes on)
-└── RemoteGraphError        a node raised on a worker; ``type_name`` names its class
+├── NotDispatchedError      the run is recorded but the broker could not be reached
+├── RemoteGraphError        a node raised on a worker; ``type_name`` names its class
+├── StoreError              the run store (Postgres) failed an operation
+│   └── StoreUnavailableError   Postgres could not be reached: retry later
+└── BrokerUnavailableError  the broker (Redis) could not be reached: retry later
 """
 
 from __future__ import annotations
 
-from graphruntime.errors import GraphRuntimeError
+from typing import Any
+
+from graphruntime.errors import GraphRuntimeError, InvalidResumeError
 
 
 class WorkerError(GraphRuntimeError):
@@ -27,20 +36,40 @@ class UnknownGraphError(WorkerError, LookupError):
     """The named graph is not in ``GRAPHRUNTIME_GRAPHS``."""
 
 
+class GraphMismatchError(WorkerError, ValueError):
+    """The thread was started by another graph; a thread runs under one graph only."""
+
+
 class MalformedMessageError(WorkerError, ValueError):
     """A queue message could not be parsed; it was set aside, nothing changed."""
 
 
-class ResumeConflictError(WorkerError):
-    """A different resume for the same interrupt was accepted first."""
+class ResumeConflictError(WorkerError, InvalidResumeError):
+    """A different resume for the same pause was accepted first; this one changed nothing."""
 
 
 class ThreadBusyError(WorkerError):
     """The thread has a run in flight; wait for it or resume after it pauses."""
 
 
+class RunNotFoundError(WorkerError, LookupError):
+    """No run has this id."""
+
+
 class RunTimeoutError(WorkerError, TimeoutError):
     """The run did not finish in time; it keeps running, wait on its handle again."""
+
+
+class NotDispatchedError(WorkerError):
+    """The run was recorded, but its message could not be sent to the broker.
+
+    Nothing is lost: the sweeper of any running worker finds the queued run and
+    sends it. ``run_id`` names it.
+    """
+
+    def __init__(self, message: str, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
 
 
 class RemoteGraphError(WorkerError):
@@ -51,32 +80,47 @@ class RemoteGraphError(WorkerError):
         self.type_name = type_name
 
 
-# Server states that pass: shutting down or starting up (57P0x), a serialization failure
-# or deadlock (40001, 40P01: the transaction is simply retried), too many connections.
-_TRANSIENT_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "40001", "40P01", "53300"})
+class StoreError(WorkerError):
+    """The run store failed an operation; the driver's exception is the ``__cause__``."""
+
+
+class StoreUnavailableError(StoreError):
+    """The run store's database could not be reached; the operation may be retried."""
+
+
+class BrokerUnavailableError(WorkerError):
+    """The broker could not be reached; the operation may be retried."""
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Whether ``exc`` is (or was raised from) a lost or refused Postgres connection.
+    """Whether ``exc`` means a service was unreachable (retry the job) rather than a fault.
 
     Such a failure says nothing about the graph: the job that met it is retried
-    (every job is idempotent) instead of failing the run. Errors that would happen
-    again (a statement timeout, a disk full, a value too big for an index) are not
-    transient: they fail the run with a message. A node's own errors are recorded
-    as writes before they could get here.
+    (every job is idempotent) instead of failing the run. The stores classify driver
+    errors by SQLSTATE when they wrap them; this only reads their classes.
     """
-    import psycopg  # workers depend on psycopg; graphruntime's errors stay import-free
-    from psycopg_pool import PoolTimeout
+    from checkpoint_pg import CheckpointStoreUnavailable
 
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, PoolTimeout):
-            return True
-        if isinstance(current, psycopg.OperationalError):
-            state = current.sqlstate
-            # no SQLSTATE: the client lost the connection; class 08: connection exception
-            return state is None or state.startswith("08") or state in _TRANSIENT_SQLSTATES
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
+    return isinstance(
+        exc, StoreUnavailableError | BrokerUnavailableError | CheckpointStoreUnavailable
+    )
+
+
+def error_info(
+    exc: BaseException, task: str | None = None, checkpoint_id: str | None = None
+) -> dict[str, Any]:
+    """A JSON-safe description of a failure; the client rebuilds the exception from it.
+
+    ``args`` are kept when they are plain JSON values, so ``KeyError('k')`` comes back
+    as ``KeyError('k')`` and not as a KeyError of its quoted message.
+    """
+    args = [a for a in exc.args if isinstance(a, (str, int, float, bool)) or a is None]
+    return {
+        "type": type(exc).__name__,
+        "module": type(exc).__module__,
+        "message": str(exc),
+        "args": args if len(args) == len(exc.args) else None,
+        "repr": repr(exc),
+        "task": task,
+        "checkpoint_id": checkpoint_id,
+    }

@@ -1,164 +1,169 @@
-"""The task job: run some tasks of one step and record their outcomes as pending writes."""
+"""The task job: run some tasks of one step and record their outcomes as pending writes.
+
+It uses the same step API as the in-process runtime: it builds the run's loop on
+the step's checkpoint (with only its own tasks' pending writes), re-opens the step
+as the run started it, plans just its tasks, runs each one attempt, and records it.
+The barrier is counted in Postgres; the job that completes it continues the run.
+"""
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+import uuid
 
+from graphruntime.config import RunnableConfig
 from graphruntime.errors import GraphInterrupt
 from graphruntime.pregel import RetryLater, run_task_attempt
 from workers._deferred_writes import DeferredWrites
-from workers.context import WorkerContext, error_info, open_loop
-from workers.coordinator import coordinate, retry_task_job
-from workers.errors import is_transient
-from workers.messages import TaskMessage, TaskRef
+from workers.context import WorkerContext, at_run_start, run_loop
+from workers.coordinator import coordinate
+from workers.dispatch import dispatch_retry
+from workers.errors import error_info, is_transient
+from workers.messages import TaskMessage
 from workers.store import EventRow, Run
 
 log = logging.getLogger(__name__)
 
 
-@contextmanager
-def _lease(ctx: WorkerContext, msg: TaskMessage, task_ids: Sequence[str]) -> Iterator[None]:
-    """Renew the tasks' lease while they run, so the sweeper knows this worker is alive."""
-    stop = threading.Event()
-    period = ctx.settings.task_lease / 3
-
-    def renew() -> None:
-        while not stop.wait(period):
-            try:
-                ctx.store.renew_leases(
-                    msg.run_id, msg.checkpoint_id, task_ids, ctx.settings.task_lease
-                )
-            except Exception:  # a missed renewal is retried next period
-                log.exception("lease renewal failed")
-
-    renewer = threading.Thread(target=renew, name="graphruntime-lease", daemon=True)
-    renewer.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        renewer.join(timeout=5)
-
-
 def execute_tasks(ctx: WorkerContext, msg: TaskMessage, *, redelivered: bool = False) -> None:
     """Execute the message's tasks exactly as the in-process loop would; safe to deliver twice.
 
-    Writes are upserted, so a second delivery changes no state; a task's stream
-    events are kept only by the delivery that marks it done, so none is doubled.
-    ``redelivered``: an earlier delivery of this job may have completed the step's
-    barrier and died before continuing the run, so this one makes sure it continues.
+    Only tasks this job claims run (a task claimed by a live worker, done, or named
+    with a path that is not its own is left alone). Writes are upserted and a task's
+    events are kept only by the delivery that completes it. ``redelivered``: an earlier
+    delivery may have completed the barrier and died before continuing the run.
     """
-    run = ctx.store.get_run(msg.run_id)
+    store = ctx.store
+    run = store.get_run(msg.run_id)
     if run.done:
         return
-    open_ids = ctx.store.claim_tasks(
-        msg.run_id,
-        msg.checkpoint_id,
-        [(t.id, t.attempts) for t in msg.tasks],
-        ctx.worker_name,
-        ctx.settings.task_lease,
-    )
-    if not open_ids:
-        # every task is done (or waits for a later retry); coordinating twice is harmless
-        if redelivered:
-            ctx.dispatcher.coordinate(msg.run_id)
+    if run.thread_id != msg.thread_id:
+        log.warning(
+            "task job %s names thread %s, not its run's: dropped", msg.job_id, msg.thread_id
+        )
         return
+    refs = [(t.id, t.path, t.attempts) for t in msg.tasks]
+    ctx.claim_token = uuid.uuid4().hex
     try:
-        with _lease(ctx, msg, open_ids):
-            events, retries = _run(ctx, run, msg, set(open_ids))
-    except Exception as exc:  # not a node's error (that is a write): the run's own failure
-        if is_transient(exc):
-            raise  # Postgres went away: the job is retried, the run is not failed
-        log.exception("task job %s failed outside its nodes", msg.job_id)
-        ctx.store.finish(msg.run_id, "error", error=error_info(exc, None, msg.checkpoint_id))
-        return
-    for ref, delay in retries:
-        retry_task_job(ctx, msg.run_id, msg.thread_id, msg.checkpoint_id, ref, delay)
-    retrying = {ref.id for ref, _ in retries}
-    finished = [t for t in open_ids if t not in retrying]
-    if not finished:
-        return
-    completed, remaining = ctx.store.complete_tasks(
-        msg.run_id, msg.checkpoint_id, finished, ctx.worker_name, events
-    )
+        claimed = store.claim_tasks(
+            run.run_id, msg.checkpoint_id, refs, ctx.worker_name, ctx.stale, ctx.claim_token
+        )
+        if not claimed:
+            # done, held by a live worker, or not this step's: continuing twice is harmless
+            if redelivered:
+                ctx.broker.send_coordinate(run.run_id)
+            return
+        try:
+            completed, remaining = _run_claimed(ctx, run, msg, claimed)
+        except Exception as exc:  # not a node's error (that is a write): the run's own failure
+            if is_transient(exc):
+                _give_up(ctx, run.run_id, msg.checkpoint_id, claimed)
+                raise
+            log.exception("task job %s failed outside its nodes", msg.job_id)
+            store.finish_run(run.run_id, "error", error=error_info(exc, None, msg.checkpoint_id))
+            return
+    finally:
+        ctx.claim_token = None
     if completed and remaining == 0:
         # the last finisher continues the run here: no broker round trip for the barrier
         try:
-            coordinate(ctx, msg.run_id)
+            coordinate(ctx, run.run_id)
         except Exception as exc:
             if not is_transient(exc):
                 raise
             # this job's work is saved; a retry of it would find nothing to do
             log.warning(
-                "run %s: continuing after the barrier failed (%s); re-sent", msg.run_id, exc
+                "run %s: continuing after the barrier failed (%s); re-sent", run.run_id, exc
             )
-            ctx.dispatcher.coordinate(msg.run_id, delay=1.0)
+            ctx.broker.send_coordinate(run.run_id, delay=1.0)
     elif not completed and redelivered:
-        ctx.dispatcher.coordinate(msg.run_id)
+        ctx.broker.send_coordinate(run.run_id)
 
 
-def _run(
-    ctx: WorkerContext, run: Run, msg: TaskMessage, open_ids: set[str]
-) -> tuple[dict[str, list[EventRow]], list[tuple[TaskRef, float]]]:
-    """Execute the open tasks that have no output yet.
+def _give_up(ctx: WorkerContext, run_id: str, checkpoint_id: str, claimed: list[str]) -> None:
+    """Free this job's claims before it is retried (maybe on another worker).
 
-    Returns each task's stream events, and the tasks to try again (next attempt, delay).
+    If the store is unreachable now, this process's next heartbeat frees them.
     """
+    try:
+        ctx.store.release_claims(run_id, checkpoint_id, claimed, ctx.worker_name)
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+
+
+def _run_claimed(
+    ctx: WorkerContext, run: Run, msg: TaskMessage, claimed: list[str]
+) -> tuple[int, int]:
+    """Run the claimed tasks; returns the barrier's (completed here, still open)."""
     graph = ctx.registry.get(run.graph)
-    saver = DeferredWrites(ctx.task_job_saver)
-    loop = open_loop(
-        ctx,
-        graph,
-        run,
-        None,
-        checkpoint_id=msg.checkpoint_id,
-        writes_of=open_ids,
-        saver=saver,
-        reopen=True,
-    )
-    # invoke() reads only the run's last values and its errors; a stream reads everything
-    keep = None if run.payload.get("stream_modes") else {"values", "error"}
-    events: dict[str, list[EventRow]] = {}
-    retries: list[tuple[TaskRef, float]] = []
-    if loop.checkpoint["id"] != msg.checkpoint_id:
+    saver = DeferredWrites(ctx.saver.fenced().lazy_writes())
+    step_config: RunnableConfig = {
+        "configurable": {
+            "thread_id": run.thread_id,
+            "checkpoint_ns": "",
+            "checkpoint_id": msg.checkpoint_id,
+        }
+    }
+    saved = saver.get_task_tuple(step_config, claimed)
+    if saved is None:
         log.warning(
-            "checkpoint %s of run %s is gone; counting job %s done",
+            "checkpoint %s of run %s is gone; job %s dropped",
             msg.checkpoint_id,
-            msg.run_id,
+            run.run_id,
             msg.job_id,
         )
-        return events, retries
+        return 0, -1
+    loop = run_loop(graph, run, saver, checkpoint_id=msg.checkpoint_id, saved=saved)
+    if at_run_start(loop, run):
+        loop.open_step(run.payload.get("input"))
+    streaming = bool(run.payload.get("stream_modes"))
+    outcomes: dict[str, dict[str, object] | None] = {}
+    events: dict[str, list[EventRow]] = {}
     for ref in msg.tasks:
-        if ref.id not in open_ids:
+        if ref.id not in claimed:
             continue
-        task = loop.prepare_one(ref.path)
+        task = loop.plan_task(ref.path)
         if task is None or task.id != ref.id:
-            log.warning(
-                "task %s of run %s matches no task of checkpoint %s; counting it done",
+            log.error(
+                "task %s of run %s is not the task at %s of checkpoint %s; left alone",
                 ref.id,
-                msg.run_id,
+                run.run_id,
+                list(ref.path),
                 msg.checkpoint_id,
             )
             continue
         if task.writes:
-            continue  # an earlier delivery saved its output but died before counting it
-        exc = run_task_attempt(
-            task,
-            loop.task_config(task, loop.custom_writer(task)),
-            graph.retry_policy,
-            attempts_done=ref.attempts,
-        )
-        if isinstance(exc, RetryLater):  # its RetryPolicy retries it as a new job
-            list(loop.sink.drain())  # the failed attempt's chunks are not kept
-            retries.append((ref.model_copy(update={"attempts": exc.attempts}), exc.delay))
+            outcomes[ref.id] = None  # an earlier delivery saved its output, then died
             continue
-        loop.commit(task, exc)
-        task_events: list[EventRow] = list(loop.sink.drain())
-        if exc is not None and not isinstance(exc, GraphInterrupt):
-            task_events.append(((), "error", error_info(exc, task.name, msg.checkpoint_id)))
-        events[ref.id] = [e for e in task_events if keep is None or e[1] in keep]
+        outcome = run_task_attempt(
+            task, loop.task_config(task), graph.retry_policy, attempts_done=ref.attempts
+        )
+        if isinstance(outcome, RetryLater):
+            list(loop.sink.drain())  # the failed attempt's chunks are not kept
+            dispatch_retry(
+                ctx.store,
+                ctx.broker,
+                ctx.settings,
+                run_id=run.run_id,
+                thread_id=run.thread_id,
+                checkpoint_id=msg.checkpoint_id,
+                task=task,
+                retry=outcome,
+            )
+            continue
+        loop.record(task, outcome)
+        chunks = list(loop.sink.drain())
+        events[ref.id] = chunks if streaming else []
+        failed = outcome is not None and not isinstance(outcome, GraphInterrupt)
+        outcomes[ref.id] = (
+            error_info(outcome, task.name, msg.checkpoint_id)
+            if outcome is not None and failed
+            else None
+        )
     saver.flush()  # every task's writes, one round trip, before any task counts as done
-    return events, retries
+    if not outcomes:
+        return 0, -1
+    return ctx.store.complete_tasks(
+        run.run_id, msg.checkpoint_id, outcomes, ctx.worker_name, events
+    )

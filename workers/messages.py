@@ -65,20 +65,56 @@ class TaskMessage(_Message):
         return f"{self.run_id}:{self.checkpoint_id}:{first.id}{more}{retry}"
 
 
+MAX_NAME = 256
+"""Longest graph name, thread id, idempotency key or actor a message may carry."""
+MAX_NOTE = 4096
+MAX_DEPTH = 64
+"""Deepest nesting a resume value may have (a hostile value must not exhaust a stack)."""
+
+
+def nesting_depth(value: Any) -> int:
+    """How deeply lists and dicts nest in a decoded JSON value (iteratively: no recursion)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 class ResumeMessage(_Message):
-    """A resume sent by ops as a plain JSON message (see ``graphrun resume``)."""
+    """A resume sent by ops as a plain JSON message (see ``graphrun resume``).
+
+    ``actor`` and ``note`` say who resumed and why; they are stored with the run.
+    """
 
     v: Literal[1] = 1
-    graph: str = Field(min_length=1)
-    thread_id: str = Field(min_length=1)
+    graph: str = Field(min_length=1, max_length=MAX_NAME)
+    thread_id: str = Field(min_length=1, max_length=MAX_NAME)
     resume: Any
-    idempotency_key: str | None = None
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=MAX_NAME)
+    actor: str | None = Field(default=None, max_length=MAX_NAME)
+    note: str | None = Field(default=None, max_length=MAX_NOTE)
 
-    @field_validator("graph", "thread_id", "idempotency_key")
+    @field_validator("graph", "thread_id", "idempotency_key", "actor", "note")
     @classmethod
     def _no_nul(cls, value: str | None) -> str | None:
         if value is not None and "\x00" in value:
             raise ValueError("must not contain NUL characters")
+        return value
+
+    @field_validator("resume")
+    @classmethod
+    def _a_value(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError(
+                "must be the value the interrupt returns, not null (null resumes nothing)"
+            )
+        if nesting_depth(value) > MAX_DEPTH:
+            raise ValueError(f"nests deeper than {MAX_DEPTH} levels")
         return value
 
 

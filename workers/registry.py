@@ -34,6 +34,15 @@ class GraphRegistry:
             entries[name.strip()] = target.strip()
         return cls(entries)
 
+    @classmethod
+    def of(cls, graphs: Mapping[str, Pregel | StateGraph]) -> GraphRegistry:
+        """A registry of graphs already at hand (tests, embedding applications)."""
+        loaded = {
+            name: graph.compile() if isinstance(graph, StateGraph) else graph
+            for name, graph in graphs.items()
+        }
+        return cls({name: f"<in memory {name}>" for name in loaded}, loaded)
+
     def names(self) -> list[str]:
         return sorted(self.specs)
 

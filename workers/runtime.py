@@ -1,37 +1,59 @@
-"""Wiring: build a WorkerContext (pool, saver, store, registry) from settings."""
+"""Wiring: a WorkerContext (pool, saver, store, registry, broker) from settings.
+
+Connecting runs no migration and starts no service: migrations run through
+``graphrun db migrate`` (or ``PostgresSaver.setup()`` / ``PostgresRunStore.setup()``);
+embedded services start only in embedded mode (``GRAPHRUNTIME_EMBEDDED=1``), and
+say so on stderr.
+"""
 
 from __future__ import annotations
 
-from workers.context import Dispatcher, WorkerContext
+import sys
+
+from workers.context import WorkerContext
+from workers.dispatch import Broker
+from workers.errors import ConfigurationError
 from workers.registry import GraphRegistry
 from workers.settings import Settings
-from workers.store import RunStore, make_pool
+from workers.store import PostgresRunStore, make_pool
 
 
 def database_url(settings: Settings) -> str:
+    """``DATABASE_URL``, or the embedded Postgres in embedded mode; else an error."""
     if settings.database_url:
         return settings.database_url
-    from checkpoint_pg.embedded import database_url as embedded
+    if settings.embedded:
+        from checkpoint_pg.embedded import data_dir, embedded_url
 
-    return embedded()
+        url = embedded_url()
+        sys.stderr.write(
+            f"graphruntime: using the embedded Postgres in {data_dir() / 'pg'} (development only)\n"
+        )
+        return url
+    raise ConfigurationError(
+        "DATABASE_URL is not set: point it at Postgres (e.g. postgresql://user@host/db), or "
+        "set GRAPHRUNTIME_EMBEDDED=1 to start an embedded Postgres for development."
+    )
 
 
-def build_context(settings: Settings, dispatcher: Dispatcher) -> WorkerContext:
+def connect(settings: Settings, *, broker: Broker | None = None) -> WorkerContext:
+    """Everything a worker or client needs; the broker defaults to Celery's."""
     from checkpoint_pg import PostgresSaver
 
+    registry = GraphRegistry.parse(settings.graphs)
+    if broker is None:
+        from workers.app import CeleryBroker, create_app
+
+        broker = CeleryBroker(create_app(settings), settings)
     pool = make_pool(
         database_url(settings),
         max_size=settings.pool_max_size,
         prepare=settings.prepared_statements,
     )
-    saver = PostgresSaver(pool)
-    saver.setup()
-    store = RunStore(pool)
-    store.setup()
     return WorkerContext(
         settings=settings,
-        registry=GraphRegistry.parse(settings.graphs),
-        saver=saver,
-        store=store,
-        dispatcher=dispatcher,
+        registry=registry,
+        saver=PostgresSaver(pool),
+        store=PostgresRunStore(pool),
+        broker=broker,
     )

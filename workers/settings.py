@@ -27,9 +27,19 @@ class Settings(BaseSettings):
         default="",
         description="Comma-separated name=module:attribute entries: the only graphs workers load.",
     )
+    embedded: bool = Field(
+        default=False,
+        description="Start an embedded Postgres and Redis (development only) when "
+        "DATABASE_URL / REDIS_URL are unset; without it, they are required.",
+    )
     coordinator_queue: str = "graphruntime.coordinator"
     task_queue: str = "graphruntime.tasks"
     resume_queue: str = "graphruntime:resume"
+    resume_key: str | None = Field(
+        default=None,
+        description="HMAC key resume-queue messages must be signed with (their 'signature' "
+        "field); unset: unsigned messages are accepted.",
+    )
     concurrency: int = 2
     inline_single_task: bool = Field(
         default=True,
@@ -55,12 +65,23 @@ class Settings(BaseSettings):
     )
     task_stale_after: float = Field(
         default=300.0,
-        description="Seconds a dispatched task may wait for a worker before it is re-sent.",
+        gt=0,
+        description="Seconds a dispatched task may wait unclaimed while its queue is busy "
+        "before it is re-sent (when the queue is empty: twice the heartbeat interval).",
     )
-    task_lease: float = Field(
-        default=30.0,
-        description="Seconds a running task's lease lasts; renewed every third of it. A task "
-        "whose lease expires (its worker died) is re-sent by the sweeper.",
+    heartbeat_interval: float = Field(
+        default=5.0,
+        gt=0,
+        description="Seconds between a worker process's heartbeats. A process silent for "
+        "twice this is dead: its tasks and threads are taken over by others.",
     )
-    sweep_interval: float = 5.0
-    thread_lock_retry: float = 0.05
+    sweep_interval: float = Field(
+        default=2.5,
+        gt=0,
+        description="Seconds between a worker's sweeps for orphaned tasks and stalled runs.",
+    )
+
+    @property
+    def stale_after(self) -> float:
+        """Seconds without a heartbeat after which a worker process counts as dead."""
+        return 2 * self.heartbeat_interval

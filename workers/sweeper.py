@@ -1,49 +1,54 @@
-"""The sweeper: re-sends work that Postgres says is owed but the broker may have lost.
+"""The sweeper: re-sends work that Postgres says is owed but nobody is doing.
 
-Redis can lose messages (a restart without persistence) and a killed worker's
-task stops renewing its lease. Postgres knows every step's open tasks, so a
-periodic sweep rebuilds dispatch from there: tasks whose lease expired (or that
-no worker picked up in time) are sent again, and runs with nothing open that
-have not moved for a while get a coordinator run. Every worker runs a sweeper;
-``FOR UPDATE SKIP LOCKED`` keeps them from re-sending the same task twice.
+A task whose worker died (its heartbeat went stale) or whose message never reached a
+worker (a Redis restart), and a run that nothing advances (its coordinator died, or
+its message was lost), are found from Postgres, so no message loss loses work.
+Every worker runs a sweeper; ``FOR UPDATE SKIP LOCKED`` keeps them from re-sending
+the same task twice, and each finding is re-sent once per sweep at most: a node that
+runs for hours costs nothing here while its worker beats.
+
+How long is "never reached a worker"? While a queue has messages waiting, a task or
+run may legitimately wait behind them, for up to ``task_stale_after`` seconds. When
+the queue is empty, anything still unclaimed after twice the heartbeat interval was
+lost, and is re-sent (a duplicate is harmless: claims decide who runs it).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
+from typing import NamedTuple
 
 from workers.context import WorkerContext
-from workers.coordinator import send_task_jobs
-from workers.messages import TaskRef
+from workers.dispatch import resend_orphans
 
 log = logging.getLogger(__name__)
 
+SWEEP_LIMIT = 500
 
-def sweep_once(ctx: WorkerContext) -> tuple[int, int]:
-    """One pass; returns (tasks re-sent, runs nudged)."""
-    settings = ctx.settings
-    steps: dict[tuple[str, str, str], list[TaskRef]] = defaultdict(list)
-    for row in ctx.store.stale_tasks(settings.task_stale_after):
-        if row["task_path"] is None:
-            continue
-        steps[(str(row["run_id"]), row["thread_id"], row["checkpoint_id"])].append(
-            TaskRef(id=row["task_id"], path=tuple(row["task_path"]), attempts=row["retry_attempts"])
-        )
+
+class SweepResult(NamedTuple):
+    tasks_resent: int
+    runs_nudged: int
+
+
+def sweep_once(ctx: WorkerContext) -> SweepResult:
+    """One pass: re-send orphaned tasks, nudge stalled runs."""
+    settings, store, broker = ctx.settings, ctx.store, ctx.broker
+    stale = ctx.stale
+    depths = broker.queue_depths()
+    busy = max(stale, settings.task_stale_after)
+    orphans = store.orphaned_tasks(stale, stale if depths.tasks == 0 else busy, SWEEP_LIMIT)
+    for orphan in orphans:
         log.warning(
-            "re-sending task %s of run %s (attempt %s)",
-            row["task_id"],
-            row["run_id"],
-            row["attempts"],
+            "re-sending task %s of run %s (send %d)", orphan.task_id, orphan.run_id, orphan.resends
         )
-    for (run_id, thread_id, checkpoint_id), refs in steps.items():
-        send_task_jobs(ctx, run_id, thread_id, checkpoint_id, refs)
-    nudged = 0
-    for run_id in ctx.store.stalled_runs(max(settings.task_stale_after, settings.sweep_interval)):
-        ctx.dispatcher.coordinate(run_id)
-        nudged += 1
-    return sum(len(refs) for refs in steps.values()), nudged
+    resent = resend_orphans(broker, settings, orphans)
+    stalled = store.stalled_runs(stale, stale if depths.coordinator == 0 else busy, SWEEP_LIMIT)
+    for run_id in stalled:
+        log.warning("nudging stalled run %s", run_id)
+        broker.send_coordinate(run_id)
+    return SweepResult(resent, len(stalled))
 
 
 class Sweeper(threading.Thread):
@@ -63,3 +68,4 @@ class Sweeper(threading.Thread):
 
     def stop(self) -> None:
         self._stop_event.set()
+        self.join(timeout=5)

@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
-from celery.signals import worker_process_init, worker_ready, worker_shutdown
+from celery.signals import (
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+)
 
-from workers.app import CeleryDispatcher, app
+from workers.app import CeleryBroker, get_app
 from workers.context import WorkerContext
 from workers.coordinator import coordinate
-from workers.errors import MalformedMessageError, is_transient
+from workers.errors import MalformedMessageError, RunNotFoundError, is_transient
 from workers.executor import execute_tasks
+from workers.heartbeat import Heartbeat
 from workers.messages import CoordinateMessage, TaskMessage, parse
-from workers.runtime import build_context
+from workers.runtime import connect
 
 log = logging.getLogger(__name__)
+app = get_app()
 _background: list[Any] = []
 _RETRY_FIRST = 0.5  # seconds before the first retry of a job that lost Postgres; doubles
 _RETRY_CAP = 10.0
@@ -28,28 +36,25 @@ _RETRY_MAX = 40  # about 6 minutes of retries
 @cache
 def _context() -> WorkerContext:
     settings = app.conf.graphruntime_settings
-    return build_context(settings, CeleryDispatcher(app, settings))
+    return connect(settings, broker=CeleryBroker(app, settings))
 
 
 @contextmanager
 def _retry_when_transient(job: Any) -> Iterator[None]:
-    """Re-queue the job when Postgres is unreachable; the job is idempotent."""
+    """Re-queue the job when Postgres or Redis is unreachable; the job is idempotent."""
     try:
         yield
     except Exception as exc:
         if not is_transient(exc):
             raise
         if job.request.retries >= _RETRY_MAX:
-            # Postgres has been away for minutes: stop; the sweeper re-sends the work
-            # from Postgres once it is back (a lost task lease, a stalled run)
+            # the store has been away for minutes: stop; the sweeper re-sends the work
+            # from Postgres once it is back (an orphaned task, a stalled run)
             log.error("job %s gave up after %d retries: %s", job.request.id, _RETRY_MAX, exc)
             raise
         delay = min(_RETRY_CAP, _RETRY_FIRST * 2**job.request.retries)
         log.warning(
-            "job %s met a lost Postgres connection; retrying in %.1fs: %s",
-            job.request.id,
-            delay,
-            exc,
+            "job %s met an unreachable store; retrying in %.1fs: %s", job.request.id, delay, exc
         )
         raise job.retry(countdown=delay, max_retries=None) from exc
 
@@ -62,7 +67,10 @@ def coordinate_task(self: Any, **kwargs: Any) -> None:
         log.exception("dropping malformed coordinate message %r", kwargs)
         return
     with _retry_when_transient(self):
-        coordinate(_context(), msg.run_id)
+        try:
+            coordinate(_context(), msg.run_id)
+        except RunNotFoundError:
+            log.warning("dropping coordinate message for unknown run %s", msg.run_id)
 
 
 @app.task(name="graphruntime.execute", bind=True)  # type: ignore[untyped-decorator]
@@ -75,47 +83,60 @@ def execute_task_job(self: Any, **kwargs: Any) -> None:
     request = self.request
     redelivered = bool(request.retries) or bool((request.delivery_info or {}).get("redelivered"))
     with _retry_when_transient(self):
-        execute_tasks(_context(), msg, redelivered=redelivered)
+        try:
+            execute_tasks(_context(), msg, redelivered=redelivered)
+        except RunNotFoundError:
+            log.warning("dropping task message for unknown run %s", msg.run_id)
 
 
 @worker_process_init.connect  # type: ignore[untyped-decorator]
-def _preload(**_: Any) -> None:
-    """Each pool process connects and imports every registered graph before taking work.
+def _start_process(**_: Any) -> None:
+    """Each pool process connects, beats, and imports every registered graph first.
 
-    A broken registry entry then fails at startup, not on the first run, and the first
-    run does not pay for importing the graphs.
+    A broken registry entry then fails at startup, not on the first run, and the
+    first run does not pay for importing the graphs.
     """
-    registry = _context().registry
-    for name in registry.names():
-        registry.get(name)
+    ctx = _context()
+    for name in ctx.registry.names():
+        ctx.registry.get(name)
+    heartbeat = Heartbeat(
+        ctx.store, ctx.worker_name, ctx.settings.heartbeat_interval, lambda: ctx.claim_token
+    )
+    heartbeat.start()
+    _background.append(heartbeat)
+
+
+@worker_process_shutdown.connect  # type: ignore[untyped-decorator]
+def _stop_process(**_: Any) -> None:
+    for item in _background:
+        item.stop()
 
 
 @worker_ready.connect  # type: ignore[untyped-decorator]
 def _start_background(**_: Any) -> None:
     """In the worker's main process: the sweeper and the ops resume-queue listener."""
-    import redis
-
     from workers.client import GraphClient
     from workers.resume import ResumeListener
     from workers.sweeper import Sweeper
 
+    # not _context(): pool processes forked later must not inherit this process's pool
     settings = app.conf.graphruntime_settings
-    ctx = build_context(settings, CeleryDispatcher(app, settings))
+    broker = CeleryBroker(app, settings)
+    ctx = connect(settings, broker=broker)
+    heartbeat = Heartbeat(ctx.store, ctx.worker_name, settings.heartbeat_interval)
+    heartbeat.start()  # the resume listener's processing list is kept while this beats
     sweeper = Sweeper(ctx)
     sweeper.start()
     client = GraphClient(
-        settings=settings,
+        settings=ctx.settings,
         registry=ctx.registry,
         saver=ctx.saver,
         store=ctx.store,
-        dispatcher=ctx.dispatcher,
+        broker=ctx.broker,
     )
-    url = str(settings.redis_url).replace("redis+socket://", "unix://")
-    listener = ResumeListener(client, redis.Redis.from_url(url), settings.resume_queue)
-    import threading
-
+    listener = ResumeListener(client, broker.redis, settings.resume_queue, ctx.worker_name)
     threading.Thread(target=listener.run, name="graphruntime-resume", daemon=True).start()
-    _background.extend([sweeper, listener])
+    _background.extend([listener, sweeper, heartbeat])
 
 
 @worker_shutdown.connect  # type: ignore[untyped-decorator]

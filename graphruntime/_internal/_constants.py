@@ -16,6 +16,8 @@ RETURN: Final = sys.intern("__return__")
 PUSH: Final = sys.intern("__pregel_push")
 PULL: Final = sys.intern("__pregel_pull")
 SCHEDULED: Final = sys.intern("__scheduled__")
+RUN_MARK: Final = sys.intern("__run__")
+"""A null-task write naming the run whose Command was recorded at this step."""
 ROOT: Final = "__root__"
 COPY: Final = "__copy__"
 NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"
@@ -24,7 +26,7 @@ NS_SEP: Final = "|"
 NS_END: Final = ":"
 
 RESERVED: Final = frozenset(
-    {INTERRUPT, RESUME, ERROR, NO_WRITES, TASKS, RETURN, SCHEDULED, PUSH, PULL, INPUT}
+    {INTERRUPT, RESUME, ERROR, NO_WRITES, TASKS, RETURN, SCHEDULED, PUSH, PULL, INPUT, RUN_MARK}
 )
 # writes that only record control flow; a task with only these did not finish
 CONTROL_WRITES: Final = frozenset({INTERRUPT, RESUME, ERROR, SCHEDULED})

@@ -16,6 +16,7 @@ from graphruntime.checkpoint.base import (
     empty_checkpoint,
     get_checkpoint_id,
 )
+from graphruntime.checkpoint.cluster import ClusterSaver, WriteBatch
 from graphruntime.checkpoint.memory import InMemorySaver, MemorySaver
 from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol
 
@@ -27,11 +28,13 @@ __all__ = (
     "Checkpoint",
     "CheckpointMetadata",
     "CheckpointTuple",
+    "ClusterSaver",
     "InMemorySaver",
     "JsonSerializer",
     "MemorySaver",
     "PendingWrite",
     "SerializerProtocol",
+    "WriteBatch",
     "copy_checkpoint",
     "empty_checkpoint",
     "get_checkpoint_id",

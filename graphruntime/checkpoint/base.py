@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple, TypedDict
 
@@ -141,25 +141,6 @@ class BaseCheckpointSaver(ABC):
         saved against it, in insertion order, values deserialized.
         """
 
-    def get_task_tuple(
-        self, config: RunnableConfig, task_ids: Collection[str]
-    ) -> CheckpointTuple | None:
-        """:meth:`get_tuple` with only the pending writes of ``task_ids`` and the null task.
-
-        A distributed task job runs a few tasks of a step that may have thousands;
-        loading every other task's writes would make each job O(step size). The
-        null task's writes (the step's input, resume values) are always included.
-        Savers with a query language should filter in the store; this default
-        filters after a full load.
-        """
-        found = self.get_tuple(config)
-        if found is None:
-            return None
-        keep = {*task_ids, NULL_TASK_ID}
-        return found._replace(
-            pending_writes=[w for w in found.pending_writes or () if w[0] in keep]
-        )
-
     @abstractmethod
     def list(
         self,
@@ -210,17 +191,6 @@ class BaseCheckpointSaver(ABC):
         replaced; otherwise a row is only inserted if absent (first write
         wins), so a second delivery of the same task changes nothing.
         """
-
-    def put_writes_many(
-        self, batch: Sequence[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]
-    ) -> None:
-        """:meth:`put_writes` for several ``(config, writes, task_id, task_path)`` at once.
-
-        A task job that ran many small tasks saves their writes together; savers
-        that can should do it in one round trip and one transaction.
-        """
-        for config, writes, task_id, task_path in batch:
-            self.put_writes(config, writes, task_id, task_path)
 
     @abstractmethod
     def delete_thread(self, thread_id: str) -> None:

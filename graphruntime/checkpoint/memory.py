@@ -8,6 +8,7 @@ back never aliases what it stored.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Iterator, Sequence
 from types import TracebackType
@@ -15,7 +16,6 @@ from typing import Any, NamedTuple
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime.checkpoint.base import (
-    BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -26,8 +26,9 @@ from graphruntime.checkpoint.base import (
     get_checkpoint_id,
     write_rows,
 )
+from graphruntime.checkpoint.cluster import ClusterSaver
 from graphruntime.checkpoint.serde import SerializerProtocol
-from graphruntime.errors import CheckpointError
+from graphruntime.errors import CheckpointConflict, CheckpointError
 
 __all__ = ("InMemorySaver", "MemorySaver")
 
@@ -50,11 +51,13 @@ class _StoredWrite(NamedTuple):
     task_path: str
 
 
-class InMemorySaver(BaseCheckpointSaver):
+class InMemorySaver(ClusterSaver):
     """Thread-safe in-memory saver for tests, development and single processes.
 
     Values are serialized outside the lock and deserialized outside it, so
-    concurrent callers only contend for dictionary updates.
+    concurrent callers only contend for dictionary updates. It is a
+    :class:`~graphruntime.checkpoint.cluster.ClusterSaver` too (fenced puts), so
+    distributed executors can be tested against it without a database.
     """
 
     def __init__(self, *, serde: SerializerProtocol | None = None) -> None:
@@ -66,6 +69,13 @@ class InMemorySaver(BaseCheckpointSaver):
         self.writes: dict[tuple[str, str, str], dict[tuple[str, int], _StoredWrite]] = {}
         # (thread_id, checkpoint_ns, channel, version) -> value
         self.blobs: dict[tuple[str, str, str, str | int | float], Typed] = {}
+        self._fence = False
+
+    def fenced(self) -> InMemorySaver:
+        """This saver (same storage), with every put fenced: see ClusterSaver.fenced."""
+        view = copy.copy(self)
+        view._fence = True
+        return view
 
     def __enter__(self) -> InMemorySaver:
         return self
@@ -219,6 +229,8 @@ class InMemorySaver(BaseCheckpointSaver):
             versions=versions,
         )
         with self._lock:
+            if self._fence:
+                self._check_fence(thread_id, checkpoint_ns, parent_id, checkpoint["id"])
             self.blobs.update(new_blobs)
             # A value whose version is not in new_versions (a caller that does
             # not track changes) must still be stored, or it would be lost.
@@ -233,6 +245,23 @@ class InMemorySaver(BaseCheckpointSaver):
                 checkpoint["id"]
             ] = row
         return checkpoint_config(thread_id, checkpoint_ns, checkpoint["id"])
+
+    def _check_fence(
+        self, thread_id: str, checkpoint_ns: str, parent_id: str | None, new_id: str
+    ) -> None:
+        """Refuse a put whose parent is not the head (call with the lock held)."""
+        stored = self.storage.get(thread_id, {}).get(checkpoint_ns, {})
+        head = max(stored) if stored else None
+        if head == parent_id:
+            return
+        if head == new_id and stored[new_id].parent_id == parent_id:
+            return  # a retry of the put that won
+        raise CheckpointConflict(
+            f"Fenced put refused on thread {thread_id!r}, namespace {checkpoint_ns!r}: "
+            f"expected the latest checkpoint to be {parent_id or 'none (a new thread)'}, "
+            f"but it is {head or 'none'}. Another writer advanced the thread first; "
+            "nothing was written. Reload the thread and recompute the step."
+        )
 
     def put_writes(
         self,

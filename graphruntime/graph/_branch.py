@@ -7,11 +7,11 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
+from graphruntime._internal._call import call_async, call_sync, is_async_callable
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import CONF, CONFIG_KEY_READ, TASKS
 from graphruntime.constants import END, START
 from graphruntime.errors import InvalidUpdateError
-from graphruntime.pregel._runner import call_sync
 from graphruntime.types import Send
 
 
@@ -43,19 +43,27 @@ class BranchSpec:
 
     def writer(
         self, read_keys: Sequence[str], mapper: Callable[[dict[str, Any]], Any] | None
-    ) -> Callable[[Any, RunnableConfig], list[tuple[str, Any]]]:
-        """The node writer that evaluates this router on the task's fresh state."""
+    ) -> Callable[[Any, RunnableConfig], Any]:
+        """The node writer that evaluates this router on the task's fresh state.
 
-        def route(output: Any, config: RunnableConfig) -> list[tuple[str, Any]]:
+        An ``async def`` router makes the writer return an awaitable of the writes,
+        which the task's driver resolves (awaited under ``ainvoke``).
+        """
+
+        def route(output: Any, config: RunnableConfig) -> Any:
             value: Any = config[CONF][CONFIG_KEY_READ](read_keys, True)
             if mapper is not None:
                 value = mapper(value)
             elif isinstance(output, dict):
                 value = {**output, **value}
-            result = call_sync(self.path, value, config)
-            return self.destinations(result)
+            if is_async_callable(self.path):
+                return self._aroute(value, config)
+            return self.destinations(call_sync(self.path, value, config))
 
         return route
+
+    async def _aroute(self, value: Any, config: RunnableConfig) -> list[tuple[str, Any]]:
+        return self.destinations(await call_async(self.path, value, config))
 
     def destinations(self, result: Any) -> list[tuple[str, Any]]:
         results = list(result) if isinstance(result, (list, tuple)) else [result]

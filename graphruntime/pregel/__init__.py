@@ -1,29 +1,63 @@
-"""The superstep engine.
+"""The superstep engine and its step API.
 
-``_algo`` is the pure algorithm; ``PregelLoop`` drives it against a checkpointer and
-``run_task`` executes one task. Both drivers — ``Pregel.stream`` in-process and the
-distributed coordinator in ``workers`` — use exactly these pieces.
+``_algo`` is the pure algorithm. :class:`PregelLoop` is the step API every executor
+drives: ``first``/``open_step``, ``plan``, ``record``, ``settle``, ``close``. Tasks run
+through one retry loop (``run_task``, ``arun_task``, ``run_task_attempt``), and
+:func:`steps` is the loop body shared by the in-process drivers (``drive``,
+``adrive``) and the workers' coordinator.
 """
 
 from __future__ import annotations
 
 from graphruntime._internal._constants import INTERRUPT
 from graphruntime.pregel._algo import PreparedTask, task_finished
-from graphruntime.pregel._drive import recursion_error
-from graphruntime.pregel._loop import PregelLoop, StreamSink, is_resume_map
-from graphruntime.pregel._runner import RetryLater, run_task, run_task_attempt
+from graphruntime.pregel._driver import (
+    AsyncioExecutor,
+    AsyncStepExecutor,
+    StepExecutor,
+    StepSuspended,
+    ThreadExecutor,
+    adrive,
+    drive,
+    paused,
+    recursion_error,
+    steps,
+)
+from graphruntime.pregel._loop import LOAD, PregelLoop, RunOptions, TaskResult, task_order
+from graphruntime.pregel._node import GraphSpec, NodeSpec
+from graphruntime.pregel._resume import is_resume_map, pending_interrupts
+from graphruntime.pregel._retry import RetryLater, arun_task, run_task, run_task_attempt
+from graphruntime.pregel._stream import StreamChunk, StreamSink
 from graphruntime.pregel.main import Pregel
 
 __all__ = (
     "INTERRUPT",
+    "LOAD",
+    "AsyncStepExecutor",
+    "AsyncioExecutor",
+    "GraphSpec",
+    "NodeSpec",
     "Pregel",
     "PregelLoop",
     "PreparedTask",
     "RetryLater",
+    "RunOptions",
+    "StepExecutor",
+    "StepSuspended",
+    "StreamChunk",
     "StreamSink",
+    "TaskResult",
+    "ThreadExecutor",
+    "adrive",
+    "arun_task",
+    "drive",
     "is_resume_map",
+    "paused",
+    "pending_interrupts",
     "recursion_error",
     "run_task",
     "run_task_attempt",
+    "steps",
     "task_finished",
+    "task_order",
 )

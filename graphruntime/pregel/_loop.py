@@ -1,16 +1,29 @@
-"""The in-process driver: loads a thread, ticks supersteps, saves checkpoints.
+"""The step API: one run of one graph on one thread namespace, a superstep at a time.
 
-The loop owns I/O (the saver) and bookkeeping; every decision about which
-tasks run and how writes combine is delegated to :mod:`graphruntime.pregel._algo`.
-Task execution is left to the caller (:mod:`graphruntime.pregel._drive`), so
-the same loop serves ``stream`` and ``astream``.
+Every executor drives a run through the same calls on :class:`PregelLoop`:
+
+1. build it from the thread's latest checkpoint (or one the executor loaded),
+2. :meth:`~PregelLoop.first` applies the run's input or command, or
+   :meth:`~PregelLoop.open_step` re-opens the step a run started at in another process,
+3. :meth:`~PregelLoop.plan` prepares the step's tasks,
+4. each task runs (:mod:`graphruntime.pregel._retry`) and :meth:`~PregelLoop.record`
+   saves its outcome as pending writes,
+5. :meth:`~PregelLoop.settle` turns the step's outcomes into an error or an
+   interrupt, and :meth:`~PregelLoop.close` applies the writes and saves the
+   next checkpoint.
+
+In-process, :mod:`graphruntime.pregel._driver` makes these calls; on a cluster the
+workers' coordinator and task jobs make the same ones. The algorithm (which tasks
+run, how writes combine) is :mod:`graphruntime.pregel._algo`; this module owns the
+state and the saver I/O around it.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Collection, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+import copy
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import (
@@ -36,6 +49,7 @@ from graphruntime._internal._constants import (
     NS_SEP,
     NULL_TASK_ID,
     RESUME,
+    RUN_MARK,
     WRITES_IDX_MAP,
 )
 from graphruntime._internal._scratchpad import Scratchpad
@@ -48,11 +62,7 @@ from graphruntime.checkpoint.base import (
     empty_checkpoint,
 )
 from graphruntime.constants import START
-from graphruntime.errors import (
-    EmptyInputError,
-    GraphInterrupt,
-    InvalidResumeError,
-)
+from graphruntime.errors import EmptyInputError, GraphBubbleUp, GraphInterrupt
 from graphruntime.pregel._algo import (
     PreparedTask,
     StepContext,
@@ -67,52 +77,57 @@ from graphruntime.pregel._algo import (
     prepare_task,
     should_interrupt,
     task_finished,
+    task_path_str,
 )
 from graphruntime.pregel._io import map_command, output_updates, output_values
-from graphruntime.types import Command, Interrupt
+from graphruntime.pregel._node import GraphSpec
+from graphruntime.pregel._resume import (
+    is_resume_map,
+    pending_interrupts,
+    task_interrupts,
+    validate_resume,
+    writes_by_task,
+)
+from graphruntime.pregel._stream import StreamSink
+from graphruntime.types import All, Command, Interrupt
 
-if TYPE_CHECKING:
-    from graphruntime.pregel.main import Pregel
-
-StreamChunk = tuple[tuple[str, ...], str, Any]
 Status = Literal[
     "pending", "done", "interrupt_before", "interrupt_after", "out_of_steps", "interrupted"
 ]
 
-_HEX = frozenset("0123456789abcdef")
+
+class _Load:
+    """Sentinel: the loop reads the thread's checkpoint from its saver itself."""
 
 
-def is_resume_map(value: Any) -> bool:
-    return isinstance(value, dict) and all(
-        isinstance(k, str) and len(k) == 32 and set(k) <= _HEX for k in value
-    )
+LOAD = _Load()
 
 
-class StreamSink:
-    """Collects stream chunks from a run and its subgraphs, filtered by mode."""
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """What a run asks for beyond its input: the same for every step of the run."""
 
-    def __init__(
-        self,
-        modes: set[str],
-        subgraphs: bool,
-        root_ns: tuple[str, ...] = (),
-        parent: StreamSink | None = None,
-    ) -> None:
-        self.modes = modes
-        self.subgraphs = subgraphs
-        self.root_ns = root_ns
-        self.parent = parent
-        self.chunks: deque[StreamChunk] = deque()
+    output_keys: tuple[str, ...] | str
+    interrupt_before: All | tuple[str, ...] = ()
+    interrupt_after: All | tuple[str, ...] = ()
+    recursion_limit: int = 10007
+    stop: int | None = None
+    """The last step the run may take; default: the loaded step + ``recursion_limit``.
 
-    def put(self, ns: tuple[str, ...], mode: str, payload: Any) -> None:
-        if mode in self.modes and (ns == self.root_ns or self.subgraphs):
-            self.chunks.append((ns, mode, payload))
+    A run continued in another process passes the value its first loop computed.
+    """
 
-    def drain(self) -> Iterator[StreamChunk]:
-        # popleft is atomic, so chunks appended by task threads meanwhile are never lost
-        chunks = self.chunks
-        while chunks:
-            yield chunks.popleft()
+
+class TaskResult(NamedTuple):
+    """A task's outcome as an executor hands it back.
+
+    ``recorded``: the outcome is already saved as pending writes (and streamed) by
+    whoever ran the task, e.g. a distributed task job; the loop must not record it again.
+    """
+
+    task: PreparedTask
+    outcome: BaseException | None
+    recorded: bool = False
 
 
 def _metadata_from_config(config: RunnableConfig) -> dict[str, Any]:
@@ -129,32 +144,44 @@ def _metadata_from_config(config: RunnableConfig) -> dict[str, Any]:
     return out
 
 
+def _dedupe_resume(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    last = None
+    for i, (c, _) in enumerate(writes):
+        if c == RESUME:
+            last = i
+    return [w for i, w in enumerate(writes) if w[0] != RESUME or i == last]
+
+
+def task_order(task: PreparedTask) -> str:
+    """The deterministic order of a step's tasks: how writes apply and results list."""
+    return task_path_str(task.path[:3])
+
+
 class PregelLoop:
-    """State of one run of one graph (root or nested) on one thread."""
+    """State of one run of one graph (root or nested) on one thread namespace.
+
+    ``saved``: the checkpoint tuple an executor already loaded (e.g. with only some
+    tasks' pending writes, for a job that runs those tasks); by default the loop
+    loads the latest checkpoint (or the config's ``checkpoint_id``) from its saver.
+    """
 
     def __init__(
         self,
-        graph: Pregel,
-        input: Any,
+        graph: GraphSpec,
         config: RunnableConfig,
         *,
         checkpointer: BaseCheckpointSaver | None,
         sink: StreamSink,
-        interrupt_before: Sequence[str] | Literal["*"],
-        interrupt_after: Sequence[str] | Literal["*"],
-        recursion_limit: int,
-        output_keys: Sequence[str],
-        writes_of: Collection[str] | None = None,
+        options: RunOptions,
+        saved: CheckpointTuple | _Load | None = LOAD,
     ) -> None:
-        self.output_keys = list(output_keys)
-        self.writes_of = writes_of
         self.graph = graph
-        self.input = input
         self.config = config
         self.checkpointer = checkpointer
         self.sink = sink
-        self.interrupt_before = interrupt_before
-        self.interrupt_after = interrupt_after
+        self.options = options
+        self.output_keys = options.output_keys
+        self.recursion_limit = options.recursion_limit
         conf = config[CONF]
         self.is_nested = CONFIG_KEY_TASK_ID in conf
         self.ns: str = conf.get(CONFIG_KEY_CHECKPOINT_NS, "")
@@ -168,16 +195,22 @@ class PregelLoop:
         self.interrupts: list[Interrupt] = []
         self.pending_writes: list[PendingWrite] = []
         self.updated_channels: set[str] | None = None
-        self.recursion_limit = recursion_limit
+        # a resume map reaches subgraphs through their config
+        self.resume_map: Mapping[str, Any] | None = conf.get(CONFIG_KEY_RESUME_MAP)
         self.replaying = False
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
-        self._load()
-        self.stop = self.step + recursion_limit + 1
+        if isinstance(saved, _Load):
+            saved = self._read_saved()
+        self._load(saved)
+        self.stop = (
+            options.stop if options.stop is not None else self.step + options.recursion_limit + 1
+        )
 
-    # --- setup ---------------------------------------------------------------------------
+    # --- loading ------------------------------------------------------------------------
 
-    def _saver_config(self) -> RunnableConfig:
+    def saver_config(self) -> RunnableConfig:
+        """The config that addresses this loop's checkpoint in its saver."""
         conf = self.config[CONF]
         return {
             CONF: {
@@ -191,13 +224,12 @@ class PregelLoop:
             }
         }
 
-    def _load(self) -> None:
-        saved: CheckpointTuple | None = None
-        if self.checkpointer is not None and self.writes_of is not None:
-            # a task job: the other tasks' writes of a big step are not its business
-            saved = self.checkpointer.get_task_tuple(self._saver_config(), self.writes_of)
-        elif self.checkpointer is not None:
-            saved = self.checkpointer.get_tuple(self._saver_config())
+    def _read_saved(self) -> CheckpointTuple | None:
+        if self.checkpointer is None:
+            return None
+        return self.checkpointer.get_tuple(self.saver_config())
+
+    def _load(self, saved: CheckpointTuple | None) -> None:
         self.addressed = bool(
             not self.is_nested and self.config[CONF].get(CONFIG_KEY_CHECKPOINT_ID)
         )
@@ -211,7 +243,7 @@ class PregelLoop:
         else:
             self.checkpoint = empty_checkpoint()
             self.metadata = {"step": -2}
-            self.checkpoint_config = self._saver_config()
+            self.checkpoint_config = self.saver_config()
             self.saved = False
             self.saved_versions = {}
         self.channels = channels_from_checkpoint(self.graph.channel_specs, self.checkpoint)
@@ -230,31 +262,76 @@ class PregelLoop:
             step=self.step,
         )
 
+    # --- streaming ----------------------------------------------------------------------
+
     def emit(self, mode: str, payload: Any) -> None:
         if payload is not None:
             self.sink.put(self.ns_tuple, mode, payload)
 
-    # --- pending writes -------------------------------------------------------------------
+    def _emit_updates(self, task: PreparedTask, *, cached: bool = False) -> None:
+        if not task.node.hidden and "updates" in self.sink.modes:
+            self.emit(
+                "updates",
+                output_updates(
+                    self.graph.stream_channels, [(task.name, task.writes)], cached=cached
+                ),
+            )
+
+    def custom_writer(self) -> Callable[[Any], None] | None:
+        if "custom" not in self.sink.modes:
+            return None
+        ns, sink = self.ns_tuple, self.sink
+
+        def write(chunk: Any) -> None:
+            sink.put(ns, "custom", chunk)
+
+        return write
+
+    # --- pending writes -----------------------------------------------------------------
 
     def put_writes(self, task_id: str, writes: Sequence[tuple[str, Any]], path: str = "") -> None:
         if not writes:
             return
         if task_id == NULL_TASK_ID:
-            # null writes accumulate; a later control write (e.g. RESUME) replaces the earlier
-            replaced = {c for c, _ in writes if c in WRITES_IDX_MAP}
-            self.pending_writes = [
-                w for w in self.pending_writes if not (w[0] == NULL_TASK_ID and w[1] in replaced)
-            ]
-            self.pending_writes.extend((NULL_TASK_ID, c, v) for c, v in writes)
-        else:
-            # rebuild the list only when this task saved writes before: a step of N tasks
-            # then costs O(N), not O(N^2)
-            if task_id in self._tasks_with_writes():
-                self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
-            self.pending_writes.extend((task_id, c, v) for c, v in writes)
-            self._written.add(task_id)
+            self._put_null_writes(writes)
+            return
+        # rebuild the list only when this task saved writes before: a step of N tasks
+        # then costs O(N), not O(N^2)
+        if task_id in self._tasks_with_writes():
+            self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
+        self.pending_writes.extend((task_id, c, v) for c, v in writes)
+        self._written.add(task_id)
         if self.checkpointer is not None:
             self.checkpointer.put_writes(self.checkpoint_config, list(writes), task_id, path)
+
+    def _put_null_writes(self, writes: Sequence[tuple[str, Any]]) -> None:
+        """Null-task writes accumulate over the runs that resume one step.
+
+        A control write (a resume value) replaces the earlier one, so it is saved on
+        its own, upserted. Savers key other writes by their position in the list, so
+        those are saved after the step's earlier ones, as LangGraph does: each
+        Command's update then lands in a slot of its own, and saving the same list
+        again changes nothing.
+        """
+        control = [(c, v) for c, v in writes if c in WRITES_IDX_MAP]
+        regular = [(c, v) for c, v in writes if c not in WRITES_IDX_MAP]
+        replaced = {c for c, _ in control}
+        earlier = [
+            (c, v)
+            for tid, c, v in self.pending_writes
+            if tid == NULL_TASK_ID and c not in WRITES_IDX_MAP
+        ]
+        self.pending_writes = [
+            w for w in self.pending_writes if not (w[0] == NULL_TASK_ID and w[1] in replaced)
+        ]
+        self.pending_writes.extend((NULL_TASK_ID, c, v) for c, v in [*control, *regular])
+        if self.checkpointer is not None:
+            if control:
+                self.checkpointer.put_writes(self.checkpoint_config, control, NULL_TASK_ID)
+            if regular:
+                self.checkpointer.put_writes(
+                    self.checkpoint_config, [*earlier, *regular], NULL_TASK_ID
+                )
 
     def _tasks_with_writes(self) -> set[str]:
         # pending_writes is reassigned in several places; re-index when it changed identity
@@ -302,55 +379,60 @@ class PregelLoop:
             self.saved_versions = dict(self.checkpoint["channel_versions"])
         self.step += 1
 
-    # --- input --------------------------------------------------------------------------
+    # --- starting a run -----------------------------------------------------------------
 
     def pending_interrupts(self) -> dict[str, Interrupt]:
         """Interrupts of unfinished tasks in the loaded step, by id."""
-        by_task: dict[str, list[tuple[str, Any]]] = {}
-        for tid, c, v in self.pending_writes:
-            if tid != NULL_TASK_ID:
-                by_task.setdefault(tid, []).append((c, v))
-        out: dict[str, Interrupt] = {}
-        for writes in by_task.values():
-            if task_finished(writes):
-                continue
-            for c, v in writes:
-                if c == INTERRUPT:
-                    for intr in v:
-                        out[intr.id] = intr
-        return out
+        return pending_interrupts(self.pending_writes)
 
-    def first(self) -> None:
-        """Apply the input, a Command, or the resume of an interrupted step."""
-        conf = self.config[CONF]
-        inp = self.input
-        is_command = isinstance(inp, Command)
-        has_state = bool(self.checkpoint["channel_versions"])
-        is_resuming = has_state and bool(conf.get(CONFIG_KEY_RESUMING, inp is None or is_command))
-        time_travel = self.addressed and not (is_command and inp.resume is not None)
+    def _has_state(self) -> bool:
+        return bool(self.checkpoint["channel_versions"])
+
+    def _resuming(self, input: Any) -> bool:
+        default = input is None or isinstance(input, Command)
+        return self._has_state() and bool(self.config[CONF].get(CONFIG_KEY_RESUMING, default))
+
+    def first(self, input: Any, *, run_id: str | None = None) -> None:
+        """Start the run: apply its input, its Command, or resume the interrupted step.
+
+        ``run_id``: a run that may start twice (an executor that can crash and retry)
+        names itself; its Command is saved with a mark, and a second ``first()`` of the
+        same run only re-opens the step (as :meth:`open_step`) instead of recording and
+        checking the Command again.
+        """
+        if run_id is not None and any(
+            w[0] == NULL_TASK_ID and w[1] == RUN_MARK and w[2] == run_id
+            for w in self.pending_writes
+        ):
+            self.open_step(input)
+            return
+        is_command = isinstance(input, Command)
+        has_state = self._has_state()
+        is_resuming = self._resuming(input)
+        resuming_set_by_parent = CONFIG_KEY_RESUMING in self.config[CONF]
+        time_travel = self.addressed and not (is_command and input.resume is not None)
         self.replaying = time_travel
         if time_travel:
             self.pending_writes = [w for w in self.pending_writes if w[1] != RESUME]
         # On a thread with no state a Command (without resume) is the run's input: the
         # hidden __start__ node applies its update and goto, as LangGraph does.
-        command_as_input = is_command and not has_state and inp.resume is None
+        command_as_input = is_command and not has_state and input.resume is None
         if command_as_input:
-            if not list(map_command(inp)):
+            if not list(map_command(input)):
                 raise EmptyInputError(
                     "Received empty Command input: give Command(resume=...), update=... or goto=..."
                 )
         elif is_command:
-            self._apply_command(inp, has_state)
-        null = self._apply_null_writes()
+            self._record_command(input, run_id)
+        null = self.open_step(input)
         if is_resuming:
-            self._mark_interrupts_seen()
             if time_travel and self.metadata.get("source") not in ("update", "fork"):
                 self.pending_writes = [w for w in self.pending_writes if w[1] != INTERRUPT]
                 keep = self.pending_writes
                 self._put_checkpoint("fork")
                 self.pending_writes = [w for w in keep if w[0] == NULL_TASK_ID]
             self.emit("values", output_values(self.output_keys, True, self.channels))
-        elif (inp is not None and not is_command) or command_as_input:
+        elif (input is not None and not is_command) or command_as_input:
             discard = prepare_next_tasks(
                 self.checkpoint,
                 self.channels,
@@ -361,7 +443,7 @@ class PregelLoop:
             self.updated_channels = apply_writes(
                 self.checkpoint,
                 self.channels,
-                [*discard.values(), TaskWrites(INPUT, (), (), [(START, inp)])],
+                [*discard.values(), TaskWrites(INPUT, (), (), [(START, input)])],
                 self.get_next_version,
                 self.graph.trigger_to_nodes,
             )
@@ -369,160 +451,100 @@ class PregelLoop:
             self._put_checkpoint("input")
         elif is_command and not (has_state or null):
             raise EmptyInputError("Received empty Command input")
-        elif CONFIG_KEY_RESUMING not in conf:
+        elif not resuming_set_by_parent:
             raise EmptyInputError("Received no input for __start__")
-        self.config = {
-            **self.config,
-            CONF: {**conf, CONFIG_KEY_RESUMING: is_resuming},
-        }
+
+    def open_step(self, input: Any) -> list[tuple[str, Any]]:
+        """Bring the loaded step to the state a run started with ``input`` sees in it.
+
+        Applies the null task's pending writes (a Command's ``update``/``goto``) to the
+        channels, and for a resume marks interrupts seen and takes the resume map. Saves
+        and streams nothing: it only rebuilds memory, so an executor that runs the step
+        a run started at in another process (a task job, the coordinator after the
+        step's barrier) calls it too, with the run's input. :meth:`first` calls it
+        after recording the input. Returns the null writes it applied.
+        """
+        resuming = self._resuming(input)
+        null = self._apply_null_writes()
+        if resuming:
+            seen = self.checkpoint["versions_seen"].setdefault(INTERRUPT, {})
+            seen.update(self.checkpoint["channel_versions"])
+        if isinstance(input, Command) and is_resume_map(input.resume):
+            self.resume_map = input.resume
+        self.config = {**self.config, CONF: {**self.config[CONF], CONFIG_KEY_RESUMING: resuming}}
+        return null
 
     def _apply_null_writes(self) -> list[tuple[str, Any]]:
         """Apply the null task's pending writes (a Command's update, goto) in memory."""
         null = [(c, v) for tid, c, v in self.pending_writes if tid == NULL_TASK_ID]
-        if null:
-            updated = apply_writes(
-                self.checkpoint,
-                self.channels,
-                [TaskWrites(INPUT, (), (), null)],
-                self.get_next_version,
-                self.graph.trigger_to_nodes,
+        if not null:
+            return null
+        # The checkpoint's values may be shared with a saver's cache of decoded steps;
+        # a reducer that mutates its left operand must not change the cached copy.
+        for channel in {c for c, _ in null if c in self.channels}:
+            current = self.channels[channel].checkpoint()
+            self.channels[channel] = self.graph.channel_specs[channel].from_checkpoint(
+                copy.deepcopy(current)
             )
-            if self.updated_channels is not None:
-                self.updated_channels.update(updated)
+        updated = apply_writes(
+            self.checkpoint,
+            self.channels,
+            [TaskWrites(INPUT, (), (), null)],
+            self.get_next_version,
+            self.graph.trigger_to_nodes,
+        )
+        if self.updated_channels is not None:
+            self.updated_channels.update(updated)
         return null
 
-    def _mark_interrupts_seen(self) -> None:
-        seen = self.checkpoint["versions_seen"].setdefault(INTERRUPT, {})
-        seen.update(self.checkpoint["channel_versions"])
-
-    def reenter(self, *, resuming: bool) -> None:
-        """Redo in memory what :meth:`first` did to the step a run started at.
-
-        ``first()`` applies the null task's writes (a Command's ``update``/``goto``) to
-        the channels and, for a resume, marks interrupts seen and flags the tasks as
-        resuming, all without saving a checkpoint. A driver that re-opens that step in
-        another process (a task job, the coordinator after the barrier) calls this so
-        its tasks see the same state; nothing is saved or streamed again.
-        """
-        if not self.checkpoint["channel_versions"]:
-            return
-        self._apply_null_writes()
-        if resuming:
-            self._mark_interrupts_seen()
-        conf = self.config[CONF]
-        self.config = {**self.config, CONF: {**conf, CONFIG_KEY_RESUMING: resuming}}
-
-    def _apply_command(self, cmd: Command[Any], has_state: bool) -> None:
+    def _record_command(self, cmd: Command[Any], run_id: str | None) -> None:
         resume = cmd.resume
         resume_map = resume is not None and is_resume_map(resume)
         if resume is not None:
             if self.checkpointer is None:
                 raise RuntimeError("Cannot use Command(resume=...) without checkpointer")
             if not self.is_nested:
-                self._validate_resume(resume, resume_map, has_state)
-            if resume_map:
-                self.config[CONF][CONFIG_KEY_RESUME_MAP] = resume
-        writes = [(tid, c, v) for tid, c, v in map_command(cmd) if not (c == RESUME and resume_map)]
+                self.validate_command(cmd)
+        writes = [(c, v) for _, c, v in map_command(cmd) if not (c == RESUME and resume_map)]
         if not writes and not resume_map:
             raise EmptyInputError(
                 "Received empty Command input: give Command(resume=...), update=... or goto=..."
             )
+        if run_id is not None:
+            writes.append((RUN_MARK, run_id))
         if writes:
-            self.put_writes(NULL_TASK_ID, [(c, v) for _, c, v in writes])
-
-    def use_resume_map(self, resume: Any) -> None:
-        """Answer interrupts by id from ``resume`` (a later loop of a resumed run needs it)."""
-        if is_resume_map(resume):
-            self.config[CONF][CONFIG_KEY_RESUME_MAP] = resume
+            self.put_writes(NULL_TASK_ID, writes)
 
     def validate_command(self, cmd: Command[Any]) -> None:
-        """Check a resume command against this thread's pending interrupts; writes nothing."""
+        """Check a resume command against this step's pending interrupts; writes nothing."""
         if cmd.resume is None:
             return
-        has_state = bool(self.checkpoint["channel_versions"])
-        self._validate_resume(cmd.resume, is_resume_map(cmd.resume), has_state)
-
-    def step_interrupts(self) -> tuple[list[Interrupt], bool]:
-        """Interrupts recorded for the current step's tasks, from pending writes.
-
-        For drivers whose tasks ran elsewhere: the interrupts of tasks that did not finish
-        (and did not fail), in the order they were saved, and whether any task paused.
-        """
-        by_task: dict[str, list[tuple[str, Any]]] = {}
-        for tid, c, v in self.pending_writes:
-            if tid in self.tasks:
-                by_task.setdefault(tid, []).append((c, v))
-        interrupts: list[Interrupt] = []
-        interrupted = False
-        for writes in by_task.values():
-            if task_finished(writes) or any(c == ERROR for c, _ in writes):
-                continue
-            if any(c == INTERRUPT for c, _ in writes):
-                interrupted = True
-                interrupts.extend(i for c, v in writes if c == INTERRUPT for i in v)
-        return interrupts, interrupted
+        validate_resume(
+            cmd.resume,
+            thread=self.config[CONF].get(CONFIG_KEY_THREAD_ID),
+            has_state=self._has_state(),
+            pending=self.pending_interrupts(),
+            edited_while_paused=self._edited_while_paused(),
+        )
 
     def _edited_while_paused(self) -> bool:
         if self.metadata.get("source") != "update":
             return False
         return bool(
             prepare_next_tasks(
-                self.checkpoint,
-                self.channels,
-                self._step_context(),
-                for_execution=False,
+                self.checkpoint, self.channels, self._step_context(), for_execution=False
             )
         )
 
-    def _validate_resume(self, resume: Any, resume_map: bool, has_state: bool) -> None:
-        thread = self.config[CONF].get(CONFIG_KEY_THREAD_ID)
-        pending = self.pending_interrupts()
-        if not has_state:
-            raise InvalidResumeError(
-                f"Cannot resume thread {thread!r}: it has no checkpoints. Check the thread_id, "
-                "or start the thread with an input first."
-            )
-        if not pending and self._edited_while_paused():
-            # update_state() on a paused thread re-schedules the interrupted node under a
-            # new task id; its interrupt() will take this value when it runs again.
-            if resume_map:
-                raise InvalidResumeError(
-                    f"Thread {thread!r} was edited with update_state() while paused, so its "
-                    "old interrupt ids no longer apply; resume with Command(resume=value)."
-                )
-            return
-        if not pending:
-            raise InvalidResumeError(
-                f"Cannot resume thread {thread!r}: it has no pending interrupt. Nothing was "
-                "changed; use get_state() to see the thread's state."
-            )
-        if resume_map:
-            unknown = sorted(set(resume) - set(pending))
-            if not resume:
-                raise InvalidResumeError(
-                    "The resume map names no interrupt; pending interrupt ids: "
-                    f"{sorted(pending)}. Nothing was changed."
-                )
-            if unknown:
-                raise InvalidResumeError(
-                    f"Resume map key {unknown[0]} matches no pending interrupt of thread "
-                    f"{thread!r}; pending interrupt ids: {sorted(pending)}. Nothing was changed."
-                )
-        elif len(pending) > 1:
-            raise RuntimeError(
-                "When there are multiple pending interrupts, you must specify the interrupt "
-                "id when resuming. Docs: https://docs.langchain.com/oss/python/langgraph/"
-                "interrupts#handling-multiple-interrupts."
-            )
-
     # --- steps --------------------------------------------------------------------------
 
-    def tick(self, *, continuing: bool = False) -> bool:
-        """Prepare the next step; False when the run is over (done, interrupted, out of steps).
+    def plan(self) -> bool:
+        """Prepare the next step's tasks; False when the run is over.
 
-        ``continuing`` re-prepares a step whose tasks ran elsewhere (the distributed
-        coordinator after its barrier): breakpoints were already checked and the finished
-        tasks' updates were already streamed, so neither happens again.
+        Over means: nothing left to run (``status`` "done") or the recursion limit
+        reached ("out_of_steps"). Tasks that already finished in an earlier run get
+        their saved writes back (and stream them as cached); a static breakpoint
+        before the step raises :class:`GraphInterrupt`.
         """
         if self.step > self.stop:
             self.status = "out_of_steps"
@@ -537,55 +559,60 @@ class PregelLoop:
             self.status = "done"
             return False
         if self.pending_writes and not self.replaying:
-            self._reattach_finished(emit=not continuing)
-        if continuing:
-            return True
-        if self.interrupt_before and should_interrupt(
-            self.checkpoint, self.interrupt_before, self.tasks.values()
+            for task in self._reattach_finished(self.tasks.values()):
+                self._emit_updates(task, cached=True)
+        if self.options.interrupt_before and should_interrupt(
+            self.checkpoint, self.options.interrupt_before, self.tasks.values()
         ):
             self.status = "interrupt_before"
             self.emit("updates", {INTERRUPT: ()})
             raise GraphInterrupt()
         return True
 
-    def prepare_one(self, path: Sequence[Any]) -> PreparedTask | None:
-        """Prepare only the task at ``path`` of the current step, with its saved writes."""
+    def plan_task(self, path: Sequence[Any]) -> PreparedTask | None:
+        """Prepare only the task at ``path`` of this step (with its saved writes, if finished).
+
+        For an executor that runs some of a step's tasks: a fan-out of N tasks then
+        costs O(N) across its executors, not O(N²).
+        """
         task = prepare_task(self.checkpoint, self.channels, self._step_context(), path)
         if task is None:
             return None
-        self.tasks = {task.id: task}
-        self._reattach_finished(emit=False)
+        self.tasks[task.id] = task
+        self._reattach_finished([task])
         return task
 
-    def _reattach_finished(self, *, emit: bool = True) -> None:
-        by_task: dict[str, list[tuple[str, Any]]] = {}
-        for tid, c, v in self.pending_writes:  # one pass: a step of N tasks costs O(N)
-            by_task.setdefault(tid, []).append((c, v))
-        for task in self.tasks.values():
+    def _reattach_finished(self, tasks: Collection[PreparedTask]) -> list[PreparedTask]:
+        """Give finished tasks their saved output writes back; returns those tasks."""
+        by_task = writes_by_task(self.pending_writes)  # one pass: O(N) for N tasks
+        reattached = []
+        for task in tasks:
             writes = by_task.get(task.id, [])
             if writes and task_finished(writes):
                 task.writes.extend(w for w in writes if w[0] not in CONTROL_WRITES)
-                if emit and not task.node.hidden and "updates" in self.sink.modes:
-                    self.emit(
-                        "updates",
-                        output_updates(
-                            self.graph.stream_channels, [(task.name, task.writes)], cached=True
-                        ),
-                    )
+                reattached.append(task)
+        return reattached
 
     def runnable_tasks(self) -> list[PreparedTask]:
+        """The step's tasks that still have to run, in task order."""
         return [t for t in self.tasks.values() if not t.writes]
 
-    def task_config(
-        self, task: PreparedTask, custom: Callable[[Any], None] | None
-    ) -> RunnableConfig:
+    def recorded_writes(self, task_id: str) -> list[tuple[str, Any]]:
+        """What was saved for a task of this step (outputs and control writes)."""
+        return writes_by_task(self.pending_writes, {task_id: None}).get(task_id, [])
+
+    def recorded_interrupts(self, task_id: str) -> list[Interrupt]:
+        """The interrupts a task of this step saved, if it paused."""
+        return task_interrupts(self.recorded_writes(task_id))
+
+    def task_config(self, task: PreparedTask) -> RunnableConfig:
         """The config a task's node sees: its namespace, scratchpad and write callbacks."""
         conf = self.config[CONF]
         scratchpad = make_scratchpad(
             self.pending_writes,
             task.id,
             task.checkpoint_ns,
-            resume_map=conf.get(CONFIG_KEY_RESUME_MAP),
+            resume_map=self.resume_map,
             parent=self.parent_scratchpad,
             step=self.step,
             stop=self.stop,
@@ -609,7 +636,8 @@ class PregelLoop:
                     **conf.get(CONFIG_KEY_CHECKPOINT_MAP, {}),
                     self.ns: self.checkpoint["id"],
                 },
-                CONFIG_KEY_CUSTOM_WRITER: custom,
+                CONFIG_KEY_CUSTOM_WRITER: self.custom_writer(),
+                CONFIG_KEY_RESUME_MAP: self.resume_map,
             }
         )
         metadata = {
@@ -628,46 +656,48 @@ class PregelLoop:
             "tags": [*self.config.get("tags", []), *task.node.tags],
         }
 
-    def custom_writer(self, task: PreparedTask) -> Callable[[Any], None] | None:
-        if "custom" not in self.sink.modes:
-            return None
-        ns = self.ns_tuple
-
-        def write(chunk: Any) -> None:
-            self.sink.put(ns, "custom", chunk)
-
-        return write
-
-    def commit(self, task: PreparedTask, exc: BaseException | None) -> None:
-        """Record a finished task's outcome as pending writes and stream it."""
-        path = _path_str(task.path)
-        if exc is None:
+    def record(self, task: PreparedTask, outcome: BaseException | None) -> None:
+        """Save a task's outcome as pending writes and stream it."""
+        path = task_order(task)
+        if outcome is None:
             writes = _dedupe_resume(task.writes)
             if all(c in CONTROL_WRITES for c, _ in writes):
                 writes.append((NO_WRITES, None))
             task.writes[:] = writes
             self.put_writes(task.id, writes, path)
-            if not task.node.hidden and "updates" in self.sink.modes:
-                self.emit(
-                    "updates",
-                    output_updates(self.graph.stream_channels, [(task.name, task.writes)]),
-                )
-        elif isinstance(exc, GraphInterrupt):
+            self._emit_updates(task)
+        elif isinstance(outcome, GraphInterrupt):
             resume = [w for w in _dedupe_resume(task.writes) if w[0] == RESUME]
-            writes = [(INTERRUPT, tuple(exc.interrupts)), *resume]
-            self.put_writes(task.id, writes, path)
-            if exc.interrupts:
-                self.interrupts.extend(exc.interrupts)
-                self.emit("updates", {INTERRUPT: tuple(exc.interrupts)})
+            self.put_writes(task.id, [(INTERRUPT, tuple(outcome.interrupts)), *resume], path)
+            if outcome.interrupts:
+                self.emit("updates", {INTERRUPT: tuple(outcome.interrupts)})
                 values = output_values(self.output_keys, True, self.channels)
                 if values is not None:
-                    self.emit("values", {**values, INTERRUPT: tuple(exc.interrupts)})
-        elif isinstance(exc, Exception):
-            writes = [*task.writes, (ERROR, exc)]
-            self.put_writes(task.id, writes, path)
+                    self.emit("values", {**values, INTERRUPT: tuple(outcome.interrupts)})
+        elif isinstance(outcome, Exception):
+            self.put_writes(task.id, [*task.writes, (ERROR, outcome)], path)
 
-    def after_tick(self) -> None:
-        """Apply the step's writes, save the checkpoint, check interrupt_after."""
+    def settle(self, results: Sequence[TaskResult]) -> None:
+        """After every task of the step ended: raise its error, or its interrupts.
+
+        Results are taken in task order, whatever order they finished in, so the first
+        error raised and the interrupts listed are the same on every executor.
+        """
+        ordered = sorted(results, key=lambda r: task_order(r.task))
+        for result in ordered:
+            if result.outcome is not None and not isinstance(result.outcome, GraphBubbleUp):
+                raise result.outcome
+        for result in ordered:
+            if result.outcome is not None and not isinstance(result.outcome, GraphInterrupt):
+                raise result.outcome  # ParentCommand travelling up
+        paused = [r.outcome for r in ordered if isinstance(r.outcome, GraphInterrupt)]
+        if paused:
+            self.status = "interrupted"
+            self.interrupts = [i for exc in paused for i in exc.interrupts]
+            raise GraphInterrupt(tuple(self.interrupts))
+
+    def close(self) -> None:
+        """Apply the step's writes, save the next checkpoint, check ``interrupt_after``."""
         tasks = list(self.tasks.values())
         self.updated_channels = apply_writes(
             self.checkpoint,
@@ -681,10 +711,18 @@ class PregelLoop:
         self.pending_writes = []
         self._put_checkpoint("loop")
         self.replaying = False
-        if self.interrupt_after and should_interrupt(self.checkpoint, self.interrupt_after, tasks):
+        if self.options.interrupt_after and should_interrupt(
+            self.checkpoint, self.options.interrupt_after, tasks
+        ):
             self.status = "interrupt_after"
             self.emit("updates", {INTERRUPT: ()})
             raise GraphInterrupt()
+        # only the step a run resumed is a resume; later steps (and their subgraphs) are not
+        conf = dict(self.config[CONF])
+        conf.pop(CONFIG_KEY_RESUMING, None)
+        self.config = {**self.config, CONF: conf}
+
+    # --- outputs ------------------------------------------------------------------------
 
     def output(self) -> Any:
         """The output of the current state: what a ``values`` chunk of it holds."""
@@ -706,17 +744,3 @@ class PregelLoop:
         if updated.isdisjoint(self.output_keys):
             return None
         return output_values(self.output_keys, True, channels)
-
-
-def _dedupe_resume(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    last = None
-    for i, (c, _) in enumerate(writes):
-        if c == RESUME:
-            last = i
-    return [w for i, w in enumerate(writes) if w[0] != RESUME or i == last]
-
-
-def _path_str(path: tuple[Any, ...]) -> str:
-    from graphruntime.pregel._algo import task_path_str
-
-    return task_path_str(path[:3])

@@ -1,17 +1,22 @@
-"""A compiled node: what triggers it, what it reads, what it runs and how it writes."""
+"""A compiled node, and what the step machinery needs to know about a compiled graph."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from graphruntime._internal._config import RunnableConfig
+from graphruntime.channels import BaseChannel
 from graphruntime.types import RetryPolicy
 
 Write = tuple[str, Any]
 Writer = Callable[[Any, RunnableConfig], Sequence[Write]]
-"""Maps a node's return value to channel writes; runs inside the node's task."""
+"""Maps a node's return value to channel writes; runs inside the node's task.
+
+A writer may return an awaitable of the writes (an ``async def`` router): the task's
+driver resolves it.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,3 +34,20 @@ class NodeSpec:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     subgraphs: tuple[Any, ...] = ()
     hidden: bool = False
+
+
+class GraphSpec(Protocol):
+    """What running a step needs from a compiled graph (``Pregel`` is one)."""
+
+    @property
+    def nodes(self) -> Mapping[str, NodeSpec]: ...
+    @property
+    def channel_specs(self) -> Mapping[str, BaseChannel]: ...
+    @property
+    def trigger_to_nodes(self) -> Mapping[str, Sequence[str]]: ...
+    @property
+    def stream_channels(self) -> Sequence[str]: ...
+    @property
+    def output_channels(self) -> Sequence[str]: ...
+    @property
+    def retry_policy(self) -> Sequence[RetryPolicy]: ...

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from graphruntime._internal._config import RunnableConfig, ensure_config
 from graphruntime._internal._constants import (
@@ -41,24 +41,15 @@ from graphruntime.pregel._algo import (
     read_channels,
     task_finished,
 )
+from graphruntime.pregel._node import GraphSpec
 from graphruntime.types import PregelTask, StateSnapshot
-
-if TYPE_CHECKING:
-    from graphruntime.pregel.main import Pregel
-
-
-def _require_saver(graph: Pregel, config: RunnableConfig) -> BaseCheckpointSaver:
-    saver = graph._saver(config)
-    if saver is None:
-        raise ValueError("No checkpointer set")
-    return saver
 
 
 def _ns(config: RunnableConfig) -> str:
     return str(config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_NS, ""))
 
 
-def _resolve(graph: Pregel, config: RunnableConfig) -> Pregel:
+def _resolve(graph: GraphSpec, config: RunnableConfig) -> GraphSpec:
     """The (sub)graph that owns the config's checkpoint_ns ("node:<task id>|...")."""
     ns = _ns(config)
     if not ns:
@@ -75,9 +66,14 @@ def _resolve(graph: Pregel, config: RunnableConfig) -> Pregel:
     return current
 
 
-def get_state(graph: Pregel, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
+def get_state(
+    graph: GraphSpec,
+    saver: BaseCheckpointSaver,
+    config: RunnableConfig,
+    *,
+    subgraphs: bool = False,
+) -> StateSnapshot:
     config = ensure_config(config)
-    saver = _require_saver(graph, config)
     graph = _resolve(graph, config)
     conf = config[CONF]
     saved = saver.get_tuple({CONF: {k: v for k, v in conf.items() if not k.startswith("__")}})
@@ -88,7 +84,8 @@ def get_state(graph: Pregel, config: RunnableConfig, *, subgraphs: bool = False)
 
 
 def get_state_history(
-    graph: Pregel,
+    graph: GraphSpec,
+    saver: BaseCheckpointSaver,
     config: RunnableConfig,
     *,
     filter: dict[str, Any] | None = None,
@@ -96,7 +93,6 @@ def get_state_history(
     limit: int | None = None,
 ) -> Iterator[StateSnapshot]:
     config = ensure_config(config)
-    saver = _require_saver(graph, config)
     graph = _resolve(graph, config)
     conf = config[CONF]
     query: RunnableConfig = {
@@ -114,7 +110,9 @@ def get_state_history(
         yield snapshot(graph, saved, live=False, subgraphs=False, saver=saver)
 
 
-def _step_tasks(graph: Pregel, saved: CheckpointTuple) -> tuple[Any, Any, dict[str, PreparedTask]]:
+def _step_tasks(
+    graph: GraphSpec, saved: CheckpointTuple
+) -> tuple[Any, Any, dict[str, PreparedTask]]:
     checkpoint = copy_checkpoint(saved.checkpoint)
     channels = channels_from_checkpoint(graph.channel_specs, checkpoint)
     pending = list(saved.pending_writes or [])
@@ -135,7 +133,7 @@ def _step_tasks(graph: Pregel, saved: CheckpointTuple) -> tuple[Any, Any, dict[s
 
 
 def snapshot(
-    graph: Pregel,
+    graph: GraphSpec,
     saved: CheckpointTuple,
     *,
     live: bool,
@@ -200,7 +198,7 @@ def snapshot(
     )
 
 
-def _infer_as_node(graph: Pregel, saved: CheckpointTuple | None) -> str:
+def _infer_as_node(graph: GraphSpec, saved: CheckpointTuple | None) -> str:
     user_nodes = [n for n, spec in graph.nodes.items() if not spec.hidden]
     if len(user_nodes) == 1:
         return user_nodes[0]
@@ -220,10 +218,13 @@ def _infer_as_node(graph: Pregel, saved: CheckpointTuple | None) -> str:
 
 
 def update_state(
-    graph: Pregel, config: RunnableConfig, values: Any, as_node: str | None = None
+    graph: GraphSpec,
+    saver: BaseCheckpointSaver,
+    config: RunnableConfig,
+    values: Any,
+    as_node: str | None = None,
 ) -> RunnableConfig:
     config = ensure_config(config)
-    saver = _require_saver(graph, config)
     graph = _resolve(graph, config)
     conf = config[CONF]
     base = {k: v for k, v in conf.items() if not k.startswith("__")}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from graphruntime._internal._config import RunnableConfig, ensure_config
@@ -22,9 +22,11 @@ from graphruntime._internal._constants import (
 )
 from graphruntime.channels import BaseChannel
 from graphruntime.checkpoint.base import BaseCheckpointSaver
-from graphruntime.pregel._drive import run_async, run_sync
-from graphruntime.pregel._loop import PregelLoop, StreamChunk, StreamSink
+from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive, drive
+from graphruntime.pregel._loop import PregelLoop, RunOptions
 from graphruntime.pregel._node import NodeSpec
+from graphruntime.pregel._state import get_state, get_state_history, update_state
+from graphruntime.pregel._stream import StreamChunk, StreamSink
 from graphruntime.types import All, RetryPolicy, StateSnapshot, StreamMode
 
 Checkpointer = BaseCheckpointSaver | bool | None
@@ -82,17 +84,8 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None,
         interrupt_after: All | Sequence[str] | None,
         output_keys: Sequence[str] | None = None,
-        checkpointer: BaseCheckpointSaver | None = None,
-        writes_of: Collection[str] | None = None,
     ) -> tuple[PregelLoop, bool]:
         cfg = ensure_config(config)
-        limit = cfg.get("recursion_limit")
-        if limit is None:
-            limit = int(
-                os.environ.get("LANGGRAPH_DEFAULT_RECURSION_LIMIT", DEFAULT_RECURSION_LIMIT)
-            )
-        if limit < 1:
-            raise ValueError("recursion_limit must be at least 1")
         conf = cfg[CONF]
         nested = CONFIG_KEY_TASK_ID in conf
         if nested:
@@ -106,7 +99,7 @@ class Pregel:
                     )
         else:
             parent_stream = None
-        saver = checkpointer or self._saver(cfg)
+        saver = self._saver(cfg)
         if saver is not None and not nested and not conf.get("thread_id"):
             raise ValueError(
                 "Checkpointer requires one or more of the following 'configurable' keys: "
@@ -124,61 +117,62 @@ class Pregel:
             sink = parent_stream
         else:
             sink = StreamSink(set(modes), subgraphs)
-        output_keys = self.stream_channels if output_keys is None else output_keys
         loop = PregelLoop(
             self,
-            input,
             cfg,
             checkpointer=saver,
             sink=sink,
-            interrupt_before=(
-                interrupt_before if interrupt_before else self.interrupt_before_nodes
+            options=self.run_options(
+                cfg,
+                output_keys=self.stream_channels if output_keys is None else output_keys,
+                interrupt_before=interrupt_before,
+                interrupt_after=interrupt_after,
             ),
-            interrupt_after=interrupt_after if interrupt_after else self.interrupt_after_nodes,
-            recursion_limit=limit,
-            output_keys=output_keys,
-            writes_of=writes_of,
         )
         return loop, single
+
+    def run_options(
+        self,
+        config: RunnableConfig,
+        *,
+        output_keys: Sequence[str] | None = None,
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
+        stop: int | None = None,
+    ) -> RunOptions:
+        """A run's options, from its config and call arguments.
+
+        Call-time breakpoints replace the compiled ones; the recursion limit comes from
+        ``config["recursion_limit"]`` (LangGraph's default otherwise).
+        """
+        limit = config.get("recursion_limit")
+        if limit is None:
+            limit = int(
+                os.environ.get("LANGGRAPH_DEFAULT_RECURSION_LIMIT", DEFAULT_RECURSION_LIMIT)
+            )
+        if limit < 1:
+            raise ValueError("recursion_limit must be at least 1")
+        before = interrupt_before or self.interrupt_before_nodes
+        after = interrupt_after or self.interrupt_after_nodes
+        return RunOptions(
+            output_keys=tuple(self.output_channels if output_keys is None else output_keys),
+            interrupt_before=before if before == "*" else tuple(before),
+            interrupt_after=after if after == "*" else tuple(after),
+            recursion_limit=limit,
+            stop=stop,
+        )
+
+    def _require_saver(self, config: RunnableConfig) -> BaseCheckpointSaver:
+        saver = self._saver(ensure_config(config))
+        if saver is None:
+            raise ValueError("No checkpointer set")
+        return saver
 
     def with_checkpointer(self, checkpointer: Checkpointer) -> Pregel:
         """A copy of this graph that saves with ``checkpointer`` (nodes are shared)."""
         clone = copy.copy(self)
         clone.checkpointer = checkpointer
         return clone
-
-    def create_loop(
-        self,
-        input: Any,
-        config: RunnableConfig,
-        *,
-        checkpointer: BaseCheckpointSaver,
-        stream_modes: Sequence[StreamMode] = ("values", "updates"),
-        output_keys: Sequence[str] | None = None,
-        interrupt_before: All | Sequence[str] | None = None,
-        interrupt_after: All | Sequence[str] | None = None,
-        writes_of: Collection[str] | None = None,
-    ) -> PregelLoop:
-        """A loop for an external driver (the distributed coordinator) to step through.
-
-        The driver calls ``first()``, ``tick()``, runs ``runnable_tasks()`` wherever it
-        likes, ``commit()``s their outcomes and ``after_tick()``s: the same calls, in
-        the same order, that :meth:`stream` makes in-process. A task job that only
-        runs some tasks (``prepare_one``) passes their ids as ``writes_of`` so the
-        loop loads only their pending writes.
-        """
-        loop, _single = self._prepare(
-            input,
-            config,
-            list(stream_modes),
-            False,
-            interrupt_before,
-            interrupt_after,
-            self.output_channels if output_keys is None else output_keys,
-            checkpointer,
-            writes_of,
-        )
-        return loop
 
     @staticmethod
     def _shape(chunk: StreamChunk, single: bool, subgraphs: bool) -> Any:
@@ -204,8 +198,7 @@ class Pregel:
         loop, single = self._prepare(
             input, config, stream_mode, subgraphs, interrupt_before, interrupt_after
         )
-        limit = loop.config.get("max_concurrency")
-        for chunk in run_sync(loop, limit):
+        for chunk in _run(loop, input):
             yield self._shape(chunk, single, subgraphs)
 
     def invoke(
@@ -220,7 +213,7 @@ class Pregel:
     ) -> Any:
         """Run the graph to completion (or interrupt) and return the final output."""
         loop = self._invoke_loop(input, config, stream_mode, interrupt_before, interrupt_after)
-        return _collect(run_sync(loop, loop.config.get("max_concurrency")), loop, stream_mode)
+        return _collect(_run(loop, input), loop, stream_mode)
 
     def _invoke_loop(
         self,
@@ -257,7 +250,7 @@ class Pregel:
         loop, single = self._prepare(
             input, config, stream_mode, subgraphs, interrupt_before, interrupt_after
         )
-        async for chunk in run_async(loop, loop.config.get("max_concurrency")):
+        async for chunk in _arun(loop, input):
             yield self._shape(chunk, single, subgraphs)
 
     async def ainvoke(
@@ -272,16 +265,14 @@ class Pregel:
     ) -> Any:
         """Async twin of :meth:`invoke`."""
         loop = self._invoke_loop(input, config, stream_mode, interrupt_before, interrupt_after)
-        chunks = [c async for c in run_async(loop, loop.config.get("max_concurrency"))]
+        chunks = [c async for c in _arun(loop, input)]
         return _collect(iter(chunks), loop, stream_mode)
 
     # --- state API (see _state.py) --------------------------------------------------------
 
     def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         """The thread's current state: values, next nodes, pending tasks and interrupts."""
-        from graphruntime.pregel._state import get_state
-
-        return get_state(self, config, subgraphs=subgraphs)
+        return get_state(self, self._require_saver(config), config, subgraphs=subgraphs)
 
     def get_state_history(
         self,
@@ -292,17 +283,15 @@ class Pregel:
         limit: int | None = None,
     ) -> Iterator[StateSnapshot]:
         """Every checkpoint of the thread, newest first."""
-        from graphruntime.pregel._state import get_state_history
-
-        return get_state_history(self, config, filter=filter, before=before, limit=limit)
+        return get_state_history(
+            self, self._require_saver(config), config, filter=filter, before=before, limit=limit
+        )
 
     def update_state(
         self, config: RunnableConfig, values: Any, as_node: str | None = None
     ) -> RunnableConfig:
         """Apply ``values`` as if ``as_node`` had returned them; saves a new checkpoint."""
-        from graphruntime.pregel._state import update_state
-
-        return update_state(self, config, values, as_node)
+        return update_state(self, self._require_saver(config), config, values, as_node)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
@@ -330,6 +319,21 @@ class Pregel:
         for name, node in self.nodes.items():
             for sub in node.subgraphs:
                 yield name, sub
+
+
+def _run(loop: PregelLoop, input: Any) -> Iterator[StreamChunk]:
+    executor = ThreadExecutor(loop.config.get("max_concurrency"))
+    try:
+        loop.first(input)
+        yield from drive(loop, executor)
+    finally:
+        executor.close()
+
+
+async def _arun(loop: PregelLoop, input: Any) -> AsyncIterator[StreamChunk]:
+    loop.first(input)
+    async for chunk in adrive(loop, AsyncioExecutor(loop.config.get("max_concurrency"))):
+        yield chunk
 
 
 def _private_sink(loop: PregelLoop, stream_mode: str) -> None:

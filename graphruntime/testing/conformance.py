@@ -40,9 +40,11 @@ from graphruntime.checkpoint.base import (
     copy_checkpoint,
     empty_checkpoint,
 )
+from graphruntime.checkpoint.cluster import ClusterSaver
+from graphruntime.errors import CheckpointConflict
 from graphruntime.types import Command, Interrupt, Send
 
-__all__ = ("CheckpointSaverConformance",)
+__all__ = ("CheckpointSaverConformance", "ClusterSaverConformance")
 
 
 # -- value types used by the round-trip tests (module level: importable) -----
@@ -330,53 +332,6 @@ class CheckpointSaverConformance:
             ("t1", "z", 4),
         ]
 
-    def test_get_task_tuple_keeps_only_the_named_tasks_and_the_null_task(
-        self, saver: BaseCheckpointSaver
-    ) -> None:
-        saved, _ = _save(saver, _config(_thread()), {"a": 1})
-        task_a, task_b = str(uuid.uuid4()), "not-a-uuid"
-        saver.put_writes(saved, [("x", 1)], task_id=task_a)
-        saver.put_writes(saved, [(RESUME, ["yes"])], task_id=NULL_TASK_ID)
-        saver.put_writes(saved, [("x", 2), ("y", 3)], task_id=task_b)
-        full = saver.get_tuple(saved)
-        only_b = saver.get_task_tuple(saved, [task_b])
-        assert only_b is not None
-        assert full is not None
-        assert only_b.checkpoint == full.checkpoint
-        assert only_b.metadata == full.metadata
-        assert _writes(only_b) == [
-            (NULL_TASK_ID, RESUME, ["yes"]),
-            (task_b, "x", 2),
-            (task_b, "y", 3),
-        ]
-        assert _writes(saver.get_task_tuple(saved, [task_a, "unknown"])) == [
-            (task_a, "x", 1),
-            (NULL_TASK_ID, RESUME, ["yes"]),
-        ]
-        assert saver.get_task_tuple(_config(_thread()), [task_a]) is None
-
-    def test_put_writes_many_matches_put_writes_one_by_one(
-        self, saver: BaseCheckpointSaver
-    ) -> None:
-        thread = _thread()
-        root, _ = _save(saver, _config(thread), {})
-        sub, _ = _save(saver, _config(thread, "sub:1"), {})
-        saver.put_writes(root, [("a", 0)], task_id="t1")
-        saver.put_writes_many(
-            [
-                (root, [("a", 1), ("b", 2)], "t1", "p1"),  # row 0 exists: first write wins
-                (root, [(INTERRUPT, "x")], "t2", "p2"),
-                (sub, [("c", 3)], "t3", "p3"),
-                (root, [(INTERRUPT, "y")], "t2", "p2"),  # control writes are replaced
-            ]
-        )
-        assert _writes(saver.get_tuple(root)) == [
-            ("t1", "a", 0),
-            ("t1", "b", 2),
-            ("t2", INTERRUPT, "y"),
-        ]
-        assert _writes(saver.get_tuple(sub)) == [("t3", "c", 3)]
-
     def test_writes_are_isolated_per_checkpoint(self, saver: BaseCheckpointSaver) -> None:
         thread = _thread()
         c1, ck1 = _save(saver, _config(thread), {})
@@ -540,3 +495,110 @@ class CheckpointSaverConformance:
             assert await saver.aget_tuple(_config(thread)) is None
 
         asyncio.run(scenario())
+
+
+class ClusterSaverConformance(CheckpointSaverConformance):
+    """The contract tests plus :class:`~graphruntime.checkpoint.cluster.ClusterSaver`'s."""
+
+    def test_get_task_tuple_keeps_only_the_named_tasks_and_the_null_task(
+        self, saver: ClusterSaver
+    ) -> None:
+        saved, _ = _save(saver, _config(_thread()), {"a": 1})
+        task_a, task_b = str(uuid.uuid4()), "not-a-uuid"
+        saver.put_writes(saved, [("x", 1)], task_id=task_a)
+        saver.put_writes(saved, [(RESUME, ["yes"])], task_id=NULL_TASK_ID)
+        saver.put_writes(saved, [("x", 2), ("y", 3)], task_id=task_b)
+        full = saver.get_tuple(saved)
+        only_b = saver.get_task_tuple(saved, [task_b])
+        assert only_b is not None
+        assert full is not None
+        assert only_b.checkpoint == full.checkpoint
+        assert only_b.metadata == full.metadata
+        assert _writes(only_b) == [
+            (NULL_TASK_ID, RESUME, ["yes"]),
+            (task_b, "x", 2),
+            (task_b, "y", 3),
+        ]
+        assert _writes(saver.get_task_tuple(saved, [task_a, "unknown"])) == [
+            (task_a, "x", 1),
+            (NULL_TASK_ID, RESUME, ["yes"]),
+        ]
+        assert saver.get_task_tuple(_config(_thread()), [task_a]) is None
+
+    def test_put_writes_many_matches_put_writes_one_by_one(self, saver: ClusterSaver) -> None:
+        thread = _thread()
+        root, _ = _save(saver, _config(thread), {})
+        sub, _ = _save(saver, _config(thread, "sub:1"), {})
+        saver.put_writes(root, [("a", 0)], task_id="t1")
+        saver.put_writes_many(
+            [
+                (root, [("a", 1), ("b", 2)], "t1", "p1"),  # row 0 exists: first write wins
+                (root, [(INTERRUPT, "x")], "t2", "p2"),
+                (sub, [("c", 3)], "t3", "p3"),
+                (root, [(INTERRUPT, "y")], "t2", "p2"),  # control writes are replaced
+            ]
+        )
+        assert _writes(saver.get_tuple(root)) == [
+            ("t1", "a", 0),
+            ("t1", "b", 2),
+            ("t2", INTERRUPT, "y"),
+        ]
+        assert _writes(saver.get_tuple(sub)) == [("t3", "c", 3)]
+
+    def test_fenced_put_refuses_a_stale_parent(self, saver: ClusterSaver) -> None:
+        thread = _thread()
+        fenced = saver.fenced()
+        first, cp1 = _save(fenced, _config(thread), {"a": 1})
+        _, cp2 = _save(fenced, first, {"a": 2}, prev=cp1, step=0)
+        with pytest.raises(CheckpointConflict):
+            _save(fenced, first, {"a": 3}, prev=cp1, step=0)  # parent is no longer the head
+        with pytest.raises(CheckpointConflict):
+            _save(fenced, _config(thread), {"a": 4})  # "new thread", but it has checkpoints
+        latest = saver.get_tuple(_config(thread))
+        assert latest is not None
+        assert latest.checkpoint["id"] == cp2["id"]
+        assert latest.checkpoint["channel_values"] == {"a": 2}
+
+    def test_fenced_put_retry_of_the_winner_succeeds(self, saver: ClusterSaver) -> None:
+        thread = _thread()
+        fenced = saver.fenced()
+        first, cp1 = _save(fenced, _config(thread), {"a": 1})
+        checkpoint = copy_checkpoint(cp1)
+        checkpoint["id"] = str(uuid6(clock_seq=0))
+        fenced.put(first, checkpoint, {"step": 0}, {})
+        fenced.put(first, checkpoint, {"step": 0}, {})  # the same put again: a retry
+        latest = saver.get_tuple(_config(thread))
+        assert latest is not None
+        assert latest.checkpoint["id"] == checkpoint["id"]
+
+    def test_plain_puts_may_fork(self, saver: ClusterSaver) -> None:
+        thread = _thread()
+        first, cp1 = _save(saver, _config(thread), {"a": 1})
+        _save(saver, first, {"a": 2}, prev=cp1, step=0)
+        forked, _ = _save(saver, first, {"a": 3}, prev=cp1, step=0)  # not fenced: a fork
+        latest = saver.get_tuple(_config(thread))
+        assert latest is not None
+        assert latest.config == forked
+
+    def test_concurrent_fenced_puts_have_one_winner(self, saver: ClusterSaver) -> None:
+        thread = _thread()
+        fenced = saver.fenced()
+        first, cp1 = _save(fenced, _config(thread), {"a": 1})
+        outcomes: list[str] = []
+        barrier = threading.Barrier(4)
+
+        def contend(value: int) -> None:
+            barrier.wait(timeout=10)
+            try:
+                _save(fenced, first, {"a": value}, prev=cp1, step=0)
+            except CheckpointConflict:
+                outcomes.append("conflict")
+            else:
+                outcomes.append("stored")
+
+        threads = [threading.Thread(target=contend, args=(v,)) for v in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert sorted(outcomes) == ["conflict", "conflict", "conflict", "stored"]

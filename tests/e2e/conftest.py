@@ -34,9 +34,9 @@ def registry_spec() -> str:
     return ",".join(importlib.import_module(m).GRAPHS for m in GRAPH_MODULES)
 
 
-# Short leases and a fast sweeper, so fault tests see recovery within seconds.
+# Fast heartbeats and a fast sweeper, so fault tests see recovery within seconds.
 FAST_RECOVERY = {
-    "GRAPHRUNTIME_TASK_LEASE": "3",
+    "GRAPHRUNTIME_HEARTBEAT_INTERVAL": "1",
     "GRAPHRUNTIME_SWEEP_INTERVAL": "0.5",
     "GRAPHRUNTIME_TASK_STALE_AFTER": "5",
 }

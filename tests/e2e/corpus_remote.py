@@ -295,7 +295,7 @@ def abandon_runs(client: GraphClient, thread_ids: list[str]) -> list[str]:
     abandoned = []
     for thread_id in thread_ids:
         for run_id in client.store.active_runs(thread_id):
-            if client.store.finish(run_id, "error", error=ABANDONED):
+            if client.store.finish_run(run_id, "error", error=ABANDONED):
                 abandoned.append(run_id)
     return abandoned
 

@@ -34,10 +34,11 @@ from tests.e2e.fault_graphs import (
     wait_until,
     worker_of,
 )
-from workers.app import CeleryDispatcher
+from workers.app import CeleryBroker
 from workers.client import GraphClient
 from workers.errors import ThreadBusyError, UnknownGraphError
 from workers.local_cluster import LocalCluster
+from workers.store import NewRun
 
 FAN, CHAIN, APPROVAL = "ledger_fan", "ledger_chain", "ledger_approval"
 
@@ -79,7 +80,12 @@ def _snapshot(client: GraphClient, graph: str, cfg: RunnableConfig) -> tuple[Any
         state.next,
         [(i.id, i.value) for i in state.interrupts],
         len(list(client.get_state_history(graph, cfg))),
-        [(str(r["run_id"]), r["status"]) for r in client.store.runs_of_thread(thread_of(cfg))],
+        # a refused resume is kept as an error run: the request, not a change to the thread
+        [
+            (str(r["run_id"]), r["status"])
+            for r in client.store.runs_of_thread(thread_of(cfg))
+            if r["status"] != "error"
+        ],
     )
 
 
@@ -142,13 +148,16 @@ def test_unknown_graph_in_a_queued_run_fails_it(
     cfg = fault_config(ledger)
     tid = thread_of(cfg)
     run, created = client.store.create_run(
-        thread_id=tid,
-        graph="no-such-graph",
-        kind="input",
-        payload={"input": {"items": []}, "config": {}, "stream_modes": []},
+        NewRun(
+            run_id=str(uuid.uuid4()),
+            thread_id=tid,
+            graph="no-such-graph",
+            kind="input",
+            payload={"input": {"items": []}, "config": {}, "stream_modes": []},
+        )
     )
     assert created
-    client.dispatcher.coordinate(run.run_id)
+    client.broker.send_coordinate(run.run_id)
     done = client.wait_done(run.run_id, 20)
     assert done.status == "error"
     assert done.error is not None
@@ -248,10 +257,10 @@ def test_ops_resume_message_with_a_nul_character_is_dead_lettered(
 def test_malformed_celery_messages_are_dropped_and_logged(
     cluster: LocalCluster, client: GraphClient, ledger: Ledger
 ):
-    dispatcher = client.dispatcher
-    assert isinstance(dispatcher, CeleryDispatcher)
-    settings = dispatcher.settings
-    app = dispatcher.app
+    broker = client.broker
+    assert isinstance(broker, CeleryBroker)
+    settings = broker.settings
+    app = broker.app
     sent: dict[str, str] = {}  # celery task id -> what its worker must log
 
     def all_lines() -> list[str]:
@@ -292,7 +301,7 @@ def test_malformed_celery_messages_are_dropped_and_logged(
     send("graphruntime.execute", "raised unexpected: TypeError", tasks, args=[1, 2])
     send(
         "graphruntime.coordinate",
-        "raised unexpected: LookupError",
+        "dropping coordinate message for unknown run",
         coord,
         kwargs={"run_id": str(uuid.uuid4()), "v": 1},
     )
@@ -335,9 +344,9 @@ def test_resume_of_a_finished_thread_is_refused(
     client.invoke(APPROVAL, Command(resume="yes"), cfg, timeout=30)
     before = _snapshot(client, APPROVAL, cfg)
     with pytest.raises(InvalidResumeError, match="no pending interrupt"):
-        client.submit(APPROVAL, Command(resume="again"), cfg)
+        client.invoke(APPROVAL, Command(resume="again"), cfg, timeout=30)
     with pytest.raises(InvalidResumeError, match="no pending interrupt"):
-        client.submit(APPROVAL, Command(resume={"0" * 32: "again"}), cfg)
+        client.invoke(APPROVAL, Command(resume={"0" * 32: "again"}), cfg, timeout=30)
     raw = resume_message(APPROVAL, thread_of(cfg), "again")
     r.lpush(queue, raw)
     reason = _wait_dead(r, queue, [raw])[raw]
@@ -361,11 +370,11 @@ def test_resume_map_with_an_unknown_interrupt_id_is_refused(
     (pending,) = client.get_state(APPROVAL, cfg).interrupts
     unknown = "f" * 32 if pending.id != "f" * 32 else "e" * 32
     with pytest.raises(InvalidResumeError, match=f"Resume map key {unknown} matches no pending"):
-        client.submit(APPROVAL, Command(resume={unknown: "x"}), cfg)
+        client.invoke(APPROVAL, Command(resume={unknown: "x"}), cfg, timeout=30)
     with pytest.raises(InvalidResumeError, match="matches no pending"):
-        client.submit(APPROVAL, Command(resume={pending.id: "x", unknown: "y"}), cfg)
+        client.invoke(APPROVAL, Command(resume={pending.id: "x", unknown: "y"}), cfg, timeout=30)
     with pytest.raises(InvalidResumeError, match="names no interrupt"):
-        client.submit(APPROVAL, Command(resume={}), cfg)
+        client.invoke(APPROVAL, Command(resume={}), cfg, timeout=30)
     raw = resume_message(APPROVAL, tid, {unknown: "x"})
     r.lpush(queue, raw)
     reason = _wait_dead(r, queue, [raw])[raw]
@@ -380,30 +389,35 @@ def test_resume_map_with_an_unknown_interrupt_id_is_refused(
     assert_cluster_serves(cluster, client, ledger)
 
 
-def test_resume_while_a_run_is_in_flight_is_refused(
+def test_resume_while_a_run_is_in_flight_waits_its_turn_and_is_then_refused(
     cluster: LocalCluster, client: GraphClient, ledger: Ledger, resume_queue: tuple[Any, str]
 ):
+    """A resume sent while a run is in flight queues behind it and is checked when its
+    turn comes: here the run finishes without pausing, so the resume is refused and
+    changes nothing. Editing the state meanwhile is refused at once."""
     r, queue = resume_queue
     cfg = fault_config(ledger, "b")
     tid = thread_of(cfg)
     handle = client.submit(CHAIN, {"items": []}, cfg)
     ledger.wait_started(tid, "b")
-    with pytest.raises(ThreadBusyError, match="run in flight"):
-        client.submit(CHAIN, Command(resume="x"), cfg)
+    early = client.submit(CHAIN, Command(resume="x"), cfg)
     with pytest.raises(ThreadBusyError, match="run in flight"):
         client.update_state(CHAIN, cfg, {"items": ["sneaky"]})
-    raw = resume_message(CHAIN, tid, "x")
+    raw = resume_message(CHAIN, tid, "x", key=f"k-{uuid.uuid4()}")
     r.lpush(queue, raw)
-    reason = _wait_dead(r, queue, [raw])[raw]
-    assert reason.startswith("ThreadBusyError: Thread"), reason
     ledger.release(tid, ["b"])
 
     out = handle.wait(30)
+    with pytest.raises(InvalidResumeError, match="no pending interrupt"):
+        early.wait(30)
+    reason = _wait_dead(r, queue, [raw])[raw]
+    assert reason.startswith("InvalidResumeError: Cannot resume thread"), reason
     oracle = in_process(ledger_chain_graph, [{"items": []}], ledger)
     assert out == oracle["outputs"][0]
     assert client.get_state(CHAIN, cfg).values == oracle["values"]
     assert ledger.counts(tid) == oracle["counts"]
-    assert [r["kind"] for r in client.store.runs_of_thread(tid)] == ["input"]
+    kinds = [(r["kind"], r["status"]) for r in client.store.runs_of_thread(tid)]
+    assert kinds == [("resume", "error"), ("resume", "error"), ("input", "success")]
     assert_cluster_serves(cluster, client, ledger)
 
 

@@ -16,6 +16,13 @@ from tests.e2e.graphs import chain_graph, fan_graph, pair_graph
 from workers.client import GraphClient
 from workers.errors import UnknownGraphError
 from workers.local_cluster import LocalCluster
+from workers.store import PostgresRunStore
+
+
+def _pool(client: GraphClient) -> Any:
+    """The client's Postgres pool (e2e clients always run on the Postgres store)."""
+    assert isinstance(client.store, PostgresRunStore)
+    return client.store.pool
 
 
 def _in_process(graph: Any, *inputs: Any) -> list[Any]:
@@ -49,7 +56,7 @@ def test_big_fan_out_runs_in_chunks_with_the_same_result(client: GraphClient, th
     expected = _in_process(fan_graph, {"n": 40})[0]
     assert sorted(paused["items"]) == sorted(expected["items"])
     assert len(paused["pids"]) == 40
-    with client.store.pool.connection() as conn:
+    with _pool(client).connection() as conn:
         rows = conn.execute(
             "SELECT task_id, worker, started_at, status FROM graphruntime_step_tasks "
             "WHERE thread_id = %s",

@@ -1,34 +1,79 @@
--- name: insert_run
+-- Named queries of the workers' run store, loaded by workers/_sql.py: each starts at a
+-- "-- name: <name>" line and runs to the next one. Always parameterized.
+--
+-- A worker is alive while its heartbeat is younger than %(stale)s seconds; a thread
+-- lease or task claim held by a dead worker is free.
+
+-- name: create_run
+-- One statement: binds the thread to its graph on its first run, refuses a run under
+-- another graph name (no row), dedupes an idempotency key (no row), and records which
+-- run's pause a resume answers (see latest; a second resume of the same pause
+-- conflicts on graphruntime_runs_one_resume: no row). A resume never creates a
+-- thread: one for an unknown thread is refused (no row), and changes nothing.
+WITH bound AS (
+    INSERT INTO graphruntime_threads (thread_id, graph)
+    SELECT %(thread_id)s, %(graph)s WHERE %(kind)s <> 'resume'
+    ON CONFLICT (thread_id) DO NOTHING
+    RETURNING graph
+), thread AS (
+    SELECT graph FROM bound
+    UNION ALL
+    SELECT graph FROM graphruntime_threads WHERE thread_id = %(thread_id)s
+    LIMIT 1
+), latest AS (
+    -- the pause a resume answers: the thread's latest run's, or, while that run is a
+    -- resume still under way, the pause it answers (a second answer conflicts)
+    SELECT CASE WHEN kind = 'resume' AND status IN ('queued', 'running')
+                THEN resumes_run ELSE run_id END AS run_id
+    FROM graphruntime_runs
+    WHERE thread_id = %(thread_id)s
+    ORDER BY created_at DESC, run_id DESC LIMIT 1
+)
 INSERT INTO graphruntime_runs
     (run_id, thread_id, graph, status, kind, payload_type, payload, idempotency_key,
-     resumes_checkpoint)
-VALUES (%(run_id)s, %(thread_id)s, %(graph)s, 'queued', %(kind)s, %(payload_type)s,
-        %(payload)s, %(idempotency_key)s, %(resumes_checkpoint)s)
+     request_digest, origin, resumes_run)
+SELECT %(run_id)s, %(thread_id)s, %(graph)s, 'queued', %(kind)s, %(payload_type)s,
+       %(payload)s, %(idempotency_key)s, %(request_digest)s, %(origin)s,
+       CASE WHEN %(kind)s = 'resume' THEN (SELECT run_id FROM latest) END
+WHERE (SELECT graph FROM thread) = %(graph)s
 ON CONFLICT DO NOTHING
-RETURNING run_id;
+RETURNING *;
 
--- name: run_by_idempotency_key
-SELECT * FROM graphruntime_runs WHERE thread_id = %(thread_id)s AND idempotency_key = %(key)s;
-
--- name: run_by_resumed_checkpoint
-SELECT * FROM graphruntime_runs
-WHERE thread_id = %(thread_id)s AND resumes_checkpoint = %(checkpoint_id)s;
+-- name: explain_refused_run
+-- Why create_run inserted nothing: the thread's graph, the run with the same key, and
+-- the resume that already answers the same pause.
+SELECT
+    (SELECT graph FROM graphruntime_threads WHERE thread_id = %(thread_id)s) AS thread_graph,
+    k.run_id AS same_key_run, k.request_digest AS same_key_digest,
+    p.run_id AS same_pause_run, p.status AS same_pause_status
+FROM (SELECT 1) AS one
+LEFT JOIN graphruntime_runs k
+    ON k.thread_id = %(thread_id)s AND k.idempotency_key = %(idempotency_key)s
+LEFT JOIN graphruntime_runs p
+    ON p.thread_id = %(thread_id)s AND %(kind)s = 'resume'
+    AND p.resumes_run = (SELECT CASE WHEN l.kind = 'resume'
+                                          AND l.status IN ('queued', 'running')
+                                     THEN l.resumes_run ELSE l.run_id END
+                         FROM graphruntime_runs l
+                         WHERE l.thread_id = %(thread_id)s
+                         ORDER BY l.created_at DESC, l.run_id DESC LIMIT 1);
 
 -- name: get_run
 SELECT * FROM graphruntime_runs WHERE run_id = %(run_id)s;
 
--- name: earlier_active_run
-SELECT run_id FROM graphruntime_runs
+-- name: next_run
+-- The thread's oldest run still to finish: runs of a thread go in order.
+SELECT * FROM graphruntime_runs
 WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running')
-  AND (created_at, run_id) < (%(created_at)s, %(run_id)s)
-ORDER BY created_at LIMIT 1;
+ORDER BY created_at, run_id LIMIT 1;
 
 -- name: active_runs_of_thread
 SELECT run_id FROM graphruntime_runs
 WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running');
 
 -- name: set_running
-UPDATE graphruntime_runs SET status = 'running', stop = %(stop)s, updated_at = now()
+UPDATE graphruntime_runs
+SET status = 'running', stop = %(stop)s, updated_at = now()
 WHERE run_id = %(run_id)s AND status = 'queued';
 
 -- name: touch_run
@@ -46,6 +91,61 @@ WITH done AS (
 )
 SELECT pg_notify('graphruntime_runs', run_id::text) FROM done;
 
+-- name: runs_of_thread
+SELECT run_id, status, kind, created_at, updated_at, error FROM graphruntime_runs
+WHERE thread_id = %(thread_id)s ORDER BY created_at DESC LIMIT %(limit)s;
+
+-- name: bind_thread
+-- The thread's graph: the given one if the thread is new (it is bound to it now).
+WITH bound AS (
+    INSERT INTO graphruntime_threads (thread_id, graph)
+    VALUES (%(thread_id)s, %(graph)s)
+    ON CONFLICT (thread_id) DO NOTHING
+    RETURNING graph
+)
+SELECT graph FROM bound
+UNION ALL
+SELECT graph FROM graphruntime_threads WHERE thread_id = %(thread_id)s
+LIMIT 1;
+
+-- name: acquire_thread
+-- Take the thread's lease if it is free, ours, or held by a dead worker.
+UPDATE graphruntime_threads t SET lease_holder = %(worker)s, leased_at = now()
+WHERE t.thread_id = %(thread_id)s
+  AND (t.lease_holder IS NULL OR t.lease_holder = %(worker)s
+       OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
+                      WHERE w.worker = t.lease_holder
+                        AND w.heartbeat_at > now() - make_interval(secs => %(stale)s)))
+RETURNING thread_id;
+
+-- name: release_thread
+UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
+WHERE thread_id = %(thread_id)s AND lease_holder = %(worker)s;
+
+-- name: heartbeat
+-- Beats, and frees the worker's task claims that its current job (claim token %(keep)s)
+-- does not hold: those of a job that ended or gave up without completing them. A claim
+-- younger than %(grace)s seconds is left alone: its job may have just begun.
+WITH beat AS (
+    INSERT INTO graphruntime_workers (worker, hostname, pid)
+    VALUES (%(worker)s, %(hostname)s, %(pid)s)
+    ON CONFLICT (worker) DO UPDATE SET heartbeat_at = now()
+    RETURNING worker
+)
+UPDATE graphruntime_step_tasks
+SET worker = NULL, claimed_at = NULL, claim_token = NULL
+WHERE worker = %(worker)s AND status = 'dispatched'
+  AND claim_token IS DISTINCT FROM %(keep)s
+  AND claimed_at < now() - make_interval(secs => %(grace)s);
+
+-- name: remove_worker
+DELETE FROM graphruntime_workers WHERE worker = %(worker)s;
+
+-- name: live_workers
+SELECT worker, hostname, pid, started_at, heartbeat_at FROM graphruntime_workers
+WHERE heartbeat_at > now() - make_interval(secs => %(stale)s)
+ORDER BY worker;
+
 -- name: register_tasks
 WITH new AS (
     INSERT INTO graphruntime_step_tasks
@@ -62,73 +162,105 @@ WITH new AS (
 )
 SELECT task_id FROM new;
 
--- name: complete_task
--- One row by its whole key, run once per task (pipelined): `task_id = ANY(ids)` would be
--- planned as a filter over every task of the step (the planner expects one row per step),
--- which makes a 10,000-task fan-out quadratic. `status <> 'done'` (the only other status)
--- rather than `= 'dispatched'`: the latter lets the planner pick the partial index of open
--- tasks, which statistics from a quiet moment call tiny, and scan all open tasks of a big
--- step for every row (22 s of Postgres CPU per 10,000-task fan-out instead of 2).
-UPDATE graphruntime_step_tasks SET status = 'done', done_at = now(), worker = %(worker)s
-WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
-  AND status <> 'done'
+-- name: step_tasks
+SELECT task_id, status, error FROM graphruntime_step_tasks
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s;
+
+-- name: async_commit
+-- Claims are soft state (a lost one only delays a re-send): no WAL flush wait.
+SET LOCAL synchronous_commit TO OFF;
+
+-- name: claim_task
+-- Claims one of a message's tasks if it is open, nobody alive holds it, and the message
+-- names the task's registered path (a message for another task claims nothing). One row by
+-- its whole key, run once per task (pipelined): `task_id = ANY(ids)` would be planned as
+-- a filter over every task of the step, quadratic for a 10,000-task fan-out.
+-- `status <> 'done'` rather than `= 'dispatched'`: the latter lets the planner scan
+-- the partial index of open tasks for every row.
+UPDATE graphruntime_step_tasks t
+SET claimed_at = now(), worker = %(worker)s, claim_token = %(token)s,
+    started_at = coalesce(t.started_at, now())
+WHERE t.run_id = %(run_id)s AND t.checkpoint_id = %(checkpoint_id)s
+  AND t.task_id = %(task_id)s AND t.task_path = %(path)s::jsonb
+  AND t.status <> 'done' AND t.retry_attempts <= %(attempts)s
+  AND (t.worker IS NULL OR t.worker = %(worker)s
+       OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
+                      WHERE w.worker = t.worker
+                        AND w.heartbeat_at > now() - make_interval(secs => %(stale)s)))
 RETURNING task_id;
 
--- name: step_task_states
-SELECT task_id, status FROM graphruntime_step_tasks
-WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s;
+-- name: complete_task
+-- Marks a task done (see claim_task for the query's shape); only the worker holding
+-- its claim may: a duplicate delivery that lost the claim completes nothing.
+UPDATE graphruntime_step_tasks
+SET status = 'done', done_at = now(), error = %(error)s::jsonb
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
+  AND status <> 'done' AND worker = %(worker)s
+RETURNING task_id;
+
+-- name: release_claims
+UPDATE graphruntime_step_tasks SET worker = NULL, claimed_at = NULL, claim_token = NULL
+WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
+  AND task_id = ANY(%(task_ids)s::text[]) AND worker = %(worker)s AND status <> 'done';
 
 -- name: count_down_step
 UPDATE graphruntime_steps SET open_tasks = open_tasks - %(done)s
 WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s
 RETURNING open_tasks;
 
--- name: async_commit
--- Leases are soft state (a lost one only delays a re-send): no WAL flush wait.
-SET LOCAL synchronous_commit TO OFF;
-
--- name: claim_task
--- Starts the lease of one of the message's tasks if it is still open (see complete_task).
+-- name: hold_for_retry
+-- A task whose node failed and runs again as a new job after a countdown: the claim
+-- is released and the sweeper leaves the task alone until the hold ends.
 UPDATE graphruntime_step_tasks
-SET started_at = now(), lease_until = now() + make_interval(secs => %(lease)s), worker = %(worker)s
-WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
-  AND status <> 'done' AND retry_attempts <= %(attempts)s
-RETURNING task_id;
-
--- name: renew_lease
-UPDATE graphruntime_step_tasks SET lease_until = now() + make_interval(secs => %(lease)s)
+SET retry_attempts = %(attempts)s, hold_until = now() + make_interval(secs => %(hold)s),
+    worker = NULL, claimed_at = NULL, claim_token = NULL
 WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
   AND status <> 'done';
 
--- name: schedule_retry
--- A task whose node failed and will run again as a new job after a countdown: its
--- lease covers the wait, so the sweeper does not re-send it meanwhile.
+-- name: orphaned_tasks
+-- Open tasks of runs still going that nobody will finish: claimed by a dead worker, or
+-- never claimed within %(unclaimed)s seconds of their dispatch (a lost message). Marks
+-- them re-dispatched; SKIP LOCKED keeps concurrent sweepers from taking the same rows.
 UPDATE graphruntime_step_tasks
-SET retry_attempts = %(attempts)s, lease_until = now() + make_interval(secs => %(hold)s)
-WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s AND task_id = %(task_id)s
-  AND status <> 'done';
-
--- name: stale_tasks
--- Tasks whose job never started in time, or whose worker stopped renewing its lease,
--- of runs still going (an ended run's open tasks are never needed again).
-UPDATE graphruntime_step_tasks
-SET dispatched_at = now(), lease_until = NULL, attempts = attempts + 1
+SET dispatched_at = now(), worker = NULL, claimed_at = NULL, claim_token = NULL,
+    attempts = attempts + 1
 WHERE (run_id, checkpoint_id, task_id) IN (
     SELECT t.run_id, t.checkpoint_id, t.task_id FROM graphruntime_step_tasks t
     WHERE t.status = 'dispatched'
-      AND ((t.lease_until IS NULL AND t.dispatched_at < now() - make_interval(secs => %(age)s))
-           OR t.lease_until < now())
+      AND (t.hold_until IS NULL OR t.hold_until < now())
+      AND CASE
+          WHEN t.worker IS NULL
+              THEN t.dispatched_at < now() - make_interval(secs => %(unclaimed)s)
+          ELSE NOT EXISTS (SELECT 1 FROM graphruntime_workers w
+                           WHERE w.worker = t.worker
+                             AND w.heartbeat_at > now() - make_interval(secs => %(stale)s))
+          END
       AND EXISTS (SELECT 1 FROM graphruntime_runs r
                   WHERE r.run_id = t.run_id AND r.status IN ('queued', 'running'))
     ORDER BY t.dispatched_at LIMIT %(limit)s FOR UPDATE OF t SKIP LOCKED)
 RETURNING run_id, checkpoint_id, task_id, thread_id, attempts, task_path, retry_attempts;
 
 -- name: stalled_runs
-SELECT run_id FROM graphruntime_runs r
-WHERE status IN ('queued', 'running') AND updated_at < now() - make_interval(secs => %(age)s)
-  AND NOT EXISTS (SELECT 1 FROM graphruntime_step_tasks t
-                  WHERE t.run_id = r.run_id AND t.status = 'dispatched')
-ORDER BY updated_at LIMIT %(limit)s;
+-- The oldest runs of their threads still going that nothing is advancing: no open task,
+-- no live worker holding the thread, and no move for %(idle)s seconds (their coordinator message was lost, or the
+-- worker coordinating them died). Touched here, so one sweep nudges each run once.
+UPDATE graphruntime_runs SET updated_at = now()
+WHERE run_id IN (
+    SELECT r.run_id FROM graphruntime_runs r
+    JOIN graphruntime_threads th ON th.thread_id = r.thread_id
+    WHERE r.status IN ('queued', 'running')
+      AND r.updated_at < now() - make_interval(secs => %(idle)s)
+      AND NOT EXISTS (SELECT 1 FROM graphruntime_step_tasks t
+                      WHERE t.run_id = r.run_id AND t.status = 'dispatched')
+      AND NOT EXISTS (SELECT 1 FROM graphruntime_runs e
+                      WHERE e.thread_id = r.thread_id AND e.status IN ('queued', 'running')
+                        AND (e.created_at, e.run_id) < (r.created_at, r.run_id))
+      AND (th.lease_holder IS NULL
+           OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
+                          WHERE w.worker = th.lease_holder
+                            AND w.heartbeat_at > now() - make_interval(secs => %(stale)s)))
+    ORDER BY r.updated_at LIMIT %(limit)s FOR UPDATE OF r SKIP LOCKED)
+RETURNING run_id;
 
 -- name: add_event
 -- Streaming clients LISTEN on graphruntime_events (payload: the run id). A batch of rows
@@ -140,20 +272,6 @@ WITH added AS (
 )
 SELECT pg_notify('graphruntime_events', run_id::text) FROM added;
 
--- name: error_events
-SELECT payload_type, payload FROM graphruntime_run_events
-WHERE run_id = %(run_id)s AND mode = 'error' ORDER BY seq;
-
 -- name: events_after
 SELECT seq, ns, mode, payload_type, payload FROM graphruntime_run_events
 WHERE run_id = %(run_id)s AND seq > %(after)s ORDER BY seq;
-
--- name: thread_lock
-SELECT pg_try_advisory_lock(4242, hashtext(%(thread_id)s)) AS locked;
-
--- name: thread_unlock
-SELECT pg_advisory_unlock(4242, hashtext(%(thread_id)s)) AS unlocked;
-
--- name: runs_of_thread
-SELECT run_id, status, kind, created_at, updated_at, error FROM graphruntime_runs
-WHERE thread_id = %(thread_id)s ORDER BY created_at DESC LIMIT %(limit)s;

@@ -9,18 +9,18 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from checkpoint_pg import PostgresSaver
-from graphruntime.testing.conformance import CheckpointSaverConformance
+from graphruntime.testing.conformance import ClusterSaverConformance
 
 pytestmark = pytest.mark.integration
 
 
-class TestPostgresSaverOnConnection(CheckpointSaverConformance):
+class TestPostgresSaverOnConnection(ClusterSaverConformance):
     @pytest.fixture
     def saver(self, pg_conn: psycopg.Connection[Any]) -> PostgresSaver:
         return PostgresSaver(pg_conn)
 
 
-class TestPostgresSaverOnPool(CheckpointSaverConformance):
+class TestPostgresSaverOnPool(ClusterSaverConformance):
     @pytest.fixture
     def saver(self, pg_pool: ConnectionPool[Any]) -> PostgresSaver:
         return PostgresSaver(pg_pool)

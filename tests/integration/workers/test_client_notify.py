@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -17,52 +17,70 @@ import pytest
 
 from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.config import RunnableConfig
-from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL
+from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunListener
 from workers.client import GraphClient
-from workers.errors import RunTimeoutError, ThreadBusyError
+from workers.dispatch import QueueDepths
+from workers.errors import GraphMismatchError, RunTimeoutError, ThreadBusyError
 from workers.messages import TaskMessage
 from workers.registry import GraphRegistry
 from workers.settings import Settings
-from workers.store import RunStore, make_pool
+from workers.store import NewRun, PostgresRunStore, make_pool
 
 pytestmark = pytest.mark.integration
 
 
 class NoBroker:
-    """A dispatcher that sends nothing: the tests play the workers' part themselves."""
+    """A broker that sends nothing: the tests play the workers' part themselves."""
 
-    def coordinate(self, run_id: str, *, delay: float = 0.0) -> None:
+    def send_coordinate(self, run_id: str, *, delay: float = 0.0) -> None:
         pass
 
-    def execute(self, message: TaskMessage, *, delay: float = 0.0) -> None:
+    def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None:
+        pass
+
+    def queue_depths(self) -> QueueDepths:
+        return QueueDepths(0, 0)
+
+    def dead_letter(self, message: str, reason: str) -> None:
         pass
 
 
 @pytest.fixture(scope="module")
-def store(pg_url: str) -> Iterator[RunStore]:
+def store(pg_url: str) -> Iterator[PostgresRunStore]:
     pool = make_pool(pg_url)
-    s = RunStore(pool)
+    s = PostgresRunStore(pool)
     s.setup()
     yield s
     pool.close()
 
 
 @pytest.fixture
-def client(store: RunStore) -> Iterator[GraphClient]:
+def client(store: PostgresRunStore) -> Iterator[GraphClient]:
     c = GraphClient(
         settings=Settings(),
         registry=GraphRegistry.parse("chain=tests.e2e.graphs:chain_graph"),
         saver=InMemorySaver(),
         store=store,
-        dispatcher=NoBroker(),
+        broker=NoBroker(),
     )
     yield c
-    c.listener.close()  # the pool is the module's
+    _listener(c).close()  # the pool is the module's
 
 
-def new_run(store: RunStore) -> str:
+def _listener(client: GraphClient) -> RunListener:
+    assert client.listener is not None  # a client on a Postgres store listens
+    return client.listener
+
+
+def new_run(store: PostgresRunStore) -> str:
     run, created = store.create_run(
-        thread_id=f"notify-{uuid.uuid4()}", graph="chain", kind="input", payload={}
+        NewRun(
+            run_id=str(uuid.uuid4()),
+            thread_id=f"notify-{uuid.uuid4()}",
+            graph="chain",
+            kind="input",
+            payload={},
+        )
     )
     assert created
     return run.run_id
@@ -80,34 +98,36 @@ def later(delay: float, fn: Any, *args: Any, **kwargs: Any) -> threading.Thread:
     return t
 
 
-def test_finish_reports_only_the_call_that_finished_the_run(store: RunStore) -> None:
+def test_finish_reports_only_the_call_that_finished_the_run(store: PostgresRunStore) -> None:
     run_id = new_run(store)
-    assert store.finish(run_id, "success", result={"n": 1}) is True
-    assert store.finish(run_id, "error", error={"type": "ValueError"}) is False
+    assert store.finish_run(run_id, "success", result={"n": 1}) is True
+    assert store.finish_run(run_id, "error", error={"type": "ValueError"}) is False
     assert store.get_run(run_id).status == "success"
 
 
-def test_finish_and_events_notify_at_commit_once_per_batch(store: RunStore, pg_url: str) -> None:
+def test_finish_and_events_notify_at_commit_once_per_batch(
+    store: PostgresRunStore, pg_url: str
+) -> None:
     run_id = new_run(store)
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f"LISTEN {RUNS_CHANNEL}")
         conn.execute(f"LISTEN {EVENTS_CHANNEL}")
         store.add_events(run_id, [((), "updates", {"a": i}) for i in range(5)])
-        store.finish(run_id, "success")
-        store.finish(run_id, "success")  # already done: no second notification
+        store.finish_run(run_id, "success")
+        store.finish_run(run_id, "success")  # already done: no second notification
         notes = [(n.channel, n.payload) for n in conn.notifies(timeout=1.0)]
     assert notes == [(EVENTS_CHANNEL, run_id), (RUNS_CHANNEL, run_id)]
 
 
-def test_wait_done_wakes_on_the_notification(client: GraphClient, store: RunStore) -> None:
-    client.listener.fallback = 30.0  # only the notification can end the wait in time
+def test_wait_done_wakes_on_the_notification(client: GraphClient, store: PostgresRunStore) -> None:
+    _listener(client).fallback = 30.0  # only the notification can end the wait in time
     run_id = new_run(store)
     finished_at: list[float] = []
 
     def finish() -> None:
         # stamped before: the waiter may wake before finish() even returns here
         finished_at.append(time.monotonic())
-        store.finish(run_id, "success", result={"answer": 42})
+        store.finish_run(run_id, "success", result={"answer": 42})
 
     later(0.3, finish)
     run = client.wait_done(run_id, timeout=20)
@@ -118,7 +138,7 @@ def test_wait_done_wakes_on_the_notification(client: GraphClient, store: RunStor
 
 
 def test_wait_done_falls_back_when_no_notification_comes(
-    client: GraphClient, store: RunStore
+    client: GraphClient, store: PostgresRunStore
 ) -> None:
     run_id = new_run(store)
 
@@ -133,10 +153,10 @@ def test_wait_done_falls_back_when_no_notification_comes(
     run = client.wait_done(run_id, timeout=20)
     assert run.status == "success"
     assert time.monotonic() - t0 < 10.0
-    assert client.listener._conn is not None  # it listened, and still fell back
+    assert _listener(client)._conn is not None  # it listened, and still fell back
 
 
-def test_wait_done_times_out_as_before(client: GraphClient, store: RunStore) -> None:
+def test_wait_done_times_out_as_before(client: GraphClient, store: PostgresRunStore) -> None:
     run_id = new_run(store)
     t0 = time.monotonic()
     with pytest.raises(RunTimeoutError, match="still queued"):
@@ -144,7 +164,7 @@ def test_wait_done_times_out_as_before(client: GraphClient, store: RunStore) -> 
     took = time.monotonic() - t0
     assert 0.6 <= took < 5.0
     # the listener stopped listening once no one waited
-    assert not client.listener._listening
+    assert not _listener(client)._listening
 
 
 def eventually(check: Any, within: float = 5.0) -> bool:
@@ -156,8 +176,10 @@ def eventually(check: Any, within: float = 5.0) -> bool:
     return True
 
 
-def test_concurrent_waiters_each_get_their_own_run(client: GraphClient, store: RunStore) -> None:
-    client.listener.fallback = 30.0  # the one reading thread must wake the others
+def test_concurrent_waiters_each_get_their_own_run(
+    client: GraphClient, store: PostgresRunStore
+) -> None:
+    _listener(client).fallback = 30.0  # the one reading thread must wake the others
     run_ids = [new_run(store) for _ in range(6)]
     results: dict[str, tuple[str, float]] = {}
     finished_at: dict[str, float] = {}
@@ -171,7 +193,7 @@ def test_concurrent_waiters_each_get_their_own_run(client: GraphClient, store: R
         w.start()
     time.sleep(0.3)
     for i, run_id in enumerate(reversed(run_ids)):
-        store.finish(run_id, "success", result={"i": i})
+        store.finish_run(run_id, "success", result={"i": i})
         finished_at[run_id] = time.monotonic()
         assert eventually(lambda run_id=run_id: run_id in results)
         # only finished runs' waiters are back
@@ -185,9 +207,9 @@ def test_concurrent_waiters_each_get_their_own_run(client: GraphClient, store: R
 
 
 def test_a_broken_listen_connection_falls_back_and_reconnects(
-    client: GraphClient, store: RunStore, pg_url: str
+    client: GraphClient, store: PostgresRunStore, pg_url: str
 ) -> None:
-    client.listener.fallback = 30.0
+    _listener(client).fallback = 30.0
     run_id = new_run(store)
     out: list[str] = []
 
@@ -197,28 +219,28 @@ def test_a_broken_listen_connection_falls_back_and_reconnects(
     waiter = threading.Thread(target=wait)
     waiter.start()
     # the waiter listens and reads notifications
-    assert eventually(lambda: client.listener._busy and client.listener._listening)
-    conn = client.listener._conn
+    assert eventually(lambda: _listener(client)._busy and _listener(client)._listening)
+    conn = _listener(client)._conn
     assert conn is not None
     with psycopg.connect(pg_url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
-    assert eventually(lambda: client.listener._conn is None)  # dropped: the waiter polls
-    store.finish(run_id, "success")
+    assert eventually(lambda: _listener(client)._conn is None)  # dropped: the waiter polls
+    store.finish_run(run_id, "success")
     waiter.join(10)
     assert out == ["success"]
 
     # the next wait listens on a new connection
     run_id = new_run(store)
-    later(0.3, store.finish, run_id, "success")
+    later(0.3, store.finish_run, run_id, "success")
     t0 = time.monotonic()
     assert client.wait_done(run_id, timeout=20).status == "success"
     assert time.monotonic() - t0 < 5.0
-    assert client.listener._conn is not None
-    assert client.listener._conn is not conn
+    assert _listener(client)._conn is not None
+    assert _listener(client)._conn is not conn
 
 
-def test_stream_wakes_on_event_notifications(client: GraphClient, store: RunStore) -> None:
-    client.listener.fallback = 30.0  # longer than the stream's timeout
+def test_stream_wakes_on_event_notifications(client: GraphClient, store: PostgresRunStore) -> None:
+    _listener(client).fallback = 30.0  # longer than the stream's timeout
     thread_id = f"notify-{uuid.uuid4()}"
 
     def play_the_workers() -> None:
@@ -228,7 +250,7 @@ def test_stream_wakes_on_event_notifications(client: GraphClient, store: RunStor
             time.sleep(0.2)
             store.add_events(run_id, [((), "updates", {node: {"steps": [node]}})])
         time.sleep(0.2)
-        store.finish(run_id, "success")
+        store.finish_run(run_id, "success")
 
     workers = threading.Thread(target=play_the_workers, daemon=True)
     workers.start()
@@ -240,21 +262,35 @@ def test_stream_wakes_on_event_notifications(client: GraphClient, store: RunStor
     workers.join(5)
 
 
-def test_update_state_waits_for_a_lock_held_with_no_run_in_flight(
-    client: GraphClient, pg_url: str
+def test_update_state_waits_for_a_lease_held_with_no_run_in_flight(
+    client: GraphClient, store: PostgresRunStore
 ) -> None:
-    """A coordinator lets go of the thread's lock just after it finished the run, which
-    is when a notified waiter comes back: update_state waits for that lock a moment."""
+    """A coordinator lets go of the thread's lease just after it finished the run, which
+    is when a notified waiter comes back: update_state waits for that lease a moment."""
     thread_id = f"notify-{uuid.uuid4()}"
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-    with psycopg.connect(pg_url, autocommit=True) as holder:
-        holder.execute("SELECT pg_advisory_lock(4242, hashtext(%s))", (thread_id,))
-        later(0.3, holder.execute, "SELECT pg_advisory_unlock(4242, hashtext(%s))", (thread_id,))
-        client.update_state("chain", config, {"steps": ["edited"]})
+    store.bind_thread(thread_id, "chain")
+    store.heartbeat("holder", "test", 1)  # a live worker holds the thread
+    assert store.acquire_thread(thread_id, "holder", stale=60)
+    later(0.3, store.release_thread, thread_id, "holder")
+    client.update_state("chain", config, {"steps": ["edited"]})
     assert client.get_state("chain", config).values == {"steps": ["edited"]}
 
     client.lock_wait = 0.3
-    with psycopg.connect(pg_url, autocommit=True) as holder:
-        holder.execute("SELECT pg_advisory_lock(4242, hashtext(%s))", (thread_id,))
+    assert store.acquire_thread(thread_id, "holder", stale=60)
+    try:
         with pytest.raises(ThreadBusyError):
             client.update_state("chain", config, {"steps": ["again"]})
+    finally:
+        store.release_thread(thread_id, "holder")
+        store.remove_worker("holder")
+    assert client.get_state("chain", config).values == {"steps": ["edited"]}
+
+
+def test_update_state_refuses_another_graphs_thread(
+    client: GraphClient, store: PostgresRunStore
+) -> None:
+    thread_id = f"notify-{uuid.uuid4()}"
+    store.bind_thread(thread_id, "other")
+    with pytest.raises(GraphMismatchError, match="belongs to graph 'other'"):
+        client.update_state("chain", {"configurable": {"thread_id": thread_id}}, {"steps": []})

@@ -26,7 +26,7 @@ from checkpoint_pg import CheckpointStoreError, SchemaVersionError
 from checkpoint_pg.schema import CHECKPOINT_MIGRATIONS, Migrations
 from workers._sql import MIGRATIONS
 from workers.cli import app
-from workers.store import RunStore, make_pool
+from workers.store import PostgresRunStore, make_pool
 
 pytestmark = pytest.mark.integration
 
@@ -39,6 +39,8 @@ WORKER_TABLES = (
     "graphruntime_runs",
     "graphruntime_step_tasks",
     "graphruntime_steps",
+    "graphruntime_threads",
+    "graphruntime_workers",
 )
 RUN_ID = "00000000-0000-4000-8000-000000000001"
 
@@ -142,7 +144,7 @@ def test_a_fresh_database_migrates_to_the_latest_workers_version(fresh_db: str) 
             MIGRATIONS.check_schema(conn)
     pool = make_pool(fresh_db)
     try:
-        RunStore(pool).setup()
+        PostgresRunStore(pool).setup()
     finally:
         pool.close()
     latest = MIGRATIONS.latest_version()
@@ -156,7 +158,7 @@ def test_a_fresh_database_migrates_to_the_latest_workers_version(fresh_db: str) 
         assert MIGRATIONS.schema_version(conn) == latest
     tables = catalog(fresh_db)
     step_task_columns = {c[1] for c in tables["columns"] if c[0] == "graphruntime_step_tasks"}
-    assert {"started_at", "lease_until", "task_path", "retry_attempts"} <= step_task_columns
+    assert {"started_at", "hold_until", "task_path", "retry_attempts", "error"} <= step_task_columns
     assert {c[0] for c in tables["columns"]} == set(WORKER_TABLES)
     assert {i[1] for i in tables["indexes"]} >= {
         "graphruntime_runs_idempotency",
@@ -212,7 +214,7 @@ def test_a_database_set_up_by_the_old_schema_sql_migrates_and_keeps_its_rows(
         assert MIGRATIONS.schema_version(conn) == 0
     pool = make_pool(fresh_db)
     try:
-        store = RunStore(pool)
+        store = PostgresRunStore(pool)
         store.setup()
         run = store.get_run(RUN_ID)
     finally:
@@ -221,6 +223,12 @@ def test_a_database_set_up_by_the_old_schema_sql_migrates_and_keeps_its_rows(
     assert run.thread_id == "t-old"
     assert run.status == "running"
     assert run.payload == {"x": 1}
+    with connect(fresh_db) as conn:
+        # the thread is bound to the graph of its first run
+        bound = conn.execute(
+            "SELECT graph FROM graphruntime_threads WHERE thread_id = 't-old'"
+        ).fetchall()
+    assert bound == [{"graph": run.graph}]
     with connect(fresh_db) as conn:
         task = conn.execute(
             "SELECT status, task_path, retry_attempts FROM graphruntime_step_tasks"
@@ -268,7 +276,7 @@ def test_a_database_from_an_older_schema_sql_gets_the_later_columns(fresh_db: st
         )
         MIGRATIONS.migrate(conn)
         rows = conn.execute(
-            "SELECT thread_id, status, task_path, retry_attempts, lease_until"
+            "SELECT thread_id, status, task_path, retry_attempts, hold_until"
             " FROM graphruntime_step_tasks"
         ).fetchall()
     assert rows == [
@@ -277,7 +285,7 @@ def test_a_database_from_an_older_schema_sql_gets_the_later_columns(fresh_db: st
             "status": "done",
             "task_path": None,
             "retry_attempts": 0,
-            "lease_until": None,
+            "hold_until": None,
         }
     ]
 
@@ -301,7 +309,7 @@ def test_a_newer_workers_schema_is_refused(fresh_db: str) -> None:
     pool = make_pool(fresh_db)
     try:
         with pytest.raises(SchemaVersionError, match=expected):
-            RunStore(pool).setup()
+            PostgresRunStore(pool).setup()
     finally:
         pool.close()
     result = CliRunner().invoke(app, ["db", "migrate"], env={"DATABASE_URL": fresh_db})

@@ -6,10 +6,10 @@ import pytest
 
 from graphruntime.checkpoint import InMemorySaver, MemorySaver, empty_checkpoint
 from graphruntime.errors import CheckpointError
-from graphruntime.testing.conformance import CheckpointSaverConformance
+from graphruntime.testing.conformance import ClusterSaverConformance
 
 
-class TestInMemorySaver(CheckpointSaverConformance):
+class TestInMemorySaver(ClusterSaverConformance):
     @pytest.fixture
     def saver(self) -> InMemorySaver:
         return InMemorySaver()

@@ -19,10 +19,12 @@ SERDE = JsonSerializer()
 def test_public_names() -> None:
     assert set(checkpoint_pg.__all__) == {
         "CheckpointStoreError",
+        "CheckpointStoreUnavailable",
         "PostgresSaver",
         "PruneResult",
         "SchemaVersionError",
         "database_url",
+        "is_connection_error",
         "latest_version",
         "migrate",
         "schema_version",

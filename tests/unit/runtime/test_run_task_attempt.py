@@ -8,8 +8,16 @@ from typing import Annotated, Any, TypedDict
 import pytest
 
 from graphruntime.checkpoint.memory import InMemorySaver
+from graphruntime.config import RunnableConfig
 from graphruntime.graph import START, StateGraph
-from graphruntime.pregel import PregelLoop, RetryLater, run_task, run_task_attempt
+from graphruntime.pregel import (
+    PregelLoop,
+    RetryLater,
+    StreamSink,
+    TaskResult,
+    run_task,
+    run_task_attempt,
+)
 from graphruntime.types import RetryPolicy, interrupt
 
 
@@ -22,21 +30,28 @@ def _loop(node: Any, policy: RetryPolicy) -> PregelLoop:
     g.add_node("node", node, retry_policy=policy)
     g.add_edge(START, "node")
     compiled = g.compile()
-    loop = compiled.create_loop(
-        {"log": []}, {"configurable": {"thread_id": "t"}}, checkpointer=InMemorySaver()
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    loop = PregelLoop(
+        compiled,
+        config,
+        checkpointer=InMemorySaver(),
+        sink=StreamSink({"values"}, False),
+        options=compiled.run_options(config),
     )
-    loop.first()
-    assert loop.tick()
+    loop.first({"log": []})
+    assert loop.plan()
     (start,) = loop.runnable_tasks()  # __start__ maps the input onto the state
-    loop.commit(start, run_task(start, loop.task_config(start, None)))
-    loop.after_tick()
-    assert loop.tick()
+    outcome = run_task(start, loop.task_config(start))
+    loop.record(start, outcome)
+    loop.settle([TaskResult(start, outcome)])
+    loop.close()
+    assert loop.plan()
     return loop
 
 
 def _attempt(loop: PregelLoop, attempts_done: int) -> Any:
     (task,) = loop.runnable_tasks()
-    return task, run_task_attempt(task, loop.task_config(task, None), attempts_done=attempts_done)
+    return task, run_task_attempt(task, loop.task_config(task), attempts_done=attempts_done)
 
 
 def test_retryable_failures_come_back_with_the_policy_backoff() -> None:

@@ -1,0 +1,206 @@
+"""Driving a run: the superstep loop, written once, and the executors that run its tasks.
+
+:func:`steps` is the loop body every executor shares: plan a step, hand its runnable
+tasks to an executor, settle the results, close the step. It is a generator that
+yields each step's tasks and receives their results, so the same body serves a
+synchronous driver (:func:`drive`), an asynchronous one (:func:`adrive`) and the
+workers' coordinator, whose executor may run a task inline, or dispatch the step's
+tasks as jobs and suspend the run (it raises out of the driver, see
+:class:`StepSuspended`) until the last of them finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import queue
+from collections import deque
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from typing import Protocol
+
+from graphruntime._internal._config import RunnableConfig
+from graphruntime.errors import (
+    ErrorCode,
+    GraphInterrupt,
+    GraphRecursionError,
+    create_error_message,
+)
+from graphruntime.pregel._algo import PreparedTask
+from graphruntime.pregel._loop import PregelLoop, TaskResult
+from graphruntime.pregel._retry import arun_task, run_task
+from graphruntime.pregel._stream import StreamChunk
+from graphruntime.types import RetryPolicy
+
+
+class StepSuspended(Exception):
+    """Raised by an executor that handed the step's tasks to someone else.
+
+    The run is not over: whoever completes the step continues it later from the
+    saved checkpoint and pending writes.
+    """
+
+
+class StepExecutor(Protocol):
+    """Runs a step's tasks and yields each one's result as it finishes."""
+
+    def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]: ...
+
+
+class AsyncStepExecutor(Protocol):
+    """Async twin of :class:`StepExecutor`."""
+
+    def aexecute(
+        self, loop: PregelLoop, tasks: Sequence[PreparedTask]
+    ) -> AsyncIterator[TaskResult]: ...
+
+
+def recursion_error(loop: PregelLoop) -> GraphRecursionError:
+    return GraphRecursionError(
+        create_error_message(
+            message=f"Recursion limit of {loop.recursion_limit} reached without hitting a "
+            "stop condition. You can increase the limit by setting the `recursion_limit` "
+            "config key.",
+            error_code=ErrorCode.GRAPH_RECURSION_LIMIT,
+        )
+    )
+
+
+def steps(loop: PregelLoop) -> Generator[list[PreparedTask], list[TaskResult], None]:
+    """The superstep loop of a started run (after ``first()`` or ``open_step()``).
+
+    Yields the tasks each step still has to run; send back their results. Raises
+    GraphInterrupt when the run pauses and GraphRecursionError past the limit.
+    """
+    while loop.plan():
+        results = yield loop.runnable_tasks()
+        loop.settle(results)
+        loop.close()
+    if loop.status == "out_of_steps":
+        raise recursion_error(loop)
+
+
+def paused(loop: PregelLoop) -> None:
+    """The run stopped at an interrupt: a subgraph passes it up, a root streams its state."""
+    if loop.is_nested:
+        raise GraphInterrupt(tuple(loop.interrupts))
+    if loop.status == "interrupted":
+        loop.emit("values", loop.values_with_pending())
+
+
+def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
+    """Run a started loop to its end in this thread, yielding stream chunks as they appear."""
+    sink = loop.sink
+    body = steps(loop)
+    try:
+        yield from sink.drain()
+        tasks = next(body)
+        while True:
+            yield from sink.drain()
+            results: list[TaskResult] = []
+            for result in executor.execute(loop, tasks):
+                if not result.recorded:
+                    loop.record(result.task, result.outcome)
+                results.append(result)
+                yield from sink.drain()
+            tasks = body.send(results)
+    except StopIteration:
+        pass
+    except GraphInterrupt:
+        paused(loop)
+    yield from sink.drain()
+
+
+async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator[StreamChunk]:
+    """Async twin of :func:`drive` (same body: :func:`steps`)."""
+    sink = loop.sink
+    body = steps(loop)
+    try:
+        for chunk in sink.drain():
+            yield chunk
+        tasks = next(body)
+        while True:
+            for chunk in sink.drain():
+                yield chunk
+            results: list[TaskResult] = []
+            async for result in executor.aexecute(loop, tasks):
+                if not result.recorded:
+                    loop.record(result.task, result.outcome)
+                results.append(result)
+                for chunk in sink.drain():
+                    yield chunk
+            tasks = body.send(results)
+    except StopIteration:
+        pass
+    except GraphInterrupt:
+        paused(loop)
+    for chunk in sink.drain():
+        yield chunk
+
+
+class ThreadExecutor:
+    """Runs a step's tasks in this thread (one task) or on up to N threads.
+
+    The threads pull from one queue, one future per thread rather than per task: a
+    fan-out of thousands of Sends pays no per-task submit/wait overhead. Results come
+    back in completion order; the loop settles them in task order.
+    """
+
+    def __init__(self, max_concurrency: int | None = None) -> None:
+        self.max_workers = max_concurrency or 32
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._pending: deque[tuple[PreparedTask, RunnableConfig, Sequence[RetryPolicy]]] = deque()
+        self._results: queue.SimpleQueue[TaskResult] = queue.SimpleQueue()
+
+    def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
+        policy = loop.graph.retry_policy
+        if len(tasks) == 1:
+            task = tasks[0]
+            yield TaskResult(task, run_task(task, loop.task_config(task), policy))
+            return
+        if not tasks:
+            return
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.max_workers)
+        self._pending.extend((t, loop.task_config(t), policy) for t in tasks)
+        for _ in range(min(self.max_workers, len(tasks))):
+            self._pool.submit(self._work)
+        for _ in range(len(tasks)):
+            yield self._results.get()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                task, config, policy = self._pending.popleft()
+            except IndexError:
+                return
+            try:
+                outcome = run_task(task, config, policy)
+            except BaseException as error:  # noqa: BLE001 - handed to the driving thread
+                outcome = error
+            self._results.put(TaskResult(task, outcome))
+
+    def close(self) -> None:
+        self._pending.clear()  # a stream closed early stops handing out tasks
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
+
+class AsyncioExecutor:
+    """Runs a step's tasks as asyncio tasks, at most ``max_concurrency`` at once."""
+
+    def __init__(self, max_concurrency: int | None = None) -> None:
+        self.semaphore = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+
+    async def _run(self, loop: PregelLoop, task: PreparedTask) -> TaskResult:
+        policy = loop.graph.retry_policy
+        if self.semaphore is None:
+            return TaskResult(task, await arun_task(task, loop.task_config(task), policy))
+        async with self.semaphore:
+            return TaskResult(task, await arun_task(task, loop.task_config(task), policy))
+
+    async def aexecute(
+        self, loop: PregelLoop, tasks: Sequence[PreparedTask]
+    ) -> AsyncIterator[TaskResult]:
+        pending = [asyncio.ensure_future(self._run(loop, t)) for t in tasks]
+        for future in asyncio.as_completed(pending):
+            yield await future

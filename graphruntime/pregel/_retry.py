@@ -1,0 +1,290 @@
+"""Running one task: a node call, its writers, and its RetryPolicy — written once.
+
+:func:`task_attempts` is the task's whole life as a generator. It never calls user
+code that could be async and never sleeps: it *asks* its driver to, by yielding
+
+- :class:`Call` — call the node with this input and config, send back its output
+  (or throw its exception in);
+- :class:`Resolve` — await this awaitable (an ``async def`` router), send back its value;
+- :class:`RetryLater` — the attempt failed and the policy retries it after ``delay``.
+
+Three drivers share it: :func:`run_task` (a thread: calls, ``asyncio.run`` for
+awaitables, sleeps), :func:`arun_task` (a coroutine: awaits, ``asyncio.sleep``) and
+:func:`run_task_attempt` (a distributed job: one attempt; a retry is handed back to
+the caller, who schedules it as a new job instead of sleeping).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import random
+import time
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from graphruntime._internal._call import call_async, call_sync
+from graphruntime._internal._config import RunnableConfig, var_config
+from graphruntime._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_RESUMING,
+    CONFIG_KEY_SCRATCHPAD,
+    NS_SEP,
+)
+from graphruntime.errors import GraphBubbleUp, ParentCommand
+from graphruntime.pregel._algo import PreparedTask
+from graphruntime.types import Command, RetryPolicy
+
+Outcome = BaseException | None
+"""How a task ended: ``None`` (its writes are in ``task.writes``) or the exception."""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Request: call ``func`` on ``input`` under ``config``; send back what it returns."""
+
+    func: Callable[..., Any]
+    input: Any
+    config: RunnableConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Resolve:
+    """Request: await ``awaitable`` (with ``config`` as the context); send back its value."""
+
+    awaitable: Awaitable[Any]
+    config: RunnableConfig
+
+
+@dataclass(frozen=True, slots=True)
+class RetryLater:
+    """A failed attempt that the task's RetryPolicy retries after ``delay`` seconds."""
+
+    delay: float
+    attempts: int  # attempts made so far, this one included
+    error: Exception
+
+
+Request = Call | Resolve | RetryLater
+
+
+def policy_for(policies: Sequence[RetryPolicy], exc: Exception) -> RetryPolicy | None:
+    """The first policy whose ``retry_on`` matches ``exc``."""
+    for policy in policies:
+        retry_on = policy.retry_on
+        if isinstance(retry_on, type) and issubclass(retry_on, BaseException):
+            matches = isinstance(exc, retry_on)
+        elif isinstance(retry_on, Sequence):
+            matches = isinstance(exc, tuple(retry_on))
+        else:
+            matches = bool(retry_on(exc))  # type: ignore[call-arg]
+        if matches:
+            return policy
+    return None
+
+
+def retry_delay(policies: Sequence[RetryPolicy], exc: Exception, attempt: int) -> float | None:
+    """Seconds to wait before retrying after ``attempt`` failures, or None: do not retry.
+
+    Control flow (an interrupt, a Command for a parent graph) is never retried.
+    """
+    if isinstance(exc, GraphBubbleUp):
+        return None
+    policy = policy_for(policies, exc)
+    if policy is None or attempt >= policy.max_attempts:
+        return None
+    delay = min(
+        policy.max_interval, policy.initial_interval * policy.backoff_factor ** (attempt - 1)
+    )
+    return delay + (random.uniform(0, 1) if policy.jitter else 0)
+
+
+def _fresh_attempt(task: PreparedTask, config: RunnableConfig) -> RunnableConfig:
+    """A retry starts over: no writes, interrupt() counting from 0, marked as resuming."""
+    task.writes.clear()
+    scratchpad = config[CONF][CONFIG_KEY_SCRATCHPAD]
+    scratchpad.interrupt_count = 0
+    scratchpad.subgraph_count = 0
+    return {**config, CONF: {**config[CONF], CONFIG_KEY_RESUMING: True}}
+
+
+def _handle_parent_command(task: PreparedTask, exc: ParentCommand, config: RunnableConfig) -> bool:
+    """A Command addressed to this task's graph becomes the task's own writes."""
+    ns: str = config[CONF][CONFIG_KEY_CHECKPOINT_NS]
+    cmd = exc.command
+    if cmd.graph in (ns, task.name):
+        return True
+    if cmd.graph == Command.PARENT:
+        parts = ns.split(NS_SEP)
+        if parts[-1].isdigit():
+            parts.pop()
+        exc.command = replace(cmd, graph=NS_SEP.join(parts[:-1]))
+        exc.args = (exc.command,)
+    return False
+
+
+def _write(
+    task: PreparedTask, output: Any, config: RunnableConfig
+) -> Generator[Request, Any, None]:
+    """Run the node's writers on its output; an async router's result is resolved."""
+    for writer in task.node.writers:
+        token = var_config.set(config)
+        try:
+            writes = writer(output, config)
+        finally:
+            var_config.reset(token)
+        if inspect.isawaitable(writes):
+            writes = yield Resolve(writes, config)
+        task.writes.extend(writes)
+
+
+def task_attempts(
+    task: PreparedTask,
+    config: RunnableConfig,
+    retry_policy: Sequence[RetryPolicy] = (),
+    *,
+    attempts_done: int = 0,
+) -> Generator[Request, Any, Outcome]:
+    """Every attempt of ``task`` until it succeeds, fails for good, or is interrupted.
+
+    ``attempts_done`` counts attempts made elsewhere (earlier jobs), so backoff and
+    ``max_attempts`` carry on. Returns the outcome; writes land in ``task.writes``.
+    """
+    policies = task.node.retry_policy or tuple(retry_policy)
+    attempt = attempts_done
+    if attempt:
+        config = _fresh_attempt(task, config)
+    while True:
+        try:
+            func = task.node.func
+            output = task.input if func is None else (yield Call(func, task.input, config))
+            yield from _write(task, output, config)
+            return None
+        except ParentCommand as exc:
+            if not _handle_parent_command(task, exc, config):
+                return exc
+            try:  # addressed to this very graph: it is this task's own update
+                yield from _write(task, replace(exc.command, graph=None), config)
+            except Exception as error:  # noqa: BLE001 - recorded as the task's failure
+                return error
+            return None
+        except Exception as exc:  # noqa: BLE001 - a node's failure is data: retried or recorded
+            attempt += 1
+            delay = retry_delay(policies, exc, attempt)
+            if delay is None:
+                return exc
+            task.writes.clear()
+            yield RetryLater(delay, attempt, exc)
+            config = _fresh_attempt(task, config)
+
+
+def _call_in_context(request: Call) -> Any:
+    token = var_config.set(request.config)
+    try:
+        return call_sync(request.func, request.input, request.config)
+    finally:
+        var_config.reset(token)
+
+
+def _drive_sync(attempts: Generator[Request, Any, Outcome], *, sleep: bool) -> Outcome | RetryLater:
+    try:
+        request = next(attempts)
+    except StopIteration as done:
+        first: Outcome = done.value
+        return first
+    while True:
+        try:
+            if isinstance(request, Call):
+                try:
+                    output = _call_in_context(request)
+                except Exception as exc:  # noqa: BLE001 - handed to the attempt loop
+                    request = attempts.throw(exc)
+                else:
+                    request = attempts.send(output)
+            elif isinstance(request, Resolve):
+                try:
+                    value = asyncio.run(_awaited(request.awaitable))
+                except Exception as exc:  # noqa: BLE001 - handed to the attempt loop
+                    request = attempts.throw(exc)
+                else:
+                    request = attempts.send(value)
+            elif sleep:
+                time.sleep(request.delay)
+                request = attempts.send(None)
+            else:
+                attempts.close()
+                return request
+        except StopIteration as done:
+            outcome: Outcome = done.value
+            return outcome
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def run_task(
+    task: PreparedTask, config: RunnableConfig, retry_policy: Sequence[RetryPolicy] = ()
+) -> Outcome:
+    """Execute ``task`` in this thread, sleeping out its retries; returns its outcome."""
+    outcome = _drive_sync(task_attempts(task, config, retry_policy), sleep=True)
+    assert not isinstance(outcome, RetryLater)
+    return outcome
+
+
+def run_task_attempt(
+    task: PreparedTask,
+    config: RunnableConfig,
+    retry_policy: Sequence[RetryPolicy] = (),
+    *,
+    attempts_done: int = 0,
+) -> Outcome | RetryLater:
+    """One attempt of ``task``; a failure its RetryPolicy retries comes back as RetryLater.
+
+    For a caller that schedules the next attempt itself (a distributed worker
+    re-queues the task as a job with the delay as its countdown) instead of sleeping.
+    """
+    attempts = task_attempts(task, config, retry_policy, attempts_done=attempts_done)
+    return _drive_sync(attempts, sleep=False)
+
+
+async def arun_task(
+    task: PreparedTask, config: RunnableConfig, retry_policy: Sequence[RetryPolicy] = ()
+) -> Outcome:
+    """Execute ``task`` from a coroutine: async nodes are awaited, sync ones run in a thread."""
+    attempts = task_attempts(task, config, retry_policy)
+    try:
+        request = next(attempts)
+    except StopIteration as done:
+        first: Outcome = done.value
+        return first
+    while True:
+        try:
+            if isinstance(request, Call):
+                token = var_config.set(request.config)
+                try:
+                    output = await call_async(request.func, request.input, request.config)
+                except Exception as exc:  # noqa: BLE001 - handed to the attempt loop
+                    request = attempts.throw(exc)
+                else:
+                    request = attempts.send(output)
+                finally:
+                    var_config.reset(token)
+            elif isinstance(request, Resolve):
+                token = var_config.set(request.config)
+                try:
+                    value = await request.awaitable
+                except Exception as exc:  # noqa: BLE001 - handed to the attempt loop
+                    request = attempts.throw(exc)
+                else:
+                    request = attempts.send(value)
+                finally:
+                    var_config.reset(token)
+            else:
+                await asyncio.sleep(request.delay)
+                request = attempts.send(None)
+        except StopIteration as done:
+            outcome: Outcome = done.value
+            return outcome

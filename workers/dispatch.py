@@ -1,0 +1,130 @@
+"""Putting work on the broker: a step's task jobs, retries after a backoff, re-sends.
+
+The coordinator, the task jobs and the sweeper all dispatch through here, so how
+tasks are chunked into jobs and recorded in the barrier is decided in one place.
+The broker itself is behind :class:`Broker` (Celery in production, an in-process
+queue in unit tests: :class:`workers.testing.InlineBroker`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple, Protocol
+
+from graphruntime.pregel import PreparedTask, RetryLater
+from workers.messages import TaskMessage, TaskRef
+from workers.settings import Settings
+from workers.store import OrphanTask, RunStore
+
+
+class QueueDepths(NamedTuple):
+    """Messages waiting in each queue (not counting those being worked on)."""
+
+    coordinator: int
+    tasks: int
+
+
+class Broker(Protocol):
+    """Sends the workers' messages; the only thing here that talks to the broker."""
+
+    def send_coordinate(self, run_id: str, *, delay: float = 0.0) -> None: ...
+
+    def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None: ...
+
+    def queue_depths(self) -> QueueDepths: ...
+
+    def dead_letter(self, message: str, reason: str) -> None:
+        """Set a refused resume-queue message aside, with why it was refused."""
+        ...
+
+
+def chunk_size(settings: Settings, n_tasks: int) -> int:
+    """Tasks per job: one while the step has few tasks, up to ``task_chunk_max`` for big ones.
+
+    A job runs its tasks one after another, so chunking trades a step's parallelism
+    for fewer broker messages; it starts once a step has twice ``min_jobs_per_step``
+    tasks (and keeps at least that many jobs), where workers are saturated anyway.
+    """
+    return max(1, min(settings.task_chunk_max, n_tasks // settings.min_jobs_per_step))
+
+
+def send_refs(
+    broker: Broker,
+    settings: Settings,
+    run_id: str,
+    thread_id: str,
+    checkpoint_id: str,
+    refs: Sequence[TaskRef],
+    *,
+    delay: float = 0.0,
+) -> None:
+    """Send task jobs for ``refs`` of one step, chunked."""
+    size = chunk_size(settings, len(refs))
+    broker.send_tasks(
+        [
+            TaskMessage(
+                run_id=run_id,
+                thread_id=thread_id,
+                checkpoint_id=checkpoint_id,
+                tasks=tuple(refs[i : i + size]),
+            )
+            for i in range(0, len(refs), size)
+        ],
+        delay=delay,
+    )
+
+
+def dispatch_step(
+    store: RunStore,
+    broker: Broker,
+    settings: Settings,
+    *,
+    run_id: str,
+    thread_id: str,
+    checkpoint_id: str,
+    tasks: Sequence[PreparedTask],
+) -> None:
+    """Register a step's tasks in the barrier and send their jobs.
+
+    Tasks registered before (a coordinator that died between registering and sending)
+    are not sent again here: the sweeper re-sends tasks nobody claims.
+    """
+    by_id = {t.id: t for t in tasks}
+    new = store.register_tasks(run_id, thread_id, checkpoint_id, [(t.id, t.path) for t in tasks])
+    refs = [TaskRef(id=task_id, path=tuple(by_id[task_id].path)) for task_id in new]
+    if refs:
+        send_refs(broker, settings, run_id, thread_id, checkpoint_id, refs)
+    store.touch_run(run_id)  # after the send: a failure here must not skip it
+
+
+def dispatch_retry(
+    store: RunStore,
+    broker: Broker,
+    settings: Settings,
+    *,
+    run_id: str,
+    thread_id: str,
+    checkpoint_id: str,
+    task: PreparedTask,
+    retry: RetryLater,
+) -> None:
+    """Send a task's next attempt as a job that starts after the policy's backoff."""
+    store.register_tasks(run_id, thread_id, checkpoint_id, [(task.id, task.path)])
+    # the sweeper leaves it alone until then
+    hold = retry.delay + 2 * settings.heartbeat_interval
+    store.hold_for_retry(run_id, checkpoint_id, task.id, retry.attempts, hold)
+    ref = TaskRef(id=task.id, path=tuple(task.path), attempts=retry.attempts)
+    send_refs(broker, settings, run_id, thread_id, checkpoint_id, [ref], delay=retry.delay)
+
+
+def resend_orphans(broker: Broker, settings: Settings, orphans: Iterable[OrphanTask]) -> int:
+    """Send again the tasks the sweeper found orphaned, chunked per step; returns how many."""
+    steps: dict[tuple[str, str, str], list[TaskRef]] = defaultdict(list)
+    for orphan in orphans:
+        steps[(orphan.run_id, orphan.thread_id, orphan.checkpoint_id)].append(
+            TaskRef(id=orphan.task_id, path=orphan.path, attempts=orphan.retry_attempts)
+        )
+    for (run_id, thread_id, checkpoint_id), refs in steps.items():
+        send_refs(broker, settings, run_id, thread_id, checkpoint_id, refs)
+    return sum(len(refs) for refs in steps.values())

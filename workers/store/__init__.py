@@ -1,0 +1,39 @@
+"""The workers' run store: runs, the step barrier, thread leases, heartbeats, events.
+
+:class:`RunStore` is the protocol; :class:`PostgresRunStore` keeps it in Postgres
+(production) and :class:`InMemoryRunStore` in memory (unit tests).
+"""
+
+from __future__ import annotations
+
+from workers.store._model import (
+    TERMINAL,
+    Event,
+    EventRow,
+    NewRun,
+    OrphanTask,
+    Run,
+    RunKind,
+    RunStatus,
+    RunStore,
+    StepTask,
+)
+from workers.store.memory import InMemoryRunStore, ManualClock
+from workers.store.postgres import PostgresRunStore, make_pool
+
+__all__ = (
+    "TERMINAL",
+    "Event",
+    "EventRow",
+    "InMemoryRunStore",
+    "ManualClock",
+    "NewRun",
+    "OrphanTask",
+    "PostgresRunStore",
+    "Run",
+    "RunKind",
+    "RunStatus",
+    "RunStore",
+    "StepTask",
+    "make_pool",
+)

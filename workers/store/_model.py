@@ -1,0 +1,242 @@
+"""What the workers keep about runs, and the :class:`RunStore` protocol that keeps it.
+
+The coordinator, the task jobs, the sweeper and the client talk to a ``RunStore``
+only; :class:`~workers.store.postgres.PostgresRunStore` is the production one and
+:class:`~workers.store.memory.InMemoryRunStore` the test double. Errors are the
+workers' own (:class:`~workers.errors.StoreError`,
+:class:`~workers.errors.StoreUnavailableError`), never a driver's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+RunStatus = Literal["queued", "running", "interrupted", "success", "error"]
+RunKind = Literal["input", "command", "resume"]
+TERMINAL: frozenset[str] = frozenset({"interrupted", "success", "error"})
+EventRow = tuple[tuple[str, ...], str, Any]
+"""``(namespace, stream mode, payload)``: one stream chunk of a run."""
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """A run to queue (see :meth:`RunStore.create_run`)."""
+
+    run_id: str
+    thread_id: str
+    graph: str
+    kind: RunKind
+    payload: dict[str, Any]
+    idempotency_key: str | None = None
+    request_digest: str | None = None
+    origin: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    """One ``invoke``/``submit`` of a graph on a thread.
+
+    ``payload`` is what the client stored: ``{"input", "config", "stream_modes",
+    "subgraphs", "interrupt_before", "interrupt_after"}``. ``payload_error`` says why
+    it could not be decoded here (then ``payload`` is empty), e.g. a value of a class
+    this process may not load.
+    """
+
+    run_id: str
+    thread_id: str
+    graph: str
+    status: str
+    kind: str
+    payload: dict[str, Any]
+    stop: int | None
+    result: Any
+    error: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+    idempotency_key: str | None = None
+    request_digest: str | None = None
+    resumes_run: str | None = None
+    origin: dict[str, Any] | None = None
+    payload_error: str | None = None
+    result_error: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+
+@dataclass(frozen=True)
+class Event:
+    """A stored stream chunk of a run, in order (``seq``)."""
+
+    seq: int
+    ns: tuple[str, ...]
+    mode: str
+    payload: Any
+
+
+@dataclass(frozen=True)
+class StepTask:
+    """A dispatched task's barrier row: ``dispatched`` until a job completes it."""
+
+    task_id: str
+    status: Literal["dispatched", "done"]
+    error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class OrphanTask:
+    """An open task nobody will finish (its worker died, or its message was lost)."""
+
+    run_id: str
+    thread_id: str
+    checkpoint_id: str
+    task_id: str
+    path: tuple[Any, ...]
+    retry_attempts: int
+    resends: int
+
+
+class RunStore(Protocol):
+    """Runs, the step barrier, thread leases, heartbeats and stream events."""
+
+    # --- runs -----------------------------------------------------------------------
+    def create_run(self, new: NewRun) -> tuple[Run, bool]:
+        """Queue a run; returns (run, created).
+
+        The same idempotency key on the thread returns the existing run (created
+        False), unless its request differs: :class:`~workers.errors.ResumeConflictError`.
+        A thread first run under one graph refuses others
+        (:class:`~workers.errors.GraphMismatchError`); a second resume of the same
+        pause raises :class:`~workers.errors.ResumeConflictError`.
+        """
+        ...
+
+    def get_run(self, run_id: str) -> Run:
+        """The run; :class:`~workers.errors.RunNotFoundError` if there is none."""
+        ...
+
+    def next_run(self, thread_id: str) -> Run | None:
+        """The thread's oldest queued or running run."""
+        ...
+
+    def active_runs(self, thread_id: str) -> list[str]: ...
+
+    def set_running(self, run_id: str, stop: int) -> None:
+        """Mark the run started, with the last step it may take."""
+        ...
+
+    def touch_run(self, run_id: str) -> None: ...
+
+    def finish_run(
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        result: Any = None,
+        error: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """End a queued or running run; False if it had already ended."""
+        ...
+
+    def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]: ...
+
+    # --- thread leases and worker heartbeats --------------------------------------------
+    def bind_thread(self, thread_id: str, graph: str) -> str:
+        """The graph the thread belongs to; a new thread is bound to ``graph`` now."""
+        ...
+
+    def acquire_thread(self, thread_id: str, worker: str, stale: float) -> bool:
+        """Lease the thread to ``worker`` if free, already its, or held by a dead worker."""
+        ...
+
+    def release_thread(self, thread_id: str, worker: str) -> None: ...
+
+    def heartbeat(
+        self, worker: str, hostname: str, pid: int, *, keep: str | None = None, grace: float = 0.0
+    ) -> None:
+        """Record that ``worker`` is alive; free its task claims not made with token ``keep``.
+
+        Claims younger than ``grace`` seconds stay (a job that just began).
+        """
+        ...
+
+    def remove_worker(self, worker: str) -> None: ...
+
+    def live_workers(self, stale: float) -> list[dict[str, Any]]: ...
+
+    # --- the step barrier ---------------------------------------------------------------
+    def register_tasks(
+        self,
+        run_id: str,
+        thread_id: str,
+        checkpoint_id: str,
+        tasks: Sequence[tuple[str, Sequence[Any]]],
+    ) -> list[str]:
+        """Open the barrier rows of a step's (task id, path); returns the ids new here."""
+        ...
+
+    def step_tasks(self, run_id: str, checkpoint_id: str) -> dict[str, StepTask]: ...
+
+    def claim_tasks(
+        self,
+        run_id: str,
+        checkpoint_id: str,
+        tasks: Sequence[tuple[str, Sequence[Any], int]],
+        worker: str,
+        stale: float,
+        token: str | None = None,
+    ) -> list[str]:
+        """Claim the (task id, path, attempts) still open and held by nobody alive; ids in order.
+
+        ``token`` names the job execution that claims (see :meth:`heartbeat`).
+
+        A task whose registered path differs from the message's is not claimed.
+
+        A message of an earlier attempt than the task's recorded retries claims nothing.
+        """
+        ...
+
+    def complete_tasks(
+        self,
+        run_id: str,
+        checkpoint_id: str,
+        outcomes: Mapping[str, Mapping[str, Any] | None],
+        worker: str,
+        events: Mapping[str, Sequence[EventRow]],
+    ) -> tuple[int, int]:
+        """Mark claimed tasks done with their error (or None), keep their events.
+
+        Returns (how many this call completed, tasks of the step still open). The step's
+        counter goes down in the same transaction, so exactly one completer sees zero.
+        """
+        ...
+
+    def release_claims(
+        self, run_id: str, checkpoint_id: str, task_ids: Sequence[str], worker: str
+    ) -> None:
+        """Free ``worker``'s claims on open tasks (a job giving up, to be retried anywhere)."""
+        ...
+
+    def hold_for_retry(
+        self, run_id: str, checkpoint_id: str, task_id: str, attempts: int, hold: float
+    ) -> None:
+        """Release a failed task's claim; nobody re-sends it for ``hold`` seconds."""
+        ...
+
+    # --- the sweeper ----------------------------------------------------------------------
+    def orphaned_tasks(self, stale: float, unclaimed: float, limit: int) -> list[OrphanTask]:
+        """Open tasks claimed by dead workers or unclaimed for ``unclaimed`` s; re-dispatched."""
+        ...
+
+    def stalled_runs(self, stale: float, idle: float, limit: int) -> list[str]:
+        """Oldest runs of their threads that nothing advances; marked as nudged."""
+        ...
+
+    # --- events -----------------------------------------------------------------------------
+    def add_events(self, run_id: str, chunks: Sequence[EventRow]) -> None: ...
+
+    def events_after(self, run_id: str, after: int) -> list[Event]: ...

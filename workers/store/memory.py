@@ -1,0 +1,521 @@
+"""The run store in memory: the Postgres store's semantics, for fast unit tests.
+
+Every method does under one lock what the matching statement in
+``workers/sql/queries.sql`` does in one transaction. Time comes from a clock the
+test can move (:class:`ManualClock`), so heartbeats going stale and tasks waiting
+for a worker are decided without sleeping. Values go through the serde, as in
+Postgres, so nothing a caller holds aliases what is stored.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from graphruntime.checkpoint import JsonSerializer, SerializerProtocol
+from graphruntime.errors import CheckpointError
+from workers.errors import RunNotFoundError
+from workers.store._model import (
+    TERMINAL,
+    Event,
+    EventRow,
+    NewRun,
+    OrphanTask,
+    Run,
+    RunStatus,
+    StepTask,
+)
+from workers.store.postgres import refused_as
+
+__all__ = ("InMemoryRunStore", "ManualClock")
+
+
+class ManualClock:
+    """A clock tests move by hand (``advance``); starts at a fixed instant."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@dataclass
+class _RunRow:
+    run_id: str
+    thread_id: str
+    graph: str
+    status: str
+    kind: str
+    payload: tuple[str, bytes]
+    idempotency_key: str | None
+    request_digest: str | None
+    origin: dict[str, Any] | None
+    resumes_run: str | None
+    created_at: datetime
+    updated_at: datetime
+    seq: int
+    stop: int | None = None
+    result: tuple[str, bytes] | None = None
+    error: dict[str, Any] | None = None
+
+
+@dataclass
+class _TaskRow:
+    run_id: str
+    checkpoint_id: str
+    task_id: str
+    thread_id: str
+    path: tuple[Any, ...]
+    dispatched_at: datetime
+    status: str = "dispatched"
+    worker: str | None = None
+    claimed_at: datetime | None = None
+    claim_token: str | None = None
+    hold_until: datetime | None = None
+    retry_attempts: int = 0
+    resends: int = 1
+    error: dict[str, Any] | None = None
+
+
+@dataclass
+class _Thread:
+    graph: str
+    lease_holder: str | None = None
+
+
+@dataclass
+class _State:
+    runs: dict[str, _RunRow] = field(default_factory=dict)
+    threads: dict[str, _Thread] = field(default_factory=dict)
+    workers: dict[str, tuple[str, int, datetime, datetime]] = field(default_factory=dict)
+    tasks: dict[tuple[str, str, str], _TaskRow] = field(default_factory=dict)
+    open_tasks: dict[tuple[str, str], int] = field(default_factory=dict)
+    events: list[tuple[int, str, tuple[str, ...], str, tuple[str, bytes]]] = field(
+        default_factory=list
+    )
+
+
+class InMemoryRunStore:
+    """A :class:`~workers.store.RunStore` in memory (see the module docstring)."""
+
+    def __init__(
+        self,
+        serde: SerializerProtocol | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.serde = serde or JsonSerializer()
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self._lock = threading.RLock()
+        self._state = _State()
+        self._seq = itertools.count(1)
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _alive(self, worker: str | None, stale: float) -> bool:
+        found = self._state.workers.get(worker) if worker is not None else None
+        return found is not None and found[3] > self.clock() - timedelta(seconds=stale)
+
+    def _load(self, typed: tuple[str, bytes] | None) -> Any:
+        return None if typed is None else self.serde.loads_typed(typed)
+
+    def _run(self, row: _RunRow) -> Run:
+        payload: Any = {}
+        payload_error = result_error = None
+        try:
+            payload = self._load(row.payload)
+        except CheckpointError as exc:
+            payload_error = str(exc)
+        result = None
+        try:
+            result = self._load(row.result)
+        except CheckpointError as exc:
+            result_error = str(exc)
+        return Run(
+            run_id=row.run_id,
+            thread_id=row.thread_id,
+            graph=row.graph,
+            status=row.status,
+            kind=row.kind,
+            payload=payload if isinstance(payload, dict) else {},
+            stop=row.stop,
+            result=result,
+            error=dict(row.error) if row.error is not None else None,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            idempotency_key=row.idempotency_key,
+            request_digest=row.request_digest,
+            resumes_run=row.resumes_run,
+            origin=dict(row.origin) if row.origin is not None else None,
+            payload_error=payload_error,
+            result_error=result_error,
+        )
+
+    def _thread_runs(self, thread_id: str) -> list[_RunRow]:
+        return sorted(
+            (r for r in self._state.runs.values() if r.thread_id == thread_id),
+            key=lambda r: (r.created_at, r.seq),
+        )
+
+    # --- runs ----------------------------------------------------------------------------
+
+    def create_run(self, new: NewRun) -> tuple[Run, bool]:
+        payload = self.serde.dumps_typed(new.payload)
+        with self._lock:
+            state = self._state
+            thread = state.threads.get(new.thread_id)
+            if thread is None and new.kind != "resume":
+                thread = state.threads[new.thread_id] = _Thread(new.graph)
+            runs = self._thread_runs(new.thread_id)
+            latest: str | None = None
+            if runs:
+                last = runs[-1]
+                under_way = last.kind == "resume" and last.status not in TERMINAL
+                latest = last.resumes_run if under_way else last.run_id
+            resumes = latest if new.kind == "resume" else None
+            same_key = next(
+                (
+                    r
+                    for r in runs
+                    if new.idempotency_key is not None and r.idempotency_key == new.idempotency_key
+                ),
+                None,
+            )
+            same_pause = next(
+                (r for r in runs if resumes is not None and r.resumes_run == resumes), None
+            )
+            fits = thread is not None and thread.graph == new.graph
+            if fits and same_key is None and same_pause is None:
+                now = self.clock()
+                row = _RunRow(
+                    run_id=new.run_id,
+                    thread_id=new.thread_id,
+                    graph=new.graph,
+                    status="queued",
+                    kind=new.kind,
+                    payload=payload,
+                    idempotency_key=new.idempotency_key,
+                    request_digest=new.request_digest,
+                    origin=dict(new.origin) if new.origin is not None else None,
+                    resumes_run=resumes,
+                    created_at=now,
+                    updated_at=now,
+                    seq=next(self._seq),
+                )
+                state.runs[row.run_id] = row
+                return self._run(row), True
+            why = {
+                "thread_graph": thread.graph if thread is not None else None,
+                "same_key_run": same_key.run_id if same_key else None,
+                "same_key_digest": same_key.request_digest if same_key else None,
+                "same_pause_run": same_pause.run_id if same_pause else None,
+                "same_pause_status": same_pause.status if same_pause else None,
+            }
+        return self.get_run(refused_as(new, why)), False
+
+    def get_run(self, run_id: str) -> Run:
+        with self._lock:
+            row = self._state.runs.get(run_id)
+            if row is None:
+                raise RunNotFoundError(f"No run {run_id}: check the id (graphrun runs lists them).")
+            return self._run(row)
+
+    def next_run(self, thread_id: str) -> Run | None:
+        with self._lock:
+            for row in self._thread_runs(thread_id):
+                if row.status not in TERMINAL:
+                    return self._run(row)
+        return None
+
+    def active_runs(self, thread_id: str) -> list[str]:
+        with self._lock:
+            return [r.run_id for r in self._thread_runs(thread_id) if r.status not in TERMINAL]
+
+    def set_running(self, run_id: str, stop: int) -> None:
+        with self._lock:
+            row = self._state.runs[run_id]
+            if row.status == "queued":
+                row.status, row.stop, row.updated_at = "running", stop, self.clock()
+
+    def touch_run(self, run_id: str) -> None:
+        with self._lock:
+            self._state.runs[run_id].updated_at = self.clock()
+
+    def finish_run(
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        result: Any = None,
+        error: Mapping[str, Any] | None = None,
+    ) -> bool:
+        typed = self.serde.dumps_typed(result) if result is not None else None
+        with self._lock:
+            row = self._state.runs[run_id]
+            if row.status in TERMINAL:
+                return False
+            row.status, row.result, row.updated_at = status, typed, self.clock()
+            row.error = dict(error) if error is not None else None
+            return True
+
+    def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = list(reversed(self._thread_runs(thread_id)))[:limit]
+            return [
+                {
+                    "run_id": r.run_id,
+                    "status": r.status,
+                    "kind": r.kind,
+                    "created_at": r.created_at,
+                    "updated_at": r.updated_at,
+                    "error": r.error,
+                }
+                for r in rows
+            ]
+
+    # --- thread leases and heartbeats ----------------------------------------------------
+
+    def bind_thread(self, thread_id: str, graph: str) -> str:
+        with self._lock:
+            return self._state.threads.setdefault(thread_id, _Thread(graph)).graph
+
+    def acquire_thread(self, thread_id: str, worker: str, stale: float) -> bool:
+        with self._lock:
+            thread = self._state.threads.get(thread_id)
+            if thread is None:
+                return False
+            holder = thread.lease_holder
+            if holder is None or holder == worker or not self._alive(holder, stale):
+                thread.lease_holder = worker
+                return True
+            return False
+
+    def release_thread(self, thread_id: str, worker: str) -> None:
+        with self._lock:
+            thread = self._state.threads.get(thread_id)
+            if thread is not None and thread.lease_holder == worker:
+                thread.lease_holder = None
+
+    def heartbeat(
+        self, worker: str, hostname: str, pid: int, *, keep: str | None = None, grace: float = 0.0
+    ) -> None:
+        with self._lock:
+            now = self.clock()
+            started = self._state.workers.get(worker, (hostname, pid, now, now))[2]
+            self._state.workers[worker] = (hostname, pid, started, now)
+            for row in self._state.tasks.values():
+                if (
+                    row.worker == worker
+                    and row.status == "dispatched"
+                    and row.claim_token != keep
+                    and row.claimed_at is not None
+                    and row.claimed_at < now - timedelta(seconds=grace)
+                ):
+                    row.worker = row.claimed_at = row.claim_token = None
+
+    def remove_worker(self, worker: str) -> None:
+        with self._lock:
+            self._state.workers.pop(worker, None)
+
+    def live_workers(self, stale: float) -> list[dict[str, Any]]:
+        with self._lock:
+            return [
+                {"worker": w, "hostname": h, "pid": p, "started_at": s, "heartbeat_at": b}
+                for w, (h, p, s, b) in sorted(self._state.workers.items())
+                if self._alive(w, stale)
+            ]
+
+    # --- the step barrier ----------------------------------------------------------------
+
+    def register_tasks(
+        self,
+        run_id: str,
+        thread_id: str,
+        checkpoint_id: str,
+        tasks: Sequence[tuple[str, Sequence[Any]]],
+    ) -> list[str]:
+        with self._lock:
+            new: list[str] = []
+            for task_id, path in tasks:
+                key = (run_id, checkpoint_id, task_id)
+                if key in self._state.tasks:
+                    continue
+                self._state.tasks[key] = _TaskRow(
+                    run_id, checkpoint_id, task_id, thread_id, tuple(path), self.clock()
+                )
+                new.append(task_id)
+            step = (run_id, checkpoint_id)
+            self._state.open_tasks[step] = self._state.open_tasks.get(step, 0) + len(new)
+            return new
+
+    def step_tasks(self, run_id: str, checkpoint_id: str) -> dict[str, StepTask]:
+        with self._lock:
+            return {
+                t.task_id: StepTask(t.task_id, t.status, t.error)  # type: ignore[arg-type]
+                for t in self._state.tasks.values()
+                if t.run_id == run_id and t.checkpoint_id == checkpoint_id
+            }
+
+    def claim_tasks(
+        self,
+        run_id: str,
+        checkpoint_id: str,
+        tasks: Sequence[tuple[str, Sequence[Any], int]],
+        worker: str,
+        stale: float,
+        token: str | None = None,
+    ) -> list[str]:
+        claimed: list[str] = []
+        with self._lock:
+            for task_id, path, attempts in tasks:
+                row = self._state.tasks.get((run_id, checkpoint_id, task_id))
+                if row is None or row.status == "done" or row.retry_attempts > attempts:
+                    continue
+                if list(row.path) != list(path):
+                    continue
+                if row.worker not in (None, worker) and self._alive(row.worker, stale):
+                    continue
+                row.worker, row.claimed_at, row.claim_token = worker, self.clock(), token
+                claimed.append(task_id)
+        return claimed
+
+    def complete_tasks(
+        self,
+        run_id: str,
+        checkpoint_id: str,
+        outcomes: Mapping[str, Mapping[str, Any] | None],
+        worker: str,
+        events: Mapping[str, Sequence[EventRow]],
+    ) -> tuple[int, int]:
+        with self._lock:
+            done = []
+            for task_id, error in outcomes.items():
+                row = self._state.tasks.get((run_id, checkpoint_id, task_id))
+                if row is None or row.status == "done" or row.worker != worker:
+                    continue
+                row.status, row.error = "done", dict(error) if error is not None else None
+                done.append(task_id)
+            if not done:
+                return 0, -1
+            step = (run_id, checkpoint_id)
+            self._state.open_tasks[step] = self._state.open_tasks.get(step, 0) - len(done)
+            self.add_events(run_id, [e for t in done for e in events.get(t, ())])
+            return len(done), self._state.open_tasks[step]
+
+    def release_claims(
+        self, run_id: str, checkpoint_id: str, task_ids: Sequence[str], worker: str
+    ) -> None:
+        with self._lock:
+            for task_id in task_ids:
+                row = self._state.tasks.get((run_id, checkpoint_id, task_id))
+                if row is not None and row.worker == worker and row.status != "done":
+                    row.worker = row.claimed_at = row.claim_token = None
+
+    def hold_for_retry(
+        self, run_id: str, checkpoint_id: str, task_id: str, attempts: int, hold: float
+    ) -> None:
+        with self._lock:
+            row = self._state.tasks.get((run_id, checkpoint_id, task_id))
+            if row is not None and row.status != "done":
+                row.retry_attempts = attempts
+                row.hold_until = self.clock() + timedelta(seconds=hold)
+                row.worker = row.claimed_at = row.claim_token = None
+
+    # --- the sweeper ---------------------------------------------------------------------
+
+    def orphaned_tasks(self, stale: float, unclaimed: float, limit: int) -> list[OrphanTask]:
+        with self._lock:
+            now = self.clock()
+            found: list[OrphanTask] = []
+            rows = sorted(self._state.tasks.values(), key=lambda t: t.dispatched_at)
+            for row in rows:
+                if len(found) >= limit:
+                    break
+                run = self._state.runs.get(row.run_id)
+                if row.status != "dispatched" or run is None or run.status in TERMINAL:
+                    continue
+                if row.hold_until is not None and row.hold_until >= now:
+                    continue
+                if row.worker is None:
+                    orphaned = row.dispatched_at < now - timedelta(seconds=unclaimed)
+                else:
+                    orphaned = not self._alive(row.worker, stale)
+                if not orphaned:
+                    continue
+                row.dispatched_at, row.worker, row.claimed_at, row.claim_token = (
+                    now,
+                    None,
+                    None,
+                    None,
+                )
+                row.resends += 1
+                found.append(
+                    OrphanTask(
+                        run_id=row.run_id,
+                        thread_id=row.thread_id,
+                        checkpoint_id=row.checkpoint_id,
+                        task_id=row.task_id,
+                        path=row.path,
+                        retry_attempts=row.retry_attempts,
+                        resends=row.resends,
+                    )
+                )
+            return found
+
+    def stalled_runs(self, stale: float, idle: float, limit: int) -> list[str]:
+        with self._lock:
+            now = self.clock()
+            found: list[str] = []
+            oldest: dict[str, _RunRow] = {}
+            for row in sorted(self._state.runs.values(), key=lambda r: (r.created_at, r.seq)):
+                if row.status not in TERMINAL:
+                    oldest.setdefault(row.thread_id, row)
+            for row in sorted(oldest.values(), key=lambda r: r.updated_at):
+                if len(found) >= limit:
+                    break
+                if row.updated_at >= now - timedelta(seconds=idle):
+                    continue
+                if any(
+                    t.run_id == row.run_id and t.status == "dispatched"
+                    for t in self._state.tasks.values()
+                ):
+                    continue
+                thread = self._state.threads.get(row.thread_id)
+                holder = thread.lease_holder if thread is not None else None
+                if holder is not None and self._alive(holder, stale):
+                    continue
+                row.updated_at = now
+                found.append(row.run_id)
+            return found
+
+    # --- events --------------------------------------------------------------------------
+
+    def add_events(self, run_id: str, chunks: Sequence[EventRow]) -> None:
+        typed = [(ns, mode, self.serde.dumps_typed(payload)) for ns, mode, payload in chunks]
+        with self._lock:
+            for ns, mode, payload in typed:
+                self._state.events.append((next(self._seq), run_id, tuple(ns), mode, payload))
+
+    def events_after(self, run_id: str, after: int) -> list[Event]:
+        with self._lock:
+            rows = [e for e in self._state.events if e[1] == run_id and e[0] > after]
+        return [Event(seq, ns, mode, self._load(payload)) for seq, _, ns, mode, payload in rows]
+
+    # --- test helpers --------------------------------------------------------------------
+
+    def task_row(self, run_id: str, checkpoint_id: str, task_id: str) -> _TaskRow:
+        """A copy of a barrier row, for assertions."""
+        with self._lock:
+            return replace(self._state.tasks[(run_id, checkpoint_id, task_id)])
+
+    def thread_lease(self, thread_id: str) -> str | None:
+        with self._lock:
+            thread = self._state.threads.get(thread_id)
+            return thread.lease_holder if thread is not None else None

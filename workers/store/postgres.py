@@ -1,0 +1,517 @@
+"""The run store on Postgres: every statement in ``workers/sql/queries.sql``.
+
+Each method borrows a pool connection for one statement (or one transaction) and
+gives it back before it returns: no method holds a connection while it waits for
+another, so one store (and one client) can be shared by any number of threads.
+Driver errors are wrapped: :class:`~workers.errors.StoreUnavailableError` when the
+database could not be reached (classified by SQLSTATE), else
+:class:`~workers.errors.StoreError`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, LiteralString
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from checkpoint_pg import is_connection_error
+from graphruntime.checkpoint import JsonSerializer, SerializerProtocol
+from graphruntime.errors import CheckpointError, InvalidResumeError
+from workers._sql import MIGRATIONS, query
+from workers.errors import (
+    GraphMismatchError,
+    ResumeConflictError,
+    RunNotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
+from workers.store._model import (
+    Event,
+    EventRow,
+    NewRun,
+    OrphanTask,
+    Run,
+    RunStatus,
+    StepTask,
+)
+
+__all__ = ("PostgresRunStore", "make_pool")
+
+
+class PostgresRunStore:
+    """All of the workers' SQL; the saver keeps checkpoints, this keeps everything else."""
+
+    def __init__(self, pool: ConnectionPool[Any], serde: SerializerProtocol | None = None) -> None:
+        self.pool = pool
+        self.serde = serde or JsonSerializer()
+
+    def setup(self) -> None:
+        """Apply the workers' pending migrations (workers/sql/migrations)."""
+        MIGRATIONS.migrate(self.pool)
+
+    def close(self) -> None:
+        """Close the pool (the store owns it when it came from ``workers.runtime.connect``)."""
+        self.pool.close()
+
+    @contextmanager
+    def _conn(self, operation: str) -> Iterator[psycopg.Connection[Any]]:
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.Error, OSError) as exc:
+            if isinstance(exc, OSError) or is_connection_error(exc):
+                raise StoreUnavailableError(
+                    f"run store: {operation} could not reach Postgres: {exc}"
+                ) from exc
+            raise StoreError(f"run store: {operation} failed: {exc}") from exc
+        except Exception as exc:
+            if is_connection_error(exc):  # psycopg_pool.PoolTimeout
+                raise StoreUnavailableError(
+                    f"run store: {operation} got no connection: {exc}"
+                ) from exc
+            raise
+
+    # --- serde ---------------------------------------------------------------------------
+
+    def _dump(self, value: Any) -> tuple[str, bytes]:
+        return self.serde.dumps_typed(value)
+
+    def _load(self, type_: str | None, data: bytes | None) -> Any:
+        if type_ is None or data is None:
+            return None
+        return self.serde.loads_typed((type_, bytes(data)))
+
+    def _run(self, row: Mapping[str, Any]) -> Run:
+        payload: Any = {}
+        payload_error = result_error = None
+        try:
+            payload = self._load(row["payload_type"], row["payload"])
+        except CheckpointError as exc:
+            payload_error = str(exc)
+        result = None
+        try:
+            result = self._load(row["result_type"], row["result"])
+        except CheckpointError as exc:
+            result_error = str(exc)
+        return Run(
+            run_id=str(row["run_id"]),
+            thread_id=row["thread_id"],
+            graph=row["graph"],
+            status=row["status"],
+            kind=row["kind"],
+            payload=payload if isinstance(payload, dict) else {},
+            stop=row["stop"],
+            result=result,
+            error=row["error"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            idempotency_key=row.get("idempotency_key"),
+            request_digest=row.get("request_digest"),
+            resumes_run=str(row["resumes_run"]) if row.get("resumes_run") else None,
+            origin=row.get("origin"),
+            payload_error=payload_error,
+            result_error=result_error,
+        )
+
+    # --- runs ----------------------------------------------------------------------------
+
+    def create_run(self, new: NewRun) -> tuple[Run, bool]:
+        payload_type, payload_bytes = self._dump(new.payload)
+        params = {
+            "run_id": new.run_id,
+            "thread_id": new.thread_id,
+            "graph": new.graph,
+            "kind": new.kind,
+            "payload_type": payload_type,
+            "payload": payload_bytes,
+            "idempotency_key": new.idempotency_key,
+            "request_digest": new.request_digest,
+            "origin": json.dumps(new.origin) if new.origin is not None else None,
+        }
+        with self._conn("create_run") as conn:
+            row = conn.execute(query("create_run"), params).fetchone()
+            if row is None:
+                why = conn.execute(query("explain_refused_run"), params).fetchone()
+        if row is not None:
+            return self._run(row), True
+        assert why is not None
+        return self.get_run(str(refused_as(new, why))), False
+
+    def get_run(self, run_id: str) -> Run:
+        with self._conn("get_run") as conn:
+            row = conn.execute(query("get_run"), {"run_id": run_id}).fetchone()
+        if row is None:
+            raise RunNotFoundError(f"No run {run_id}: check the id (graphrun runs lists them).")
+        return self._run(row)
+
+    def next_run(self, thread_id: str) -> Run | None:
+        with self._conn("next_run") as conn:
+            row = conn.execute(query("next_run"), {"thread_id": thread_id}).fetchone()
+        return None if row is None else self._run(row)
+
+    def active_runs(self, thread_id: str) -> list[str]:
+        with self._conn("active_runs") as conn:
+            rows = conn.execute(query("active_runs_of_thread"), {"thread_id": thread_id}).fetchall()
+        return [str(r["run_id"]) for r in rows]
+
+    def set_running(self, run_id: str, stop: int) -> None:
+        with self._conn("set_running") as conn:
+            conn.execute(query("set_running"), {"run_id": run_id, "stop": stop})
+
+    def touch_run(self, run_id: str) -> None:
+        with self._conn("touch_run") as conn:
+            conn.execute(query("touch_run"), {"run_id": run_id})
+
+    def finish_run(
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        result: Any = None,
+        error: Mapping[str, Any] | None = None,
+    ) -> bool:
+        result_type, result_bytes = self._dump(result) if result is not None else (None, None)
+        params = {
+            "run_id": run_id,
+            "status": status,
+            "result_type": result_type,
+            "result": result_bytes,
+            "error": json.dumps(dict(error)) if error is not None else None,
+        }
+        with self._conn("finish_run") as conn:
+            cur = conn.execute(query("finish_run"), params)
+            return bool(cur.rowcount > 0)
+
+    def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]:
+        with self._conn("runs_of_thread") as conn:
+            rows: list[dict[str, Any]] = conn.execute(
+                query("runs_of_thread"), {"thread_id": thread_id, "limit": limit}
+            ).fetchall()
+        return rows
+
+    # --- thread leases and heartbeats ----------------------------------------------------
+
+    def bind_thread(self, thread_id: str, graph: str) -> str:
+        with self._conn("bind_thread") as conn:
+            row = conn.execute(
+                query("bind_thread"), {"thread_id": thread_id, "graph": graph}
+            ).fetchone()
+        assert row is not None
+        return str(row["graph"])
+
+    def acquire_thread(self, thread_id: str, worker: str, stale: float) -> bool:
+        params = {"thread_id": thread_id, "worker": worker, "stale": stale}
+        with self._conn("acquire_thread") as conn:
+            return conn.execute(query("acquire_thread"), params).fetchone() is not None
+
+    def release_thread(self, thread_id: str, worker: str) -> None:
+        with self._conn("release_thread") as conn:
+            conn.execute(query("release_thread"), {"thread_id": thread_id, "worker": worker})
+
+    def heartbeat(
+        self, worker: str, hostname: str, pid: int, *, keep: str | None = None, grace: float = 0.0
+    ) -> None:
+        params = {
+            "worker": worker,
+            "hostname": hostname,
+            "pid": pid,
+            "keep": keep,
+            "grace": grace,
+        }
+        with self._conn("heartbeat") as conn:
+            conn.execute(query("heartbeat"), params)
+
+    def remove_worker(self, worker: str) -> None:
+        with self._conn("remove_worker") as conn:
+            conn.execute(query("remove_worker"), {"worker": worker})
+
+    def live_workers(self, stale: float) -> list[dict[str, Any]]:
+        with self._conn("live_workers") as conn:
+            rows: list[dict[str, Any]] = conn.execute(
+                query("live_workers"), {"stale": stale}
+            ).fetchall()
+        return rows
+
+    # --- the step barrier ----------------------------------------------------------------
+
+    def register_tasks(
+        self,
+        run_id: str,
+        thread_id: str,
+        checkpoint_id: str,
+        tasks: Sequence[tuple[str, Sequence[Any]]],
+    ) -> list[str]:
+        params = {
+            "run_id": run_id,
+            "checkpoint_id": checkpoint_id,
+            "task_ids": [tid for tid, _ in tasks],
+            "paths": [json.dumps(list(path)) for _, path in tasks],
+            "thread_id": thread_id,
+        }
+        with self._conn("register_tasks") as conn:
+            rows = conn.execute(query("register_tasks"), params).fetchall()
+        return [r["task_id"] for r in rows]
+
+    def step_tasks(self, run_id: str, checkpoint_id: str) -> dict[str, StepTask]:
+        params = {"run_id": run_id, "checkpoint_id": checkpoint_id}
+        with self._conn("step_tasks") as conn:
+            rows = conn.execute(query("step_tasks"), params).fetchall()
+        return {r["task_id"]: StepTask(r["task_id"], r["status"], r["error"]) for r in rows}
+
+    def claim_tasks(
+        self,
+        run_id: str,
+        checkpoint_id: str,
+        tasks: Sequence[tuple[str, Sequence[Any], int]],
+        worker: str,
+        stale: float,
+        token: str | None = None,
+    ) -> list[str]:
+        base = {
+            "run_id": run_id,
+            "checkpoint_id": checkpoint_id,
+            "worker": worker,
+            "token": token,
+        }
+        rows = [
+            {**base, "task_id": t, "path": json.dumps(list(p)), "attempts": a, "stale": stale}
+            for t, p, a in tasks
+        ]
+        with self._conn("claim_tasks") as conn, conn.transaction(), conn.cursor() as cur:
+            cur.execute(query("async_commit"))
+            claimed = _each_returning(cur, query("claim_task"), rows)
+        return [t for t, _, _ in tasks if t in claimed]
+
+    def complete_tasks(
+        self,
+        run_id: str,
+        checkpoint_id: str,
+        outcomes: Mapping[str, Mapping[str, Any] | None],
+        worker: str,
+        events: Mapping[str, Sequence[EventRow]],
+    ) -> tuple[int, int]:
+        base = {"run_id": run_id, "checkpoint_id": checkpoint_id}
+        rows = [
+            {
+                **base,
+                "task_id": tid,
+                "worker": worker,
+                "error": json.dumps(dict(error)) if error is not None else None,
+            }
+            for tid, error in outcomes.items()
+        ]
+        with self._conn("complete_tasks") as conn, conn.transaction():
+            with conn.cursor() as cur:
+                done = _each_returning(cur, query("complete_task"), rows)
+            if not done:
+                return 0, -1  # other deliveries completed them: their events are the ones kept
+            row = conn.execute(query("count_down_step"), {**base, "done": len(done)}).fetchone()
+            kept = [e for t in outcomes if t in done for e in events.get(t, ())]
+            if kept:
+                with conn.cursor() as cur:
+                    cur.executemany(query("add_event"), self._event_rows(run_id, kept))
+        return len(done), int(row["open_tasks"]) if row else 0
+
+    def release_claims(
+        self, run_id: str, checkpoint_id: str, task_ids: Sequence[str], worker: str
+    ) -> None:
+        params = {
+            "run_id": run_id,
+            "checkpoint_id": checkpoint_id,
+            "task_ids": list(task_ids),
+            "worker": worker,
+        }
+        with self._conn("release_claims") as conn:
+            conn.execute(query("release_claims"), params)
+
+    def hold_for_retry(
+        self, run_id: str, checkpoint_id: str, task_id: str, attempts: int, hold: float
+    ) -> None:
+        params = {
+            "run_id": run_id,
+            "checkpoint_id": checkpoint_id,
+            "task_id": task_id,
+            "attempts": attempts,
+            "hold": hold,
+        }
+        with self._conn("hold_for_retry") as conn:
+            conn.execute(query("hold_for_retry"), params)
+
+    # --- the sweeper ---------------------------------------------------------------------
+
+    def orphaned_tasks(self, stale: float, unclaimed: float, limit: int) -> list[OrphanTask]:
+        params = {"stale": stale, "unclaimed": unclaimed, "limit": limit}
+        with self._conn("orphaned_tasks") as conn:
+            rows = conn.execute(query("orphaned_tasks"), params).fetchall()
+        return [
+            OrphanTask(
+                run_id=str(r["run_id"]),
+                thread_id=r["thread_id"],
+                checkpoint_id=r["checkpoint_id"],
+                task_id=r["task_id"],
+                path=tuple(r["task_path"] or ()),
+                retry_attempts=r["retry_attempts"],
+                resends=r["attempts"],
+            )
+            for r in rows
+            if r["task_path"] is not None
+        ]
+
+    def stalled_runs(self, stale: float, idle: float, limit: int) -> list[str]:
+        params = {"stale": stale, "idle": idle, "limit": limit}
+        with self._conn("stalled_runs") as conn:
+            rows = conn.execute(query("stalled_runs"), params).fetchall()
+        return [str(r["run_id"]) for r in rows]
+
+    # --- events --------------------------------------------------------------------------
+
+    def add_events(self, run_id: str, chunks: Sequence[EventRow]) -> None:
+        if not chunks:
+            return
+        with self._conn("add_events") as conn, conn.cursor() as cur:
+            cur.executemany(query("add_event"), self._event_rows(run_id, chunks))
+
+    def _event_rows(self, run_id: str, chunks: Sequence[EventRow]) -> list[dict[str, Any]]:
+        rows = []
+        for ns, mode, payload in chunks:
+            ptype, pbytes = self._dump(payload)
+            rows.append(
+                {
+                    "run_id": run_id,
+                    "ns": "|".join(ns),
+                    "mode": mode,
+                    "payload_type": ptype,
+                    "payload": pbytes,
+                }
+            )
+        return rows
+
+    def events_after(self, run_id: str, after: int) -> list[Event]:
+        with self._conn("events_after") as conn:
+            rows = conn.execute(
+                query("events_after"), {"run_id": run_id, "after": after}
+            ).fetchall()
+        return [
+            Event(
+                seq=r["seq"],
+                ns=tuple(r["ns"].split("|")) if r["ns"] else (),
+                mode=r["mode"],
+                payload=self._load(r["payload_type"], r["payload"]),
+            )
+            for r in rows
+        ]
+
+
+def refused_as(new: NewRun, why: Mapping[str, Any]) -> str:
+    """The run a refused create_run stands for (same idempotency key), or why it was refused.
+
+    ``why``: ``thread_graph``, ``same_key_run``/``same_key_digest`` (the run with the
+    same key) and ``same_pause_run``/``same_pause_status`` (the resume already
+    answering the same pause).
+    """
+    thread_graph = why["thread_graph"]
+    if thread_graph is None and new.kind == "resume":
+        raise InvalidResumeError(
+            f"Cannot resume thread {new.thread_id!r}: it has no checkpoints. Check the "
+            "thread_id, or start the thread with an input first. Nothing was changed."
+        )
+    if thread_graph is not None and thread_graph != new.graph:
+        raise GraphMismatchError(
+            f"Thread {new.thread_id!r} belongs to graph {thread_graph!r}; it cannot run "
+            f"under graph {new.graph!r}. Use a new thread_id for graph {new.graph!r}."
+        )
+    if why["same_key_run"] is not None:
+        digest = why["same_key_digest"]
+        if new.request_digest is not None and digest not in (None, new.request_digest):
+            raise ResumeConflictError(
+                f"Idempotency key {new.idempotency_key!r} of thread {new.thread_id!r} was "
+                f"already used by run {why['same_key_run']} for a different request. Nothing "
+                "was changed; use a new key for a new request."
+            )
+        return str(why["same_key_run"])
+    if why["same_pause_run"] is not None:
+        raise ResumeConflictError(
+            f"Thread {new.thread_id!r} is already being resumed by run {why['same_pause_run']} "
+            f"(status {why['same_pause_status']}). This resume was not applied; read the "
+            "thread's state and resume its next interrupt if there is one."
+        )
+    if new.kind == "resume":
+        # the resume that won the race has already moved the thread on since
+        raise ResumeConflictError(
+            f"Another resume of thread {new.thread_id!r}'s pause was accepted first. This "
+            "resume was not applied; read the thread's state and resume its next interrupt "
+            "if there is one."
+        )
+    raise StoreError(  # pragma: no cover - every other refusal has a reason above
+        f"run store: the run for thread {new.thread_id!r} was refused for an unknown reason"
+    )
+
+
+def _each_returning(
+    cur: psycopg.Cursor[Any], statement: LiteralString, rows: Sequence[Mapping[str, Any]]
+) -> set[str]:
+    """Run a one-row ``RETURNING task_id`` statement per params, pipelined; the ids returned."""
+    found: set[str] = set()
+    if not rows:
+        return found
+    cur.executemany(statement, rows, returning=True)
+    while True:
+        found.update(r["task_id"] for r in cur.fetchall())
+        if not cur.nextset():
+            return found
+
+
+class _CheckWhenIdle:
+    """A pool check that pings only connections idle for a while.
+
+    Checking every checkout costs a round trip per statement on the hot path; a
+    connection returned moments ago is almost surely alive, while one that sat
+    idle through a Postgres restart is not. ``reset`` stamps the return time.
+    """
+
+    def __init__(self, idle: float) -> None:
+        self.idle = idle
+        self._returned: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def check(self, conn: psycopg.Connection[Any]) -> None:
+        returned = self._returned.get(conn)
+        if returned is None or time.monotonic() - returned > self.idle:
+            ConnectionPool.check_connection(conn)
+
+    def reset(self, conn: psycopg.Connection[Any]) -> None:
+        self._returned[conn] = time.monotonic()
+
+
+def make_pool(
+    url: str, max_size: int = 4, *, prepare: bool = True, check_idle: float = 1.0
+) -> ConnectionPool[Any]:
+    """A pool of autocommit dict-row connections, opened and checked when idle.
+
+    ``prepare=False`` turns server-side prepared statements off (a pooler in
+    transaction mode that cannot keep them).
+    """
+    idle_check = _CheckWhenIdle(check_idle)
+    pool: ConnectionPool[Any] = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        kwargs={
+            "autocommit": True,
+            "row_factory": dict_row,
+            **({} if prepare else {"prepare_threshold": None}),
+        },
+        open=False,
+        check=idle_check.check,
+        reset=idle_check.reset,
+    )
+    pool.open(wait=True, timeout=30)
+    return pool

@@ -1,0 +1,163 @@
+"""Test doubles for the workers' logic: an inline broker and an in-memory cluster.
+
+With :class:`InlineBroker`, :class:`~workers.store.InMemoryRunStore` and
+:class:`~graphruntime.checkpoint.InMemorySaver`, the coordinator, the task jobs and
+the sweeper run in the test's own thread, in milliseconds: messages wait in lists
+until the test delivers them (:meth:`InlineCluster.deliver`), so redelivery, loss,
+reordering and dead workers are in the test's hands. The end-to-end suite runs the
+same code on real Celery, Redis and Postgres.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from graphruntime.checkpoint import InMemorySaver
+from workers.client import GraphClient
+from workers.context import WorkerContext
+from workers.dispatch import QueueDepths
+from workers.messages import TaskMessage
+from workers.registry import GraphRegistry
+from workers.settings import Settings
+from workers.store import InMemoryRunStore, ManualClock
+
+__all__ = ("InlineBroker", "InlineCluster", "Job")
+
+
+@dataclass
+class Job:
+    """A message waiting on the inline broker."""
+
+    kind: Literal["coordinate", "execute"]
+    run_id: str
+    message: TaskMessage | None = None
+    delay: float = 0.0
+    seq: int = 0
+
+
+@dataclass
+class InlineBroker:
+    """A :class:`~workers.dispatch.Broker` that keeps messages in memory."""
+
+    coordinator: list[Job] = field(default_factory=list)
+    tasks: list[Job] = field(default_factory=list)
+    dead_letters: list[tuple[str, str]] = field(default_factory=list)
+    sent: list[Job] = field(default_factory=list)
+    _seq: itertools.count[int] = field(default_factory=itertools.count)
+
+    def send_coordinate(self, run_id: str, *, delay: float = 0.0) -> None:
+        job = Job("coordinate", run_id, delay=delay, seq=next(self._seq))
+        self.coordinator.append(job)
+        self.sent.append(job)
+
+    def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None:
+        for message in messages:
+            job = Job("execute", message.run_id, message, delay=delay, seq=next(self._seq))
+            self.tasks.append(job)
+            self.sent.append(job)
+
+    def queue_depths(self) -> QueueDepths:
+        return QueueDepths(len(self.coordinator), len(self.tasks))
+
+    def dead_letter(self, message: str, reason: str) -> None:
+        self.dead_letters.append((message, reason))
+
+    def lose_all(self) -> list[Job]:
+        """Drop every waiting message (a Redis restart without persistence)."""
+        lost = [*self.coordinator, *self.tasks]
+        self.coordinator.clear()
+        self.tasks.clear()
+        return lost
+
+
+class InlineCluster:
+    """Workers, a client and the stores of one cluster, all in this process.
+
+    Each simulated worker process has its own name (for claims, leases and
+    heartbeats) but shares the stores, the saver and the broker.
+    """
+
+    def __init__(
+        self,
+        graphs: dict[str, Any],
+        *,
+        settings: Settings | None = None,
+        workers: int = 2,
+    ) -> None:
+        self.settings = settings or Settings(database_url="memory://", redis_url="memory://")
+        self.clock = ManualClock()
+        self.store = InMemoryRunStore(clock=self.clock)
+        self.saver = InMemorySaver()
+        self.broker = InlineBroker()
+        self.registry = GraphRegistry.of(graphs)
+        self.workers = [self.context(f"worker-{i}") for i in range(workers)]
+        for ctx in self.workers:
+            self.store.heartbeat(ctx.worker_name, "inline", 0)
+        self.client = GraphClient(
+            settings=self.settings,
+            registry=self.registry,
+            saver=self.saver,
+            store=self.store,
+            broker=self.broker,
+        )
+
+    def context(self, name: str) -> WorkerContext:
+        return WorkerContext(
+            settings=self.settings,
+            registry=self.registry,
+            saver=self.saver,
+            store=self.store,
+            broker=self.broker,
+            worker_name=name,
+        )
+
+    def beat(self, *names: str) -> None:
+        """Heartbeats of the named workers (default: every worker) at the clock's time."""
+        for ctx in self.workers:
+            if not names or ctx.worker_name in names:
+                self.store.heartbeat(ctx.worker_name, "inline", 0)
+
+    def deliver(
+        self,
+        worker: int = 0,
+        *,
+        limit: int = 10_000,
+        pick: Callable[[list[Job]], Job | None] | None = None,
+        redelivered: bool = False,
+    ) -> int:
+        """Deliver waiting messages to worker ``worker`` until none is left (or ``limit``).
+
+        Messages go in the order sent, coordinator and task queues interleaved; ``pick``
+        chooses another one. Delays are ignored: the test's clock decides nothing here.
+        Returns how many were delivered.
+        """
+        from workers.coordinator import coordinate
+        from workers.executor import execute_tasks
+
+        ctx = self.workers[worker]
+        done = 0
+        while done < limit:
+            waiting = sorted([*self.broker.coordinator, *self.broker.tasks], key=lambda j: j.seq)
+            if not waiting:
+                break
+            job = pick(waiting) if pick is not None else waiting[0]
+            if job is None or job not in waiting:
+                break
+            queue = self.broker.coordinator if job.kind == "coordinate" else self.broker.tasks
+            queue.remove(job)
+            if job.kind == "coordinate":
+                coordinate(ctx, job.run_id)
+            else:
+                assert job.message is not None
+                execute_tasks(ctx, job.message, redelivered=redelivered)
+            done += 1
+        return done
+
+    def run(self, graph: str, input: Any, config: Any, **kwargs: Any) -> Any:
+        """Submit and deliver until the cluster is idle; the run's output (or its error)."""
+        handle = self.client.submit(graph, input, config, **kwargs)
+        self.deliver()
+        return handle.wait(timeout=0)
