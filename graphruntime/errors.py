@@ -28,8 +28,10 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from graphruntime._internal._interrupt import Interrupt
+
 if TYPE_CHECKING:
-    from graphruntime.types import Command, Interrupt
+    from graphruntime.types import Command
 
 __all__ = (
     "AmbiguousResumeError",
@@ -86,8 +88,6 @@ class NodeInterrupt(GraphInterrupt):
     """Deprecated: raise ``interrupt(value)`` instead."""
 
     def __init__(self, value: Any, id: str | None = None) -> None:
-        from graphruntime.types import Interrupt
-
         super().__init__([Interrupt(value=value, id=id or "placeholder-id")])
 
 

@@ -7,10 +7,11 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
 
-from xxhash import xxh3_128_hexdigest
-
 from graphruntime._internal._config import RunnableConfig
-from graphruntime._internal._constants import NS_SEP
+from graphruntime._internal._fields import update_as_tuples
+from graphruntime._internal._interrupt import Interrupt, interrupt_id
+
+Interrupt.__module__ = __name__  # its public home; defined below types so errors can use it
 
 __all__ = (
     "All",
@@ -30,8 +31,6 @@ __all__ = (
 All = Literal["*"]
 StreamMode = Literal["values", "updates", "custom", "debug", "messages", "checkpoints", "tasks"]
 Durability = Literal["sync", "async", "exit"]
-
-_DEFAULT_INTERRUPT_ID = "placeholder-id"
 
 
 def default_retry_on(exc: Exception) -> bool:
@@ -68,31 +67,6 @@ class RetryPolicy(NamedTuple):
     retry_on: type[Exception] | Sequence[type[Exception]] | Callable[[Exception], bool] = (
         default_retry_on
     )
-
-
-def interrupt_id(ns: str, answered: int) -> str:
-    """Id of a task's next interrupt: keyed by the task namespace and answers so far."""
-    return xxh3_128_hexdigest((f"{ns}{NS_SEP}{answered}" if answered else ns).encode())
-
-
-@dataclass(init=False, slots=True)
-class Interrupt:
-    """A pause requested by a node: the value shown to the caller and its id."""
-
-    value: Any
-    id: str
-    response_schema: Any = None
-
-    def __init__(
-        self, value: Any, id: str = _DEFAULT_INTERRUPT_ID, *, response_schema: Any = None
-    ) -> None:
-        self.value = value
-        self.id = id
-        self.response_schema = response_schema
-
-    @classmethod
-    def from_ns(cls, value: Any, ns: str) -> Interrupt:
-        return cls(value=value, id=interrupt_id(ns, 0))
 
 
 class Send:
@@ -137,8 +111,6 @@ class Command(Generic[N]):
         return f"Command({contents})"
 
     def _update_as_tuples(self) -> Sequence[tuple[str, Any]]:
-        from graphruntime.graph._schema import update_as_tuples
-
         return update_as_tuples(self.update)
 
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Sequence
-from functools import lru_cache
+from collections.abc import Callable
 from typing import Annotated, Any, NotRequired, Required, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel
 
-from graphruntime._internal._typing import MISSING
 from graphruntime.channels import BaseChannel, BinaryOperatorAggregate, LastValue
 from graphruntime.errors import GraphValidationError
 
@@ -74,59 +72,6 @@ def make_mapper(schema: Any) -> Callable[[dict[str, Any]], Any] | None:
     if _is_pydantic(schema) or (isinstance(schema, type) and dataclasses.is_dataclass(schema)):
         return lambda values: schema(**values)
     return None
-
-
-def _annotated_keys(typ: type) -> tuple[str, ...] | None:
-    return _cached_annotated_keys(typ)
-
-
-@lru_cache(maxsize=256)
-def _cached_annotated_keys(typ: Any) -> tuple[str, ...] | None:
-    if _is_pydantic(typ):
-        return tuple(typ.model_fields)
-    if dataclasses.is_dataclass(typ):
-        return tuple(f.name for f in dataclasses.fields(typ))
-    return None
-
-
-def object_as_updates(value: Any, keys: Sequence[str]) -> list[tuple[str, Any]] | None:
-    """A returned pydantic/dataclass state becomes writes for its set, non-None fields."""
-    annotated = _annotated_keys(type(value))
-    if annotated is None:
-        return None
-    if isinstance(value, BaseModel):
-        keep: set[str] | None = value.model_fields_set
-        defaults = {k: f.default for k, f in type(value).model_fields.items()}
-    else:
-        keep = None
-        defaults = {
-            f.name: f.default
-            for f in dataclasses.fields(value)
-            if f.default is not dataclasses.MISSING
-        }
-    out = []
-    for key in keys:
-        v = getattr(value, key, MISSING)
-        if v is MISSING:
-            continue
-        if v is not None or defaults.get(key, MISSING) is not None or (keep and key in keep):
-            out.append((key, v))
-    return out
-
-
-def update_as_tuples(update: Any) -> Sequence[tuple[str, Any]]:
-    """The writes a ``Command(update=...)`` stands for."""
-    if update is None:
-        return []
-    if isinstance(update, dict):
-        return list(update.items())
-    if isinstance(update, (list, tuple)) and all(
-        isinstance(t, tuple) and len(t) == 2 and isinstance(t[0], str) for t in update
-    ):
-        return list(update)
-    if (annotated := _annotated_keys(type(update))) is not None:
-        return object_as_updates(update, annotated) or []
-    return [("__root__", update)]
 
 
 def first_param_schema(fn: Callable[..., Any]) -> Any | None:

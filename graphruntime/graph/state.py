@@ -10,6 +10,7 @@ from typing import Any, Self
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import NS_END, NS_SEP, TASKS
+from graphruntime._internal._fields import object_as_updates
 from graphruntime.channels import (
     BaseChannel,
     EphemeralValue,
@@ -31,7 +32,6 @@ from graphruntime.graph._branch import BranchSpec
 from graphruntime.graph._schema import (
     first_param_schema,
     make_mapper,
-    object_as_updates,
     schema_channels,
 )
 from graphruntime.pregel._node import NodeSpec, Writer

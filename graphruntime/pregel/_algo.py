@@ -31,13 +31,14 @@ from graphruntime._internal._constants import (
     RETURN,
     TASKS,
 )
+from graphruntime._internal._interrupt import interrupt_id
 from graphruntime._internal._scratchpad import Scratchpad
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels import BaseChannel
 from graphruntime.checkpoint._id import uuid6
 from graphruntime.checkpoint.base import LATEST_VERSION, Checkpoint, PendingWrite
 from graphruntime.pregel._node import NodeSpec
-from graphruntime.types import All, Send, interrupt_id
+from graphruntime.types import All, Send
 
 GetNextVersion = Callable[[Any, None], Any]
 

@@ -38,6 +38,7 @@ from graphruntime._internal._constants import (
     RESUME,
     RETURN,
 )
+from graphruntime._internal._interrupt import interrupt_id
 from graphruntime._internal._scratchpad import Scratchpad
 from graphruntime.checkpoint.base import Checkpoint, PendingWrite
 from graphruntime.errors import InvalidUpdateError
@@ -50,7 +51,6 @@ from graphruntime.pregel._algo import (
     make_scratchpad,
     task_path_str,
 )
-from graphruntime.types import interrupt_id
 
 CID = "1ef4f797-8335-6428-8001-8a1503f9b875"
 BRANCH = "branch:to:n"
