@@ -6,6 +6,8 @@
         saver.setup()
         app = graph.compile(checkpointer=saver)
 
+:class:`PostgresStore` is the long-term memory store (``graphruntime.store`` API).
+
 :func:`database_url` gives ``DATABASE_URL`` or, when unset, an embedded Postgres
 for development and tests.
 """
@@ -16,10 +18,12 @@ from checkpoint_pg.embedded import database_url
 from checkpoint_pg.errors import CheckpointStoreError, SchemaVersionError
 from checkpoint_pg.saver import PostgresSaver, PruneResult
 from checkpoint_pg.schema import latest_version, migrate, schema_version
+from checkpoint_pg.store import PostgresStore
 
 __all__ = (
     "CheckpointStoreError",
     "PostgresSaver",
+    "PostgresStore",
     "PruneResult",
     "SchemaVersionError",
     "database_url",
