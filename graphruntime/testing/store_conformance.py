@@ -279,6 +279,20 @@ class StoreConformance:
         store.put((root,), "k", {"text": "x"}, index=False)
         assert store.get((root,), "k") is not None
 
+    def test_special_characters_are_literal(self, store: BaseStore, root: str) -> None:
+        odd = ["a%", "a_", "a\\", "it's", "x*", "[0]", "a/b", "a b", "{}"]
+        for label in odd:
+            store.put((root, label), "k", {label: label, "q'\"": 1})
+        for label in odd:
+            assert [i.namespace for i in store.search((root, label))] == [(root, label)]
+            found = store.search((root,), filter={label: label})
+            assert [i.namespace for i in found] == [(root, label)]
+            assert store.list_namespaces(prefix=(root, label)) == [(root, label)]
+        assert len(store.search((root,), filter={"q'\"": 1}, limit=50)) == len(odd)
+        # "*" is a wildcard in list_namespaces patterns only, never in search
+        assert store.search((root, "*")) == []
+        assert len(store.list_namespaces(prefix=(root, "*"))) == len(odd)
+
     # -- filters -----------------------------------------------------------------
 
     @pytest.fixture
