@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import Any, TypedDict
 
@@ -177,14 +177,15 @@ class PostgresStore(BaseStore):
         if not ops:
             return results
         now = self._clock() if self._clock is not None else None
+        runs = list(_runs(ops))
         try:
-            with (
-                self._source.connection() as conn,
-                conn.transaction(),
-                conn.cursor(binary=True, row_factory=dict_row) as cur,
-            ):
-                for start, run in _runs(ops):
-                    self._execute(cur, run, start, now, results)
+            with self._source.connection() as conn:
+                # One statement is atomic on its own: a transaction would only add the
+                # BEGIN and COMMIT round trips.
+                atomic = conn.transaction() if len(runs) > 1 else nullcontext()
+                with atomic, conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    for start, run in runs:
+                        self._execute(cur, run, start, now, results)
         except psycopg.Error as exc:
             raise StoreBackendError(f"PostgresStore batch failed: {exc}") from exc
         return results
