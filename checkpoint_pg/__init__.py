@@ -6,6 +6,8 @@
         saver.setup()
         app = graph.compile(checkpointer=saver)
 
+:class:`PostgresStore` is the long-term memory store (``graphruntime.store`` API).
+
 :func:`database_url` gives ``DATABASE_URL`` or, when unset, an embedded Postgres
 for development and tests.
 """
@@ -21,11 +23,13 @@ from checkpoint_pg.errors import (
 )
 from checkpoint_pg.saver import PostgresSaver, PruneResult
 from checkpoint_pg.schema import latest_version, migrate, schema_version
+from checkpoint_pg.store import PostgresStore
 
 __all__ = (
     "CheckpointStoreError",
     "CheckpointStoreUnavailable",
     "PostgresSaver",
+    "PostgresStore",
     "PruneResult",
     "SchemaVersionError",
     "database_url",

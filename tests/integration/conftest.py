@@ -16,7 +16,7 @@ import pytest
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from checkpoint_pg import migrate
+from checkpoint_pg import PostgresStore, migrate
 from checkpoint_pg.embedded import database_url, scratch_database
 
 
@@ -28,10 +28,11 @@ def server_url() -> str:
 
 @pytest.fixture(scope="session")
 def pg_url(server_url: str) -> Iterator[str]:
-    """A fresh database for this test session, migrated to the latest schema."""
+    """A fresh database for this test session, migrated to the latest schema (store too)."""
     with scratch_database(server_url, "graphruntime_test") as url:
         with psycopg.connect(url, autocommit=True) as conn:
             migrate(conn)
+            PostgresStore(conn).setup()
         yield url
 
 

@@ -21,6 +21,7 @@ def test_public_names() -> None:
         "CheckpointStoreError",
         "CheckpointStoreUnavailable",
         "PostgresSaver",
+        "PostgresStore",
         "PruneResult",
         "SchemaVersionError",
         "database_url",

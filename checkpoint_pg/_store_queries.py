@@ -1,0 +1,28 @@
+"""The named queries of ``sql/store_queries.sql`` (PostgresStore), as ``LiteralString``.
+
+A missing name fails at import time, not at the first call.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from checkpoint_pg._queries import parse_queries
+
+_QUERIES = parse_queries((files("checkpoint_pg") / "sql" / "store_queries.sql").read_text("utf-8"))
+
+GET = _QUERIES["store_get"]
+PUT = _QUERIES["store_put"]
+DELETE = _QUERIES["store_delete"]
+SEARCH = _QUERIES["store_search"]
+LIST_NAMESPACES = _QUERIES["store_list_namespaces"]
+SWEEP = _QUERIES["store_sweep"]
+WHERE_ALL = _QUERIES["store_where_all"]
+WHERE_NAMESPACE = _QUERIES["store_where_namespace"]
+WHERE_PREFIX_PATTERN = _QUERIES["store_where_prefix_pattern"]
+WHERE_SUFFIX_PATTERN = _QUERIES["store_where_suffix_pattern"]
+FILTER_EQ = _QUERIES["store_filter_eq"]
+FILTER_NE = _QUERIES["store_filter_ne"]
+FILTER_OBJECT = _QUERIES["store_filter_object"]
+FILTER_NUMBER = _QUERIES["store_filter_number"]
+FILTER_STRING = _QUERIES["store_filter_string"]
