@@ -219,9 +219,6 @@ class _DryRun:
             )
             if interrupt:
                 metadata["__interrupt"] = interrupt
-            tools = getattr(spec.func, "tools_by_name", None)
-            if isinstance(tools, Mapping) and tools:
-                metadata["__tools"] = list(tools)
             drawn.add_node(_node_data(spec.func), name, metadata=metadata or None)
         for src, dest, conditional, label in sorted(found, key=_sort_key):
             _add_edge(drawn, src, dest, label if label != dest else None, conditional)

@@ -12,6 +12,7 @@ says so.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import operator
 from types import SimpleNamespace
@@ -22,7 +23,7 @@ from pydantic import BaseModel
 
 from graphruntime.drawing import Edge
 
-from .oracle import FRONT, GR, STYLES, edge, fn_node, graph_node, returns, same_as_langgraph
+from .oracle import FRONT, GR, LG, STYLES, edge, fn_node, graph_node, returns, same_as_langgraph
 
 
 def noop(state: Any) -> Any:
@@ -753,3 +754,99 @@ def test_send_react_interrupt_control() -> None:
         "\tagent -.-> foo;\n"
         "\tfoo --> __end__;\n" + STYLES
     )
+
+
+# --- beyond the upstream snapshots ---------------------------------------------------------
+
+
+class PlainState(TypedDict):
+    x: int
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [(["a"], ["a", "b"]), ("*", ["b"]), (["b"], "*"), ([], [])],
+)
+def test_node_metadata_and_interrupt_labels(before: Any, after: Any) -> None:
+    def build(ns: SimpleNamespace) -> Any:
+        builder = ns.StateGraph(PlainState)
+        builder.add_node("a", noop, metadata={"owner": "me", "tags": ["x", "y"]})
+        builder.add_node("b", noop, defer=True)
+        builder.add_edge(ns.START, "a")
+        builder.add_edge("a", "b")
+        return builder.compile(interrupt_before=before, interrupt_after=after)
+
+    drawn = same_as_langgraph(build)
+    assert drawn.nodes["a"].metadata["owner"] == "me"
+    if before == ["a"]:
+        assert drawn.nodes["a"].metadata["__interrupt"] == "before,after"
+        assert "owner = me" in drawn.draw_mermaid()
+
+
+@pytest.mark.parametrize("xray", [False, True])
+def test_aget_graph_is_get_graph(xray: bool) -> None:
+    def build(ns: SimpleNamespace) -> Any:
+        inner = ns.StateGraph(PlainState)
+        inner.add_node("i", noop)
+        inner.add_edge(ns.START, "i")
+        outer = ns.StateGraph(PlainState)
+        outer.add_node("sub", inner.compile())
+        outer.add_edge(ns.START, "sub")
+        return outer.compile()
+
+    graph = build(GR)
+    drawn = asyncio.run(graph.aget_graph(xray=xray))
+    assert drawn.to_json() == graph.get_graph(xray=xray).to_json()
+    assert drawn.to_json() == asyncio.run(build(LG).aget_graph(xray=xray)).to_json()
+
+
+def test_command_hint_inside_optional_and_on_a_method() -> None:
+    class Router:
+        def __init__(self, ns: SimpleNamespace) -> None:
+            self.ns = ns
+
+        def __call__(self, state: PlainState) -> Any:
+            return None
+
+    def build(ns: SimpleNamespace) -> Any:
+        def pick(state: PlainState) -> Any:
+            return None
+
+        returns(pick, ns.Command[Literal["b", "__end__"]] | None)
+        router = Router(ns)
+        Router.__call__.__annotations__ = {"return": ns.Command[Literal["a"]]}
+        builder = ns.StateGraph(PlainState)
+        builder.add_node("a", pick)
+        builder.add_node("b", router)
+        builder.add_edge(ns.START, "a")
+        return builder.compile()
+
+    # `X | None` (types.UnionType) hides the hint from LangGraph, and so from us.
+    drawn = same_as_langgraph(build)
+    assert ("b", "a") in [(e.source, e.target) for e in drawn.edges]
+
+
+def test_subgraph_without_checkpointing_is_not_inlined() -> None:
+    def build(ns: SimpleNamespace) -> Any:
+        inner = ns.StateGraph(PlainState)
+        inner.add_node("i1", noop)
+        inner.add_node("i2", noop)
+        inner.add_edge(ns.START, "i1")
+        inner.add_edge("i1", "i2")
+        outer = ns.StateGraph(PlainState)
+        outer.add_node("sub", inner.compile(checkpointer=False))
+        outer.add_edge(ns.START, "sub")
+        return outer.compile()
+
+    assert list(same_as_langgraph(build, xray=True).nodes) == ["__start__", "sub", "__end__"]
+
+
+def test_destinations_name_an_unknown_node() -> None:
+    # LangGraph rejects this at compile time; graphruntime's validation does not look at
+    # destinations, so the drawing simply has no edge to a node that does not exist.
+    builder = GR.StateGraph(PlainState)
+    builder.add_node("a", noop, destinations=("ghost",))
+    builder.add_edge(GR.START, "a")
+    drawn = builder.compile().get_graph()
+    assert "ghost" not in drawn.nodes
+    assert drawn.edges == [Edge("__start__", "a"), Edge("a", "__end__")]
