@@ -21,6 +21,7 @@ from graphruntime.channels import (
 )
 from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.constants import END, START, TAG_HIDDEN
+from graphruntime.drawing import Graph
 from graphruntime.errors import (
     ErrorCode,
     GraphValidationError,
@@ -48,6 +49,7 @@ class _NodeDef:
     retry_policy: tuple[RetryPolicy, ...]
     metadata: dict[str, Any]
     defer: bool
+    destinations: Any = None
 
 
 class StateGraph:
@@ -130,7 +132,9 @@ class StateGraph:
             policies: tuple[RetryPolicy, ...] = (retry_policy,)
         else:
             policies = tuple(retry_policy or ())
-        self.nodes[node] = _NodeDef(action, schema, policies, dict(metadata or {}), defer)
+        self.nodes[node] = _NodeDef(
+            action, schema, policies, dict(metadata or {}), defer, destinations
+        )
         return self
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> Self:
@@ -268,6 +272,34 @@ class CompiledStateGraph(Pregel):
     """A compiled :class:`StateGraph`; run with ``invoke``/``stream``."""
 
     builder: StateGraph
+
+    # --- drawing and schemas (see _draw.py, _jsonschema.py) -------------------------------
+
+    def get_graph(self, config: RunnableConfig | None = None, *, xray: int | bool = False) -> Graph:
+        """The drawable graph; ``xray`` inlines subgraphs (``True``: all levels, ``n``: n)."""
+        from graphruntime.graph._draw import draw_graph
+
+        return draw_graph(self, config, xray=xray)
+
+    async def aget_graph(
+        self, config: RunnableConfig | None = None, *, xray: int | bool = False
+    ) -> Graph:
+        return self.get_graph(config, xray=xray)
+
+    def get_input_jsonschema(self, config: RunnableConfig | None = None) -> dict[str, Any]:
+        from graphruntime.graph._jsonschema import input_jsonschema
+
+        return input_jsonschema(self)
+
+    def get_output_jsonschema(self, config: RunnableConfig | None = None) -> dict[str, Any]:
+        from graphruntime.graph._jsonschema import output_jsonschema
+
+        return output_jsonschema(self)
+
+    def get_context_jsonschema(self) -> dict[str, Any] | None:
+        from graphruntime.graph._jsonschema import context_jsonschema
+
+        return context_jsonschema(self)
 
 
 def _state_writer(output_keys: frozenset[str]) -> Writer:

@@ -1,0 +1,1 @@
+"""get_graph(), the drawing renderers and the JSON schemas, checked against LangGraph."""
