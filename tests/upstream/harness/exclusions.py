@@ -164,7 +164,7 @@ def reach(path: Path, bindings: dict[str, str]) -> dict[str, str]:
             if name not in reason and (hit := why(refs)) is not None:
                 reason[name] = hit
                 changed = True
-    rel = path.relative_to(ROOT).as_posix()
+    rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
     found: dict[str, str] = {}
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and _is_test(stmt):
