@@ -1,0 +1,1 @@
+"""LangGraph's public-API tests, vendored to measure graphruntime's parity (see README.md)."""

@@ -1,0 +1,1 @@
+"""The harness that runs the vendored LangGraph tests against graphruntime or LangGraph."""
