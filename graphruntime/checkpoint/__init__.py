@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from graphruntime.checkpoint._id import uuid6
+from graphruntime.checkpoint._schema_classes import schema_classes
+from graphruntime.checkpoint._serde_classes import parse_allowed_classes
 from graphruntime.checkpoint.base import (
     LATEST_VERSION,
     NULL_TASK_ID,
@@ -17,7 +19,7 @@ from graphruntime.checkpoint.base import (
     get_checkpoint_id,
 )
 from graphruntime.checkpoint.memory import InMemorySaver, MemorySaver
-from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol
+from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol, check_round_trip
 
 __all__ = (
     "LATEST_VERSION",
@@ -32,8 +34,11 @@ __all__ = (
     "MemorySaver",
     "PendingWrite",
     "SerializerProtocol",
+    "check_round_trip",
     "copy_checkpoint",
     "empty_checkpoint",
     "get_checkpoint_id",
+    "parse_allowed_classes",
+    "schema_classes",
     "uuid6",
 )
