@@ -10,7 +10,7 @@ import typing
 from enum import Enum
 from typing import Any, get_args, get_origin, get_type_hints
 
-from graphruntime.checkpoint._serde_classes import (
+from graphruntime.checkpoint._serde_kinds import (
     ENUM,
     PYDANTIC,
     allowable_problem,

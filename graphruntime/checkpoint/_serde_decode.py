@@ -13,14 +13,9 @@ from decimal import Decimal
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
-from graphruntime.checkpoint._serde_classes import (
-    DATACLASS,
-    ENUM,
-    NAMEDTUPLE,
-    PYDANTIC,
-    ClassRegistry,
-)
+from graphruntime.checkpoint._serde_classes import ClassRegistry
 from graphruntime.checkpoint._serde_encode import MAX_DEPTH, TAG
+from graphruntime.checkpoint._serde_kinds import DATACLASS, ENUM, NAMEDTUPLE, PYDANTIC
 from graphruntime.errors import CheckpointError, SerializationError
 from graphruntime.types import Command, Interrupt, Overwrite, Send
 

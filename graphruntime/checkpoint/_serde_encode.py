@@ -17,14 +17,8 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from graphruntime.checkpoint._serde_classes import (
-    DATACLASS,
-    ENUM,
-    NAMEDTUPLE,
-    PYDANTIC,
-    ClassRegistry,
-    Refusal,
-)
+from graphruntime.checkpoint._serde_classes import ClassRegistry
+from graphruntime.checkpoint._serde_kinds import DATACLASS, ENUM, NAMEDTUPLE, PYDANTIC, Refusal
 from graphruntime.types import Command, Interrupt, Overwrite, Send
 
 __all__ = ("MAX_DEPTH", "TAG", "Encoder", "format_path", "tag_non_finite")

@@ -61,7 +61,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
-from graphruntime.checkpoint._serde_classes import ClassRegistry, Refusal
+from graphruntime.checkpoint._serde_classes import ClassRegistry
 from graphruntime.checkpoint._serde_decode import check_depth, make_object_hook
 from graphruntime.checkpoint._serde_encode import (
     MAX_DEPTH,
@@ -69,6 +69,7 @@ from graphruntime.checkpoint._serde_encode import (
     format_path,
     tag_non_finite,
 )
+from graphruntime.checkpoint._serde_kinds import Refusal
 from graphruntime.errors import CheckpointError, SerializationError
 
 __all__ = ("MAX_DEPTH", "JsonSerializer", "SerializerProtocol", "check_round_trip")
