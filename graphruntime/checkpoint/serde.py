@@ -46,13 +46,15 @@ the name is looked up only in the serializer's own registry: never imported or
    a plain ``JsonSerializer()`` relies on: a single process storing its own
    dataclasses and models (also ones defined in ``__main__`` or in functions)
    gets them back, as LangGraph users expect; a class it never wrote is refused.
+   (Two live classes with one name, e.g. made by two calls of a function: values
+   load as the one dumped last.)
 
-Data read by another process (the workers, a restarted app with a durable
-saver) needs ``strict=True`` and the classes declared on both sides: strict
-serializers refuse at write time what a fresh process with the same
-configuration could not load. :func:`check_round_trip` runs that check on a
-value before a client submits it (it also refuses classes from ``__main__``).
-Subclasses of an allowed class are not allowed by it; list them too.
+Data read by another process (the workers, an app restarted on a durable saver)
+needs its classes declared in that process. ``strict=True`` serializers also
+refuse at write time what a fresh process with the same configuration could not
+load. :func:`check_round_trip` runs that check on a value before a client
+submits it (it also refuses classes from ``__main__``). Subclasses of an allowed
+class are not allowed by it; list them too.
 """
 
 from __future__ import annotations
