@@ -16,7 +16,8 @@ callers can catch "anything graphruntime raised" in one clause::
     ├── GraphValidationError          a graph that cannot compile (also a ValueError)
     ├── EmptyChannelError             reading a channel that has no value
     └── CheckpointError               raised by checkpoint savers
-        └── CheckpointConflict        a writer holding a stale head
+        ├── CheckpointConflict        a writer holding a stale head
+        └── SerializationError        a value the serializer refuses to write or read
 
 Where LangGraph raises a built-in type (``ValueError``, ``RuntimeError``) we
 raise a subclass of both, so ported ``except`` clauses keep working.
@@ -49,6 +50,7 @@ __all__ = (
     "InvalidUpdateError",
     "NodeInterrupt",
     "ParentCommand",
+    "SerializationError",
     "create_error_message",
 )
 
@@ -141,3 +143,10 @@ class CheckpointError(GraphRuntimeError):
 
 class CheckpointConflict(CheckpointError):
     """Another writer advanced the thread first; reload and retry."""
+
+
+class SerializationError(CheckpointError):
+    """A value the serializer refuses to write, or stored data it refuses to read.
+
+    The message names where in the value the problem is and what to do about it.
+    """

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from graphruntime.checkpoint._id import uuid6
+from graphruntime.checkpoint._schema_classes import schema_classes
+from graphruntime.checkpoint._serde_classes import parse_allowed_classes
 from graphruntime.checkpoint.base import (
     LATEST_VERSION,
     NULL_TASK_ID,
@@ -18,7 +20,7 @@ from graphruntime.checkpoint.base import (
 )
 from graphruntime.checkpoint.cluster import ClusterSaver, WriteBatch
 from graphruntime.checkpoint.memory import InMemorySaver, MemorySaver
-from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol
+from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol, check_round_trip
 
 __all__ = (
     "LATEST_VERSION",
@@ -35,8 +37,11 @@ __all__ = (
     "PendingWrite",
     "SerializerProtocol",
     "WriteBatch",
+    "check_round_trip",
     "copy_checkpoint",
     "empty_checkpoint",
     "get_checkpoint_id",
+    "parse_allowed_classes",
+    "schema_classes",
     "uuid6",
 )

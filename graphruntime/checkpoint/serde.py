@@ -11,40 +11,70 @@ other value is a tagged object ``{"__gr__": "<kind>", ...}``, e.g.::
     {"__gr__": 0}         -> {"__gr__":"dict","items":[["__gr__",0]]}   (escaped)
     Point(x=1) (a model)  -> {"__gr__":"pydantic","cls":"app.models:Point","v":{"x":1},"set":["x"]}
 
-Classes are named ``"module:qualname"``. Loading never imports a module just
-because stored data names it: see :class:`JsonSerializer`.
+**What is written is read.** ``dumps_typed`` refuses, with a
+:class:`~graphruntime.errors.SerializationError` naming the place in the value
+(``value['doc'].meta[2]``), its type and what to do, every value the same
+serializer could not load again: unsupported types (and subclasses of the
+built-in ones, which would come back as the base type), C struct sequences
+such as ``os.stat_result``, NamedTuple-likes whose constructor does not take
+their fields (``platform.uname()``), dataclasses whose ``__init__`` needs more
+than their fields, classes outside the allowlist (below), and values nested
+more than :data:`MAX_DEPTH` (100) levels deep or containing themselves.
+Loading refuses JSON nested deeper than a value of that depth encodes to, so a
+forged stored value cannot exhaust the stack. One documented exception, as in
+LangGraph: an exception object is stored as its ``repr()`` string.
+
+**Which classes stored data may instantiate** (enums, pydantic models,
+dataclasses, NamedTuples). Stored data names a class ``"module:qualname"``, and
+the name is looked up only in the serializer's own registry: never imported or
+``getattr``-walked because stored data says so. The registry holds
+
+1. the built-in kinds above and graphruntime's own value types (``Send``,
+   ``Interrupt``, ``Command``, ``Overwrite``, ``PregelTask``, ``StateSnapshot``);
+2. LangChain's message classes (``AIMessage``, ``HumanMessage``,
+   ``SystemMessage``, ``ToolMessage``, ``FunctionMessage``, ``ChatMessage``, their
+   ``Chunk`` variants and ``RemoveMessage``), imported on demand from that fixed
+   list when langchain-core is installed (``graphruntime[messages]``);
+3. the classes the configuration declares: ``allowed_classes`` (class objects,
+   e.g. from :func:`schema_classes` of a graph's state schema or
+   :func:`parse_allowed_classes` of a ``GRAPHRUNTIME_SERDE_ALLOW`` setting), added
+   later with :meth:`JsonSerializer.allow`; and ``allowed_modules``, package
+   prefixes whose module-level classes are allowed (``"myapp"`` allows
+   ``myapp.models:Order``; the module is imported, the class read from its
+   namespace and checked to be that very class);
+4. unless ``strict=True``: every class **this process** has dumped. That is what
+   a plain ``JsonSerializer()`` relies on: a single process storing its own
+   dataclasses and models (also ones defined in ``__main__`` or in functions)
+   gets them back, as LangGraph users expect; a class it never wrote is refused.
+   (Two live classes with one name, e.g. made by two calls of a function: values
+   load as the one dumped last.)
+
+Data read by another process (the workers, an app restarted on a durable saver)
+needs its classes declared in that process. ``strict=True`` serializers also
+refuse at write time what a fresh process with the same configuration could not
+load. :func:`check_round_trip` runs that check on a value before a client
+submits it (it also refuses classes from ``__main__``). Subclasses of an allowed
+class are not allowed by it; list them too.
 """
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-import importlib
 import json
-import math
-import sys
-import uuid
-import weakref
-from collections.abc import Callable, Iterable
-from datetime import date, datetime, time, timedelta
-from decimal import Decimal
-from enum import Enum
+from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
-from zoneinfo import ZoneInfo
 
-from graphruntime.errors import CheckpointError
-from graphruntime.types import Command, Interrupt, Overwrite, Send
-
-__all__ = ("JsonSerializer", "SerializerProtocol")
-
-TAG = "__gr__"
-
-_SUPPORTED = (
-    "None, bool, int, float, str, bytes, bytearray, list, tuple, set, frozenset, dict, "
-    "datetime, date, time, timedelta, UUID, Decimal, Enum members, pydantic v2 models, "
-    "dataclasses, NamedTuples, Send, Interrupt, Command and Overwrite "
-    "(exceptions are stored as their repr() string)"
+from graphruntime.checkpoint._serde_classes import ClassRegistry
+from graphruntime.checkpoint._serde_decode import check_depth, make_object_hook
+from graphruntime.checkpoint._serde_encode import (
+    MAX_DEPTH,
+    Encoder,
+    format_path,
+    tag_non_finite,
 )
+from graphruntime.checkpoint._serde_kinds import Refusal
+from graphruntime.errors import CheckpointError, SerializationError
+
+__all__ = ("MAX_DEPTH", "JsonSerializer", "SerializerProtocol", "check_round_trip")
 
 
 @runtime_checkable
@@ -55,230 +85,6 @@ class SerializerProtocol(Protocol):
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any: ...
 
-
-# --------------------------------------------------------------------------
-# Encoding: value -> JSON-compatible tree
-# --------------------------------------------------------------------------
-
-# Classes seen while dumping, by name. Lets a process load values of classes
-# it cannot import by name (defined inside a function, e.g. in a test).
-# Weak, so dumping a value never keeps its class alive.
-_seen_classes: weakref.WeakValueDictionary[str, type] = weakref.WeakValueDictionary()
-_class_names: weakref.WeakKeyDictionary[type, str] = weakref.WeakKeyDictionary()
-
-
-def _class_name(cls: type) -> str:
-    name = _class_names.get(cls)
-    if name is None:
-        name = f"{cls.__module__}:{cls.__qualname__}"
-        _class_names[cls] = name
-        _seen_classes[name] = cls
-    return name
-
-
-def _pydantic_base() -> type | None:
-    # Only look pydantic up if something imported it: no model instance can
-    # exist otherwise, and importing it here would slow down every import.
-    module = sys.modules.get("pydantic")
-    base = getattr(module, "BaseModel", None)
-    return base if isinstance(base, type) else None
-
-
-def _is_namedtuple_class(cls: type) -> bool:
-    return issubclass(cls, tuple) and isinstance(getattr(cls, "_fields", None), tuple)
-
-
-def _enc(obj: Any) -> Any:
-    """Encode ``obj``; returns ``obj`` itself when it is already plain JSON."""
-    t = type(obj)
-    if t in _SCALARS:
-        return obj
-    if t is dict:
-        return _enc_dict(obj)
-    if t is list:
-        return _enc_list(obj)
-    return _enc_other(obj, t)
-
-
-# Floats count as plain: non-finite ones make the JSON encoder raise, and
-# only then does _tag_non_finite walk the tree (see JsonSerializer.dumps_typed).
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-_STR = frozenset({str})
-
-
-def _enc_list(items: list[Any]) -> list[Any]:
-    # Hot path: decide "all plain scalars" with C-level set operations.
-    if _SCALARS.issuperset(map(type, items)):
-        return items
-    # Copy on first change: the caller gets ``items`` back if nothing changed.
-    out: list[Any] | None = None
-    for i, v in enumerate(items):
-        if type(v) in _SCALARS:
-            continue
-        e = _enc(v)
-        if e is not v:
-            if out is None:
-                out = list(items)
-            out[i] = e
-    return items if out is None else out
-
-
-def _enc_dict(d: dict[Any, Any]) -> Any:
-    if TAG in d or not _STR.issuperset(map(type, d)):
-        return _enc_dict_items(d)
-    if _SCALARS.issuperset(map(type, d.values())):
-        return d
-    out: dict[str, Any] | None = None
-    for k, v in d.items():
-        if type(v) in _SCALARS:
-            continue
-        e = _enc(v)
-        if e is not v:
-            if out is None:
-                out = dict(d)
-            out[k] = e
-    return d if out is None else out
-
-
-def _tag_non_finite(tree: Any) -> Any:
-    """Tag nan/inf floats in an encoded (pure JSON) tree, copying what changes."""
-    t = type(tree)
-    if t is float:
-        return tree if math.isfinite(tree) else {TAG: "float", "v": repr(tree)}
-    if t is list:
-        new = [_tag_non_finite(v) for v in tree]
-        return tree if all(a is b for a, b in zip(new, tree, strict=True)) else new
-    if t is dict:
-        new_d = {k: _tag_non_finite(v) for k, v in tree.items()}
-        return tree if all(new_d[k] is v for k, v in tree.items()) else new_d
-    return tree
-
-
-def _enc_dict_items(d: dict[Any, Any]) -> dict[str, Any]:
-    # Non-str keys, or a key that would read as our tag: a list of pairs.
-    return {TAG: "dict", "items": [[_enc(k), _enc(v)] for k, v in d.items()]}
-
-
-def _enc_seq(kind: str) -> Callable[[Any], dict[str, Any]]:
-    def encode(obj: Iterable[Any]) -> dict[str, Any]:
-        return {TAG: kind, "v": [_enc(v) for v in obj]}
-
-    return encode
-
-
-def _enc_datetime(obj: datetime) -> dict[str, Any]:
-    tz = obj.tzinfo
-    out: dict[str, Any]
-    if isinstance(tz, ZoneInfo):
-        # Keep the zone, not just today's offset, so arithmetic stays DST-aware.
-        out = {TAG: "datetime", "v": obj.replace(tzinfo=None).isoformat(), "tz": tz.key}
-    else:
-        out = {TAG: "datetime", "v": obj.isoformat()}
-    if obj.fold:
-        out["fold"] = 1
-    return out
-
-
-def _enc_time(obj: time) -> dict[str, Any]:
-    tz = obj.tzinfo
-    out: dict[str, Any]
-    if isinstance(tz, ZoneInfo):
-        out = {TAG: "time", "v": obj.replace(tzinfo=None).isoformat(), "tz": tz.key}
-    else:
-        out = {TAG: "time", "v": obj.isoformat()}
-    if obj.fold:
-        out["fold"] = 1
-    return out
-
-
-def _b64(obj: bytes | bytearray) -> str:
-    return base64.b64encode(obj).decode("ascii")
-
-
-_ENCODERS: dict[type, Callable[[Any], Any]] = {
-    tuple: _enc_seq("tuple"),
-    set: _enc_seq("set"),
-    frozenset: _enc_seq("frozenset"),
-    bytes: lambda o: {TAG: "bytes", "v": _b64(o)},
-    bytearray: lambda o: {TAG: "bytearray", "v": _b64(o)},
-    datetime: _enc_datetime,
-    date: lambda o: {TAG: "date", "v": o.isoformat()},
-    time: _enc_time,
-    timedelta: lambda o: {TAG: "timedelta", "v": [o.days, o.seconds, o.microseconds]},
-    uuid.UUID: lambda o: {TAG: "uuid", "v": o.hex},
-    Decimal: lambda o: {TAG: "decimal", "v": str(o)},
-    Send: lambda o: {TAG: "send", "node": o.node, "arg": _enc(o.arg)},
-    Interrupt: lambda o: {
-        TAG: "interrupt",
-        "value": _enc(o.value),
-        "id": o.id,
-        "schema": _enc(o.response_schema),
-    },
-    Command: lambda o: {
-        TAG: "command",
-        "graph": o.graph,
-        "update": _enc(o.update),
-        "resume": _enc(o.resume),
-        "goto": _enc(o.goto),
-    },
-    Overwrite: lambda o: {TAG: "overwrite", "v": _enc(o.value)},
-}
-
-
-def _enc_other(obj: Any, t: type) -> Any:
-    encoder = _ENCODERS.get(t)
-    if encoder is not None:
-        return encoder(obj)
-    if isinstance(obj, Enum):
-        return {TAG: "enum", "cls": _class_name(t), "v": _enc(obj.value)}
-    if isinstance(obj, BaseException):
-        # As LangGraph: a task error read back from a checkpoint is its repr.
-        return repr(obj)
-    pydantic_base = _pydantic_base()
-    if pydantic_base is not None and isinstance(obj, pydantic_base):
-        return _enc_pydantic(obj, t)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        fields = {}
-        for f in dataclasses.fields(obj):
-            value = getattr(obj, f.name, _MISSING)
-            if value is not _MISSING:
-                fields[f.name] = value
-        return {TAG: "dataclass", "cls": _class_name(t), "v": _enc_dict(fields)}
-    if _is_namedtuple_class(t):
-        return {TAG: "namedtuple", "cls": _class_name(t), "v": [_enc(v) for v in obj]}
-    if isinstance(obj, uuid.UUID):
-        return {TAG: "uuid", "v": obj.hex}
-    raise CheckpointError(
-        f"Cannot serialize a value of type {t.__module__}.{t.__qualname__}: "
-        f"checkpoint values must be built from {_SUPPORTED}."
-    )
-
-
-_MISSING = object()
-
-
-def _enc_pydantic(obj: Any, t: type) -> dict[str, Any]:
-    # Field values from getattr, encoded recursively, so nested models and
-    # datetimes keep their types (model_dump would flatten them to dicts).
-    values: dict[str, Any] = {}
-    for name in t.__pydantic_fields__:  # type: ignore[attr-defined]
-        value = getattr(obj, name, _MISSING)
-        if value is not _MISSING:
-            values[name] = value
-    extra = getattr(obj, "__pydantic_extra__", None)
-    if extra:
-        values.update(extra)
-    return {
-        TAG: "pydantic",
-        "cls": _class_name(t),
-        "v": _enc_dict(values),
-        "set": sorted(obj.model_fields_set),
-    }
-
-
-# --------------------------------------------------------------------------
-# The serializer
-# --------------------------------------------------------------------------
 
 _json_encoder = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
@@ -291,24 +97,66 @@ _json_encoder_ascii = json.JSONEncoder(
 class JsonSerializer:
     """JSON-based :class:`SerializerProtocol`; round-trips type and value exactly.
 
-    Security: loading only instantiates classes that are pydantic models,
-    dataclasses, Enums or NamedTuples, and only resolves a class whose module
-    is already imported, or whose module is an ``allowed_modules`` entry or lies
-    below one (``"myapp"`` allows ``myapp`` and ``myapp.models``). Stored data
-    can therefore never make the loader import arbitrary code. Classes this
-    process has dumped itself are always resolvable, even if defined locally.
+    See the module docstring for what it stores and which classes it loads.
 
     Args:
-        allowed_modules: module names (package prefixes) the loader may import
-            to resolve classes that are not imported yet.
+        allowed_classes: classes whose instances may be stored and loaded.
+        allowed_modules: package prefixes whose module-level classes may be
+            stored and loaded (the loader may import these modules).
+        strict: only the classes above (and the built-in ones); without it,
+            classes this process dumped load too, in this process.
     """
 
-    __slots__ = ("_allowed", "_decoder", "_resolved")
+    __slots__ = ("_decode", "_encode", "_registry")
 
-    def __init__(self, *, allowed_modules: Iterable[str] = ()) -> None:
-        self._allowed: tuple[str, ...] = tuple(m.rstrip(".") for m in allowed_modules)
-        self._resolved: dict[tuple[str, str], type] = {}
-        self._decoder = json.JSONDecoder(object_hook=self._revive)
+    def __init__(
+        self,
+        *,
+        allowed_classes: Iterable[type] = (),
+        allowed_modules: Iterable[str] = (),
+        strict: bool = False,
+    ) -> None:
+        if isinstance(allowed_classes, (str, type)):
+            raise SerializationError(
+                "allowed_classes takes a list of classes, e.g. [Order, Invoice]"
+            )
+        if isinstance(allowed_modules, str):
+            raise SerializationError("allowed_modules takes a list of module names, e.g. ['myapp']")
+        modules = []
+        for module in allowed_modules:
+            name = module.rstrip(".") if isinstance(module, str) else ""
+            if not name or ":" in name:
+                raise SerializationError(
+                    f"Bad allowed_modules entry {module!r}: give a module or package name "
+                    "such as 'myapp.models' (classes go in allowed_classes)"
+                )
+            modules.append(name)
+        self._setup(ClassRegistry(allowed_classes, modules, learn=not strict))
+
+    def _setup(self, registry: ClassRegistry) -> None:
+        self._registry = registry
+        self._encode = Encoder(registry).encode
+        self._decode = json.JSONDecoder(object_hook=make_object_hook(registry)).decode
+
+    @property
+    def strict(self) -> bool:
+        """Whether only declared classes are stored and loaded (nothing learned)."""
+        return not self._registry.learn
+
+    def allow(self, *classes: type) -> None:
+        """Allow more classes, e.g. ``serde.allow(*schema_classes(State))``.
+
+        Raises :class:`~graphruntime.errors.SerializationError` for a class whose
+        instances cannot round-trip, or whose name another allowed class has.
+        """
+        for cls in classes:
+            self._registry.declare(cls)
+
+    def fresh(self) -> JsonSerializer:
+        """This configuration as a fresh process has it (see :func:`check_round_trip`)."""
+        copy = JsonSerializer.__new__(JsonSerializer)
+        copy._setup(self._registry.fresh())
+        return copy
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         t = type(obj)
@@ -317,20 +165,25 @@ class JsonSerializer:
         if t is bytearray:
             return "bytearray", bytes(obj)
         try:
-            tree = _enc(obj)
+            tree = self._encode(obj, 0)
+        except Refusal as exc:
+            raise SerializationError(
+                f"Cannot serialize {format_path(exc.path)}: {exc.reason}"
+            ) from None
         except RecursionError as exc:
-            raise CheckpointError(
-                "Cannot serialize a value nested too deeply (or containing itself)"
+            raise SerializationError(
+                "Cannot serialize a value nested too deeply (or containing itself): "
+                "store a flatter structure"
             ) from exc
         try:
             text = _json_encoder.encode(tree)
         except ValueError:
             # nan/inf (rare): tag them and retry; anything else re-raises below.
-            tree = _tag_non_finite(tree)
+            tree = tag_non_finite(tree)
             try:
                 text = _json_encoder.encode(tree)
             except ValueError as exc:
-                raise CheckpointError(f"Cannot serialize value: {exc}") from exc
+                raise SerializationError(f"Cannot serialize value: {exc}") from exc
         try:
             return "json", text.encode("utf-8")
         except UnicodeEncodeError:
@@ -340,8 +193,14 @@ class JsonSerializer:
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         kind, payload = data
         if kind == "json":
+            payload = bytes(payload)
+            check_depth(payload)
             try:
-                return self._decoder.decode(bytes(payload).decode("utf-8"))
+                return self._decode(payload.decode("utf-8"))
+            except RecursionError as exc:
+                raise SerializationError(
+                    "Refusing to load a stored value nested too deeply for this call stack"
+                ) from exc
             except (ValueError, KeyError, TypeError, ArithmeticError) as exc:
                 raise CheckpointError(f"Corrupt serialized checkpoint value: {exc}") from exc
         if kind == "bytes":
@@ -355,152 +214,19 @@ class JsonSerializer:
             "'bytearray' and 'null'"
         )
 
-    # -- decoding ----------------------------------------------------------
 
-    def _revive(self, d: dict[str, Any]) -> Any:
-        # json calls this bottom-up, so every nested value is already revived.
-        if TAG not in d:
-            return d
-        kind = d[TAG]
-        reviver = _REVIVERS.get(kind)
-        if reviver is not None:
-            return reviver(d)
-        if kind == "enum":
-            return self._resolve(d["cls"], kind)(d["v"])
-        if kind == "pydantic":
-            cls = self._resolve(d["cls"], kind)
-            return cls.model_construct(  # type: ignore[attr-defined]
-                _fields_set=set(d["set"]), **d["v"]
-            )
-        if kind == "dataclass":
-            return _revive_dataclass(self._resolve(d["cls"], kind), d["v"])
-        if kind == "namedtuple":
-            return self._resolve(d["cls"], kind)(*d["v"])
-        raise CheckpointError(f"Unknown tag {kind!r} in serialized checkpoint value")
+def check_round_trip(value: Any, serde: SerializerProtocol) -> None:
+    """Raise unless a fresh process configured like ``serde`` could load ``value``.
 
-    def _resolve(self, name: str, kind: str) -> type:
-        key = (name, kind)
-        cls = self._resolved.get(key)
-        if cls is not None:
-            return cls
-        cls = _seen_classes.get(name)
-        if cls is None:
-            cls = self._import(name)
-        if not _has_kind(cls, kind):
-            raise CheckpointError(
-                f"Refusing to load class {name!r} from a checkpoint: it is not a "
-                f"{_KIND_NAMES[kind]}. Only pydantic models, dataclasses, Enums and "
-                "NamedTuples are instantiated."
-            )
-        if _seen_classes.get(name) is not cls:
-            # Only cache classes found by import; seen ones are already a lookup
-            # away, and caching them would keep local classes alive.
-            self._resolved[key] = cls
-        return cls
-
-    def _import(self, name: str) -> type:
-        module_name, _, qualname = name.partition(":")
-        module = sys.modules.get(module_name)
-        if module is None:
-            if not any(module_name == p or module_name.startswith(p + ".") for p in self._allowed):
-                raise CheckpointError(
-                    f"Refusing to load class {name!r} from a checkpoint: module "
-                    f"{module_name!r} is not imported. Import it before loading, or "
-                    f"allow it with JsonSerializer(allowed_modules=[{module_name!r}])."
-                )
-            try:
-                module = importlib.import_module(module_name)
-            except ImportError as exc:
-                raise CheckpointError(f"Cannot load class {name!r}: {exc}") from exc
-        obj: Any = module
-        for part in qualname.split("."):
-            obj = getattr(obj, part, None)
-            if obj is None:
-                hint = (
-                    " (it was defined inside a function, so only the process that saved "
-                    "it can load it; define it at module level)"
-                    if "<locals>" in qualname
-                    else ""
-                )
-                raise CheckpointError(f"Cannot load class {name!r}: not found{hint}")
-        if not isinstance(obj, type):
-            raise CheckpointError(f"Refusing to load {name!r} from a checkpoint: not a class")
-        return obj
-
-
-_KIND_NAMES = {
-    "enum": "Enum subclass",
-    "pydantic": "pydantic BaseModel subclass",
-    "dataclass": "dataclass",
-    "namedtuple": "NamedTuple class",
-}
-
-
-def _has_kind(cls: type, kind: str) -> bool:
-    if kind == "enum":
-        return issubclass(cls, Enum)
-    if kind == "pydantic":
-        base = _pydantic_base()
-        return base is not None and issubclass(cls, base)
-    if kind == "dataclass":
-        return dataclasses.is_dataclass(cls)
-    if kind == "namedtuple":
-        return _is_namedtuple_class(cls)
-    return False
-
-
-_dataclass_fields: weakref.WeakKeyDictionary[type, tuple[list[str], list[str]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _revive_dataclass(cls: type, values: dict[str, Any]) -> Any:
-    split = _dataclass_fields.get(cls)
-    if split is None:
-        fields = dataclasses.fields(cls)
-        split = ([f.name for f in fields if f.init], [f.name for f in fields if not f.init])
-        _dataclass_fields[cls] = split
-    init_names, other_names = split
-    obj = cls(**{n: values[n] for n in init_names if n in values})
-    for n in other_names:
-        if n in values:
-            # object.__setattr__ also works for frozen dataclasses.
-            object.__setattr__(obj, n, values[n])
-    return obj
-
-
-def _revive_datetime(d: dict[str, Any]) -> datetime:
-    value = datetime.fromisoformat(d["v"])
-    if "tz" in d:
-        value = value.replace(tzinfo=ZoneInfo(d["tz"]))
-    return value.replace(fold=1) if d.get("fold") else value
-
-
-def _revive_time(d: dict[str, Any]) -> time:
-    value = time.fromisoformat(d["v"])
-    if "tz" in d:
-        value = value.replace(tzinfo=ZoneInfo(d["tz"]))
-    return value.replace(fold=1) if d.get("fold") else value
-
-
-_REVIVERS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "tuple": lambda d: tuple(d["v"]),
-    "set": lambda d: set(d["v"]),
-    "frozenset": lambda d: frozenset(d["v"]),
-    "dict": lambda d: dict(d["items"]),
-    "float": lambda d: float(d["v"]),
-    "bytes": lambda d: base64.b64decode(d["v"]),
-    "bytearray": lambda d: bytearray(base64.b64decode(d["v"])),
-    "datetime": _revive_datetime,
-    "date": lambda d: date.fromisoformat(d["v"]),
-    "time": _revive_time,
-    "timedelta": lambda d: timedelta(*d["v"]),
-    "uuid": lambda d: uuid.UUID(hex=d["v"]),
-    "decimal": lambda d: Decimal(d["v"]),
-    "send": lambda d: Send(d["node"], d["arg"]),
-    "interrupt": lambda d: Interrupt(d["value"], d["id"], response_schema=d["schema"]),
-    "command": lambda d: Command(
-        graph=d["graph"], update=d["update"], resume=d["resume"], goto=d["goto"]
-    ),
-    "overwrite": lambda d: Overwrite(d["v"]),
-}
+    For a client about to submit ``value`` to remote workers: it dumps with
+    ``serde``'s declared configuration only (nothing this process learned by
+    dumping, no class from ``__main__``) and loads the result in another fresh
+    copy. Raises :class:`~graphruntime.errors.SerializationError` naming the
+    offending place in the value and what to do. Another serializer type is
+    checked with a plain dump and load.
+    """
+    if isinstance(serde, JsonSerializer):
+        data = serde.fresh().dumps_typed(value)
+        serde.fresh().loads_typed(data)
+        return
+    serde.loads_typed(serde.dumps_typed(value))

@@ -1,0 +1,160 @@
+"""LangChain messages in graph state (as ``langgraph.graph.message``).
+
+Needs langchain-core: ``pip install 'graphruntime[messages]'``. This is the only
+graphruntime module that imports it; ``import graphruntime.graph`` does not.
+
+``add_messages`` merges message lists by id, ``MessagesState`` is the usual
+``{"messages": [...]}`` state. The typed serializer stores LangChain's message
+classes by default, so such state checkpoints as is. LangGraph's deprecated
+``MessageGraph`` (a graph whose whole state is one list) and ``push_message``
+(which writes to the ``messages`` stream through LangChain callbacks) are not
+provided: use a ``MessagesState`` graph and return the message from the node.
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections.abc import Sequence
+from functools import partial
+from typing import Annotated, Any, Literal, cast
+
+from typing_extensions import TypedDict
+
+try:
+    from langchain_core.messages import (
+        AnyMessage,
+        BaseMessage,
+        BaseMessageChunk,
+        MessageLikeRepresentation,
+        RemoveMessage,
+        convert_to_messages,
+        convert_to_openai_messages,
+        message_chunk_to_message,
+    )
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "graphruntime.graph.message needs langchain-core: pip install 'graphruntime[messages]'"
+    ) from exc
+
+__all__ = (
+    "REMOVE_ALL_MESSAGES",
+    "AnyMessage",
+    "Messages",
+    "MessagesState",
+    "RemoveMessage",
+    "add_messages",
+)
+
+# list[Any]: lists are invariant, and a list[HumanMessage] must pass; every item is
+# converted (or rejected) at run time.
+Messages = list[Any] | MessageLikeRepresentation
+"""One message or a list of them, as messages, dicts, ``(role, content)`` pairs or strings."""
+
+REMOVE_ALL_MESSAGES = "__remove_all__"
+"""``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` in an update drops every earlier message."""
+
+_FORMATS = (None, "langchain-openai")
+
+
+def add_messages(
+    left: Messages | None = None,
+    right: Messages | None = None,
+    *,
+    format: Literal["langchain-openai"] | None = None,
+) -> Any:
+    """Merge ``right`` into ``left`` by message id: the reducer of a messages key.
+
+    Messages without an id get a new UUID; a message whose id is already in
+    ``left`` replaces it in place; ``RemoveMessage(id=...)`` deletes that
+    message (``ValueError`` if no message has the id), and
+    ``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` drops everything before it.
+    Message-likes (dicts, ``("user", "hi")``, strings) and chunks are converted
+    to messages. Returns a new list.
+
+    Called with only ``format``, returns the reducer with that option:
+    ``Annotated[list[AnyMessage], add_messages(format="langchain-openai")]``
+    converts the merged messages to OpenAI's content format.
+    """
+    if format not in _FORMATS:
+        raise ValueError(f"Unrecognized {format=}. Expected one of 'langchain-openai', None.")
+    if left is None and right is None:
+        return partial(_merge, format=format)
+    if left is None or right is None:
+        missing = "left" if left is None else "right"
+        raise ValueError(
+            f"add_messages needs both 'left' and 'right' (got no {missing!r}); call it "
+            "with only format=... to configure the reducer"
+        )
+    return _merge(left, right, format=format)
+
+
+def _merge(
+    left: Messages,
+    right: Messages,
+    *,
+    format: Literal["langchain-openai"] | None = None,
+) -> list[BaseMessage]:
+    lefts = _as_messages(left)
+    rights = _as_messages(right)
+    for m in lefts:
+        if m.id is None:
+            m.id = str(uuid.uuid4())
+    remove_all_at = None
+    for i, m in enumerate(rights):
+        if m.id is None:
+            m.id = str(uuid.uuid4())
+        if isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES:
+            remove_all_at = i
+    if remove_all_at is not None:
+        return rights[remove_all_at + 1 :]
+
+    merged = list(lefts)
+    position = {m.id: i for i, m in enumerate(merged)}
+    removed: set[str] = set()
+    for m in rights:
+        at = position.get(m.id)
+        if at is not None:
+            if isinstance(m, RemoveMessage):
+                removed.add(cast(str, m.id))
+            else:
+                removed.discard(cast(str, m.id))
+                merged[at] = m
+        elif isinstance(m, RemoveMessage):
+            raise ValueError(
+                f"Attempting to delete a message with an ID that doesn't exist ('{m.id}')"
+            )
+        else:
+            position[m.id] = len(merged)
+            merged.append(m)
+    if removed:
+        merged = [m for m in merged if m.id not in removed]
+    if format == "langchain-openai":
+        return list(convert_to_messages(convert_to_openai_messages(merged)))
+    return merged
+
+
+# The graph builder recognises a reducer by its two required positional
+# parameters; add_messages has defaults only so it can also be called as a
+# factory, so it advertises the signature of the merge it performs.
+add_messages.__signature__ = inspect.signature(_merge)  # type: ignore[attr-defined]
+
+
+def _as_messages(value: Messages) -> list[BaseMessage]:
+    items: list[Any] = value if isinstance(value, list) else [value]
+    # A long history is all plain messages: check its few distinct types, not each item.
+    if all(
+        issubclass(t, BaseMessage) and not issubclass(t, BaseMessageChunk)
+        for t in set(map(type, items))
+    ):
+        return items
+    return [
+        message_chunk_to_message(m) if isinstance(m, BaseMessageChunk) else m
+        for m in convert_to_messages(cast(Sequence[MessageLikeRepresentation], items))
+    ]
+
+
+class MessagesState(TypedDict):
+    """State with one key, ``messages``, merged by :func:`add_messages`."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
