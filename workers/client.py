@@ -22,7 +22,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from graphruntime.checkpoint import ClusterSaver
+from graphruntime.checkpoint import ClusterSaver, check_round_trip
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointError
 from graphruntime.pregel import Pregel
@@ -234,13 +234,13 @@ class GraphClient:
 
         Nothing is written when it is refused.
         """
-        serde = self.store.serde if hasattr(self.store, "serde") else self.saver.serde
+        serde = self.saver.serde
         try:
+            check_round_trip(payload, serde)
             typed = serde.dumps_typed(payload)
-            serde.loads_typed(typed)
         except CheckpointError as exc:
-            raise CheckpointError(
-                f"The run's input or config cannot be stored for the workers: {exc}. "
+            raise type(exc)(
+                f"The run's input or config cannot be stored for the workers: {exc} "
                 "Nothing was queued."
             ) from exc
         digest = hashlib.sha256(graph.encode() + b"\0" + typed[0].encode() + b"\0" + typed[1])

@@ -6,9 +6,29 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from graphruntime.checkpoint import JsonSerializer, schema_classes
+from graphruntime.errors import SerializationError
 from graphruntime.graph import StateGraph
+from graphruntime.graph.state import CompiledStateGraph
 from graphruntime.pregel import Pregel
 from workers.errors import ConfigurationError, UnknownGraphError
+
+
+def graph_schema_classes(graph: Pregel) -> set[type]:
+    """The classes a graph's (and its subgraphs') state, input and output schemas name."""
+    found: set[type] = set()
+    seen: set[int] = set()
+    stack: list[Pregel] = [graph]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, CompiledStateGraph):
+            found |= schema_classes(*current.builder.schemas)
+        for node in current.nodes.values():
+            stack.extend(sub for sub in node.subgraphs if isinstance(sub, Pregel))
+    return found
 
 
 @dataclass
@@ -17,6 +37,8 @@ class GraphRegistry:
 
     specs: Mapping[str, str]
     _loaded: dict[str, Pregel] = field(default_factory=dict)
+    serde: JsonSerializer | None = None
+    """A strict serializer that learns each loaded graph's schema classes."""
 
     @classmethod
     def parse(cls, spec: str) -> GraphRegistry:
@@ -43,6 +65,12 @@ class GraphRegistry:
         }
         return cls({name: f"<in memory {name}>" for name in loaded}, loaded)
 
+    def use_serde(self, serde: JsonSerializer) -> None:
+        """Make ``serde`` allow the schema classes of every graph loaded, now and later."""
+        self.serde = serde
+        for name, graph in self._loaded.items():
+            self._allow_schemas(name, graph)
+
     def names(self) -> list[str]:
         return sorted(self.specs)
 
@@ -68,5 +96,16 @@ class GraphRegistry:
                 f"GRAPHRUNTIME_GRAPHS entry {name}={target} is a {type(obj).__name__}; it must "
                 "be a compiled graph or a StateGraph builder."
             )
+        self._allow_schemas(name, obj)
         self._loaded[name] = obj
         return obj
+
+    def _allow_schemas(self, name: str, graph: Pregel) -> None:
+        if self.serde is None:
+            return
+        try:
+            self.serde.allow(*graph_schema_classes(graph))
+        except SerializationError as exc:
+            raise ConfigurationError(
+                f"Graph {name!r}: its state schemas name a class that cannot be stored: {exc}"
+            ) from exc

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sys
 
+from graphruntime.checkpoint import JsonSerializer, parse_allowed_classes
+from graphruntime.errors import SerializationError
 from workers.context import WorkerContext
 from workers.dispatch import Broker
 from workers.errors import ConfigurationError
@@ -36,11 +38,24 @@ def database_url(settings: Settings) -> str:
     )
 
 
+def worker_serde(settings: Settings) -> JsonSerializer:
+    """The strict serializer runs are stored with: built-in kinds, the registered graphs'
+    schema classes (added as each graph loads) and ``GRAPHRUNTIME_SERDE_ALLOW``."""
+    try:
+        return JsonSerializer(
+            strict=True, allowed_classes=parse_allowed_classes(settings.serde_allow)
+        )
+    except SerializationError as exc:
+        raise ConfigurationError(f"GRAPHRUNTIME_SERDE_ALLOW: {exc}") from exc
+
+
 def connect(settings: Settings, *, broker: Broker | None = None) -> WorkerContext:
     """Everything a worker or client needs; the broker defaults to Celery's."""
     from checkpoint_pg import PostgresSaver
 
+    serde = worker_serde(settings)
     registry = GraphRegistry.parse(settings.graphs)
+    registry.use_serde(serde)
     if broker is None:
         from workers.app import CeleryBroker, create_app
 
@@ -53,7 +68,7 @@ def connect(settings: Settings, *, broker: Broker | None = None) -> WorkerContex
     return WorkerContext(
         settings=settings,
         registry=registry,
-        saver=PostgresSaver(pool),
-        store=PostgresRunStore(pool),
+        saver=PostgresSaver(pool, serde=serde),
+        store=PostgresRunStore(pool, serde),
         broker=broker,
     )

@@ -32,6 +32,11 @@ class Settings(BaseSettings):
         description="Start an embedded Postgres and Redis (development only) when "
         "DATABASE_URL / REDIS_URL are unset; without it, they are required.",
     )
+    serde_allow: str = Field(
+        default="",
+        description="Comma-separated module:qualname classes whose instances runs may store, "
+        "beyond the classes the registered graphs' state schemas name.",
+    )
     coordinator_queue: str = "graphruntime.coordinator"
     task_queue: str = "graphruntime.tasks"
     resume_queue: str = "graphruntime:resume"

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from graphruntime.checkpoint import InMemorySaver
+from graphruntime.checkpoint import InMemorySaver, JsonSerializer
 from workers.client import GraphClient
 from workers.context import WorkerContext
 from workers.dispatch import QueueDepths
@@ -89,10 +89,12 @@ class InlineCluster:
     ) -> None:
         self.settings = settings or Settings(database_url="memory://", redis_url="memory://")
         self.clock = ManualClock()
-        self.store = InMemoryRunStore(clock=self.clock)
-        self.saver = InMemorySaver()
+        self.serde = JsonSerializer(strict=True)  # as the workers': declared classes only
+        self.store = InMemoryRunStore(self.serde, clock=self.clock)
+        self.saver = InMemorySaver(serde=self.serde)
         self.broker = InlineBroker()
         self.registry = GraphRegistry.of(graphs)
+        self.registry.use_serde(self.serde)
         self.workers = [self.context(f"worker-{i}") for i in range(workers)]
         for ctx in self.workers:
             self.store.heartbeat(ctx.worker_name, "inline", 0)

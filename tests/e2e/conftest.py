@@ -34,11 +34,12 @@ def registry_spec() -> str:
     return ",".join(importlib.import_module(m).GRAPHS for m in GRAPH_MODULES)
 
 
-# Fast heartbeats and a fast sweeper, so fault tests see recovery within seconds.
+# Fast heartbeats and a fast sweeper, so fault tests see recovery within seconds. The
+# default GRAPHRUNTIME_TASK_STALE_AFTER (300 s) stays: recovery must come from heartbeats
+# (a dead worker) and empty queues (a lost message), never from waiting that out.
 FAST_RECOVERY = {
     "GRAPHRUNTIME_HEARTBEAT_INTERVAL": "1",
     "GRAPHRUNTIME_SWEEP_INTERVAL": "0.5",
-    "GRAPHRUNTIME_TASK_STALE_AFTER": "5",
 }
 # Small chunking thresholds, so fan-outs of 8 tasks or more run several tasks per job
 # (production defaults start chunking at 128) while small ones keep a job per task.

@@ -439,3 +439,20 @@ def test_a_heartbeat_frees_claims_its_process_no_longer_works_on() -> None:
     cluster.clock.advance(600)
     cluster.store.heartbeat("worker-0", "inline", 0, keep="job-2", grace=5)
     assert cluster.store.task_row(*args, ref.id).worker == "worker-0"
+
+
+def test_input_the_workers_could_not_read_back_is_refused_before_anything_is_written() -> None:
+    import dataclasses
+
+    from graphruntime.errors import SerializationError
+
+    @dataclasses.dataclass
+    class Doc:  # defined in the client's own code: no worker can load it
+        text: str
+
+    cluster = InlineCluster({"chain": chain(Calls())})
+    cfg = thread()
+    with pytest.raises(SerializationError, match="Nothing was queued"):
+        cluster.client.submit("chain", {"log": [Doc("x")]}, cfg)
+    assert cluster.store.runs_of_thread(cfg["configurable"]["thread_id"]) == []
+    assert cluster.broker.sent == []
