@@ -38,6 +38,7 @@ fi
 
 started=$SECONDS
 phase_started=$SECONDS
+echo "smoke run $(date -u +%Y-%m-%dT%H:%M:%SZ): docker $(docker version -f '{{.Client.Version}} (engine {{.Server.Version}})'), $("${compose[@]}" version --short 2>/dev/null || "${compose[@]}" version | head -1)"
 phase() {
     printf '\n[smoke %4ds, previous phase %3ds] %s\n' "$((SECONDS - started))" \
         "$((SECONDS - phase_started))" "$*"
@@ -117,6 +118,10 @@ migrate_id=$("${compose[@]}" ps -aq migrate)
 "${compose[@]}" logs --no-color migrate | grep -E "schema|up to date"
 wait_healthy worker-coordinator 1 180
 wait_healthy worker-tasks 1 180
+worker_id=$("${compose[@]}" ps -q worker-tasks | head -1)
+docker inspect -f 'worker container: user {{.Config.User}}, read-only root {{.HostConfig.ReadonlyRootfs}}, cap_drop {{.HostConfig.CapDrop}}, memory limit {{.HostConfig.Memory}} B, restart {{.HostConfig.RestartPolicy.Name}}' "$worker_id"
+[[ $(docker inspect -f '{{.HostConfig.ReadonlyRootfs}}' "$worker_id") == true ]] \
+    || fail "the worker's root file system is writable"
 docker ps --filter "label=com.docker.compose.project=$project" \
     --format 'table {{.Names}}\t{{.Status}}'
 
