@@ -16,10 +16,7 @@ SKIP_PARTS = {"build", "dist", "node_modules", "__pycache__"}
 
 # Known offenders, to be fixed in the runtime packages. strict xfail: once a file is fixed
 # its entry fails as XPASS, and must be removed from here.
-KNOWN_NON_ASCII = {
-    "checkpoint_pg/sql/queries.sql": "line 141: 'µs' in a comment",
-    "workers/sql/migrations/0001_initial.sql": "line 6: '0002_…' in a comment",
-}
+KNOWN_NON_ASCII: dict[str, str] = {}
 
 
 def sql_files() -> list[Path]:
