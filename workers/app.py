@@ -104,6 +104,20 @@ class CeleryBroker:
                 "graphruntime.coordinate", kwargs={"run_id": run_id, "v": 1}, **options
             )
 
+    def send_coordinates(self, run_ids: Sequence[str]) -> None:
+        queue = self.settings.coordinator_queue
+        with (
+            _broker_errors("send coordinator messages"),
+            self.app.producer_or_acquire() as producer,
+        ):
+            for run_id in run_ids:
+                self.app.send_task(
+                    "graphruntime.coordinate",
+                    kwargs={"run_id": run_id, "v": 1},
+                    queue=queue,
+                    producer=producer,
+                )
+
     def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None:
         """Publish task jobs over one producer (one connection for a whole fan-out)."""
         options: dict[str, Any] = {"countdown": delay} if delay > 0 else {}
