@@ -24,7 +24,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 from workers.dispatch import QueueDepths
 from workers.errors import BrokerUnavailableError, ConfigurationError
 from workers.messages import TaskMessage
-from workers.settings import Settings
+from workers.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +34,13 @@ def redis_url(settings: Settings) -> str:
     if settings.redis_url:
         return settings.redis_url
     if settings.embedded:
+        from workers.embedded import data_dir as embedded_dir
         from workers.embedded import redis_url as embedded
 
         url = embedded()
-        sys.stderr.write(f"graphruntime: using the embedded Redis at {url} (development only)\n")
+        sys.stderr.write(
+            f"graphruntime: using the embedded Redis in {embedded_dir()} (development only)\n"
+        )
         return url
     raise ConfigurationError(
         "REDIS_URL is not set: point it at the Redis broker (e.g. redis://redis:6379/0), or "
@@ -78,7 +81,7 @@ def create_app(settings: Settings) -> Celery:
 @cache
 def get_app() -> Celery:
     """The process's app, from the environment's settings (made once)."""
-    return create_app(Settings())
+    return create_app(load_settings())
 
 
 def __getattr__(name: str) -> Any:

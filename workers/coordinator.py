@@ -39,6 +39,9 @@ from workers.store import InboxEntry, InboxUpdate, Run, StepTask
 
 log = logging.getLogger(__name__)
 
+LACKING_GRAPH_DELAY = 5.0
+"""Seconds before a run this worker lacks the graph of is offered again."""
+
 MAX_RUNS_PER_JOB = 16
 """Runs of one thread a coordinator job takes in turn before handing the thread back."""
 
@@ -105,9 +108,16 @@ def advance(ctx: WorkerContext, run: Run, failures: list[str] | None = None) -> 
         return True
     try:
         graph = ctx.registry.get(run.graph)
-    except UnknownGraphError as exc:
-        _end(ctx, run, "error", error=error_info(exc))
-        return True
+    except UnknownGraphError:
+        # the client knows the graph, this worker does not (a rolling deploy, a worker
+        # pool serving other graphs): leave the run to a worker that has it
+        log.warning(
+            "run %s is of graph %r, which this worker does not serve; left for another worker",
+            run.run_id,
+            run.graph,
+        )
+        ctx.broker.send_coordinate(run.run_id, delay=LACKING_GRAPH_DELAY)
+        return False
     events = RunEvents(ctx, run)
     loop: PregelLoop | None = None
     try:

@@ -16,7 +16,7 @@ from graphruntime.errors import GraphInterrupt
 from graphruntime.pregel import RetryLater, run_task_attempt
 from workers._deferred_writes import DeferredWrites
 from workers.context import WorkerContext, at_run_start, run_loop
-from workers.coordinator import coordinate
+from workers.coordinator import LACKING_GRAPH_DELAY, coordinate
 from workers.dispatch import dispatch_retry
 from workers.errors import error_info, is_transient
 from workers.messages import TaskMessage
@@ -46,6 +46,14 @@ def execute_tasks(ctx: WorkerContext, msg: TaskMessage, *, redelivered: bool = F
         )
         return []
     failures: list[str] = []
+    if run.graph not in ctx.registry.names():
+        log.warning(
+            "task job %s is of graph %r, which this worker does not serve; left for another worker",
+            msg.job_id,
+            run.graph,
+        )
+        ctx.broker.send_tasks([msg], delay=LACKING_GRAPH_DELAY)
+        return []
     refs = [(t.id, t.path, t.attempts) for t in msg.tasks]
     ctx.claim_token = uuid.uuid4().hex
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from celery.signals import (
+    worker_init,
     worker_process_init,
     worker_process_shutdown,
     worker_ready,
@@ -23,6 +25,7 @@ from workers.errors import (
     MalformedMessageError,
     NodeFailedError,
     RunNotFoundError,
+    WorkerError,
     is_transient,
 )
 from workers.executor import execute_tasks
@@ -106,6 +109,25 @@ def _fail_visibly(failures: list[str]) -> None:
     """
     if failures:
         raise NodeFailedError("; ".join(failures))
+
+
+@worker_init.connect  # type: ignore[untyped-decorator]
+def _check_registry(**_: Any) -> None:
+    """Before the pool starts: every registered graph must import, or the worker exits
+    non-zero saying which entry is broken (it must not say "ready" and take work)."""
+    from workers.registry import GraphRegistry
+
+    settings = app.conf.graphruntime_settings
+    try:
+        registry = GraphRegistry.parse(settings.graphs)
+        for name in registry.names():
+            registry.get(name)
+    except WorkerError as exc:  # ConfigurationError: the entry and why
+        log.critical("graphruntime worker cannot start: %s", exc)
+        logging.shutdown()
+        os._exit(3)  # Celery would catch SystemExit here and carry on
+    if not registry.names():
+        log.warning("GRAPHRUNTIME_GRAPHS names no graph: this worker can run nothing")
 
 
 @worker_process_init.connect  # type: ignore[untyped-decorator]

@@ -3,6 +3,7 @@ after their nodes and end as failed."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
@@ -13,6 +14,7 @@ from tests.unit.workers.graphs import Calls, failing, fan
 from workers.coordinator import coordinate
 from workers.errors import RemoteTraceback
 from workers.executor import execute_tasks
+from workers.registry import GraphRegistry
 from workers.testing import InlineCluster
 
 
@@ -59,3 +61,28 @@ def test_a_failed_task_job_reports_its_node_and_is_labelled_with_it() -> None:
     assert isinstance(caught.value.__cause__, RemoteTraceback)
     assert "in work" in caught.value.__cause__.text
     assert "node work" in "\n".join(getattr(caught.value, "__notes__", []))
+
+
+def test_a_worker_lacking_the_graph_leaves_the_run_to_one_that_has_it() -> None:
+    calls = Calls()
+    cluster = InlineCluster({"fan": fan(calls)})
+    lacking = dataclasses.replace(
+        cluster.workers[0], registry=GraphRegistry.of({}), worker_name="old-worker"
+    )
+    handle = cluster.client.submit("fan", {"items": ["a", "b"], "log": []}, thread())
+    (job,) = cluster.broker.coordinator
+    cluster.broker.coordinator.remove(job)
+    assert coordinate(lacking, handle.run_id) == []
+    assert cluster.store.get_run(handle.run_id).status == "queued"  # not failed
+    (again,) = cluster.broker.coordinator
+    assert again.run_id == handle.run_id
+    assert again.delay > 0
+    cluster.deliver(limit=1)  # a worker with the graph dispatches the fan-out
+    task_job = cluster.broker.tasks[0]
+    cluster.broker.tasks.remove(task_job)
+    assert task_job.message is not None
+    assert execute_tasks(lacking, task_job.message) == []
+    assert calls.counts["work:a"] + calls.counts["work:b"] == 0
+    assert [j.message for j in cluster.broker.tasks].count(task_job.message) == 1  # re-sent
+    cluster.deliver()
+    assert handle.wait(0)["decision"] == "a,b"
