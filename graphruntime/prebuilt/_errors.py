@@ -23,6 +23,10 @@ class PrebuiltInputError(GraphRuntimeError, ValueError):
     """A prebuilt node got input it cannot work with (no messages, no AIMessage...)."""
 
 
+class AsyncOnlyError(GraphRuntimeError, RuntimeError):
+    """Something async-only (a model picker) was run by the sync API: use ainvoke/astream."""
+
+
 class InjectedStateError(PrebuiltInputError, KeyError, AttributeError):
     """A tool asked for a state key (``InjectedState("key")``) the state does not have."""
 

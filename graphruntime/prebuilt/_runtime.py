@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic
+from typing import Any, Generic
 
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 
 # LangChain's marker for an argument injected by its type alone (``runtime: ToolRuntime``,
 # no ``Annotated``): its tool schemas leave such arguments out of what the model sees.
@@ -16,10 +17,9 @@ from graphruntime._internal._constants import CONF, CONFIG_KEY_CUSTOM_WRITER, CO
 from graphruntime._internal._tool_stream import tool_call_writer
 from graphruntime.config import StreamWriter
 
-if TYPE_CHECKING:
-    from langchain_core.tools import BaseTool
-
-    from graphruntime.store.base import BaseStore
+# Imported at run time, not for type checking only: LangChain builds a pydantic schema
+# of every tool's signature, and a `runtime: ToolRuntime` parameter needs these fields.
+from graphruntime.store.base import BaseStore
 
 StateT = TypeVar("StateT", default=dict[str, Any])
 ContextT = TypeVar("ContextT", default=None)

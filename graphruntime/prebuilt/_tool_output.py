@@ -8,11 +8,26 @@ from dataclasses import replace
 from typing import Any, Literal, cast
 
 from langchain_core.messages import RemoveMessage, ToolCall, ToolMessage, convert_to_messages
+from langchain_core.messages.tool import ToolOutputMixin
 from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES
 
 from graphruntime.graph.message import REMOVE_ALL_MESSAGES
 from graphruntime.prebuilt._errors import InvalidToolOutputError
 from graphruntime.types import Command, Send
+
+
+def _commands_are_tool_outputs() -> None:
+    """Let LangChain tools return graphruntime's ``Command`` as they return LangGraph's.
+
+    A LangChain tool wraps whatever it returns in a ``ToolMessage`` unless it is a
+    ``ToolOutputMixin``; LangGraph's ``Command`` is one. graphruntime's core does not
+    import langchain-core, so its ``Command`` becomes one here, when tools are in play.
+    """
+    if not issubclass(Command, ToolOutputMixin):
+        Command.__bases__ = (*Command.__bases__, ToolOutputMixin)
+
+
+_commands_are_tool_outputs()
 
 InputType = Literal["list", "dict", "tool_calls"]
 """How the tool calls reached ``ToolNode``: messages, a state, or bare tool calls."""

@@ -32,7 +32,7 @@ from graphruntime.prebuilt._agent_model import (
     validate_chat_history,
 )
 from graphruntime.prebuilt._base import FunctionNode
-from graphruntime.prebuilt._errors import PrebuiltInputError
+from graphruntime.prebuilt._errors import AsyncOnlyError, PrebuiltInputError
 from graphruntime.prebuilt._runtime import GraphRuntime
 from graphruntime.prebuilt.tool_node import ToolCallWithContext, ToolNode
 from graphruntime.types import Send
@@ -164,7 +164,7 @@ class _Agent:
 
     def _resolve(self, state: Any, config: RunnableConfig) -> Runnable[Any, Any]:
         if self.async_dynamic:
-            raise PrebuiltInputError(
+            raise AsyncOnlyError(
                 "Async model callable provided but agent invoked synchronously. Use "
                 "agent.ainvoke() or agent.astream(), or provide a sync model callable."
             )
@@ -376,6 +376,8 @@ def create_react_agent(
             _model_input_schema(state_schema) if pre_model_hook is not None else state_schema
         ),
     )
+    if tool_classes:  # added next, as LangGraph does: graph drawings list nodes in order
+        workflow.add_node("tools", tool_node)
     entrypoint = "agent"
     if pre_model_hook is not None:
         workflow.add_node("pre_model_hook", pre_model_hook)
@@ -396,7 +398,6 @@ def create_react_agent(
         )
 
     if tool_classes:
-        workflow.add_node("tools", tool_node)
         _route_tools(
             workflow, agent, entrypoint, version, post_model_hook is not None, response_format
         )
