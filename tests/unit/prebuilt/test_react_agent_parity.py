@@ -87,6 +87,7 @@ class Case:
     options: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     structured: Any = None
+    error: str | None = None  # the error both raise, if any
 
 
 CASES = [
@@ -114,7 +115,8 @@ CASES = [
         tools=(search, final),
     ),
     Case("recursion-limit", config={"recursion_limit": 2}),
-    Case("recursion-limit-3", config={"recursion_limit": 3}),
+    # The limit is checked before finding that no step is left: both fail the run.
+    Case("recursion-limit-3", config={"recursion_limit": 3}, error="GraphRecursionError"),
     Case(
         "structured",
         options={"response_format": Weather},
@@ -192,7 +194,7 @@ def outcome(factory: Callable[..., Any], case: Case, mode: str) -> dict[str, Any
         else:
             result = list(agent.stream(INPUT, case.config, stream_mode="updates"))
     except Exception as exc:  # noqa: BLE001 - the error is the outcome compared
-        result = (type(exc).__name__, str(exc))
+        result = {"error": type(exc).__name__, "message": str(exc)}
     return {"result": view(result), "model saw": view(model.seen)}
 
 
@@ -201,6 +203,8 @@ def outcome(factory: Callable[..., Any], case: Case, mode: str) -> dict[str, Any
 def test_agent_runs_as_langgraphs(case: Case, mode: str) -> None:
     ours = outcome(create_react_agent, case, mode)
     theirs = outcome(lg_create_react_agent, case, mode)
+    result = ours["result"]
+    assert (result.get("error") if isinstance(result, dict) else None) == case.error
     if mode == "stream" and isinstance(ours["result"], list):
         # parallel tool tasks may finish in either order
         ours["result"] = sorted(map(repr, ours["result"]))
@@ -338,3 +342,43 @@ def test_history_with_unanswered_tool_calls_is_refused() -> None:
         return info.value
 
     assert str(run(create_react_agent)) == str(run(lg_create_react_agent))
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_interrupt_in_a_tool_then_resume(version: str) -> None:
+    def run(factory: Callable[..., Any], saver: Any, interrupt_fn: Any, command: Any) -> Any:
+        @tool
+        def confirm(action: str) -> str:
+            """Asks a human to confirm the action."""
+            return f"{action}: {interrupt_fn(action)}"
+
+        script = [
+            ai_calling(
+                tool_call("confirm", {"action": "pay"}, "c1"),
+                tool_call("confirm", {"action": "ship"}, "c2"),
+            ),
+            AIMessage(content="done"),
+        ]
+        model = ScriptedChatModel(responses=script)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            agent = factory(model, [confirm], checkpointer=saver, version=version)
+        config = {"configurable": {"thread_id": "t"}}
+        result = agent.invoke(INPUT, config)
+        asked = []
+        while result.get("__interrupt__"):  # v1 asks one at a time, v2 both at once
+            pending = result.pop("__interrupt__")
+            asked.append(sorted(i.value for i in pending))
+            result = agent.invoke(command(resume={i.id: f"ok {i.value}" for i in pending}), config)
+        return asked, view(result)
+
+    from langgraph.types import Command as LgCommand
+    from langgraph.types import interrupt as lg_interrupt
+
+    from graphruntime.types import Command, interrupt
+
+    ours = run(create_react_agent, InMemorySaver(), interrupt, Command)
+    theirs = run(lg_create_react_agent, LgSaver(), lg_interrupt, LgCommand)
+    assert ours == theirs
+    assert ours[0] == ([["pay"], ["ship"]] if version == "v1" else [["pay", "ship"]])
+    assert [m[1] for m in ours[1]["messages"][2:4]] == ["pay: ok pay", "ship: ok ship"]
