@@ -28,15 +28,14 @@ def is_graph(obj: Any) -> bool:
 
 
 def is_runnable(obj: Any) -> bool:
-    """Whether ``obj`` is run through ``invoke(input, config)`` / ``ainvoke``, not called.
+    """Whether ``obj`` is run by ``invoke(input, config)`` / ``ainvoke``, not called.
 
-    Compiled graphs, LangChain runnables (a chat model, ``ToolNode``, ``a | b``) and
-    anything else with both methods, as LangGraph runs them.
+    Compiled graphs, and LangChain runnables (a chat model, ``ToolNode``, ``a | b``)
+    as LangGraph runs them; recognised by class, without importing LangChain.
     """
-    return (
-        not isinstance(obj, type)
-        and callable(getattr(obj, "invoke", None))
-        and callable(getattr(obj, "ainvoke", None))
+    return is_graph(obj) or any(
+        cls.__name__ == "Runnable" and cls.__module__ == "langchain_core.runnables.base"
+        for cls in type(obj).__mro__
     )
 
 
