@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, Literal, NotRequired, cast, get_type_hints
+from typing import Annotated, Any, Literal, NotRequired, TypeVar, cast, get_type_hints
 
 from langchain_core.language_models import BaseChatModel, LanguageModelLike
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
@@ -98,6 +98,9 @@ with warnings.catch_warnings():
 
         structured_response: StructuredResponse
 
+
+StateSchema = TypeVar("StateSchema", bound=AgentState | AgentStatePydantic)
+StateSchemaType = type[StateSchema]
 
 DynamicModel = Callable[[Any, Any], Any]
 """``(state, runtime) -> model``: picks the model (with its tools bound) per call."""

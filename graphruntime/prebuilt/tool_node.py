@@ -49,6 +49,7 @@ from graphruntime.types import Command
 __all__ = (
     "INVALID_TOOL_NAME_ERROR_TEMPLATE",
     "TOOL_CALL_ERROR_TEMPLATE",
+    "TOOL_EXECUTION_ERROR_TEMPLATE",
     "TOOL_INVOCATION_ERROR_TEMPLATE",
     "AsyncToolCallWrapper",
     "InjectedState",
@@ -66,6 +67,12 @@ __all__ = (
 INVALID_TOOL_NAME_ERROR_TEMPLATE = (
     "Error: {requested_tool} is not a valid tool, try one of [{available_tools}]."
 )
+TOOL_EXECUTION_ERROR_TEMPLATE = (
+    "Error executing tool '{tool_name}' with kwargs {tool_kwargs} with error:\n"
+    " {error}\n"
+    " Please fix the error and try again."
+)
+"""For error handlers that describe a failed tool (``ToolNode`` itself does not use it)."""
 
 
 class _RequestOverrides(TypedDict, total=False):
