@@ -31,6 +31,7 @@ from graphruntime._internal._constants import (
     PUSH,
 )
 from graphruntime.graph.state import StateGraph
+from graphruntime.pregel import StreamSink
 from graphruntime.warnings import LangGraphDeprecatedSinceV10
 
 try:
@@ -223,7 +224,7 @@ def push_message(
     if converted.id is None:
         raise ValueError("Message ID is required")
     sink = config[CONF].get(CONFIG_KEY_STREAM)
-    if sink is not None and "messages" in sink.modes:
+    if isinstance(sink, StreamSink) and "messages" in sink.modes:
         sink.put(_graph_namespace(config), "messages", (converted, config.get("metadata", {})))
     if state_key:
         config[CONF][CONFIG_KEY_SEND]([(state_key, converted)])
