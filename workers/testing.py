@@ -118,6 +118,13 @@ class InlineCluster:
             broker=self.broker,
         )
 
+    @property
+    def memory(self) -> InMemoryRunStore:
+        """The in-memory run store (for tests that look inside it)."""
+        if not isinstance(self.store, InMemoryRunStore):
+            raise TypeError("this cluster's run store is not the in-memory one")
+        return self.store
+
     def context(self, name: str) -> WorkerContext:
         return WorkerContext(
             settings=self.settings,
