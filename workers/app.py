@@ -53,6 +53,7 @@ def create_app(settings: Settings) -> Celery:
         result_serializer="json",
         accept_content=["json"],
         task_acks_late=True,
+        task_acks_on_failure_or_timeout=True,  # a failed job is recorded, never redelivered
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         task_ignore_result=True,
@@ -118,17 +119,29 @@ class CeleryBroker:
                     producer=producer,
                 )
 
-    def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None:
-        """Publish task jobs over one producer (one connection for a whole fan-out)."""
+    def send_tasks(
+        self,
+        messages: Sequence[TaskMessage],
+        *,
+        delay: float = 0.0,
+        labels: Sequence[str] | None = None,
+    ) -> None:
+        """Publish task jobs over one producer (one connection for a whole fan-out).
+
+        A label becomes the job's Celery ``shadow`` name: Flower and the worker log
+        show ``graph:node`` instead of ``graphruntime.execute``.
+        """
         options: dict[str, Any] = {"countdown": delay} if delay > 0 else {}
+        names = list(labels) if labels is not None else [None] * len(messages)
         with _broker_errors("send task jobs"), self.app.producer_or_acquire() as producer:
-            for message in messages:
+            for message, label in zip(messages, names, strict=True):
                 self.app.send_task(
                     "graphruntime.execute",
                     kwargs=message.model_dump(mode="json"),
                     queue=self.settings.task_queue,
                     task_id=message.job_id,
                     producer=producer,
+                    shadow=label,
                     **options,
                 )
 

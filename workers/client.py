@@ -37,6 +37,7 @@ from workers.errors import (
     GraphMismatchError,
     NotDispatchedError,
     RemoteGraphError,
+    RemoteTraceback,
     RunTimeoutError,
     ThreadBusyError,
     is_transient,
@@ -49,12 +50,29 @@ from workers.store import InboxUpdate, NewRun, PostgresRunStore, Run, RunKind, R
 log = logging.getLogger(__name__)
 
 
-def rebuild_error(info: dict[str, Any]) -> BaseException:
+def rebuild_error(info: dict[str, Any], run_id: str | None = None) -> BaseException:
     """Re-create a node's exception from its recorded type and message.
 
     Only built-in and graphruntime/workers exception classes are re-created; any
-    other type becomes a :class:`RemoteGraphError` subclass with the same name.
+    other type becomes a :class:`RemoteGraphError` subclass with the same name. The
+    worker's traceback is its ``__cause__`` (:class:`RemoteTraceback`), and a note says
+    where it was raised.
     """
+    error = _rebuilt(info)
+    text = info.get("traceback")
+    if isinstance(text, str) and text:
+        error.__cause__ = RemoteTraceback(text)
+    where = [f"run {run_id}"] if run_id else []
+    if info.get("task"):
+        where.append(f"node {info['task']}")
+    if info.get("worker"):
+        where.append(f"worker {info['worker']}")
+    if where:
+        error.add_note("Raised on the workers: " + ", ".join(where))
+    return error
+
+
+def _rebuilt(info: dict[str, Any]) -> BaseException:
     name = str(info.get("type", "Exception"))
     module = str(info.get("module", "builtins"))
     message = str(info.get("message", ""))
@@ -99,7 +117,7 @@ class RunHandle:
         """The run's output, as ``invoke`` returns it; re-raises the run's error."""
         run = self.client.wait_done(self.run_id, timeout)
         if run.status == "error":
-            raise rebuild_error(run.error or {})
+            raise rebuild_error(run.error or {}, run.run_id)
         if run.result_error is not None:
             raise CheckpointError(
                 f"Run {run.run_id} finished, but its result cannot be decoded here: "
@@ -332,7 +350,7 @@ class GraphClient:
                         yield event.payload if single else (event.mode, event.payload)
                 if run.done and not events:
                     if run.status == "error":
-                        raise rebuild_error(run.error or {})
+                        raise rebuild_error(run.error or {}, run.run_id)
                     return
                 if events:
                     if watch is not None:

@@ -19,7 +19,12 @@ from celery.signals import (
 from workers.app import CeleryBroker, get_app
 from workers.context import WorkerContext
 from workers.coordinator import coordinate
-from workers.errors import MalformedMessageError, RunNotFoundError, is_transient
+from workers.errors import (
+    MalformedMessageError,
+    NodeFailedError,
+    RunNotFoundError,
+    is_transient,
+)
 from workers.executor import execute_tasks
 from workers.heartbeat import Heartbeat
 from workers.messages import CoordinateMessage, TaskMessage, parse
@@ -68,9 +73,11 @@ def coordinate_task(self: Any, **kwargs: Any) -> None:
         return
     with _retry_when_transient(self):
         try:
-            coordinate(_context(), msg.run_id)
+            failures = coordinate(_context(), msg.run_id)
         except RunNotFoundError:
             log.warning("dropping coordinate message for unknown run %s", msg.run_id)
+            return
+    _fail_visibly(failures)
 
 
 @app.task(name="graphruntime.execute", bind=True)  # type: ignore[untyped-decorator]
@@ -84,9 +91,21 @@ def execute_task_job(self: Any, **kwargs: Any) -> None:
     redelivered = bool(request.retries) or bool((request.delivery_info or {}).get("redelivered"))
     with _retry_when_transient(self):
         try:
-            execute_tasks(_context(), msg, redelivered=redelivered)
+            failures = execute_tasks(_context(), msg, redelivered=redelivered)
         except RunNotFoundError:
             log.warning("dropping task message for unknown run %s", msg.run_id)
+            return
+    _fail_visibly(failures)
+
+
+def _fail_visibly(failures: list[str]) -> None:
+    """End the job as FAILURE (Flower, events) when a node or run failed in it.
+
+    Everything is recorded by then; the message is acked like any finished job
+    (``task_acks_on_failure_or_timeout``), never redelivered for this.
+    """
+    if failures:
+        raise NodeFailedError("; ".join(failures))
 
 
 @worker_process_init.connect  # type: ignore[untyped-decorator]

@@ -38,7 +38,13 @@ class NoBroker:
     def send_coordinates(self, run_ids: Sequence[str]) -> None:
         pass
 
-    def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None:
+    def send_tasks(
+        self,
+        messages: Sequence[TaskMessage],
+        *,
+        delay: float = 0.0,
+        labels: Sequence[str] | None = None,
+    ) -> None:
         pass
 
     def queue_depths(self) -> QueueDepths:
