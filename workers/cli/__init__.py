@@ -1,5 +1,5 @@
 """``graphrun``: run workers, migrate the database, resume and cancel threads, work the
-inbox, inspect runs. Each command group lives in its own module."""
+inbox (or serve it to approvers), inspect runs. Each command group lives in its own module."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import typer
 
 from workers.cli._inbox import cancel, inbox_app
 from workers.cli._runs import resume, runs
+from workers.cli._ui import ui
 from workers.cli._worker import db_app, worker
 
 __all__ = ("app", "main")
@@ -24,6 +25,7 @@ app.command()(resume)
 app.command()(runs)
 app.add_typer(inbox_app, name="inbox")
 app.command()(cancel)
+app.command()(ui)
 
 
 def main() -> None:
