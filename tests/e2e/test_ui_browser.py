@@ -45,14 +45,18 @@ def chromium_binary() -> str | None:
     return None
 
 
+# decided before any fixture runs: a skip must not start the session's cluster first
+pytestmark = pytest.mark.skipif(
+    chromium_binary() is None,
+    reason="no chromium binary (apt-get install chromium, or set GRAPHRUNTIME_CHROMIUM): "
+    "the browser test drives Debian's chromium, never a downloaded one",
+)
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     binary = chromium_binary()
-    if binary is None:
-        pytest.skip(
-            "no chromium binary (apt-get install chromium, or set GRAPHRUNTIME_CHROMIUM): "
-            "the browser test drives Debian's chromium, never a downloaded one"
-        )
+    assert binary is not None
     with sync_playwright() as p:
         b = p.chromium.launch(
             executable_path=binary, timeout=STEP_MS * 3, args=["--disable-dev-shm-usage"]
