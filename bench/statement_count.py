@@ -92,10 +92,10 @@ Reading the figures:
   the run, which makes a second `first()` of the same run re-open the step instead of
   applying the resume again.
 - Every figure is a count of statements, not of round trips. The saver's writes
-  transaction is pipelined (its `BEGIN`, `SET LOCAL`, `INSERT`, `COMMIT` share one round
-  trip); the run store's claim and completion transactions are not (`transaction()` on
-  an autocommit connection, then `execute`/`executemany`): their `BEGIN`, `SET LOCAL`
-  and `COMMIT` are a round trip each, about 8 of a task job's ~11 round trips. Counts
+  transaction is pipelined (its `BEGIN`, `SET LOCAL`, `INSERT`, `COMMIT` go out
+  together); the run store's claim and completion transactions are not (`transaction()`
+  on an autocommit connection, then `execute`/`executemany`): their `BEGIN`, `SET LOCAL`
+  and `COMMIT` are a round trip each, 5 of a task job's ~11 round trips. Counts
   were the same in every repetition but for ±1 in the fan-out runs (a pool check, or
   one more `get_run`); worker heartbeats and sweeps (not counted) land in some windows.
 """
