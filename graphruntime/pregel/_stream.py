@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from graphruntime._internal._constants import INTERRUPT
 
 StreamChunk = tuple[tuple[str, ...], str, Any]
 """``(namespace, mode, payload)``: one chunk as a driver yields it."""
@@ -14,7 +16,9 @@ class StreamSink:
     """Collects stream chunks from a run and its subgraphs, filtered by mode.
 
     Task threads append while the driving thread drains: ``deque.append`` and
-    ``popleft`` are atomic, so no chunk is lost or seen twice.
+    ``popleft`` are atomic, so no chunk is lost or seen twice. A nested run's sink
+    passes every chunk on to its ``parent`` as it arrives; ``listener`` (if set) is
+    called after each chunk kept, from whichever thread put it.
     """
 
     def __init__(
@@ -29,12 +33,47 @@ class StreamSink:
         self.root_ns = root_ns
         self.parent = parent
         self.chunks: deque[StreamChunk] = deque()
+        self.listener: Callable[[], None] | None = None
+
+    @property
+    def eager(self) -> bool:
+        """Whether chunks should reach the caller while a step's tasks still run.
+
+        True for a root sink that streams subgraphs, tokens or custom data: those
+        arrive from inside running tasks (LangGraph streams them as they come too).
+        """
+        return self.parent is None and (
+            self.subgraphs or "messages" in self.modes or "custom" in self.modes
+        )
 
     def put(self, ns: tuple[str, ...], mode: str, payload: Any) -> None:
+        if self.parent is not None:
+            self.parent.put(ns, mode, payload)
         if mode in self.modes and (ns == self.root_ns or self.subgraphs):
             self.chunks.append((ns, mode, payload))
+            if self.listener is not None:
+                self.listener()
 
     def drain(self) -> Iterator[StreamChunk]:
         chunks = self.chunks
         while chunks:
             yield chunks.popleft()
+
+
+def stream_part(chunk: StreamChunk, output_mapper: Callable[[Any], Any] | None) -> dict[str, Any]:
+    """A chunk as ``stream(version="v2")`` shows it: ``{"type", "ns", "data"}``.
+
+    A ``values`` part carries its interrupts in their own field, and its data as the
+    graph's output schema (``output_mapper``: a pydantic model or dataclass).
+    """
+    ns, mode, payload = chunk
+    if mode != "values":
+        return {"type": mode, "ns": ns, "data": payload}
+    interrupts: tuple[Any, ...] = ()
+    if isinstance(payload, dict):
+        if INTERRUPT in payload:
+            payload = dict(payload)
+            interrupts = tuple(payload.pop(INTERRUPT))
+        if output_mapper is not None:
+            payload = output_mapper(payload)
+    return {"type": mode, "ns": ns, "data": payload, "interrupts": interrupts}
