@@ -25,10 +25,23 @@ class RunnableConfig(TypedDict, total=False):
 var_config: ContextVar[RunnableConfig | None] = ContextVar("graphruntime_config", default=None)
 
 
+# an explicit config naming one of these addresses a checkpoint lineage of its own
+_COORDINATES = ("thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map")
+
+
 def ensure_config(*configs: RunnableConfig | None) -> RunnableConfig:
-    """Merge configs left to right; ``configurable`` and ``metadata`` merge key-wise."""
+    """Merge configs left to right; ``configurable`` and ``metadata`` merge key-wise.
+
+    Inside a node the node's config comes first. A config that names its own thread
+    or checkpoint does not inherit the node's ``configurable``: a graph invoked so is
+    a run of its own, not a subgraph of the node's graph.
+    """
     out: dict[str, Any] = {CONF: {}, "metadata": {}, "tags": []}
     parent = var_config.get()
+    if parent is not None and any(
+        (c.get(CONF) or {}).get(k) for c in configs if c for k in _COORDINATES
+    ):
+        parent = {k: v for k, v in parent.items() if k != CONF}  # type: ignore[assignment]
     for cfg in (parent, *configs):
         if not cfg:
             continue

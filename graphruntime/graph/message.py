@@ -5,10 +5,10 @@ graphruntime module that imports it; ``import graphruntime.graph`` does not.
 
 ``add_messages`` merges message lists by id, ``MessagesState`` is the usual
 ``{"messages": [...]}`` state. The typed serializer stores LangChain's message
-classes by default, so such state checkpoints as is. LangGraph's deprecated
-``MessageGraph`` (a graph whose whole state is one list) and ``push_message``
-(which writes to the ``messages`` stream through LangChain callbacks) are not
-provided: use a ``MessagesState`` graph and return the message from the node.
+classes by default, so such state checkpoints as is. ``push_message`` writes a
+message to the ``messages`` stream from inside a node. LangGraph's deprecated
+``MessageGraph`` (a graph whose whole state is one list) is not provided: use a
+``MessagesState`` graph.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ __all__ = (
     "MessagesState",
     "RemoveMessage",
     "add_messages",
+    "push_message",
 )
 
 # list[Any]: lists are invariant, and a list[HumanMessage] must pass; every item is
@@ -158,3 +159,32 @@ class MessagesState(TypedDict):
     """State with one key, ``messages``, merged by :func:`add_messages`."""
 
     messages: Annotated[list[AnyMessage], add_messages]
+
+
+def push_message(
+    message: MessageLikeRepresentation | BaseMessageChunk, *, state_key: str | None = "messages"
+) -> AnyMessage:
+    """Stream ``message`` (it needs an id) on the ``messages`` mode, from inside a node.
+
+    Every stream of the run that shows the node's graph gets it. Unless ``state_key``
+    is None, the message is also written to that state key, as if the node returned it.
+    """
+    from graphruntime._internal._config import get_config
+    from graphruntime._internal._constants import CONF, CONFIG_KEY_SEND
+    from graphruntime.pregel._lc_messages import StreamMessagesHandler, graph_namespace
+
+    config = get_config()
+    converted = cast(AnyMessage, next(iter(convert_to_messages([message]))))
+    if converted.id is None:
+        raise ValueError("Message ID is required: give the message an id to push it")
+    callbacks = config.get("callbacks")
+    handlers = getattr(callbacks, "handlers", callbacks) or []
+    metadata = config.get("metadata") or {}
+    for handler in handlers:
+        if isinstance(handler, StreamMessagesHandler):
+            ns = graph_namespace(metadata)
+            if handler.subgraphs or not ns or ns == handler.parent_ns:
+                handler._emit((ns, metadata), converted, dedupe=False)
+    if state_key:
+        config[CONF][CONFIG_KEY_SEND]([(state_key, converted)])
+    return converted

@@ -1,8 +1,8 @@
 """LangChain callbacks around a run and its tasks, loaded only when a run asks for them.
 
-A run needs them when its config has ``callbacks``, when it streams ``"messages"``
-(tokens reach the stream through a callback handler) or when it serves
-``stream_events``. Then :mod:`graphruntime.pregel._lc_callbacks` (which imports
+A run needs them when its config has ``callbacks``, when it streams ``"messages"`` or
+``"tools"`` (tokens and tool calls reach the stream through callback handlers) or
+when it serves ``astream_events``. Then :mod:`graphruntime.pregel._lc_callbacks` (which imports
 langchain-core) starts a LangChain run for the graph, a child run per task, and the
 graph lifecycle events (:mod:`graphruntime.callbacks`). Every other run pays one
 dict lookup per task. The callbacks are in-process objects: a run driven by the
@@ -57,19 +57,25 @@ def run_hooks(
     modes: Collection[str],
     subgraphs: bool,
     is_async: bool,
+    version: str = "v1",
 ) -> RunHooks | None:
-    """The callbacks of a run about to start, or None when it needs none."""
+    """The callbacks of a run about to start, or None when it needs none.
+
+    Chat models stream protocol events (not tokens) only for a v2 stream that
+    ``stream_events(version="v3")`` started.
+    """
     config = loop.config
-    wants_messages = "messages" in modes
-    if not config.get("callbacks") and not wants_messages:
+    streamed = [m for m in ("messages", "tools") if m in modes]
+    if not config.get("callbacks") and not streamed:
         return None
-    what = 'stream_mode="messages"' if wants_messages else 'config["callbacks"]'
+    what = f"stream_mode={streamed[0]!r}" if streamed else 'config["callbacks"]'
     lc = _require_langchain(what)
     hooks: RunHooks = lc.RunCallbacks(
         loop,
         name=config.get("run_name") or name,
-        messages=wants_messages,
-        messages_v2=bool(config.get(CONF, {}).get(CONFIG_KEY_STREAM_MESSAGES_V2)),
+        messages="messages" in modes,
+        messages_v2=version == "v2" and bool(config[CONF].get(CONFIG_KEY_STREAM_MESSAGES_V2)),
+        tools="tools" in modes,
         subgraphs=subgraphs,
         is_async=is_async,
     )
@@ -99,3 +105,8 @@ def astream_events(
     return _require_langchain(f"astream_events(version={version!r})").astream_events(
         graph, input, config, version=version, **kwargs
     )
+
+
+def as_runnable(graph: Any) -> Any:
+    """The graph as a LangChain ``Runnable`` (to compose it with ``|``)."""
+    return _require_langchain("composing a graph with |").as_runnable(graph)

@@ -37,9 +37,10 @@ from graphruntime.callbacks import (
 )
 from graphruntime.pregel._io import output_values
 from graphruntime.pregel._lc_messages import StreamMessagesHandler, StreamMessagesHandlerV2
+from graphruntime.pregel._lc_tools import StreamToolCallHandler
 from graphruntime.pregel._loop import PregelLoop
 
-__all__ = ("RunCallbacks", "acall_traced", "astream_events", "call_traced")
+__all__ = ("RunCallbacks", "acall_traced", "as_runnable", "astream_events", "call_traced")
 
 # configurable keys LangChain tracers show as run metadata (as LangGraph does)
 _AS_METADATA = (
@@ -84,6 +85,13 @@ def _graph_manager(config: RunnableConfig, cls: type[Any]) -> Any:
     return manager
 
 
+def _streams_only_its_graph(handler: object) -> bool:
+    return (
+        isinstance(handler, (StreamMessagesHandler, StreamToolCallHandler))
+        and not handler.subgraphs
+    )
+
+
 def _lifecycle_status(loop: PregelLoop) -> GraphLifecycleStatus:
     # a node's interrupt leaves the loop "interrupted"; LangGraph reports it as pending
     status = loop.status
@@ -100,6 +108,7 @@ class RunCallbacks:
         name: str,
         messages: bool,
         messages_v2: bool,
+        tools: bool,
         subgraphs: bool,
         is_async: bool,
     ) -> None:
@@ -109,35 +118,47 @@ class RunCallbacks:
         self.is_async = is_async
         self.run: Any = None
         self.graph_events: Any = None
-        self.stream_handler: StreamMessagesHandler | None = None
+        self.stream_handlers: list[Any] = []
         if messages:
             handler_cls = StreamMessagesHandlerV2 if messages_v2 else StreamMessagesHandler
-            self.stream_handler = handler_cls(self._put_message, subgraphs, parent_ns=loop.ns_tuple)
+            self.stream_handlers.append(handler_cls(self._put, subgraphs, parent_ns=loop.ns_tuple))
+        if tools:
+            self.stream_handlers.append(
+                StreamToolCallHandler(self._put, subgraphs, parent_ns=loop.ns_tuple)
+            )
 
-    def _put_message(self, chunk: tuple[tuple[str, ...], str, Any]) -> None:
-        ns, mode, payload = chunk
-        self.loop.sink.put(ns, mode, payload)
+    def _put(self, chunk: tuple[tuple[str, ...], str, Any]) -> None:
+        # this run's stream only: an enclosing run streaming these modes has its own
+        # handler among the inherited callbacks, which reports the same events
+        self.loop.sink.put_local(*chunk)
 
     def _manager(self) -> Any:
         manager = _graph_manager(
             self.config, AsyncCallbackManager if self.is_async else CallbackManager
         )
-        if self.stream_handler is not None:
-            # a v1 stream has no use for a v2 handler an outer v3 run passed down
-            keep_v2 = isinstance(self.stream_handler, StreamMessagesHandlerV2)
-            for attr in ("handlers", "inheritable_handlers"):
-                handlers = getattr(manager, attr)
-                setattr(
-                    manager,
-                    attr,
-                    [h for h in handlers if keep_v2 or not isinstance(h, StreamMessagesHandlerV2)],
-                )
+        v1_messages = any(type(h) is StreamMessagesHandler for h in self.stream_handlers)
+        top_level = not self.loop.is_nested
+        for attr in ("handlers", "inheritable_handlers"):
+            setattr(
+                manager,
+                attr,
+                [
+                    h
+                    for h in getattr(manager, attr)
+                    # a v1 messages stream gets tokens, not the v2 events an outer
+                    # stream_events(version="v3") asked its models for
+                    if not (v1_messages and isinstance(h, StreamMessagesHandlerV2))
+                    # a graph not run as a task starts at the root namespace: a
+                    # caller's handler that streams only its own graph would take
+                    # this graph's events for its own (one streaming subgraphs asked)
+                    and not (top_level and _streams_only_its_graph(h))
+                ],
+            )
         return manager
 
     def _started(self, run: Any) -> None:
         self.run = run
-        if self.stream_handler is not None:
-            run.inheritable_handlers.append(self.stream_handler)
+        run.inheritable_handlers.extend(self.stream_handlers)
         # the loop's tasks take their callbacks from the graph's run (see task_config)
         config = {**self.loop.config, "callbacks": run}
         config.pop("run_id", None)
@@ -326,6 +347,11 @@ class _GraphRunnable(Runnable[Any, Any]):
     async def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
         async for chunk in self.graph.astream(input, config, **kwargs):
             yield chunk
+
+
+def as_runnable(graph: Any) -> Runnable[Any, Any]:
+    """The graph as a LangChain runnable: ``graph | runnable`` is a RunnableSequence."""
+    return _GraphRunnable(graph)
 
 
 def astream_events(

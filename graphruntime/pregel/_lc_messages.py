@@ -43,7 +43,15 @@ T = TypeVar("T")
 Meta = tuple[tuple[str, ...], dict[str, Any]]
 Put = Callable[[tuple[tuple[str, ...], str, Any]], None]
 
-__all__ = ("StreamMessagesHandler", "StreamMessagesHandlerV2", "graph_namespace")
+StreamingCallbackHandler = _StreamingCallbackHandler
+"""LangChain's marker of a handler its event streams tap (our tools handler is one)."""
+
+__all__ = (
+    "StreamMessagesHandler",
+    "StreamMessagesHandlerV2",
+    "StreamingCallbackHandler",
+    "graph_namespace",
+)
 
 
 def graph_namespace(metadata: Mapping[str, Any]) -> tuple[str, ...]:

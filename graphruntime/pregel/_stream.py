@@ -13,12 +13,17 @@ StreamChunk = tuple[tuple[str, ...], str, Any]
 
 
 class StreamSink:
-    """Collects stream chunks from a run and its subgraphs, filtered by mode.
+    """Collects the stream chunks one run shows its caller, filtered by mode.
+
+    A run streams its own namespace (``root_ns``), and its subgraphs' if asked. A
+    nested run (a graph a node calls) has a sink of its own, for its own caller, and
+    passes every chunk on to the ``parent`` sink too, which keeps what its run
+    shows. ``modes`` is what the run's nodes must produce: its own modes and every
+    ancestor's. ``listener`` (if set) is called after each chunk kept, from
+    whichever thread put it.
 
     Task threads append while the driving thread drains: ``deque.append`` and
-    ``popleft`` are atomic, so no chunk is lost or seen twice. A nested run's sink
-    passes every chunk on to its ``parent`` as it arrives; ``listener`` (if set) is
-    called after each chunk kept, from whichever thread put it.
+    ``popleft`` are atomic, so no chunk is lost or seen twice.
     """
 
     def __init__(
@@ -28,7 +33,8 @@ class StreamSink:
         root_ns: tuple[str, ...] = (),
         parent: StreamSink | None = None,
     ) -> None:
-        self.modes = modes
+        self.kept = frozenset(modes)
+        self.modes: set[str] = set(modes) | (parent.modes if parent is not None else set())
         self.subgraphs = subgraphs
         self.root_ns = root_ns
         self.parent = parent
@@ -43,13 +49,18 @@ class StreamSink:
         arrive from inside running tasks (LangGraph streams them as they come too).
         """
         return self.parent is None and (
-            self.subgraphs or "messages" in self.modes or "custom" in self.modes
+            self.subgraphs or "messages" in self.kept or "custom" in self.kept
         )
 
     def put(self, ns: tuple[str, ...], mode: str, payload: Any) -> None:
+        """A chunk the run produced: for this run's caller, and its ancestors'."""
         if self.parent is not None:
             self.parent.put(ns, mode, payload)
-        if mode in self.modes and (ns == self.root_ns or self.subgraphs):
+        self.put_local(ns, mode, payload)
+
+    def put_local(self, ns: tuple[str, ...], mode: str, payload: Any) -> None:
+        """A chunk for this run's caller only (an ancestor's own handler reports it too)."""
+        if mode in self.kept and (ns == self.root_ns or self.subgraphs):
             self.chunks.append((ns, mode, payload))
             if self.listener is not None:
                 self.listener()

@@ -115,6 +115,10 @@ def stream_v3(
     input: Any,
     config: RunnableConfig | None,
     transformers: Sequence[Factory] | None,
+    *,
+    interrupt_before: Any = None,
+    interrupt_after: Any = None,
+    control: Any = None,
     **kwargs: Any,
 ) -> GraphRunStream:
     reject_owned_kwargs(kwargs)
@@ -125,6 +129,10 @@ def stream_v3(
         stream_mode=_modes(mux),  # type: ignore[arg-type]
         subgraphs=True,
         version="v2",
+        # passed even when not given, as LangGraph does (a subclass sees its defaults)
+        interrupt_before=interrupt_before,
+        interrupt_after=interrupt_after,
+        control=control,
         **kwargs,
     )
     return GraphRunStream(iter(chunks), mux)
@@ -135,6 +143,10 @@ async def astream_v3(
     input: Any,
     config: RunnableConfig | None,
     transformers: Sequence[Factory] | None,
+    *,
+    interrupt_before: Any = None,
+    interrupt_after: Any = None,
+    control: Any = None,
     **kwargs: Any,
 ) -> AsyncGraphRunStream:
     reject_owned_kwargs(kwargs)
@@ -145,6 +157,10 @@ async def astream_v3(
         stream_mode=_modes(mux),  # type: ignore[arg-type]
         subgraphs=True,
         version="v2",
+        # passed even when not given, as LangGraph does (a subclass sees its defaults)
+        interrupt_before=interrupt_before,
+        interrupt_after=interrupt_after,
+        control=control,
         **kwargs,
     )
     return AsyncGraphRunStream(aiter(chunks), mux)

@@ -22,7 +22,7 @@ from graphruntime._internal._constants import (
 )
 from graphruntime.channels import BaseChannel
 from graphruntime.checkpoint.base import BaseCheckpointSaver
-from graphruntime.pregel._callbacks import RunHooks, run_hooks
+from graphruntime.pregel._callbacks import RunHooks, as_runnable, run_hooks
 from graphruntime.pregel._callbacks import astream_events as lc_astream_events
 from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive, drive
 from graphruntime.pregel._loop import PregelLoop, RunOptions
@@ -95,6 +95,7 @@ class Pregel:
         output_keys: Sequence[str] | None = None,
         *,
         is_async: bool = False,
+        version: str = "v1",
     ) -> tuple[PregelLoop, bool, RunHooks | None]:
         cfg = ensure_config(config)
         conf = cfg[CONF]
@@ -124,10 +125,13 @@ class Pregel:
             else [self.stream_mode]
         )
         single = isinstance(stream_mode, str) or not stream_mode
-        if parent_stream is not None and isinstance(parent_stream, StreamSink):
-            sink = parent_stream
-        else:
-            sink = StreamSink(set(modes), subgraphs)
+        ns = conf.get(CONFIG_KEY_CHECKPOINT_NS)
+        sink = StreamSink(
+            set(modes),
+            subgraphs,
+            tuple(ns.split(NS_SEP)) if ns else (),
+            parent_stream if isinstance(parent_stream, StreamSink) else None,
+        )
         loop = PregelLoop(
             self,
             cfg,
@@ -140,7 +144,14 @@ class Pregel:
                 interrupt_after=interrupt_after,
             ),
         )
-        hooks = run_hooks(loop, name=self.name, modes=modes, subgraphs=subgraphs, is_async=is_async)
+        hooks = run_hooks(
+            loop,
+            name=self.name,
+            modes=modes,
+            subgraphs=subgraphs,
+            is_async=is_async,
+            version=version,
+        )
         return loop, single, hooks
 
     def run_options(
@@ -218,7 +229,13 @@ class Pregel:
         """
         shape = self._shaper(version, subgraphs)
         loop, single, hooks = self._prepare(
-            input, config, stream_mode, subgraphs, interrupt_before, interrupt_after
+            input,
+            config,
+            stream_mode,
+            subgraphs,
+            interrupt_before,
+            interrupt_after,
+            version=version,
         )
         for chunk in _run(loop, input, hooks):
             yield shape(chunk, single)
@@ -273,7 +290,6 @@ class Pregel:
             self.output_channels,
             is_async=is_async,
         )
-        _private_sink(loop, stream_mode)
         return loop, hooks
 
     async def astream(
@@ -298,6 +314,7 @@ class Pregel:
             interrupt_before,
             interrupt_after,
             is_async=True,
+            version=version,
         )
         async for chunk in _arun(loop, input, hooks):
             yield shape(chunk, single)
@@ -376,6 +393,13 @@ class Pregel:
         if transformers is not None:
             raise TypeError("transformers= is only for astream_events(version='v3')")
         return lc_astream_events(self, input, config, version=version, **kwargs)
+
+    def __or__(self, other: Any) -> Any:
+        """``graph | runnable``: a LangChain RunnableSequence (needs langchain-core)."""
+        return as_runnable(self) | other
+
+    def __ror__(self, other: Any) -> Any:
+        return other | as_runnable(self)
 
     # --- state API (see _state.py) --------------------------------------------------------
 
@@ -467,22 +491,6 @@ async def _arun(loop: PregelLoop, input: Any, hooks: RunHooks | None) -> AsyncIt
     except BaseException as exc:
         await asyncio.shield(hooks.aerror(exc))
         raise
-
-
-def _private_sink(loop: PregelLoop, stream_mode: str) -> None:
-    """A nested ``invoke`` keeps its own values; every chunk goes on to the parent's sink.
-
-    It streams the parent's modes too, so that its nodes produce what the parent shows.
-    """
-    if not loop.is_nested:
-        return
-    parent = loop.config[CONF].get(CONFIG_KEY_STREAM)
-    loop.sink = StreamSink(
-        {stream_mode, *(parent.modes if isinstance(parent, StreamSink) else ())},
-        False,
-        loop.ns_tuple,
-        parent if isinstance(parent, StreamSink) else None,
-    )
 
 
 def _collect_parts(parts: Iterable[Any], stream_mode: Any, version: str) -> Any:
