@@ -55,6 +55,47 @@ def ensure_config(*configs: RunnableConfig | None) -> RunnableConfig:
     return out  # type: ignore[return-value]
 
 
+def _merge_callbacks(base: Any, new: Any) -> Any:
+    """Callbacks of both: handler lists concatenate; a LangChain manager takes the others."""
+    if new is None:
+        return base
+    if base is None:
+        return new.copy() if hasattr(new, "copy") else new
+    if isinstance(new, list) and isinstance(base, list):
+        return base + new
+    if isinstance(new, list):  # a callback manager, then handlers
+        manager = base.copy()
+        for handler in new:
+            manager.add_handler(handler, inherit=True)
+        return manager
+    if isinstance(base, list):
+        manager = new.copy()
+        for handler in base:
+            manager.add_handler(handler, inherit=True)
+        return manager
+    return base.merge(new)
+
+
+def merge_configs(*configs: RunnableConfig | None) -> RunnableConfig:
+    """Configs layered left to right, as LangChain's ``merge_configs``.
+
+    ``configurable`` and ``metadata`` merge key-wise, tags concatenate, callbacks
+    combine; other keys are replaced.
+    """
+    out: dict[str, Any] = {}
+    for config in configs:
+        for key, value in (config or {}).items():
+            if key in (CONF, "metadata"):
+                out[key] = {**out.get(key, {}), **(value or {})}
+            elif key == "tags":
+                out[key] = [*out.get(key, []), *(value or [])]
+            elif key == "callbacks":
+                out[key] = _merge_callbacks(out.get(key), value)
+            else:
+                out[key] = value
+    return out  # type: ignore[return-value]
+
+
 def patch_config(
     config: RunnableConfig,
     *,

@@ -192,7 +192,10 @@ class RunCallbacks:
         )
 
     def _output(self) -> Any:
+        """The run's output; paused, with the writes of the step's finished tasks."""
         loop = self.loop
+        if loop.status == "interrupted" and (pending := loop.values_with_pending()) is not None:
+            return pending
         return output_values(loop.graph.output_channels, True, loop.channels)
 
     # --- sync ----------------------------------------------------------------------------

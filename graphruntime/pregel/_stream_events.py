@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from graphruntime._internal._config import RunnableConfig, ensure_config
+from graphruntime._internal._config import RunnableConfig, ensure_config, merge_configs
 from graphruntime._internal._constants import CONF, CONFIG_KEY_CHECKPOINT_NS, NS_SEP
 from graphruntime.pregel._callbacks import CONFIG_KEY_STREAM_MESSAGES_V2
 from graphruntime.stream._mux import StreamMux
@@ -91,7 +91,7 @@ def _mux(graph: Pregel, config: RunnableConfig | None, extra: Any, *, is_async: 
             *_normalize_stream_transformer_factories(graph.stream_transformers),
             *_normalize_stream_transformer_factories(extra),
         ],
-        scope=_parent_ns(config),
+        scope=_parent_ns(merge_configs(graph.config, config)),
         is_async=is_async,
     )
 

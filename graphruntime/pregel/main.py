@@ -6,9 +6,9 @@ import asyncio
 import copy
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from graphruntime._internal._config import RunnableConfig, ensure_config
+from graphruntime._internal._config import RunnableConfig, ensure_config, merge_configs
 from graphruntime._internal._constants import (
     CONF,
     CONFIG_KEY_CHECKPOINT_NS,
@@ -41,6 +41,9 @@ class Pregel:
 
     _output_mapper: Callable[[Any], Any] | None = None
     """Turns a ``values`` dict into the output schema (v2 streams); set by StateGraph."""
+
+    config: RunnableConfig | None = None
+    """Config every run of this graph starts from (see :meth:`with_config`)."""
 
     def __init__(
         self,
@@ -97,7 +100,7 @@ class Pregel:
         is_async: bool = False,
         version: str = "v1",
     ) -> tuple[PregelLoop, bool, RunHooks | None]:
-        cfg = ensure_config(config)
+        cfg = ensure_config(merge_configs(self.config, config) if self.config else config)
         conf = cfg[CONF]
         nested = CONFIG_KEY_TASK_ID in conf
         if nested:
@@ -190,6 +193,16 @@ class Pregel:
         if saver is None:
             raise ValueError("No checkpointer set")
         return saver
+
+    def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Pregel:
+        """A copy of this graph whose runs start from ``config`` (and ``kwargs`` keys).
+
+        A run's own config is layered on top: ``configurable`` and ``metadata`` merge
+        key-wise, tags and callbacks add up, other keys are replaced.
+        """
+        clone = copy.copy(self)
+        clone.config = merge_configs(self.config, config, cast(RunnableConfig, kwargs))
+        return clone
 
     def with_checkpointer(self, checkpointer: Checkpointer) -> Pregel:
         """A copy of this graph that saves with ``checkpointer`` (nodes are shared)."""
