@@ -84,7 +84,8 @@ def merge_configs(*configs: RunnableConfig | None) -> RunnableConfig:
     """
     out: dict[str, Any] = {}
     for config in configs:
-        for key, value in (config or {}).items():
+        items: dict[str, Any] = dict(config or {})
+        for key, value in items.items():
             if key in (CONF, "metadata"):
                 out[key] = {**out.get(key, {}), **(value or {})}
             elif key == "tags":

@@ -6,8 +6,8 @@ one of the few graphruntime modules that import langchain-core (import-linter's
 
 A graph run is a LangChain chain run (``on_chain_start`` / ``on_chain_end`` /
 ``on_chain_error``) named after the graph; each task is a child run named after its
-node, tagged ``graph:step:<n>``, with the ``langgraph_*`` metadata. A task whose node
-is a graph does not get a run of its own: the subgraph's run is the task's run. The
+node, tagged ``graph:step:<n>``, with the ``langgraph_*`` metadata. A node that is a
+graph runs as the task run's first step (tagged ``seq:step:1``), as in LangGraph. The
 node sees the task's callbacks in its config and in LangChain's context variable, so
 the chat models and runnables it calls report under it.
 """
@@ -250,8 +250,10 @@ class RunCallbacks:
 # --- tasks -------------------------------------------------------------------------------
 
 
-def _child_config(config: RunnableConfig, run: Any) -> RunnableConfig:
-    return cast(RunnableConfig, {**config, "callbacks": run.get_child()})
+def _child_config(config: RunnableConfig, run: Any, func: Callable[..., Any]) -> RunnableConfig:
+    # a subgraph is a step of the node's run; a function is the node itself
+    tag = "seq:step:1" if is_graph(func) else None
+    return cast(RunnableConfig, {**config, "callbacks": run.get_child(tag)})
 
 
 def _in_context(config: RunnableConfig, call: Callable[[], Any]) -> Any:
@@ -270,12 +272,10 @@ def _streaming_handlers(run: Any) -> list[Any]:
 
 def call_traced(func: Callable[..., Any], value: Any, config: RunnableConfig, name: str) -> Any:
     """Call a node as a child run of the task's graph run."""
-    if is_graph(func):
-        return _in_context(config, lambda: call_sync(func, value, {**config, "run_name": name}))
     run: CallbackManagerForChainRun = _manager(config, CallbackManager).on_chain_start(
         None, value, name=name
     )
-    child = _child_config(config, run)
+    child = _child_config(config, run, func)
     try:
         output = _in_context(child, lambda: call_sync(func, value, child))
         for handler in _streaming_handlers(run):
@@ -296,17 +296,10 @@ async def acall_traced(
     func: Callable[..., Any], value: Any, config: RunnableConfig, name: str
 ) -> Any:
     """Async twin of :func:`call_traced`."""
-    if is_graph(func):
-        sub_config: RunnableConfig = cast(RunnableConfig, {**config, "run_name": name})
-        lc_token = var_child_runnable_config.set(cast(Any, config))
-        try:
-            return await call_async(func, value, sub_config)
-        finally:
-            var_child_runnable_config.reset(lc_token)
     run: AsyncCallbackManagerForChainRun = await _manager(
         config, AsyncCallbackManager
     ).on_chain_start(None, value, name=name)
-    child = _child_config(config, run)
+    child = _child_config(config, run, func)
     lc_token = var_child_runnable_config.set(cast(Any, child))
     token = var_config.set(child)
     try:

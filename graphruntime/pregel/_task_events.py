@@ -40,7 +40,7 @@ def task_payload(
         "id": task.id,
         "name": task.name,
         "input": task.input,
-        "triggers": list(task.triggers),
+        "triggers": task.triggers,  # type: ignore[typeddict-item] # a tuple, as LangGraph's
     }
     extra = {
         k: v for k, v in {**metadata, **task.node.metadata}.items() if k not in _FRAMEWORK_METADATA
