@@ -1,9 +1,8 @@
-"""The ``tools`` stream's writer for the tool call running in this context.
+"""The writer of the running tool call's partial output (``ToolRuntime.emit_output_delta``).
 
-Set by the ``tools`` stream handler while a tool runs (it is a LangChain callback
-handler: :mod:`graphruntime.pregel._lc_tools`); a tool streams partial output through
-it (``ToolRuntime.emit_output_delta`` in the prebuilt tools). Kept here, free of
-LangChain, so that readers need not import the handler.
+Lives at the bottom layer so that whatever streams tool output (the ``"tools"`` stream
+mode's handler, :mod:`graphruntime.pregel._lc_tools`) can set it without importing the
+prebuilt nodes, which need langchain-core.
 """
 
 from __future__ import annotations
@@ -18,3 +17,4 @@ ToolCallWriter = Callable[[Any], None]
 tool_call_writer: ContextVar[ToolCallWriter | None] = ContextVar(
     "graphruntime_tool_call_writer", default=None
 )
+"""Set while a tool call runs and its output is being streamed; ``None`` otherwise."""
