@@ -220,18 +220,7 @@ class GraphClient:
         run, created = self.store.create_run(new)
         thread_id = new.thread_id
         if created:
-            try:
-                self.broker.send_coordinate(run.run_id)
-            except Exception as exc:
-                if not is_transient(exc):
-                    raise
-                raise NotDispatchedError(
-                    f"Run {run.run_id} is recorded, but the broker could not be reached ({exc}). "
-                    "Nothing is lost: a running worker's sweeper sends it within "
-                    f"{2 * self.settings.stale_after:.0f}s of the broker coming back. Do not "
-                    "submit it again (or reuse the same idempotency key).",
-                    run.run_id,
-                ) from exc
+            self.send_coordinates([run.run_id], "submit it again (or reuse the same key)")
         return RunHandle(self, run.run_id, thread_id, created=created)
 
     def submit_many(
@@ -265,18 +254,25 @@ class GraphClient:
                 if fresh:
                     created.append(run.run_id)
         if created:
-            try:
-                self.broker.send_coordinates(created)
-            except Exception as exc:
-                if not is_transient(exc):
-                    raise
-                raise NotDispatchedError(
-                    f"{len(created)} runs are recorded, but the broker could not be reached "
-                    f"({exc}); a worker's sweeper sends them when it is back. Do not submit "
-                    "them again.",
-                    created[0],
-                ) from exc
+            self.send_coordinates(created, "submit them again")
         return handles
+
+    def send_coordinates(self, run_ids: Sequence[str], instead: str) -> None:
+        """Send recorded runs to the workers; an unreachable broker is a
+        :class:`NotDispatchedError` (nothing is lost: the sweepers send them later)."""
+        try:
+            self.broker.send_coordinates(run_ids)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            what = f"Run {run_ids[0]} is" if len(run_ids) == 1 else f"{len(run_ids)} runs are"
+            raise NotDispatchedError(
+                f"{what} recorded, but the broker could not be reached ({exc}). Nothing is "
+                "lost: a running worker's sweeper sends them within "
+                f"{2 * self.settings.stale_after:.0f}s of the broker coming back. Do not "
+                f"{instead}.",
+                run_ids[0],
+            ) from exc
 
     def _new_run(
         self,

@@ -337,5 +337,6 @@ def test_submit_many_queues_every_run_and_keys_make_it_safe_to_repeat(
     cluster.deliver()
     assert all("__interrupt__" in h.wait(0) for h in handles)
     assert sum(calls.counts.values()) == 5
+    no_thread: RunnableConfig = {}
     with pytest.raises(ValueError, match="thread_id"):
-        cluster.client.submit_many("ticket", [({"items": ["a", "b"]}, {})])
+        cluster.client.submit_many("ticket", [({"items": ["a", "b"]}, no_thread)])
