@@ -241,8 +241,10 @@ class Figures:
     inbox_plain_ms: float = 0.0
 
 
-def run(env: Env, figures: Figures, n: int, bulk: int, inbox_rows: int, log: Any) -> None:
-    with env.graph_cluster(2) as cluster:
+def run(
+    env: Env, figures: Figures, n: int, bulk: int, inbox_rows: int, log: Any, concurrency: int
+) -> None:
+    with env.graph_cluster(2, concurrency) as cluster:
         client = graph_client(cluster)
         try:
             warm = [f"warm-{uuid.uuid4()}" for _ in range(8)]
@@ -335,12 +337,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--bulk", type=int, default=None)
     parser.add_argument("--inbox", type=int, default=None)
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=2,
+        help="pool processes per worker (Celery's default is the number of cores: 2 here)",
+    )
+    parser.add_argument(
+        "--profile", metavar="DIR", help="cProfile the workers' pool processes into DIR"
+    )
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     n = args.threads if args.threads is not None else (200 if args.quick else 2000)
     bulk = args.bulk if args.bulk is not None else (500 if args.quick else 10_000)
     inbox_rows = args.inbox if args.inbox is not None else (10_000 if args.quick else 100_000)
-    write = not args.no_write and not args.quick
+    write = not args.no_write and not args.quick and not args.profile
 
     def log(msg: str) -> None:
         sys.stdout.write(msg + "\n")
@@ -368,8 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             os.environ["DATABASE_URL"] = workers_db
             os.environ["REDIS_URL"] = redis.url
-            env = Env(redis, server, workers_db, lg_db, lg_db, None, log)
-            run(env, figures, n, bulk, inbox_rows, log)
+            env = Env(redis, server, workers_db, lg_db, lg_db, args.profile, log)
+            run(env, figures, n, bulk, inbox_rows, log, args.concurrency)
     finally:
         redis.stop()
         for k, v in saved.items():

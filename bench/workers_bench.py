@@ -184,18 +184,22 @@ class Env:
             env["BENCH_PROFILE_DIR"] = self.profile_dir
         return env
 
-    def graph_cluster(self, workers: int) -> contextlib.AbstractContextManager[LocalCluster]:
-        return self._started(LocalCluster, workers)
+    def graph_cluster(
+        self, workers: int, concurrency: int = 1
+    ) -> contextlib.AbstractContextManager[LocalCluster]:
+        return self._started(LocalCluster, workers, concurrency)
 
     def raw_cluster(self, workers: int) -> contextlib.AbstractContextManager[LocalCluster]:
         return self._started(RawCluster, workers)
 
     @contextlib.contextmanager
-    def _started(self, kind: type[LocalCluster], workers: int) -> Iterator[LocalCluster]:
+    def _started(
+        self, kind: type[LocalCluster], workers: int, concurrency: int = 1
+    ) -> Iterator[LocalCluster]:
         cluster = kind(
             wg.GRAPHS,
             workers=workers,
-            concurrency=1,
+            concurrency=concurrency,
             pythonpath=[str(ROOT)],
             extra_env=self.cluster_env(),
             startup_timeout=90,

@@ -76,10 +76,11 @@ def coordinate(ctx: WorkerContext, run_id: str) -> list[str]:
         if claim.ended or not claim.leased or claim.run is None:
             return failures
         run = claim.run
+        lease = Lease(ctx, run.thread_id)
         try:
-            finished = advance(ctx, run, failures)
+            finished = advance(ctx, run, lease, failures)
         finally:
-            following = store.release_thread(run.thread_id, worker)
+            following = lease.release()
         if not finished or following is None:
             return failures  # waiting on its task jobs (the last one calls us again), or idle
         run_id = following  # queued meanwhile: its own job found the lease taken
@@ -87,8 +88,30 @@ def coordinate(ctx: WorkerContext, run_id: str) -> list[str]:
     return failures
 
 
-def advance(ctx: WorkerContext, run: Run, failures: list[str] | None = None) -> bool:
+class Lease:
+    """The thread's lease as a coordinator job holds it: given up once, by the run's end
+    (in the same transaction) or by the job when the run did not end."""
+
+    def __init__(self, ctx: WorkerContext, thread_id: str) -> None:
+        self.ctx = ctx
+        self.thread_id = thread_id
+        self.held = True
+        self.following: str | None = None
+
+    def release(self) -> str | None:
+        """Give the lease up (if still held); the thread's next run still to finish."""
+        if self.held:
+            self.following = self.ctx.store.release_thread(self.thread_id, self.ctx.worker_name)
+            self.held = False
+        return self.following
+
+
+def advance(
+    ctx: WorkerContext, run: Run, lease: Lease | None = None, failures: list[str] | None = None
+) -> bool:
     """Drive one run until it ends (True) or waits for its task jobs (False).
+
+    ``lease``: the thread's, held by this job; the run's end gives it up.
 
     Any failure that is not an outage ends the run with that error, as ``invoke``
     would raise it in-process; an outage propagates, so the job is retried.
@@ -97,7 +120,7 @@ def advance(ctx: WorkerContext, run: Run, failures: list[str] | None = None) -> 
         exc = UndecodableRunError(
             f"Run {run.run_id} cannot be decoded by this worker: {run.payload_error}"
         )
-        _end(ctx, run, "error", error=error_info(exc))
+        _end(ctx, run, "error", error=error_info(exc), lease=lease)
         return True
     try:
         graph = ctx.registry.get(run.graph)
@@ -110,7 +133,7 @@ def advance(ctx: WorkerContext, run: Run, failures: list[str] | None = None) -> 
                 f"{exc} No worker took this run of graph {run.graph!r} for {waited:.0f}s "
                 "(GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT)."
             )
-            _end(ctx, run, "error", error=error_info(unserved))
+            _end(ctx, run, "error", error=error_info(unserved), lease=lease)
             if failures is not None:
                 failures.append(f"run {run.run_id}: UnknownGraphError: {unserved}")
             return True
@@ -160,14 +183,14 @@ def advance(ctx: WorkerContext, run: Run, failures: list[str] | None = None) -> 
         if failures is not None:
             failures.append(f"run {run.run_id}: {info.get('type')}: {info.get('message')}")
         waits = _waits(ctx, run, loop) if loop is not None else None
-        _end(ctx, run, "error", error=info, inbox=waits)
+        _end(ctx, run, "error", error=info, inbox=waits, lease=lease)
         return True
     events.store()
     waits = _waits(ctx, run, loop)
     if loop.status in ("interrupted", "interrupt_before", "interrupt_after"):
-        _end(ctx, run, "interrupted", result=_result(loop, events), inbox=waits)
+        _end(ctx, run, "interrupted", result=_result(loop, events), inbox=waits, lease=lease)
     else:
-        _end(ctx, run, "success", result=_result(loop, events), inbox=waits)
+        _end(ctx, run, "success", result=_result(loop, events), inbox=waits, lease=lease)
     return True
 
 
@@ -346,8 +369,21 @@ def _end(
     result: Any = None,
     error: dict[str, Any] | None = None,
     inbox: InboxUpdate | None = None,
+    lease: Lease | None = None,
 ) -> None:
-    ctx.store.finish_run(run.run_id, status, result=result, error=error, inbox=inbox)
+    if lease is not None and lease.held:
+        released = ctx.store.finish_and_release(
+            run.run_id,
+            status,
+            thread_id=lease.thread_id,
+            worker=ctx.worker_name,
+            result=result,
+            error=error,
+            inbox=inbox,
+        )
+        lease.held, lease.following = False, released.following
+    else:
+        ctx.store.finish_run(run.run_id, status, result=result, error=error, inbox=inbox)
     origin = run.origin or {}
     if status == "error" and origin.get("route") == "queue" and origin.get("message"):
         # a resume sent as a queue message: refused messages go to the dead letters

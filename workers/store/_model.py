@@ -174,6 +174,17 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Released:
+    """A thread's lease given up (:meth:`RunStore.finish_and_release`)."""
+
+    finished: bool
+    """This call ended the run (False: it had already ended)."""
+    following: str | None
+    """The thread's oldest run still to finish: queued while the lease was held, its own
+    job found the lease taken, so the caller sends it on."""
+
+
+@dataclass(frozen=True)
 class RunQuery:
     """Filters of a run listing, newest first."""
 
@@ -261,6 +272,20 @@ class RunStore(Protocol):
         ``inbox``: what the thread waits on now; its rows replace the thread's, in the
         same transaction (and only if this call ended the run).
         """
+        ...
+
+    def finish_and_release(
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        thread_id: str,
+        worker: str,
+        result: Any = None,
+        error: Mapping[str, Any] | None = None,
+        inbox: InboxUpdate | None = None,
+    ) -> Released:
+        """:meth:`finish_run`, then :meth:`release_thread`, in one transaction."""
         ...
 
     def create_runs(

@@ -33,6 +33,7 @@ from workers.store._model import (
     NewRun,
     OrphanTask,
     Overview,
+    Released,
     Run,
     RunQuery,
     RunStatus,
@@ -287,6 +288,21 @@ class InMemoryRunStore:
             if inbox is not None:
                 self._replace_inbox(inbox, run_id)
             return True
+
+    def finish_and_release(
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        thread_id: str,
+        worker: str,
+        result: Any = None,
+        error: Mapping[str, Any] | None = None,
+        inbox: InboxUpdate | None = None,
+    ) -> Released:
+        with self._lock:
+            finished = self.finish_run(run_id, status, result=result, error=error, inbox=inbox)
+            return Released(finished, self.release_thread(thread_id, worker))
 
     def _replace_inbox(self, update: InboxUpdate, run_id: str | None) -> None:
         keep = {e.interrupt_id for e in update.entries}

@@ -45,6 +45,7 @@ from workers.store._model import (
     NewRun,
     OrphanTask,
     Overview,
+    Released,
     Run,
     RunQuery,
     RunStatus,
@@ -206,6 +207,32 @@ class PostgresRunStore:
             cur = conn.execute(query(name), params)
             return bool(cur.rowcount > 0)
 
+    def finish_and_release(
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        thread_id: str,
+        worker: str,
+        result: Any = None,
+        error: Mapping[str, Any] | None = None,
+        inbox: InboxUpdate | None = None,
+    ) -> Released:
+        result_type, result_bytes = self._dump(result) if result is not None else (None, None)
+        params: dict[str, Any] = {
+            "run_id": run_id,
+            "status": status,
+            "result_type": result_type,
+            "result": result_bytes,
+            "error": json.dumps(dict(error)) if error is not None else None,
+        }
+        name = "finish_run_release"
+        if inbox is not None:
+            name = "finish_run_inbox_release"
+            params.update(_inbox_params(inbox))
+        params.update(thread_id=thread_id, worker=worker)
+        return self._release("finish_run", query(name), params)
+
     def create_runs(
         self, news: Sequence[NewRun]
     ) -> list[tuple[Run | None, bool, Exception | None]]:
@@ -351,11 +378,25 @@ class PostgresRunStore:
             return conn.execute(query("acquire_thread"), params).fetchone() is not None
 
     def release_thread(self, thread_id: str, worker: str) -> str | None:
-        with self._conn("release_thread") as conn:
-            row = conn.execute(
-                query("release_thread"), {"thread_id": thread_id, "worker": worker}
-            ).fetchone()
-        return None if row is None else str(row["run_id"])
+        params = {"thread_id": thread_id, "worker": worker}
+        return self._release("release_thread", query("release_lease"), params).following
+
+    def _release(
+        self, operation: str, statement: LiteralString, params: dict[str, Any]
+    ) -> Released:
+        """``statement`` (which frees the lease), then next_run_of_thread, in one
+        transaction and one round trip (see release_lease in queries.sql)."""
+        with (
+            self._conn(operation) as conn,
+            conn.cursor() as first,
+            conn.cursor() as following,
+        ):
+            with conn.pipeline(), conn.transaction():
+                first.execute(statement, params)
+                following.execute(query("next_run_of_thread"), params)
+            row = following.fetchone()
+            finished = first.rowcount > 0
+        return Released(finished, None if row is None else str(row["run_id"]))
 
     def claim_run(self, run_id: str, worker: str, stale: float) -> Claim:
         params = {"run_id": run_id, "worker": worker, "stale": stale}
