@@ -89,13 +89,14 @@ def runs(
             json_line(row)
         return
     table(
-        ("run", "graph", "thread", "status", "kind", "created", "error"),
+        ("run", "graph", "thread", "status", "step tasks", "kind", "created", "error"),
         [
             (
                 row["run_id"],
                 row["graph"],
                 row["thread_id"],
                 row["status"],
+                _progress(row["step_tasks"]),
                 row["kind"],
                 row["created_at"].isoformat(timespec="seconds"),
                 _error_line(row["error"]),
@@ -103,6 +104,11 @@ def runs(
             for row in rows
         ],
     )
+
+
+def _progress(step: dict[str, int] | None) -> str:
+    """A running run's dispatched step, e.g. "7,312/10,000 done"."""
+    return "" if step is None else f"{step['done']:,}/{step['total']:,} done"
 
 
 def _error_line(error: dict[str, Any] | None) -> str:

@@ -439,14 +439,23 @@ SELECT * FROM graphruntime_runs
 WHERE idempotency_key = %(key)s AND graph = %(graph)s;
 
 -- name: list_runs
--- Run unprepared: planned with the actual values, the NULL conditions fold away.
-SELECT run_id, thread_id, graph, status, kind, created_at, updated_at, error, origin
-FROM graphruntime_runs
-WHERE (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
-  AND (%(graph)s::text IS NULL OR graph = %(graph)s)
-  AND (%(status)s::text IS NULL OR status = %(status)s)
-  AND (%(age)s::float8 IS NULL OR created_at > now() - make_interval(secs => %(age)s))
-ORDER BY created_at DESC, run_id DESC
+-- Run unprepared: planned with the actual values, the NULL conditions fold away. A
+-- running run's progress: the tasks of its latest dispatched step, done and in all.
+SELECT r.run_id, r.thread_id, r.graph, r.status, r.kind, r.created_at, r.updated_at,
+       r.error, r.origin, p.tasks_done, p.tasks_total
+FROM graphruntime_runs r
+LEFT JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE st.status = 'done') AS tasks_done, count(*) AS tasks_total
+    FROM graphruntime_step_tasks st
+    WHERE r.status = 'running' AND st.run_id = r.run_id
+      AND st.checkpoint_id = (SELECT max(checkpoint_id) FROM graphruntime_step_tasks
+                              WHERE run_id = r.run_id)
+) p ON true
+WHERE (%(thread_id)s::text IS NULL OR r.thread_id = %(thread_id)s)
+  AND (%(graph)s::text IS NULL OR r.graph = %(graph)s)
+  AND (%(status)s::text IS NULL OR r.status = %(status)s)
+  AND (%(age)s::float8 IS NULL OR r.created_at > now() - make_interval(secs => %(age)s))
+ORDER BY r.created_at DESC, r.run_id DESC
 LIMIT %(limit)s;
 
 -- name: overview

@@ -323,7 +323,8 @@ class RunStore(Protocol):
 
     def list_runs(self, query: RunQuery) -> list[dict[str, Any]]:
         """Runs matching ``query``, newest first, as rows (run_id, thread_id, graph, status,
-        kind, created_at, updated_at, error, origin)."""
+        kind, created_at, updated_at, error, origin, step_tasks: a running run's latest
+        dispatched step as ``{"done": n, "total": m}``, else None)."""
         ...
 
     def overview(self, stale: float) -> Overview: ...

@@ -445,9 +445,19 @@ class InMemoryRunStore:
                     "updated_at": r.updated_at,
                     "error": r.error,
                     "origin": r.origin,
+                    "step_tasks": self._step_progress(r.run_id) if r.status == "running" else None,
                 }
                 for r in rows[: query.limit]
             ]
+
+    def _step_progress(self, run_id: str) -> dict[str, int] | None:
+        """The tasks of the run's latest dispatched step, done and in all."""
+        mine = [t for t in self._state.tasks.values() if t.run_id == run_id]
+        if not mine:
+            return None
+        latest = max(t.checkpoint_id for t in mine)
+        step = [t for t in mine if t.checkpoint_id == latest]
+        return {"done": sum(t.status == "done" for t in step), "total": len(step)}
 
     def overview(self, stale: float) -> Overview:
         with self._lock:

@@ -347,6 +347,8 @@ class PostgresRunStore:
             ).fetchall()
         for row in rows:
             row["run_id"] = str(row["run_id"])
+            done, total = row.pop("tasks_done"), row.pop("tasks_total")
+            row["step_tasks"] = {"done": done, "total": total} if total else None
         return rows
 
     def overview(self, stale: float) -> Overview:

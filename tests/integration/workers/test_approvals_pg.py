@@ -15,6 +15,7 @@ from checkpoint_pg.embedded import scratch_database
 from graphruntime.checkpoint import ClusterSaver, JsonSerializer
 from tests.unit.workers.graphs import Calls, ticket
 from tests.unit.workers.test_approvals import (
+    test_a_running_fan_out_lists_its_step_progress,
     test_a_thread_answered_by_a_human_first_is_a_conflict_not_a_second_resume,
     test_a_wait_asked_again_keeps_its_first_deadline,
     test_an_edit_of_the_state_takes_the_waits_it_left_out_of_the_inbox,
@@ -36,6 +37,7 @@ from workers.testing import InlineCluster
 pytestmark = pytest.mark.integration
 
 __all__ = (
+    "test_a_running_fan_out_lists_its_step_progress",
     "test_a_thread_answered_by_a_human_first_is_a_conflict_not_a_second_resume",
     "test_a_wait_asked_again_keeps_its_first_deadline",
     "test_an_edit_of_the_state_takes_the_waits_it_left_out_of_the_inbox",

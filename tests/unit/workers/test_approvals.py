@@ -15,6 +15,7 @@ from graphruntime.graph import START, StateGraph
 from graphruntime.types import Command, Send, interrupt
 from tests.unit.workers.graphs import Calls, Log, fan, ticket
 from workers.errors import UnknownGraphError
+from workers.store import RunQuery
 from workers.sweeper import sweep_once
 from workers.testing import InlineCluster
 
@@ -340,3 +341,22 @@ def test_submit_many_queues_every_run_and_keys_make_it_safe_to_repeat(
     no_thread: RunnableConfig = {}
     with pytest.raises(ValueError, match="thread_id"):
         cluster.client.submit_many("ticket", [({"items": ["a", "b"]}, no_thread)])
+
+
+def test_a_running_fan_out_lists_its_step_progress(make_cluster: MakeCluster) -> None:
+    calls = Calls()
+    cluster = make_cluster({"fan": fan(calls)})
+    handle = cluster.client.submit("fan", {"items": ["a", "b", "c"], "log": []}, thread())
+    cluster.deliver(limit=1)  # the fan-out step is dispatched, none of its tasks ran
+
+    def listed() -> dict[str, Any]:
+        (row,) = [r for r in cluster.store.list_runs(RunQuery()) if r["run_id"] == handle.run_id]
+        return row
+
+    assert listed()["status"] == "running"
+    assert listed()["step_tasks"] == {"done": 0, "total": 3}
+    cluster.deliver(limit=2)
+    assert listed()["step_tasks"] == {"done": 2, "total": 3}
+    cluster.deliver()
+    assert listed()["status"] == "success"
+    assert listed()["step_tasks"] is None
