@@ -30,9 +30,9 @@ from graphruntime.pregel import (
     StreamChunk,
     TaskResult,
     drive,
-    run_task_attempt,
     task_order,
 )
+from workers import observability as observe
 from workers._deferred_writes import DeferredWrites
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.dispatch import dispatch_retry, dispatch_step
@@ -77,7 +77,8 @@ def coordinate(ctx: WorkerContext, run_id: str) -> list[str]:
             return failures
         run = claim.run
         try:
-            finished = advance(ctx, run, failures)
+            with observe.run(run):
+                finished = advance(ctx, run, failures)
         finally:
             following = store.release_thread(run.thread_id, worker)
         if not finished or following is None:
@@ -129,7 +130,9 @@ def advance(ctx: WorkerContext, run: Run, failures: list[str] | None = None) -> 
     saver = DeferredWrites(ctx.saver.fenced().lazy())
     try:
         loop, reentering = _open(ctx, run, graph, saver)
-        executor = ClusterExecutor(ctx, run, events, saver, reentering=reentering)
+        executor = observe.steps(
+            ClusterExecutor(ctx, run, events, saver, reentering=reentering), run
+        )
         events.extend(drive(loop, executor))
         saver.flush()
     except StepSuspended:
@@ -231,7 +234,7 @@ class ClusterExecutor:
         self.events.store()  # a streaming client sees each step as it begins
         if len(tasks) == 1 and ctx.settings.inline_single_task:
             task = tasks[0]
-            outcome = run_task_attempt(task, loop.task_config(task), loop.graph.retry_policy)
+            outcome = observe.attempt(run, task, loop.task_config(task), loop.graph.retry_policy)
             if isinstance(outcome, RetryLater):
                 # its RetryPolicy retries it: as a job after the backoff, not asleep here
                 self._leaving(loop)
@@ -348,6 +351,7 @@ def _end(
     inbox: InboxUpdate | None = None,
 ) -> None:
     ctx.store.finish_run(run.run_id, status, result=result, error=error, inbox=inbox)
+    observe.run_ended(run.graph, status)
     origin = run.origin or {}
     if status == "error" and origin.get("route") == "queue" and origin.get("message"):
         # a resume sent as a queue message: refused messages go to the dead letters
