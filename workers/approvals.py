@@ -27,9 +27,7 @@ from workers._requests import thread_id_of
 from workers.dispatch import Broker
 from workers.errors import (
     GraphMismatchError,
-    NotDispatchedError,
     ResumeConflictError,
-    is_transient,
 )
 from workers.messages import MAX_NAME, MAX_NOTE
 from workers.store import InboxQuery, InboxRow, InboxUpdate, NewRun, Run, RunStore
@@ -272,17 +270,7 @@ def resume_many(
         if progress is not None:
             progress(min(start + MAX_PAGE, total), total)
     if created:
-        try:
-            client.broker.send_coordinates(created)
-        except Exception as exc:
-            if not is_transient(exc):
-                raise
-            raise NotDispatchedError(
-                f"{len(created)} resume runs are recorded, but the broker could not be "
-                f"reached ({exc}); a worker's sweeper sends them when it is back. Do not "
-                "resume again with another key.",
-                created[0],
-            ) from exc
+        client.send_coordinates(created, "resume them again with another key")
     return outcomes
 
 

@@ -58,6 +58,7 @@ class Outcome:
     done: dict[str, list[str]] = field(default_factory=dict)  # thread -> final items
     failures: list[str] = field(default_factory=list)
     faults: Counter[str] = field(default_factory=Counter)
+    current: dict[str, str] = field(default_factory=dict)  # client thread -> chaos thread
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -81,9 +82,13 @@ def _retrying(deadline: float, action: Callable[[], Any]) -> Any:
             time.sleep(0.5)
 
 
-def _one_thread(p: Private, deadline: float, via_queue: bool) -> tuple[str, list[str]]:
+def _one_thread(
+    p: Private, deadline: float, via_queue: bool, outcome: Outcome
+) -> tuple[str, list[str]]:
     client = p.client
     tid = f"chaos-{uuid.uuid4()}"
+    with outcome.lock:
+        outcome.current[threading.current_thread().name] = tid
     cfg: RunnableConfig = {"configurable": {"thread_id": tid}}
 
     def start() -> Any:
@@ -122,13 +127,48 @@ def _workload(p: Private, outcome: Outcome, stop: threading.Event, deadline: flo
     while not stop.is_set():
         via_queue = not via_queue
         try:
-            tid, items = _one_thread(p, deadline, via_queue)
+            tid, items = _one_thread(p, deadline, via_queue, outcome)
         except Exception as exc:  # noqa: BLE001 - collected and reported by the test
             with outcome.lock:
                 outcome.failures.append(f"{type(exc).__name__}: {exc}")
             return
         with outcome.lock:
             outcome.done[tid] = items
+
+
+def _diagnose(p: Private, threads: list[str]) -> str:
+    """What the database and the workers' logs say about threads that did not finish."""
+    assert isinstance(p.client.store, PostgresRunStore)
+    lines = []
+    with p.client.store.pool.connection() as conn:
+        workers = conn.execute(
+            "SELECT worker, heartbeat_at, now() - heartbeat_at AS age FROM graphruntime_workers"
+        ).fetchall()
+        lines.append(f"workers: {[(w['worker'], str(w['age'])) for w in workers]}")
+        for tid in threads:
+            lease = conn.execute(
+                "SELECT lease_holder, leased_at FROM graphruntime_threads WHERE thread_id = %s",
+                (tid,),
+            ).fetchone()
+            lines.append(f"thread {tid}: lease {lease}")
+            for run in conn.execute(
+                "SELECT run_id, kind, status, stop, created_at, updated_at, error "
+                "FROM graphruntime_runs WHERE thread_id = %s ORDER BY created_at",
+                (tid,),
+            ).fetchall():
+                lines.append(f"  run {run}")
+                for task in conn.execute(
+                    "SELECT * FROM graphruntime_step_tasks WHERE run_id = %s",
+                    (run["run_id"],),
+                ).fetchall():
+                    lines.append(f"    task {task}")
+                for w in p.cluster.workers:
+                    lines.extend(
+                        f"    log w{w.index}: {ln}"
+                        for ln in list(w.log)
+                        if str(run["run_id"]) in ln
+                    )
+    return "\n".join(lines)
 
 
 def _dispatched(p: Private) -> list[dict[str, Any]]:
@@ -231,7 +271,8 @@ def test_the_ledger_holds_every_write_exactly_once_under_faults(chaos: Private) 
                 p.cluster.restart_worker(index)
         for t in clients:
             t.join(timeout=max(1.0, deadline - time.monotonic()))
-    assert not any(t.is_alive() for t in clients), "the workload did not finish in time"
+    stuck = [outcome.current[t.name] for t in clients if t.is_alive()]
+    assert not stuck, "the workload did not finish in time:\n" + _diagnose(p, stuck)
     assert outcome.failures == [], outcome.failures
     assert outcome.done, "no thread finished"
     expected = Counter(expected_items(FAN_OUT))

@@ -213,7 +213,8 @@ class PostgresRunStore:
         if not news:
             return []
         params = [self._new_run_params(new) for new in news]
-        with self._conn("create_runs") as conn, conn.cursor() as cur:
+        # one transaction: the batch pays one durable commit, not one per run
+        with self._conn("create_runs") as conn, conn.transaction(), conn.cursor() as cur:
             cur.executemany(query("create_run"), params, returning=True)
             rows: list[Any] = []
             while True:
