@@ -162,6 +162,7 @@ def _start_process(**_: Any) -> None:
     A broken registry entry then fails at startup, not on the first run, and the
     first run does not pay for importing the graphs.
     """
+    observe.process_started()
     ctx = _context()
     for name in ctx.registry.names():
         ctx.registry.get(name)

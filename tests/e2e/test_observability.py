@@ -10,10 +10,12 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -197,10 +199,39 @@ def test_a_metrics_port_in_use_stops_the_worker_at_start() -> None:
     assert f"GRAPHRUNTIME_METRICS_PORT: cannot serve metrics on 127.0.0.1:{port}" in done.stderr
 
 
-def test_graphrun_worker_refuses_metrics_port_zero() -> None:
+def test_a_metrics_address_not_of_this_host_stops_the_worker_at_start() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--concurrency=1"],
+        env=_worker_env(
+            GRAPHRUNTIME_METRICS_PORT=str(free_port()), GRAPHRUNTIME_METRICS_ADDRESS="192.0.2.1"
+        ),
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "GRAPHRUNTIME_METRICS_ADDRESS: cannot serve metrics on 192.0.2.1:" in done.stderr
+
+
+BAD_SETTINGS = [
+    ({"GRAPHRUNTIME_METRICS_PORT": "0"}, "GRAPHRUNTIME_METRICS_PORT: 0 is not a port to listen on"),
+    ({"GRAPHRUNTIME_METRICS_PORT": "70000"}, "GRAPHRUNTIME_METRICS_PORT: 70000 is not a port"),
+    (
+        {"GRAPHRUNTIME_LOG_FORMAT": "xml"},
+        "GRAPHRUNTIME_LOG_FORMAT: Input should be 'text' or 'json'",
+    ),
+    ({"GRAPHRUNTIME_TRACING": "jaeger"}, "GRAPHRUNTIME_TRACING: Input should be 'off' or 'otel'"),
+]
+
+
+@pytest.mark.parametrize(("setting", "says"), BAD_SETTINGS)
+def test_graphrun_worker_refuses_a_bad_observability_setting_by_name(
+    setting: dict[str, str], says: str
+) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "workers.cli", "worker"],
-        env=_worker_env(GRAPHRUNTIME_METRICS_PORT="0"),
+        env=_worker_env(**setting),
         capture_output=True,
         text=True,
         timeout=60,
@@ -208,4 +239,133 @@ def test_graphrun_worker_refuses_metrics_port_zero() -> None:
     )
     assert done.returncode == 2, done.stdout + done.stderr
     said = " ".join((done.stdout + done.stderr).split())  # rich wraps long lines
-    assert "GRAPHRUNTIME_METRICS_PORT: 0 is not a port to listen on" in said
+    assert says in said
+
+
+@pytest.mark.parametrize(("setting", "says"), BAD_SETTINGS[2:])
+def test_celery_worker_refuses_a_bad_observability_setting_by_name(
+    setting: dict[str, str], says: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--concurrency=1"],
+        env=_worker_env(**setting),
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert f"ConfigurationError: Bad configuration: {says}" in done.stderr
+
+
+# --- the multiprocess directory, per worker start ------------------------------------------
+
+STALE = """
+from workers.observability import _metrics
+_metrics.start_recording()
+for _ in range(5):
+    _metrics.record_task("failing", "boom", 0.1, error="ValueError", retry=False)
+"""
+
+
+def _failures(samples: Samples) -> float:
+    return value(
+        samples,
+        "graphruntime_node_failures_total",
+        graph="failing",
+        node="boom",
+        error="ValueError",
+    )
+
+
+def _fail_once(client: GraphClient) -> None:
+    with pytest.raises(ValueError, match="node failed on purpose"):
+        client.submit("failing", {"steps": []}, thread()).wait(timeout=60)
+
+
+def test_a_configured_directory_is_emptied_at_each_worker_start(tmp_path: Path) -> None:
+    """What an earlier worker left in PROMETHEUS_MULTIPROC_DIR (a killed one, a restarted
+    container) is not added to this worker's counters."""
+    own = tmp_path / "w0"  # LocalCluster gives worker 0 this subdirectory
+    own.mkdir()
+    subprocess.run(
+        [sys.executable, "-c", STALE],
+        cwd=ROOT,
+        env={**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(own)},
+        check=True,
+        timeout=60,
+    )
+    assert list(own.glob("*.db")), "the earlier worker's values"
+    port = free_port()
+    with LocalCluster(
+        registry_spec(),
+        workers=1,
+        concurrency=2,
+        pythonpath=[str(ROOT)],
+        extra_env={
+            **FAST_RECOVERY,
+            "GRAPHRUNTIME_METRICS_PORT": str(port),
+            "GRAPHRUNTIME_METRICS_ADDRESS": "127.0.0.1",
+            "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
+        },
+    ) as cluster:
+        client = GraphClient.from_env(cluster.settings())
+        try:
+            with logs_on_failure(cluster):
+                observed = Observed(cluster, client, port)
+                assert _failures(observed.scrape()) == 0
+                _fail_once(client)
+                assert _failures(observed.until(lambda s: _check(_failures(s) == 1))) == 1
+                # killed: its values stay on disk until the next start in that directory
+                cluster.kill_worker(0)
+                assert list(own.glob("*.db"))
+                cluster.restart_worker(0)
+                assert _failures(observed.scrape()) == 0
+                _fail_once(client)
+                observed.until(lambda s: _check(_failures(s) == 1))
+        finally:
+            client.close()
+    assert own.is_dir(), "a configured directory is the operator's: kept"
+
+
+def _check(ok: bool) -> None:
+    assert ok
+
+
+def _private_dirs(pid: int) -> list[Path]:
+    return list(Path(tempfile.gettempdir()).glob(f"graphruntime-metrics-{pid}-*"))
+
+
+def test_a_private_directory_is_removed_at_shutdown_or_at_the_next_start() -> None:
+    port = free_port()
+    with LocalCluster(
+        registry_spec(),
+        workers=1,
+        concurrency=2,
+        pythonpath=[str(ROOT)],
+        extra_env={
+            **FAST_RECOVERY,
+            "GRAPHRUNTIME_METRICS_PORT": str(port),
+            "GRAPHRUNTIME_METRICS_ADDRESS": "127.0.0.1",
+        },
+    ) as cluster:
+        client = GraphClient.from_env(cluster.settings())
+        try:
+            with logs_on_failure(cluster):
+                observed = Observed(cluster, client, port)
+                killed = cluster.workers[0].pid
+                (directory,) = _private_dirs(killed)
+                _fail_once(client)
+                observed.until(lambda s: _check(_failures(s) == 1))
+                cluster.kill_worker(0)  # SIGKILL: no shutdown handler runs
+                assert directory.is_dir()
+                cluster.restart_worker(0)
+                assert not directory.exists(), "the killed worker's directory is removed"
+                assert _failures(observed.scrape()) == 0
+                _fail_once(client)
+                observed.until(lambda s: _check(_failures(s) == 1))
+                restarted = cluster.workers[0].pid
+                assert len(_private_dirs(restarted)) == 1
+        finally:
+            client.close()
+    assert _private_dirs(restarted) == [], "a worker's warm shutdown removes its directory"

@@ -11,7 +11,8 @@
 The coordinator, the task jobs, the sweeper and the dead letters call the hooks
 (:func:`job`, :func:`run`, :func:`steps`, :func:`attempt`, :func:`run_ended`, :func:`swept`,
 :func:`dead_letters`); the worker's Celery signals call :func:`start_worker`,
-:func:`watch_cluster`, :func:`process_stopped` and :func:`stop_worker`.
+:func:`watch_cluster`, :func:`process_started`, :func:`process_stopped` and
+:func:`stop_worker`.
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ from workers.observability._metrics import (
     start_recording,
 )
 from workers.observability._tracing import enable_tracing
-from workers.observability._worker import start_worker, stop_worker, watch_cluster
+from workers.observability._worker import (
+    process_started,
+    start_worker,
+    stop_worker,
+    watch_cluster,
+)
 
 __all__ = (
     "GAUGES",
@@ -54,6 +60,7 @@ __all__ = (
     "job",
     "json_formatter",
     "log_fields",
+    "process_started",
     "process_stopped",
     "run",
     "run_ended",

@@ -13,9 +13,11 @@ every ``record_*`` function returns at once.
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -178,20 +180,83 @@ class MetricsServer:
                 port, addr=address, registry=self.registry
             )
         except OSError as exc:
-            raise ConfigurationError(
-                f"GRAPHRUNTIME_METRICS_PORT: cannot serve metrics on {address}:{port} ({exc}); "
-                "is another worker on this host using that port? Give each worker its own."
-            ) from exc
+            raise ConfigurationError(_listen_problem(port, address, exc)) from exc
         self.port = int(self._server.server_port)
 
     def add(self, collector: Collector) -> None:
         self.registry.register(collector)
+
+    def forget(self) -> None:
+        """In a process forked from the server's: close its copy of the listening socket
+        (only the main process serves; a pool process left behind must not hold the port)."""
+        self._server.socket.close()
 
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
         if self.private:
             shutil.rmtree(self.directory, ignore_errors=True)
+            if os.environ.get(MULTIPROC_DIR) == self.directory:
+                del os.environ[MULTIPROC_DIR]
+                from prometheus_client import values
+
+                values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
+
+
+def _listen_problem(port: int, address: str, exc: OSError) -> str:
+    """What to change when the metrics server cannot listen on ``address:port``."""
+    where = f"cannot serve metrics on {address}:{port} ({exc})"
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return (
+            f"GRAPHRUNTIME_METRICS_ADDRESS: {where}; give an address of this host "
+            "(0.0.0.0 for all of them, 127.0.0.1 for this host only)."
+        )
+    if exc.errno == errno.EACCES:
+        return (
+            f"GRAPHRUNTIME_METRICS_PORT: {where}; ports below 1024 need privileges this "
+            "worker does not have: give a higher one."
+        )
+    return (
+        f"GRAPHRUNTIME_METRICS_PORT: {where}; is another worker on this host using that "
+        "port? Give each worker its own."
+    )
+
+
+MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
+_PRIVATE_PREFIX = "graphruntime-metrics-"
+
+
+def _private_directory() -> str:
+    """A fresh directory for this worker, named after its pid, after removing those that
+    earlier workers on this host left behind (killed before they could remove theirs)."""
+    _remove_abandoned(tempfile.gettempdir())
+    return tempfile.mkdtemp(prefix=f"{_PRIVATE_PREFIX}{os.getpid()}-")
+
+
+def _remove_abandoned(parent: str) -> None:
+    """Remove this user's private directories whose worker is gone: its pid is not running,
+    or is this process's (a restarted container reuses pids; this worker has made none yet)."""
+    me = os.getpid()
+    for path in glob.glob(os.path.join(parent, f"{_PRIVATE_PREFIX}*-*")):
+        pid_text = os.path.basename(path).removeprefix(_PRIVATE_PREFIX).split("-", 1)[0]
+        try:
+            pid = int(pid_text)
+            if os.stat(path).st_uid != os.getuid():
+                continue
+        except (ValueError, OSError):
+            continue
+        if pid == me or not _running(pid):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def enable_metrics(port: int, address: str = "0.0.0.0") -> MetricsServer:
@@ -199,21 +264,32 @@ def enable_metrics(port: int, address: str = "0.0.0.0") -> MetricsServer:
     forked from it), and serve ``/metrics`` on ``port``.
 
     ``PROMETHEUS_MULTIPROC_DIR``, if set, is used (its ``*.db`` files are deleted first:
-    it must be this worker's own); otherwise a fresh private temporary directory.
+    it must be this worker's own); otherwise a fresh private temporary directory, removed
+    on :meth:`MetricsServer.close` (or at the next worker's start on this host, if this one
+    was killed). Raises :class:`ConfigurationError` when the directory cannot be prepared
+    or the port listened on.
     """
-    configured = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
-    if configured:
-        if not os.path.isdir(configured):
-            raise ConfigurationError(
-                f"PROMETHEUS_MULTIPROC_DIR={configured} is not a directory: create it (one per "
-                "worker), or unset it to let the worker make a private one."
-            )
-        for stale in glob.glob(os.path.join(configured, "*.db")):
-            os.remove(stale)
-        directory = configured
-    else:
-        directory = tempfile.mkdtemp(prefix="graphruntime-metrics-")
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
+    configured = os.environ.get(MULTIPROC_DIR)
+    try:
+        if configured:
+            if not os.path.isdir(configured):
+                raise ConfigurationError(
+                    f"{MULTIPROC_DIR}={configured} is not a directory: create it (one per "
+                    "worker), or unset it to let the worker make a private one."
+                )
+            for stale in glob.glob(os.path.join(configured, "*.db")):
+                os.remove(stale)
+            directory = configured
+        else:
+            directory = _private_directory()
+    except OSError as exc:
+        where = f"{MULTIPROC_DIR}={configured}" if configured else "a temporary directory"
+        raise ConfigurationError(
+            f"metrics: cannot prepare {where} for the pool processes' values ({exc}); "
+            f"set {MULTIPROC_DIR} to a writable directory of this worker's own."
+        ) from exc
+    if not configured:
+        os.environ[MULTIPROC_DIR] = directory
     if "prometheus_client" in sys.modules:
         # imported before the directory was set (by the application): choose the mode again
         from prometheus_client import values
@@ -224,6 +300,7 @@ def enable_metrics(port: int, address: str = "0.0.0.0") -> MetricsServer:
     except BaseException:
         if not configured:
             shutil.rmtree(directory, ignore_errors=True)
+            del os.environ[MULTIPROC_DIR]
         raise
     start_recording()
     return server

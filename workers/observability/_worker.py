@@ -46,8 +46,14 @@ def watch_cluster(ctx: WorkerContext, *, timeout: float = 2.0) -> None:
     )
 
 
+def process_started() -> None:
+    """In a pool process, as it starts: let go of the main process's metrics socket."""
+    while _server:
+        _server.pop().forget()
+
+
 def stop_worker() -> None:
     """In the main process, at shutdown: stop serving and recording."""
+    disable_metrics()
     while _server:
         _server.pop().close()
-    disable_metrics()

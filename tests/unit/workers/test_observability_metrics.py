@@ -3,6 +3,7 @@ gauges at scrape time, and multiprocess mode across forked processes (in a subpr
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -26,11 +27,13 @@ from tests.unit.workers.graphs import Calls, chain, fan, flaky
 from workers.dead_letters import DeadLetters
 from workers.dispatch import QueueDepths
 from workers.errors import ConfigurationError
+from workers.local_cluster import LocalCluster
 from workers.observability import (
     GAUGES,
     METRICS,
     ClusterCollector,
     MetricsServer,
+    _metrics,
     disable_metrics,
     start_recording,
     step_start,
@@ -289,6 +292,60 @@ def test_a_port_in_use_is_a_configuration_error_that_names_the_setting(tmp_path:
             MetricsServer(port, "127.0.0.1", str(tmp_path), private=False)
 
 
+def test_an_address_not_of_this_host_is_a_configuration_error_that_names_it(
+    tmp_path: Path,
+) -> None:
+    # 192.0.2.1 is TEST-NET-1: no host has it
+    with pytest.raises(ConfigurationError, match=r"GRAPHRUNTIME_METRICS_ADDRESS: .*192\.0\.2\.1"):
+        MetricsServer(_free_port(), "192.0.2.1", str(tmp_path), private=False)
+
+
+@pytest.mark.parametrize(
+    ("error", "says"),
+    [
+        (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), "METRICS_ADDRESS"),
+        (OSError(errno.EADDRNOTAVAIL, "Cannot assign requested address"), "METRICS_ADDRESS"),
+        (OSError(errno.EACCES, "Permission denied"), "METRICS_PORT: .*below 1024"),
+        (OSError(errno.EADDRINUSE, "Address already in use"), "METRICS_PORT: .*another worker"),
+    ],
+)
+def test_why_the_port_cannot_be_listened_on_names_the_setting_to_change(
+    error: OSError, says: str
+) -> None:
+    assert re.search(says, _metrics._listen_problem(80, "example", error))
+
+
+def test_private_directories_of_workers_that_are_gone_are_removed(tmp_path: Path) -> None:
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait(timeout=30)
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dead_dir = tmp_path / f"graphruntime-metrics-{ended.pid}-a1"
+        mine = tmp_path / f"graphruntime-metrics-{os.getpid()}-b2"  # a restarted container
+        live = tmp_path / f"graphruntime-metrics-{alive.pid}-c3"
+        other = tmp_path / "graphruntime-metrics-notapid-d4"
+        for d in (dead_dir, mine, live, other):
+            d.mkdir()
+            (d / "counter_1.db").write_bytes(b"x")
+        _metrics._remove_abandoned(str(tmp_path))
+        assert not dead_dir.exists()
+        assert not mine.exists()
+        assert live.exists(), "a running worker's directory is left alone"
+        assert other.exists()
+    finally:
+        alive.kill()
+        alive.wait(timeout=30)
+
+
+def test_an_unwritable_configured_directory_is_a_configuration_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "missing"))
+    with pytest.raises(ConfigurationError, match=r"PROMETHEUS_MULTIPROC_DIR=.*not a directory"):
+        _metrics.enable_metrics(_free_port(), "127.0.0.1")
+    assert not _metrics.metrics_enabled()
+
+
 FORKED = textwrap.dedent(
     """
     import json, os, sys, urllib.request
@@ -311,7 +368,8 @@ FORKED = textwrap.dedent(
     text = urllib.request.urlopen(url, timeout=10).read().decode()
     server.close()
     print(json.dumps({"text": text, "dir": directory, "kept": os.path.isdir(directory),
-                      "children": children}))
+                      "children": children,
+                      "env_after": os.environ.get("PROMETHEUS_MULTIPROC_DIR")}))
     """
 )
 
@@ -342,6 +400,7 @@ def test_forked_processes_are_added_up_in_the_main_process_scrape() -> None:
     assert 'graphruntime_sweeper_resends_total{kind="deadline"} 1.0' in text
     assert "graphruntime-metrics-" in result["dir"]
     assert not result["kept"], "the private directory is removed when the server closes"
+    assert result["env_after"] is None, "nothing points at the removed directory"
 
 
 def test_a_configured_directory_is_used_emptied_first_and_kept(tmp_path: Path) -> None:
@@ -350,5 +409,69 @@ def test_a_configured_directory_is_used_emptied_first_and_kept(tmp_path: Path) -
     result = _run_forked({**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)})
     assert result["dir"] == str(tmp_path)
     assert result["kept"]
+    assert result["env_after"] == str(tmp_path)
     assert not stale.exists()
     assert 'graphruntime_task_duration_seconds_count{graph="g",node="n"} 2.0' in result["text"]
+
+
+# --- workers sharing a host ----------------------------------------------------------------
+
+
+def test_workers_of_a_local_cluster_get_a_metrics_port_and_directory_each(tmp_path: Path) -> None:
+    cluster = LocalCluster("g=m:a", workers=3)
+    cluster.env = {
+        "GRAPHRUNTIME_METRICS_PORT": "9540",
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
+        "OTHER": "same",
+    }
+    envs = [cluster.worker_env(i) for i in range(3)]
+    assert [e["GRAPHRUNTIME_METRICS_PORT"] for e in envs] == ["9540", "9541", "9542"]
+    assert [e["PROMETHEUS_MULTIPROC_DIR"] for e in envs] == [
+        str(tmp_path / f"w{i}") for i in range(3)
+    ]
+    assert all((tmp_path / f"w{i}").is_dir() for i in range(3))
+    assert {e["OTHER"] for e in envs} == {"same"}
+    cluster.env = {"GRAPHRUNTIME_METRICS_PORT": "http"}  # left for the worker to refuse
+    assert cluster.worker_env(1) == {"GRAPHRUNTIME_METRICS_PORT": "http"}
+    cluster.env = {}
+    assert cluster.worker_env(1) == {}
+
+
+FORKED_WORKER = textwrap.dedent(
+    """
+    import os, sys, urllib.request
+    from workers import observability
+    from workers.settings import load_settings
+
+    settings = load_settings(metrics_port=int(sys.argv[1]), metrics_address="127.0.0.1")
+    server = observability.start_worker(settings)
+    directory = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    pid = os.fork()
+    if pid == 0:  # a pool process
+        observability.process_started()
+        os._exit(0 if server._server.socket.fileno() == -1 else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the pool process kept the listening socket"
+    url = f"http://127.0.0.1:{server.port}/metrics"
+    assert urllib.request.urlopen(url, timeout=10).status == 200
+    observability.stop_worker()
+    assert not os.path.exists(directory)
+    assert "PROMETHEUS_MULTIPROC_DIR" not in os.environ
+    print("ok")
+    """
+)
+
+
+def test_pool_processes_let_go_of_the_metrics_socket_and_shutdown_cleans_up() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED_WORKER, str(_free_port())],
+        cwd=ROOT,
+        env={**env, "DATABASE_URL": "postgresql://x@127.0.0.1:1/x", "REDIS_URL": "redis://x:1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == "ok"
