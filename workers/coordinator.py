@@ -30,9 +30,9 @@ from graphruntime.pregel import (
     StreamChunk,
     TaskResult,
     drive,
-    run_task_attempt,
     task_order,
 )
+from workers import observability as observe
 from workers._deferred_writes import DeferredWrites
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.dispatch import dispatch_retry, dispatch_step
@@ -78,7 +78,8 @@ def coordinate(ctx: WorkerContext, run_id: str) -> list[str]:
         run = claim.run
         lease = Lease(ctx, run.thread_id)
         try:
-            finished = advance(ctx, run, lease, failures)
+            with observe.run(run):
+                finished = advance(ctx, run, lease, failures)
         finally:
             following = lease.release()
         if not finished or following is None:
@@ -152,7 +153,9 @@ def advance(
     saver = DeferredWrites(ctx.saver.fenced().lazy())
     try:
         loop, reentering = _open(ctx, run, graph, saver)
-        executor = ClusterExecutor(ctx, run, events, saver, reentering=reentering)
+        executor = observe.steps(
+            ClusterExecutor(ctx, run, events, saver, reentering=reentering), run
+        )
         events.extend(drive(loop, executor))
         saver.flush()
     except StepSuspended:
@@ -254,7 +257,7 @@ class ClusterExecutor:
         self.events.store()  # a streaming client sees each step as it begins
         if len(tasks) == 1 and ctx.settings.inline_single_task:
             task = tasks[0]
-            outcome = run_task_attempt(task, loop.task_config(task), loop.graph.retry_policy)
+            outcome = observe.attempt(run, task, loop.task_config(task), loop.graph.retry_policy)
             if isinstance(outcome, RetryLater):
                 # its RetryPolicy retries it: as a job after the backoff, not asleep here
                 self._leaving(loop)
@@ -384,6 +387,7 @@ def _end(
         lease.held, lease.following = False, released.following
     else:
         ctx.store.finish_run(run.run_id, status, result=result, error=error, inbox=inbox)
+    observe.run_ended(run.graph, status)
     origin = run.origin or {}
     if status == "error" and origin.get("route") == "queue" and origin.get("message"):
         # a resume sent as a queue message: refused messages go to the dead letters

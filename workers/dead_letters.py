@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from workers import observability as observe
+
 log = logging.getLogger(__name__)
 
 
@@ -57,6 +59,7 @@ class DeadLetters:
         pipe.lpush(self.key, self.entry(message, reason))
         pipe.llen(self.key)
         _, length = pipe.execute()
+        observe.dead_letters(pushed=1)
         excess = int(length) - self.max_entries
         if excess <= 0:
             return
@@ -65,6 +68,7 @@ class DeadLetters:
             pipe.rpop(self.key)
         pipe.incrby(self.dropped_key, excess)
         dropped = [d for d in pipe.execute()[:-1] if d is not None]
+        observe.dead_letters(dropped=len(dropped))
         for item in dropped:
             try:
                 old = json.loads(item)

@@ -13,7 +13,8 @@ import uuid
 
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import GraphInterrupt
-from graphruntime.pregel import RetryLater, run_task_attempt
+from graphruntime.pregel import RetryLater
+from workers import observability as observe
 from workers._deferred_writes import DeferredWrites
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.coordinator import LACKING_GRAPH_DELAY, coordinate
@@ -73,6 +74,7 @@ def execute_tasks(ctx: WorkerContext, msg: TaskMessage, *, redelivered: bool = F
                 raise
             log.exception("task job %s failed outside its nodes", msg.job_id)
             store.finish_run(run.run_id, "error", error=error_info(exc, None, msg.checkpoint_id))
+            observe.run_ended(run.graph, "error")
             return [f"run {run.run_id}: {type(exc).__name__}: {exc}"]
     finally:
         ctx.claim_token = None
@@ -149,8 +151,8 @@ def _run_claimed(
         if task.writes:
             outcomes[ref.id] = None  # an earlier delivery saved its output, then died
             continue
-        outcome = run_task_attempt(
-            task, loop.task_config(task), graph.retry_policy, attempts_done=ref.attempts
+        outcome = observe.attempt(
+            run, task, loop.task_config(task), graph.retry_policy, attempts_done=ref.attempts
         )
         if isinstance(outcome, RetryLater):
             list(loop.sink.drain())  # the failed attempt's chunks are not kept
@@ -181,6 +183,7 @@ def _run_claimed(
                 type(outcome).__name__,
                 outcome,
                 exc_info=outcome,
+                extra=observe.log_fields(run, task),
             )
             failures.append(f"node {task.name}: {type(outcome).__name__}: {outcome}")
         outcomes[ref.id] = (

@@ -127,6 +127,21 @@ class LocalCluster:
         queues = f"{settings.coordinator_queue},{settings.task_queue}"
         return "workers.app", queues, f"w{index}@%h"
 
+    def worker_env(self, index: int) -> dict[str, str]:
+        """Worker ``index``'s environment: the cluster's, with what must differ between
+        workers on one host: ``GRAPHRUNTIME_METRICS_PORT`` (if set) plus ``index``, and
+        ``PROMETHEUS_MULTIPROC_DIR`` (if set) a subdirectory ``w<index>`` of it."""
+        env = dict(self.env)
+        port = env.get("GRAPHRUNTIME_METRICS_PORT", "").strip()
+        if port.isdigit():  # anything else: the worker refuses it by name
+            env["GRAPHRUNTIME_METRICS_PORT"] = str(int(port) + index)
+        directory = env.get("PROMETHEUS_MULTIPROC_DIR")
+        if directory:
+            own = Path(directory) / f"w{index}"
+            own.mkdir(parents=True, exist_ok=True)
+            env["PROMETHEUS_MULTIPROC_DIR"] = str(own)
+        return env
+
     def _spawn(self, index: int) -> WorkerProcess:
         app, queues, hostname = self._celery_app(index)
         proc = subprocess.Popen(
@@ -146,7 +161,7 @@ class LocalCluster:
                 "--without-mingle",
                 "--without-heartbeat",
             ],
-            env=self.env,
+            env=self.worker_env(index),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

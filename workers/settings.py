@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, ValidationError, model_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workers.dead_letters import DeadLetters
@@ -121,6 +121,34 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds between a worker's sweeps for orphaned tasks and stalled runs.",
     )
+
+    metrics_port: int | None = Field(
+        default=None,
+        description="Port a worker serves Prometheus metrics on (/metrics); unset: no metrics.",
+    )
+    metrics_address: str = Field(
+        default="0.0.0.0",
+        description="Address the metrics port listens on.",
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="Worker log lines as text, or as JSON objects that carry the run, thread, "
+        "graph, node and task ids.",
+    )
+    tracing: Literal["off", "otel"] = Field(
+        default="off",
+        description="otel: OpenTelemetry spans per run, step and task (needs the `otel` extra; "
+        "the SDK and exporter are configured by OTEL_* variables or the application).",
+    )
+
+    @field_validator("metrics_port")
+    @classmethod
+    def _a_port(cls, port: int | None) -> int | None:
+        if port is not None and not 1 <= port <= 65535:
+            raise ValueError(
+                f"{port} is not a port to listen on: give 1-65535, or unset it to serve no metrics"
+            )
+        return port
 
     @model_validator(mode="before")
     @classmethod

@@ -19,6 +19,7 @@ import logging
 import threading
 from typing import NamedTuple
 
+from workers import observability as observe
 from workers.approvals import resume_expired
 from workers.context import WorkerContext
 from workers.dispatch import resend_orphans
@@ -65,7 +66,7 @@ class Sweeper(threading.Thread):
     def run(self) -> None:
         while not self._stop_event.wait(self.ctx.settings.sweep_interval):
             try:
-                sweep_once(self.ctx)
+                observe.swept(sweep_once(self.ctx))
             except Exception:  # a failed sweep is retried next interval
                 log.exception("sweep failed")
 

@@ -11,13 +11,17 @@ from functools import cache
 from typing import Any
 
 from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
     worker_init,
     worker_process_init,
     worker_process_shutdown,
     worker_ready,
     worker_shutdown,
 )
+from celery.utils.log import get_multiprocessing_logger
 
+from workers import observability as observe
 from workers.app import CeleryBroker, get_app
 from workers.context import WorkerContext
 from workers.coordinator import coordinate
@@ -74,7 +78,7 @@ def coordinate_task(self: Any, **kwargs: Any) -> None:
     except MalformedMessageError:
         log.exception("dropping malformed coordinate message %r", kwargs)
         return
-    with _retry_when_transient(self):
+    with observe.job("coordinate", msg.run_id, self.request.id), _retry_when_transient(self):
         try:
             failures = coordinate(_context(), msg.run_id)
         except RunNotFoundError:
@@ -92,7 +96,7 @@ def execute_task_job(self: Any, **kwargs: Any) -> None:
         return
     request = self.request
     redelivered = bool(request.retries) or bool((request.delivery_info or {}).get("redelivered"))
-    with _retry_when_transient(self):
+    with observe.job("execute", msg.run_id, msg.job_id), _retry_when_transient(self):
         try:
             failures = execute_tasks(_context(), msg, redelivered=redelivered)
         except RunNotFoundError:
@@ -130,6 +134,27 @@ def _check_registry(**_: Any) -> None:
         log.warning("GRAPHRUNTIME_GRAPHS names no graph: this worker can run nothing")
 
 
+@worker_init.connect  # type: ignore[untyped-decorator]
+def _start_observability(**_: Any) -> None:
+    """Before the pool starts: tracing, and the metrics port (the pool processes inherit
+    both). A port in use or tracing without OpenTelemetry stops the worker here."""
+    try:
+        observe.start_worker(app.conf.graphruntime_settings)
+    except WorkerError as exc:  # ConfigurationError: says what to change
+        log.critical("graphruntime worker cannot start: %s", exc)
+        logging.shutdown()
+        os._exit(3)
+
+
+@after_setup_logger.connect  # type: ignore[untyped-decorator]
+@after_setup_task_logger.connect  # type: ignore[untyped-decorator]
+def _log_format(logger: logging.Logger, **_: Any) -> None:
+    """GRAPHRUNTIME_LOG_FORMAT=json: Celery's handlers write JSON lines, its own too."""
+    if app.conf.graphruntime_settings.log_format == "json":
+        billiard = get_multiprocessing_logger()  # None until billiard sets it up
+        observe.use_json_logs([logger] if billiard is None else [logger, billiard])
+
+
 @worker_process_init.connect  # type: ignore[untyped-decorator]
 def _start_process(**_: Any) -> None:
     """Each pool process connects, beats, and imports every registered graph first.
@@ -137,6 +162,7 @@ def _start_process(**_: Any) -> None:
     A broken registry entry then fails at startup, not on the first run, and the
     first run does not pay for importing the graphs.
     """
+    observe.process_started()
     ctx = _context()
     for name in ctx.registry.names():
         ctx.registry.get(name)
@@ -151,6 +177,7 @@ def _start_process(**_: Any) -> None:
 def _stop_process(**_: Any) -> None:
     for item in _background:
         item.stop()
+    observe.process_stopped()
 
 
 @worker_ready.connect  # type: ignore[untyped-decorator]
@@ -179,9 +206,11 @@ def _start_background(**_: Any) -> None:
     listener = ResumeListener(client, broker.redis, settings.resume_queue, ctx.worker_name)
     threading.Thread(target=listener.run, name="graphruntime-resume", daemon=True).start()
     _background.extend([listener, sweeper, heartbeat])
+    observe.watch_cluster(ctx)
 
 
 @worker_shutdown.connect  # type: ignore[untyped-decorator]
 def _stop_background(**_: Any) -> None:
     for item in _background:
         item.stop()
+    observe.stop_worker()

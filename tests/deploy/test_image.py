@@ -121,6 +121,17 @@ def test_compose_shape() -> None:
     assert redis[redis.index("--maxmemory-policy") + 1] == "noeviction"
 
 
+def test_compose_workers_expose_their_metrics_port() -> None:
+    services = load_compose()["services"]
+    for name in ("worker-coordinator", "worker-tasks"):
+        service = services[name]
+        port = default_of(str(service["environment"]["GRAPHRUNTIME_METRICS_PORT"]))
+        assert port in [str(p) for p in service["expose"]], name
+        assert "ports" not in service, f"{name}: a published port clashes when scaled"
+    for name in ("migrate", "client"):
+        assert "GRAPHRUNTIME_METRICS_PORT" not in services[name]["environment"], name
+
+
 def compose_command() -> list[str] | None:
     docker = shutil.which("docker")
     if (

@@ -318,3 +318,19 @@ def test_workers_have_probes_a_pdb_and_one_autoscaler(rendered: list[dict[str, A
         ]
         assert len(covering) == 1, f"{name}: {len(covering)} PodDisruptionBudgets"
         assert (name in scaled) != (name in hpas), f"{name}: needs exactly one autoscaler"
+
+
+def test_workers_serve_metrics_where_prometheus_is_told_to_scrape(
+    rendered: list[dict[str, Any]],
+) -> None:
+    for deployment in by_kind(rendered, "Deployment"):
+        name = deployment["metadata"]["name"]
+        template = deployment["spec"]["template"]
+        (container,) = template["spec"]["containers"]
+        port = _env_of(container, rendered)["GRAPHRUNTIME_METRICS_PORT"]
+        (declared,) = [p for p in container["ports"] if p["name"] == "metrics"]
+        assert str(declared["containerPort"]) == port, name
+        annotations = template["metadata"]["annotations"]
+        assert annotations["prometheus.io/scrape"] == "true", name
+        assert annotations["prometheus.io/port"] == port, name
+        assert annotations["prometheus.io/path"] == "/metrics", name

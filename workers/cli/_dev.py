@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from workers.cli._output import console, fail
 from workers.errors import WorkerError
+
+if TYPE_CHECKING:
+    from workers.local_cluster import LocalCluster
 
 
 def dev(
@@ -71,7 +74,8 @@ def dev(
             "A resume message, by hand:\n"
             f"  redis-cli -s {sock} LPUSH {settings.resume_queue} "
             '\'{"graph": "G", "thread_id": "T", "resume": "yes", "idempotency_key": "K"}\'\n'
-            "Ctrl-C stops the workers (and the embedded services, if nothing else uses them).",
+            + _metrics_urls(cluster)
+            + "Ctrl-C stops the workers (and the embedded services, if nothing else uses them).",
             highlight=False,
         )
         while not stop.wait(0.5):
@@ -89,3 +93,14 @@ def dev(
         console.print("stopped")
     if failed:
         raise typer.Exit(1)
+
+
+def _metrics_urls(cluster: LocalCluster) -> str:
+    """Where each worker serves its metrics (GRAPHRUNTIME_METRICS_PORT: one port per worker)."""
+    ports = [cluster.worker_env(w.index).get("GRAPHRUNTIME_METRICS_PORT") for w in cluster.workers]
+    if not all(ports):
+        return ""
+    address = cluster.env.get("GRAPHRUNTIME_METRICS_ADDRESS", "0.0.0.0")
+    host = "127.0.0.1" if address == "0.0.0.0" else address
+    urls = ", ".join(f"http://{host}:{port}/metrics" for port in ports)
+    return f"Metrics (one port per worker): {urls}\n"
