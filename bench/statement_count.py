@@ -57,47 +57,37 @@ APP_WORKER, APP_CLIENT, APP_BENCH = "gr-worker", "gr-client", "gr-bench"
 SCENARIOS = ("chain10", "chain1", "fanout8", "fanout16", "approval_pause", "resume")
 APPROVAL_DOCS = 8
 
-# What the figures say (measured at the commits the section names; update with them).
+# What the figures say: the mechanisms only; the numbers are the tables'.
 NOTES = """
 Reading the figures:
 
-- **Inline step** (a single-task step run by the coordinator): 4 → 2 statements, which
-  are the step's pending writes and its fenced checkpoint put. The coordinator used to
-  store 2 stream events per step (`add_event`) even for an `invoke()`; an invoked run
-  now stores none. So a 10-step chain costs 58 → 37 statements, 5.8 → 3.7 per step.
-- **Fixed cost per run** (chain1 = the run plus one step): 22 → 19. The client sends 5
-  (`create_run`, `LISTEN`, `get_run` twice, `UNLISTEN`), the worker 14. The thread is
-  leased with `acquire_thread`/`release_thread` instead of a session advisory lock, and
-  the coordinator job that ends a run reads the thread's next run (`next_run`) 3 times:
-  when it starts, after `finish_run` (the loop looks for another run), and after
-  releasing the lease (a run queued meanwhile). The 3 events stored at the end are gone.
-- **Distributed step** of 8 tasks: 122.5 → 122. This path is almost unchanged: 14
-  statements per task job (`get_run`; 3 transactions, claim / writes / completion,
-  each wrapped in `BEGIN`, `COMMIT`, and `SET LOCAL synchronous_commit` for the first
-  two; `claim_task`, `get_task_writes`, `insert_writes`, `complete_task`,
-  `count_down_step`), of which 8 are transaction control. The step's own statements
-  (10.5 → 9.5) are the fenced put, `register_tasks`, `touch_run` and the coordinator's
-  second job: it now reads the barrier rows (`step_tasks`) instead of the error events.
-- **Loads of the step's checkpoint**, per distributed step of 8 tasks, before and after
-  alike: 2 full loads (`get_checkpoint`) and 7 writes-only reads (`get_task_writes`).
-  The first task job loads the checkpoint; the other 7 jobs in the same worker process
-  find it decoded in the saver's cache and read only their own task's writes; then the
-  coordinator re-opens the step with one `get_checkpoint` (the checkpoint with all of
-  its writes). With 16 tasks the count is 2 and 15: one writes read per extra task.
-- **Resume**: 22 → 18 statements, and the checkpoint is loaded once instead of twice.
-  The client no longer reads the thread's checkpoint and active runs before it queues
-  the resume (`active_runs_of_thread`, `get_checkpoint`, `insert_run` became one
-  `create_run`); the coordinator loads the head once and checks the resume there. The
-  resume adds one `insert_writes`: the Command's writes are saved with a mark naming
-  the run, which makes a second `first()` of the same run re-open the step instead of
-  applying the resume again.
-- Every figure is a count of statements, not of round trips. The saver's writes
-  transaction is pipelined (its `BEGIN`, `SET LOCAL`, `INSERT`, `COMMIT` go out
-  together); the run store's claim and completion transactions are not (`transaction()`
-  on an autocommit connection, then `execute`/`executemany`): their `BEGIN`, `SET LOCAL`
-  and `COMMIT` are a round trip each, 5 of a task job's ~11 round trips. Counts
-  were the same in every repetition but for ±1 in the fan-out runs (a pool check, or
-  one more `get_run`); worker heartbeats and sweeps (not counted) land in some windows.
+- **Inline step** (a single-task step run by the coordinator): the step's pending writes
+  and its fenced checkpoint put, sent together in one pipelined round trip
+  (`put_checkpoint_fenced_lazy` carries the writes ahead of it). An invoked run stores
+  no stream events; a streamed one stores each step's.
+- **Fixed cost per run** (chain1 = the run plus one step): the client's `create_run`,
+  `LISTEN`, `get_run` and `UNLISTEN`; the worker's `claim_run` (the message's run, the
+  thread's lease and the next run marked running, in one statement), the checkpoint
+  load, and the run's end: `finish_run_inbox` with the lease freed in the same
+  transaction, then the thread's next run read after the lease row is locked.
+- **Distributed step**: per task job `get_run`, then the claim, writes and completion
+  transactions (`claim_task`, `get_task_writes`, `insert_writes`, `complete_task`,
+  `count_down_step`) with their transaction control; the step's own statements are the
+  fenced put, `register_tasks`, `touch_run` and the re-opening job's barrier read
+  (`step_tasks`).
+- **Loads of the step's checkpoint**, per distributed step of 8 tasks: 2 full loads
+  (`get_checkpoint`) and 7 writes-only reads (`get_task_writes`). The first task job
+  loads the checkpoint; the other jobs in the same worker process find it decoded in
+  the saver's cache and read only their own task's writes; the coordinator re-opens
+  the step with one `get_checkpoint` (the checkpoint with all of its writes).
+- **Resume**: the client queues it with one `create_run` and reads no checkpoint; the
+  coordinator loads the head once and checks the resume there, before anything is
+  written. The Command's writes are saved with a mark naming the run, which makes a
+  second `first()` of the same run re-open the step instead of applying it again.
+- Every figure is a count of statements, not of round trips: pipelined transactions
+  send their `BEGIN`, `SET LOCAL`, statements and `COMMIT` together. Counts are the
+  same in every repetition but for ±1 in the fan-out runs (a pool check, or one more
+  `get_run`); worker heartbeats and sweeps (not counted) land in some windows.
 """
 
 # --- classification --------------------------------------------------------------------
