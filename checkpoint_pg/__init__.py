@@ -20,6 +20,7 @@ from checkpoint_pg.errors import (
     CheckpointStoreUnavailable,
     SchemaVersionError,
     is_connection_error,
+    missing_schema,
 )
 from checkpoint_pg.saver import PostgresSaver, PruneResult
 from checkpoint_pg.schema import latest_version, migrate, schema_version
@@ -36,5 +37,6 @@ __all__ = (
     "is_connection_error",
     "latest_version",
     "migrate",
+    "missing_schema",
     "schema_version",
 )

@@ -21,6 +21,7 @@ __all__ = (
     "CheckpointStoreUnavailable",
     "SchemaVersionError",
     "is_connection_error",
+    "missing_schema",
 )
 
 # SQLSTATEs that mean "the server went away or cannot take us now", beyond class 08
@@ -65,3 +66,12 @@ def is_connection_error(exc: BaseException) -> bool:
     if state is None:
         return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
     return str(state).startswith("08") or state in _RETRYABLE_SQLSTATES
+
+
+_MISSING_SCHEMA_SQLSTATES = frozenset({"42P01", "42883"})  # undefined table, function
+
+
+def missing_schema(exc: BaseException) -> bool:
+    """Whether a psycopg error says a table or function of the schema does not exist: the
+    database was never migrated (or is another one than meant)."""
+    return getattr(exc, "sqlstate", None) in _MISSING_SCHEMA_SQLSTATES

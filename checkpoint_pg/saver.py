@@ -32,8 +32,9 @@ from checkpoint_pg.errors import (
     CheckpointStoreError,
     CheckpointStoreUnavailable,
     is_connection_error,
+    missing_schema,
 )
-from checkpoint_pg.schema import migrate
+from checkpoint_pg.schema import CHECKPOINT_MIGRATIONS, migrate
 from graphruntime.checkpoint import (
     NULL_TASK_ID,
     ChannelVersions,
@@ -705,7 +706,13 @@ class PostgresSaver(ClusterSaver):
             yield
         except psycopg.Error as exc:
             cls = CheckpointStoreUnavailable if is_connection_error(exc) else CheckpointStoreError
-            raise cls(f"PostgresSaver.{operation} failed: {exc}") from exc
+            hint = ""
+            if missing_schema(exc):
+                hint = (
+                    f" The checkpoint tables are missing: {CHECKPOINT_MIGRATIONS.setup_hint}; "
+                    "with the workers, `graphrun db migrate` migrates both schemas."
+                )
+            raise cls(f"PostgresSaver.{operation} failed: {exc}{hint}") from exc
 
     def _json_text(self, value: dict[str, Any], what: str) -> str:
         kind, data = self._json.dumps_typed(value)

@@ -22,7 +22,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from checkpoint_pg import is_connection_error
+from checkpoint_pg import is_connection_error, missing_schema
 from graphruntime.checkpoint import JsonSerializer, SerializerProtocol
 from graphruntime.errors import CheckpointError, InvalidResumeError
 from workers._sql import MIGRATIONS, query
@@ -80,7 +80,10 @@ class PostgresRunStore:
                 raise StoreUnavailableError(
                     f"run store: {operation} could not reach Postgres: {exc}"
                 ) from exc
-            raise StoreError(f"run store: {operation} failed: {exc}") from exc
+            hint = f" The workers' tables are missing: {MIGRATIONS.setup_hint}." * missing_schema(
+                exc
+            )
+            raise StoreError(f"run store: {operation} failed: {exc}{hint}") from exc
         except Exception as exc:
             if is_connection_error(exc):  # psycopg_pool.PoolTimeout
                 raise StoreUnavailableError(

@@ -26,6 +26,7 @@ def test_public_names() -> None:
         "SchemaVersionError",
         "database_url",
         "is_connection_error",
+        "missing_schema",
         "latest_version",
         "migrate",
         "schema_version",
