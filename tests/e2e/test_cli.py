@@ -68,3 +68,38 @@ def test_cli_rejects_a_value_that_is_not_json(cluster: LocalCluster, thread: Any
     out = _graphrun(cluster, "resume", "--graph", "fan", "--thread", "x", "--value", "not json")
     assert out.returncode == 2
     assert "must be JSON" in out.stderr
+
+
+def test_cli_resume_without_a_broker_exits_3_and_the_run_is_sent_later(
+    cluster: LocalCluster, client: GraphClient, thread: Any
+) -> None:
+    client.invoke("fan", {"n": 2}, thread, timeout=60)
+    thread_id = thread["configurable"]["thread_id"]
+    env = {**os.environ, **cluster.env, "COLUMNS": "200", "REDIS_URL": "redis://127.0.0.1:9/0"}
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workers.cli",
+            "resume",
+            "--graph",
+            "fan",
+            "--thread",
+            thread_id,
+            "--value",
+            '"later"',
+            "--key",
+            "no-broker",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "NotDispatchedError" in out.stderr
+    assert "recorded, but the broker could not be reached" in out.stderr
+    # the sweepers of the running workers find the queued run and send it
+    run_id = out.stderr.split("Run ", 1)[1].split(" ", 1)[0]
+    assert client.wait_done(run_id, timeout=90).status == "success"
+    assert client.get_state("fan", thread).values["decision"] == "later"
