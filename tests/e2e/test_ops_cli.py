@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -167,3 +168,64 @@ def _pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_graphrun_worker_takes_a_node_name_and_a_role(
+    cluster: LocalCluster, client: GraphClient, thread: Any
+) -> None:
+    name = f"probe{uuid.uuid4().hex[:6]}"
+    env = {**os.environ, **cluster.env, "COLUMNS": "300", "PYTHONPATH": str(ROOT)}
+    env.pop("GRAPHRUNTIME_METRICS_PORT", None)  # the cluster's workers hold its ports
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "workers.cli",
+            "worker",
+            "--role",
+            "coordinator",
+            "--hostname",
+            f"{name}@%h",
+            "--concurrency",
+            "1",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        give_up = time.monotonic() + 90
+        while time.monotonic() < give_up:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if " ready." in line:
+                break
+        log = "".join(lines)
+        assert f"{name}@" in log, log[-3000:]
+        assert " ready." in log, log[-3000:]
+        # the node answers by its name, and consumes only the coordinator queue
+        from workers.app import CeleryBroker
+
+        assert isinstance(client.broker, CeleryBroker)
+        replies = (
+            client.broker.app.control.inspect(
+                destination=[f"{name}@{socket.gethostname()}"], timeout=5
+            ).active_queues()
+            or {}
+        )
+        queues = {q["name"] for qs in replies.values() for q in qs}
+        assert queues == {cluster.env["GRAPHRUNTIME_COORDINATOR_QUEUE"]}, replies
+        assert client.invoke("chain", {"steps": []}, thread, timeout=60)["steps"]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
