@@ -109,7 +109,7 @@ def test_graphrun_dev_runs_a_cluster_until_interrupted(tmp_path: Path) -> None:
         COLUMNS="300",
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli", "dev", "--workers", "1"],
+        [sys.executable, "-m", "workers.cli", "dev", "--workers", "1", "--json"],
         env=env,
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -133,10 +133,14 @@ def test_graphrun_dev_runs_a_cluster_until_interrupted(tmp_path: Path) -> None:
         sock = tmp_path / "data" / "redis" / "redis.sock"
         assert f"redis-cli -s {sock} LPUSH graphruntime:resume" in banner
         pids = [int(p) for p in banner.split("(pids ", 1)[1].split(")", 1)[0].split(", ")]
+        (settings_line,) = [json.loads(line) for line in lines if line.startswith("{")]
+        assert settings_line["worker_pids"] == pids
+        assert settings_line["REDIS_URL"] == f"redis+socket://{sock}"
         # a client in "another shell" reaches it with the printed settings
         from workers.settings import Settings
 
-        url = banner.split("export DATABASE_URL='", 1)[1].split("'", 1)[0]
+        url = settings_line["DATABASE_URL"]
+        assert f"export DATABASE_URL='{url}'" in banner
         client = GraphClient.from_env(
             Settings(
                 database_url=url,
@@ -188,6 +192,7 @@ def test_graphrun_worker_takes_a_node_name_and_a_role(
             f"{name}@%h",
             "--concurrency",
             "1",
+            "--json",
         ],
         env=env,
         cwd=ROOT,
@@ -208,8 +213,9 @@ def test_graphrun_worker_takes_a_node_name_and_a_role(
             if " ready." in line:
                 break
         log = "".join(lines)
-        assert f"{name}@" in log, log[-3000:]
         assert " ready." in log, log[-3000:]
+        ready = json.loads(lines[-1])  # --json: Celery's own lines are JSON too
+        assert ready["event"].startswith(f"{name}@"), ready
         # the node answers by its name, and consumes only the coordinator queue
         from workers.app import CeleryBroker
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, overload
 
 import typer
 
-from workers.cli._output import console, fail
+from workers.cli._output import console, errors, fail, json_line
 from workers.errors import WorkerError
 
 if TYPE_CHECKING:
@@ -23,6 +23,10 @@ def dev(
         str | None,
         typer.Option(help="name=module:attribute entries (default: GRAPHRUNTIME_GRAPHS)."),
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the settings that reach it as one JSON line."),
+    ] = False,
 ) -> None:
     """Run a development cluster here: embedded Postgres and Redis (under the project's
     .data, or GRAPHRUNTIME_DATA_DIR) and N celery workers, until Ctrl-C stops them all."""
@@ -63,7 +67,20 @@ def dev(
             fail(str(exc), 1)
         env = cluster.env
         sock = env["REDIS_URL"].removeprefix("redis+socket://")
-        console.print(
+        out = errors if as_json else console  # with --json, stdout has only the JSON line
+        if as_json:
+            json_line(
+                {
+                    "DATABASE_URL": env["DATABASE_URL"],
+                    "REDIS_URL": env["REDIS_URL"],
+                    "GRAPHRUNTIME_GRAPHS": settings.graphs,
+                    "redis_socket": sock,
+                    "resume_queue": settings.resume_queue,
+                    "worker_pids": [w.pid for w in cluster.workers],
+                    "metrics": _metrics_urls(cluster, bare=True),
+                }
+            )
+        out.print(
             "\n[bold]graphruntime dev cluster[/bold] (development only): "
             f"{workers} workers (pids {', '.join(str(w.pid) for w in cluster.workers)}), "
             f"graphs {settings.graphs}\n"
@@ -81,7 +98,7 @@ def dev(
         while not stop.wait(0.5):
             dead = [w for w in cluster.workers if w.proc.poll() is not None]
             if dead:
-                console.print(
+                errors.print(
                     f"worker {dead[0].index} exited with {dead[0].proc.returncode}; stopping",
                     style="red",
                 )
@@ -90,17 +107,22 @@ def dev(
     finally:
         signal.signal(signal.SIGINT, previous)
         cluster.stop()
-        console.print("stopped")
+        errors.print("stopped")
     if failed:
         raise typer.Exit(1)
 
 
-def _metrics_urls(cluster: LocalCluster) -> str:
-    """Where each worker serves its metrics (GRAPHRUNTIME_METRICS_PORT: one port per worker)."""
+@overload
+def _metrics_urls(cluster: LocalCluster) -> str: ...
+@overload
+def _metrics_urls(cluster: LocalCluster, *, bare: Literal[True]) -> list[str]: ...
+def _metrics_urls(cluster: LocalCluster, *, bare: bool = False) -> str | list[str]:
+    """Where each worker serves its metrics (GRAPHRUNTIME_METRICS_PORT: one port per worker):
+    a banner line, or (``bare``) the URLs."""
     ports = [cluster.worker_env(w.index).get("GRAPHRUNTIME_METRICS_PORT") for w in cluster.workers]
     if not all(ports):
-        return ""
+        return [] if bare else ""
     address = cluster.env.get("GRAPHRUNTIME_METRICS_ADDRESS", "0.0.0.0")
     host = "127.0.0.1" if address == "0.0.0.0" else address
-    urls = ", ".join(f"http://{host}:{port}/metrics" for port in ports)
-    return f"Metrics (one port per worker): {urls}\n"
+    urls = [f"http://{host}:{port}/metrics" for port in ports]
+    return urls if bare else f"Metrics (one port per worker): {', '.join(urls)}\n"

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from workers.cli._output import console, fail
+from workers.cli._output import JsonOption, console, fail, json_line
 from workers.errors import WorkerError
 
 
@@ -23,6 +23,7 @@ def ui(
             show_default=False,
         ),
     ] = None,
+    as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """Serve the approvers' web inbox: pending waits, approve / reject / JSON, history."""
     try:
@@ -40,7 +41,10 @@ def ui(
     except WorkerError as exc:  # ConfigurationError: says what to set
         fail(f"{type(exc).__name__}: {exc}", 2)
     scope = "token required" if token else "loopback only, no token"
-    console.print(f"inbox on http://{host}:{port}/ ({scope})", markup=False, highlight=False)
+    if as_json:
+        json_line({"url": f"http://{host}:{port}/", "token_required": bool(token)})
+    else:
+        console.print(f"inbox on http://{host}:{port}/ ({scope})", markup=False, highlight=False)
     try:
         serve(client, host=host, port=port, token=token)
     finally:

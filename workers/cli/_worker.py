@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from workers.cli._output import console, fail
+from workers.cli._output import JsonOption, console, fail, json_line
 from workers.errors import WorkerError
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
@@ -52,6 +52,9 @@ def worker(
     ] = None,
     loglevel: Annotated[str, typer.Option()] = "INFO",
     embedded: EmbeddedOption = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Log JSON lines (GRAPHRUNTIME_LOG_FORMAT=json).")
+    ] = False,
 ) -> None:
     """Start a Celery worker for coordinator runs and task jobs (both queues by default).
 
@@ -59,6 +62,11 @@ def worker(
     non-zero when a GRAPHRUNTIME_GRAPHS entry cannot be loaded.
     """
     embedded_mode(embedded)
+    if as_json:
+        chosen = os.environ.get("GRAPHRUNTIME_LOG_FORMAT", "json").strip() or "json"
+        if chosen != "json":
+            fail(f"--json asks for JSON logs, but GRAPHRUNTIME_LOG_FORMAT={chosen!r}", 2)
+        os.environ["GRAPHRUNTIME_LOG_FORMAT"] = "json"
     from workers.app import redis_url
     from workers.runtime import database_url
     from workers.settings import load_settings
@@ -91,7 +99,7 @@ def worker(
 
 
 @db_app.command("migrate")
-def migrate(embedded: EmbeddedOption = False) -> None:
+def migrate(embedded: EmbeddedOption = False, as_json: Annotated[bool, JsonOption] = False) -> None:
     """Apply pending migrations (checkpoints and run bookkeeping); safe from many hosts."""
     embedded_mode(embedded)
     from checkpoint_pg import CheckpointStoreError
@@ -112,6 +120,9 @@ def migrate(embedded: EmbeddedOption = False) -> None:
         fail(f"{type(exc).__name__}: {exc}", 1)
     finally:
         pool.close()
+    if as_json:
+        json_line({"checkpoint_pg": checkpoints, "workers": workers})
+        return
     console.print(f"checkpoint_pg schema: version {checkpoints}")
     console.print(f"workers schema: version {workers}")
     console.print("[green]database is up to date[/green]")

@@ -8,6 +8,7 @@ without losing a row.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import uuid
@@ -329,3 +330,9 @@ def test_cli_db_migrate_migrates_both_and_prints_both_versions(fresh_db: str) ->
         CHECKPOINT_MIGRATIONS.check_schema(conn)
         MIGRATIONS.check_schema(conn)
     assert len(recorded(fresh_db, "graphruntime_migrations")) == checkpoint_pg.latest_version()
+    as_json = runner.invoke(app, ["db", "migrate", "--json"], env={"DATABASE_URL": fresh_db})
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.stdout) == {
+        "checkpoint_pg": checkpoint_pg.latest_version(),
+        "workers": MIGRATIONS.latest_version(),
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -504,6 +505,28 @@ def test_the_cli_refuses_to_serve_beyond_loopback_without_a_token(
     result = CliRunner().invoke(app, ["ui", "--host", "0.0.0.0"])
     assert result.exit_code == 2
     assert "without a token" in result.output
+
+
+def test_the_cli_with_json_prints_where_it_serves_as_one_json_line(
+    cluster: InlineCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import workers.ui
+    from workers.cli import app
+    from workers.client import GraphClient
+
+    served: list[tuple[str, int, str | None]] = []
+
+    def serve(client: Any, *, host: str, port: int, token: str | None) -> None:
+        served.append((host, port, token))
+
+    monkeypatch.delenv("GRAPHRUNTIME_UI_TOKEN", raising=False)
+    monkeypatch.setattr(workers.ui, "serve", serve)
+    monkeypatch.setattr(GraphClient, "from_env", classmethod(lambda cls, s=None: cluster.client))
+    monkeypatch.setattr(cluster.client, "close", lambda: None)
+    result = CliRunner().invoke(app, ["ui", "--port", "8799", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"url": "http://127.0.0.1:8799/", "token_required": False}
+    assert served == [("127.0.0.1", 8799, None)]
 
 
 def _basic(user: str, password: str) -> dict[str, str]:
