@@ -20,7 +20,6 @@ state and the saver I/O around it.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
@@ -68,7 +67,6 @@ from graphruntime.pregel._algo import (
     StepContext,
     TaskWrites,
     apply_writes,
-    channels_from_checkpoint,
     create_checkpoint,
     increment,
     local_read,
@@ -78,6 +76,15 @@ from graphruntime.pregel._algo import (
     should_interrupt,
     task_finished,
     task_path_str,
+)
+from graphruntime.pregel._delta import (
+    DeltaTracker,
+    counters_after,
+    delta_channels_to_snapshot,
+    delta_names,
+    detached,
+    load_channels,
+    set_counters,
 )
 from graphruntime.pregel._io import map_command, output_updates, output_values
 from graphruntime.pregel._node import GraphSpec
@@ -200,6 +207,7 @@ class PregelLoop:
         self.replaying = False
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
+        self.delta = DeltaTracker(graph.channel_specs)
         if isinstance(saved, _Load):
             saved = self._read_saved()
         self._load(saved)
@@ -246,7 +254,13 @@ class PregelLoop:
             self.checkpoint_config = self.saver_config()
             self.saved = False
             self.saved_versions = {}
-        self.channels = channels_from_checkpoint(self.graph.channel_specs, self.checkpoint)
+        self.channels = load_channels(
+            self.graph.channel_specs,
+            self.checkpoint,
+            saver=self.checkpointer,
+            config=saved.config if saved is not None else None,
+        )
+        self.delta.rebase(self.pending_writes)
         self.step: int = self.metadata.get("step", -2) + 1
         self.updated_channels = (
             set(self.checkpoint["updated_channels"] or ())
@@ -303,6 +317,7 @@ class PregelLoop:
         self._written.add(task_id)
         if self.checkpointer is not None:
             self.checkpointer.put_writes(self.checkpoint_config, list(writes), task_id, path)
+            self.delta.saved(task_id, writes)
 
     def _put_null_writes(self, writes: Sequence[tuple[str, Any]]) -> None:
         """Null-task writes accumulate over the runs that resume one step.
@@ -332,6 +347,7 @@ class PregelLoop:
                 self.checkpointer.put_writes(
                     self.checkpoint_config, [*earlier, *regular], NULL_TASK_ID
                 )
+                self.delta.saved(NULL_TASK_ID, regular)
 
     def _tasks_with_writes(self) -> set[str]:
         # pending_writes is reassigned in several places; re-index when it changed identity
@@ -341,6 +357,7 @@ class PregelLoop:
         return self._written
 
     def _put_checkpoint(self, source: str) -> None:
+        previous_metadata = self.metadata
         self.metadata = {
             **_metadata_from_config(self.config),
             "source": source,
@@ -348,12 +365,17 @@ class PregelLoop:
             "parents": dict(self.config[CONF].get(CONFIG_KEY_CHECKPOINT_MAP, {})),
         }
         previous = self.checkpoint
+        snapshot = self._delta_snapshot(previous_metadata)
         self.checkpoint = create_checkpoint(
             self.checkpoint,
             # without a saver nobody reads the values: skip snapshotting every channel
             self.channels if self.checkpointer is not None else None,
             self.step,
             updated_channels=self.updated_channels,
+            snapshot=snapshot,
+            get_next_version=self.get_next_version,
+            stored_versions=self.saved_versions,
+            trigger_to_nodes=self.graph.trigger_to_nodes,
         )
         if self.checkpointer is not None:
             # versions changed since the last saved checkpoint: apply_writes has already
@@ -377,7 +399,23 @@ class PregelLoop:
             )
             self.saved = True
             self.saved_versions = dict(self.checkpoint["channel_versions"])
+        self.delta.rebase()
         self.step += 1
+
+    def _delta_snapshot(self, previous_metadata: dict[str, Any]) -> set[str]:
+        """Advance the DeltaChannels' counters into the new metadata; the ones to snapshot."""
+        names = delta_names(self.graph.channel_specs)
+        if not names:
+            return set()
+        counters = counters_after(previous_metadata, names, self.updated_channels or ())
+        snapshot: set[str] = set()
+        if self.checkpointer is not None:
+            snapshot = self.delta.forced() | delta_channels_to_snapshot(
+                self.channels, counters, self.checkpoint["channel_versions"]
+            )
+            self.delta.snapshotted(snapshot)
+        set_counters(self.metadata, counters, snapshot)
+        return snapshot
 
     # --- starting a run -----------------------------------------------------------------
 
@@ -482,10 +520,10 @@ class PregelLoop:
         # The checkpoint's values may be shared with a saver's cache of decoded steps;
         # a reducer that mutates its left operand must not change the cached copy.
         for channel in {c for c, _ in null if c in self.channels}:
-            current = self.channels[channel].checkpoint()
-            self.channels[channel] = self.graph.channel_specs[channel].from_checkpoint(
-                copy.deepcopy(current)
+            self.channels[channel] = detached(
+                self.graph.channel_specs[channel], self.channels[channel]
             )
+        self.delta.applied(NULL_TASK_ID, null)
         updated = apply_writes(
             self.checkpoint,
             self.channels,
@@ -591,6 +629,7 @@ class PregelLoop:
             if writes and task_finished(writes):
                 task.writes.extend(w for w in writes if w[0] not in CONTROL_WRITES)
                 reattached.append(task)
+                self.delta.handed_back(task.id)
         return reattached
 
     def runnable_tasks(self) -> list[PreparedTask]:
@@ -699,6 +738,8 @@ class PregelLoop:
     def close(self) -> None:
         """Apply the step's writes, save the next checkpoint, check ``interrupt_after``."""
         tasks = list(self.tasks.values())
+        for task in tasks:
+            self.delta.applied(task.id, task.writes)
         self.updated_channels = apply_writes(
             self.checkpoint,
             self.channels,
