@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 from graphruntime.checkpoint._serde_classes import ClassRegistry
 from graphruntime.checkpoint._serde_encode import MAX_DEPTH, TAG
 from graphruntime.checkpoint._serde_kinds import DATACLASS, ENUM, NAMEDTUPLE, PYDANTIC
-from graphruntime.checkpoint.serde.types import DeltaSnapshot
+from graphruntime.checkpoint._snapshot import DeltaSnapshot
 from graphruntime.errors import CheckpointError, SerializationError
 from graphruntime.types import Command, Interrupt, Overwrite, Send
 

@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from graphruntime.checkpoint._serde_classes import ClassRegistry
 from graphruntime.checkpoint._serde_kinds import DATACLASS, ENUM, NAMEDTUPLE, PYDANTIC, Refusal
-from graphruntime.checkpoint.serde.types import DeltaSnapshot
+from graphruntime.checkpoint._snapshot import DeltaSnapshot
 from graphruntime.types import Command, Interrupt, Overwrite, Send
 
 __all__ = ("MAX_DEPTH", "TAG", "Encoder", "format_path", "tag_non_finite")

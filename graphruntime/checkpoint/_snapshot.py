@@ -1,4 +1,4 @@
-"""Value types the saver contract stores with a meaning of their own."""
+"""``DeltaSnapshot``, public as ``graphruntime.checkpoint.serde.types.DeltaSnapshot``."""
 
 from __future__ import annotations
 
@@ -18,7 +18,3 @@ class DeltaSnapshot(NamedTuple):
     """
 
     value: Any
-
-
-_DeltaSnapshot = DeltaSnapshot
-"""LangGraph's name (``langgraph.checkpoint.serde.types._DeltaSnapshot``)."""
