@@ -449,22 +449,33 @@ class PregelLoop:
         is_resuming = self._resuming(input)
         resuming_set_by_parent = CONFIG_KEY_RESUMING in self.config[CONF]
         time_travel = self.addressed and not (is_command and input.resume is not None)
-        self.replaying = time_travel
+        superseded = self._superseded()
+        # finished tasks run again on a replay, and on a resume of a checkpoint the
+        # thread moved past (their saved writes may not be what that branch saw)
+        self.replaying = time_travel or superseded
         if time_travel:
             self.pending_writes = [w for w in self.pending_writes if w[1] != RESUME]
         # On a thread with no state a Command (without resume) is the run's input: the
         # hidden __start__ node applies its update and goto, as LangGraph does.
         command_as_input = is_command and not has_state and input.resume is None
-        if command_as_input:
-            if not list(map_command(input)):
-                raise EmptyInputError(
-                    "Received empty Command input: give Command(resume=...), update=... or goto=..."
-                )
-        elif is_command:
-            self._record_command(input, run_id)
+        if command_as_input and not list(map_command(input)):
+            raise EmptyInputError(
+                "Received empty Command input: give Command(resume=...), update=... or goto=..."
+            )
+        # A replay saves a fork checkpoint to start its branch from, unless it replays
+        # an edit (update_state already made one) that nothing was built on yet.
+        forks = (
+            is_resuming
+            and time_travel
+            and (self.metadata.get("source") not in ("update", "fork") or superseded)
+        )
+        if is_command and not command_as_input:
+            # a fork carries its Command itself: the checkpoint it replays may have
+            # children, which would read writes saved on it
+            self._record_command(input, run_id, save=not forks)
         null = self.open_step(input)
         if is_resuming:
-            if time_travel and self.metadata.get("source") not in ("update", "fork"):
+            if forks:
                 self.pending_writes = [w for w in self.pending_writes if w[1] != INTERRUPT]
                 keep = self.pending_writes
                 self._put_checkpoint("fork")
@@ -535,7 +546,15 @@ class PregelLoop:
             self.updated_channels.update(updated)
         return null
 
-    def _record_command(self, cmd: Command[Any], run_id: str | None) -> None:
+    def _superseded(self) -> bool:
+        """Whether the run addressed a checkpoint the thread has moved past."""
+        if not self.addressed or not self.saved or self.checkpointer is None:
+            return False
+        conf = {k: v for k, v in self.saver_config()[CONF].items() if k != CONFIG_KEY_CHECKPOINT_ID}
+        latest = self.checkpointer.get_tuple({CONF: conf})
+        return latest is not None and latest.checkpoint["id"] != self.checkpoint["id"]
+
+    def _record_command(self, cmd: Command[Any], run_id: str | None, *, save: bool = True) -> None:
         resume = cmd.resume
         resume_map = resume is not None and is_resume_map(resume)
         if resume is not None:
@@ -550,8 +569,10 @@ class PregelLoop:
             )
         if run_id is not None:
             writes.append((RUN_MARK, run_id))
-        if writes:
+        if writes and save:
             self.put_writes(NULL_TASK_ID, writes)
+        elif writes:
+            self.pending_writes.extend((NULL_TASK_ID, c, v) for c, v in writes)
 
     def validate_command(self, cmd: Command[Any]) -> None:
         """Check a resume command against this step's pending interrupts; writes nothing."""

@@ -20,6 +20,7 @@ from graphruntime._internal._constants import (
     NS_END,
     NS_SEP,
     NULL_TASK_ID,
+    PUSH,
     RESUME,
 )
 from graphruntime.checkpoint.base import (
@@ -40,6 +41,7 @@ from graphruntime.pregel._algo import (
     prepare_next_tasks,
     read_channels,
     task_finished,
+    task_path_str,
 )
 from graphruntime.pregel._delta import (
     COUNTERS,
@@ -47,7 +49,6 @@ from graphruntime.pregel._delta import (
     counters_after,
     delta_channels_to_snapshot,
     delta_names,
-    is_delta,
     load_channels,
     set_counters,
     versions_seen_without_bumps,
@@ -262,6 +263,9 @@ def update_state(
         put_config: RunnableConfig = {CONF: dict(thread_conf)}
     else:
         delta.rebase(saved.pending_writes or ())
+        # the base's own writes were made for a child other than this update's, in
+        # an order this update does not replay: its DeltaChannels start afresh
+        delta.force(c for _, c, _ in saved.pending_writes or ())
         checkpoint, channels, tasks = _step_tasks(graph, saved, saver, delta)
         step = saved.metadata.get("step", -1) + 1
         put_config = saved.config
@@ -286,8 +290,9 @@ def update_state(
     # replay: on the checkpoint it builds on, unless the thread moved past that one
     # (its other children would replay them too); then the new one snapshots them.
     store_writes = saved is not None and not _superseded(saver, conf, saved)
-    if saved is not None and not conf.get(CONFIG_KEY_CHECKPOINT_ID):
-        # editing the head: writes of tasks that already finished in this step are kept
+    if saved is not None and (as_node == END or not conf.get(CONFIG_KEY_CHECKPOINT_ID)):
+        # editing the head, or clearing a step: writes of tasks that already finished
+        # in this step are kept
         for tid, c, v in saved.pending_writes or []:
             if c in (ERROR, INTERRUPT) or tid not in tasks:
                 continue
@@ -303,6 +308,7 @@ def update_state(
     updated: set[str] = set()
     update_writes: list[tuple[str, Any]] = []
     update_id = str(uuid5(UUID(checkpoint["id"]), INTERRUPT))
+    update_path = task_path_str((INTERRUPT, 0))
     if as_node == INPUT:
         writes: list[tuple[str, Any]] = [(START, values)]
         updated = apply_writes(
@@ -313,6 +319,7 @@ def update_state(
             graph.trigger_to_nodes,
         )
         update_id, update_writes = str(uuid5(UUID(checkpoint["id"]), INPUT)), writes
+        update_path = ""
         source = "input"
     elif as_node == END:
         source = "update"
@@ -339,9 +346,11 @@ def update_state(
         checkpoint["updated_channels"] = sorted(updated)
         source = "update"
     delta.applied(update_id, update_writes)
-    stored = [(c, v) for c, v in update_writes if is_delta(graph.channel_specs, c)]
+    # saved as the writes of the step the update stands for, as LangGraph does: the
+    # base's history then shows them, and the new checkpoint replays them
+    stored = [(c, v) for c, v in update_writes if c != PUSH]
     if store_writes and saved is not None and stored:
-        saver.put_writes(saved.config, stored, update_id)
+        saver.put_writes(saved.config, stored, update_id, update_path)
         delta.saved(update_id, stored)
     metadata = {
         "source": source,
