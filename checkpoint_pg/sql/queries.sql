@@ -204,7 +204,7 @@ SET LOCAL synchronous_commit TO OFF;
 -- The rows placeholder becomes write_row once per write (composed by the saver): scalar
 -- parameters cost the client half the CPU of array parameters.
 INSERT INTO graphruntime_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_name,
-    idx, channel, type, value)
+    task_path, idx, channel, type, value)
 VALUES {rows}
 ON CONFLICT DO NOTHING;
 
@@ -212,7 +212,7 @@ ON CONFLICT DO NOTHING;
 -- Control writes (all channels in WRITES_IDX_MAP) replace the stored row but
 -- keep its seq, so the write keeps its place in the insertion order.
 INSERT INTO graphruntime_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_name,
-    idx, channel, type, value)
+    task_path, idx, channel, type, value)
 VALUES {rows}
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
     channel = EXCLUDED.channel,
@@ -220,7 +220,90 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SE
     value = EXCLUDED.value;
 
 -- name: write_row
-(%s, %s, %s, %s, %s, %s, %s, %s, %s)
+(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+
+-- name: delta_history
+-- get_delta_channel_history in one statement: walk the parent chain of a checkpoint
+-- (the latest of the namespace when checkpoint_id is NULL), excluding the checkpoint
+-- itself, and return, per requested channel, the writes saved on each ancestor down
+-- to the one where the channel's walk ends, plus what ends it.
+--
+-- chain.walking: the channels whose walk reaches this ancestor (its writes count);
+-- chain.ending: those of them whose walk ends here. A walk ends where the channel's
+-- value may be stored: a blob (blob_versions has it; the saver always stores a
+-- DeltaSnapshot as a blob), or a checkpoint whose metadata does not count the channel
+-- in counters_since_delta_snapshot, which the runtime keeps on every checkpoint that
+-- holds no snapshot of a DeltaChannel. The latter may hold the value inline in its
+-- body (a value stored before the key became a DeltaChannel) or not at all: such
+-- rows come back with their body, and the saver decides (and walks on from there in
+-- another statement in the rare case the value is not there).
+--
+-- Rows, by kind: 'w' a write (depth = the ancestor's distance from the target),
+-- 's' a stored blob ending a walk, 'b' the body of an ancestor ending a walk
+-- without a blob, with its id (to continue from) and the channels ending there.
+WITH RECURSIVE target AS (
+    SELECT t.parent_checkpoint_id
+    FROM graphruntime_checkpoints t
+    WHERE t.thread_id = %(thread_id)s AND t.checkpoint_ns = %(checkpoint_ns)s
+        AND t.checkpoint_id = coalesce(%(checkpoint_id)s::uuid, (
+            SELECT h.checkpoint_id FROM graphruntime_checkpoints h
+            WHERE h.thread_id = %(thread_id)s AND h.checkpoint_ns = %(checkpoint_ns)s
+            ORDER BY h.checkpoint_id DESC LIMIT 1
+        ))
+), chain (checkpoint_id, parent_id, depth, blob_versions, walking, ending) AS (
+    SELECT a.checkpoint_id, a.parent_checkpoint_id, 1, a.blob_versions,
+        %(channels)s::text[],
+        ARRAY(
+            SELECT ch FROM unnest(%(channels)s::text[]) AS ch
+            WHERE coalesce(a.blob_versions ? ch, false)
+                OR NOT coalesce(a.metadata -> 'counters_since_delta_snapshot' ? ch, false)
+        )
+    FROM target t
+    JOIN graphruntime_checkpoints a
+        ON a.thread_id = %(thread_id)s AND a.checkpoint_ns = %(checkpoint_ns)s
+        AND a.checkpoint_id = t.parent_checkpoint_id
+    UNION ALL
+    SELECT a.checkpoint_id, a.parent_checkpoint_id, c.depth + 1, a.blob_versions,
+        w.walking,
+        ARRAY(
+            SELECT ch FROM unnest(w.walking) AS ch
+            WHERE coalesce(a.blob_versions ? ch, false)
+                OR NOT coalesce(a.metadata -> 'counters_since_delta_snapshot' ? ch, false)
+        )
+    FROM chain c
+    CROSS JOIN LATERAL (
+        SELECT ARRAY(SELECT ch FROM unnest(c.walking) AS ch WHERE ch <> ALL (c.ending))
+            AS walking
+    ) w
+    JOIN graphruntime_checkpoints a
+        ON a.thread_id = %(thread_id)s AND a.checkpoint_ns = %(checkpoint_ns)s
+        AND a.checkpoint_id = c.parent_id
+    WHERE cardinality(w.walking) > 0
+)
+SELECT 'w' AS kind, c.depth, wr.channel, coalesce(wr.task_name, wr.task_id::text) AS task_id,
+    wr.task_path, wr.idx, wr.type, wr.value, NULL::text AS checkpoint_id,
+    NULL::text[] AS ending
+FROM chain c
+JOIN graphruntime_writes wr
+    ON wr.thread_id = %(thread_id)s AND wr.checkpoint_ns = %(checkpoint_ns)s
+    AND wr.checkpoint_id = c.checkpoint_id
+WHERE wr.channel = ANY (c.walking)
+UNION ALL
+SELECT 's', c.depth, e.ch, NULL, NULL, NULL, bl.type, bl.value, NULL, NULL
+FROM chain c
+CROSS JOIN LATERAL unnest(c.ending) AS e (ch)
+JOIN graphruntime_blobs bl
+    ON bl.thread_id = %(thread_id)s AND bl.checkpoint_ns = %(checkpoint_ns)s
+    AND bl.channel = e.ch AND bl.version = c.blob_versions ->> e.ch
+UNION ALL
+SELECT 'b', c.depth, NULL, NULL, NULL, NULL, NULL, a.body, c.checkpoint_id::text, c.ending
+FROM chain c
+JOIN graphruntime_checkpoints a
+    ON a.thread_id = %(thread_id)s AND a.checkpoint_ns = %(checkpoint_ns)s
+    AND a.checkpoint_id = c.checkpoint_id
+WHERE EXISTS (
+    SELECT 1 FROM unnest(c.ending) AS e (ch) WHERE NOT coalesce(c.blob_versions ? e.ch, false)
+);
 
 -- name: delete_thread
 WITH deleted_writes AS (
