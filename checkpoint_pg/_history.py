@@ -1,8 +1,9 @@
 """``get_delta_channel_history`` from the rows of ``delta_history`` (queries.sql).
 
-Pure functions, no I/O: the saver runs the statement (usually once) and hands the
-rows here, and asks where to continue in the rare case a walk stopped at an
-ancestor that turned out not to hold the channel's value.
+No I/O: the saver runs the statement and hands the rows here. One statement reads a
+runtime-written chain; a second, thorough one is needed only where the metadata
+hint stopped a walk at an ancestor that holds no value (data the runtime did not
+write, such as a thread older than its DeltaChannel).
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from graphruntime.checkpoint import DeltaChannelHistory, writes_sort_key
 __all__ = ("Continue", "HistoryRows")
 
 Loads = Callable[[tuple[str, bytes]], Any]
-DecodeBody = Callable[[str, bytes], tuple[dict[str, Any], dict[str, Any]]]
-"""``(checkpoint_id, body) -> (inline channel values, channel versions)``."""
+DecodeBody = Callable[[str, bytes], dict[str, Any]]
+"""``(checkpoint_id, body) -> the channel values inline in the body``."""
 
 
 class Continue(NamedTuple):
-    """Walk ``channels`` on from the parent of ``checkpoint_id``, found at ``depth``."""
+    """Walk ``channels`` on, thorough, from the parent of ``checkpoint_id`` (at ``depth``)."""
 
     checkpoint_id: str
     depth: int
@@ -46,46 +47,58 @@ class HistoryRows:
         self._writes: dict[str, list[_Write]] = {c: [] for c in channels}
         self._seeds: dict[str, Any] = {}
 
-    def add(self, rows: Sequence[dict[str, Any]], depth: int = 0) -> list[Continue]:
-        """Take one statement's rows (walked from an ancestor at ``depth``).
+    def add(
+        self, rows: Sequence[dict[str, Any]], depth: int = 0, *, thorough: bool = False
+    ) -> list[Continue]:
+        """Take one statement's rows, walked from an ancestor at ``depth`` (0: the target).
 
-        Returns the walks to continue: channels whose walk stopped at an ancestor
-        with no value for them although they have a version there.
+        Returns the walks to continue (thorough): channels whose walk stopped at an
+        ancestor the metadata suggested might hold their value, but which does not.
         """
-        blobs: set[tuple[str, int]] = set()
+        writes: dict[str, list[_Write]] = {}
+        seeds: dict[str, tuple[int, Any]] = {}  # channel -> (depth, value)
         bodies = []
         for row in rows:
-            kind = row["kind"]
+            kind, at = row["kind"], depth + row["depth"]
             if kind == "w":
-                channel = row["channel"]
-                if channel in self._writes:
-                    self._writes[channel].append(
-                        _Write(
-                            depth + row["depth"],
-                            row["task_path"] or "",
-                            row["task_id"],
-                            row["idx"],
-                            row["type"],
-                            row["value"],
-                        )
+                writes.setdefault(row["channel"], []).append(
+                    _Write(
+                        at,
+                        row["task_path"] or "",
+                        row["task_id"],
+                        row["idx"],
+                        row["type"],
+                        row["value"],
                     )
+                )
             elif kind == "s":
-                self._seeds[row["channel"]] = self._loads((row["type"], row["value"]))
-                blobs.add((row["channel"], row["depth"]))
+                seeds[row["channel"]] = (at, self._loads((row["type"], row["value"])))
             else:
-                bodies.append(row)
+                bodies.append((at, row))
         out: list[Continue] = []
-        for row in bodies:
-            ending = [c for c in row["ending"] if (c, row["depth"]) not in blobs]
-            values, versions = self._decode_body(row["checkpoint_id"], row["value"])
-            on: list[str] = []
-            for channel in ending:
+        for at, row in sorted(bodies, key=lambda b: b[0]):
+            # a thorough walk lists every channel walking here: the nearest value wins
+            candidates = [
+                c for c in row["channels"] if c not in seeds or (thorough and seeds[c][0] > at)
+            ]
+            if not candidates:
+                continue
+            values = self._decode_body(row["checkpoint_id"], row["value"])
+            missing = []
+            for channel in candidates:
                 if channel in values:
-                    self._seeds[channel] = values[channel]
-                elif channel in versions:
-                    on.append(channel)  # written above: its value lies further up
-            if on:
-                out.append(Continue(row["checkpoint_id"], depth + row["depth"], on))
+                    seeds[channel] = (at, values[channel])
+                elif not thorough:
+                    missing.append(channel)
+            if missing:
+                out.append(Continue(row["checkpoint_id"], at, missing))
+        for channel, found in writes.items():
+            if channel not in self._writes:
+                continue
+            limit = seeds[channel][0] if channel in seeds else None
+            self._writes[channel].extend(w for w in found if limit is None or w.depth <= limit)
+        for channel, (_, value) in seeds.items():
+            self._seeds[channel] = value
         return out
 
     def result(self) -> dict[str, DeltaChannelHistory]:

@@ -211,10 +211,11 @@ class PostgresSaver(ClusterSaver):
         """The contract's parent-chain walk, in one statement (a recursive CTE).
 
         The walk of each channel stops at the nearest blob, or at the nearest
-        ancestor that may hold the value inline; if that one turns out not to, the
-        walk goes on from there in another statement (only for data the runtime
-        did not write: it counts every DeltaChannel in every checkpoint's metadata
-        until it stores a snapshot, always as a blob).
+        ancestor that may hold the value inline in its body; if that one turns out
+        not to, the walk goes on from there in one more statement that reads the
+        remaining bodies (only for data the runtime did not write: it counts every
+        DeltaChannel in every checkpoint's metadata until it stores a snapshot,
+        always as a blob).
         """
         if not channels:
             return {}
@@ -223,30 +224,39 @@ class PostgresSaver(ClusterSaver):
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is not None and _as_uuid(checkpoint_id) is None:
             return rows.result()  # not an id this saver could have stored
-        todo: builtins.list[tuple[str | None, int, builtins.list[str]]] = [
-            (checkpoint_id, 0, builtins.list(dict.fromkeys(channels)))
-        ]
-        while todo:
-            start, depth, walking = todo.pop()
-            params = {
-                "thread_id": thread_id,
-                "checkpoint_ns": checkpoint_ns,
-                "checkpoint_id": start,
-                "channels": walking,
-            }
-            with self._cursor("get_delta_channel_history") as cur:
-                cur.execute(q.DELTA_HISTORY, params, prepare=_prepare(cur))
-                found = cur.fetchall()
-            todo.extend(rows.add(found, depth))
+        continues = rows.add(
+            self._delta_rows(thread_id, checkpoint_ns, checkpoint_id, channels, thorough=False)
+        )
+        for start, depth, walking in continues:
+            found = self._delta_rows(thread_id, checkpoint_ns, start, walking, thorough=True)
+            rows.add(found, depth, thorough=True)
         return rows.result()
 
-    def _inline_values(
-        self, checkpoint_id: str, body: bytes
-    ) -> tuple[dict[str, Any], ChannelVersions]:
+    def _delta_rows(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str | None,
+        channels: Sequence[str],
+        *,
+        thorough: bool,
+    ) -> builtins.list[DictRow]:
+        params = {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+            "channels": builtins.list(dict.fromkeys(channels)),
+            "thorough": thorough,
+        }
+        with self._cursor("get_delta_channel_history") as cur:
+            cur.execute(q.DELTA_HISTORY, params, prepare=_prepare(cur))
+            return cur.fetchall()
+
+    def _inline_values(self, checkpoint_id: str, body: bytes) -> dict[str, Any]:
         checkpoint = decode_body(
             checkpoint_id, body, None, None, None, values_serde=self.serde, json_serde=self._json
         )
-        return checkpoint["channel_values"], checkpoint["channel_versions"]
+        return checkpoint["channel_values"]
 
     def list(
         self,

@@ -229,18 +229,19 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SE
 -- to the one where the channel's walk ends, plus what ends it.
 --
 -- chain.walking: the channels whose walk reaches this ancestor (its writes count);
--- chain.ending: those of them whose walk ends here. A walk ends where the channel's
--- value may be stored: a blob (blob_versions has it; the saver always stores a
--- DeltaSnapshot as a blob), or a checkpoint whose metadata does not count the channel
--- in counters_since_delta_snapshot, which the runtime keeps on every checkpoint that
--- holds no snapshot of a DeltaChannel. The latter may hold the value inline in its
--- body (a value stored before the key became a DeltaChannel) or not at all: such
--- rows come back with their body, and the saver decides (and walks on from there in
--- another statement in the rare case the value is not there).
+-- chain.ending: those of them whose walk ends here. A walk ends at a blob
+-- (blob_versions has the channel; the saver always stores a DeltaSnapshot as a
+-- blob). A value can also be inline in the body, which SQL cannot read; so unless
+-- %(thorough)s, a walk also ends at an ancestor whose metadata does not count the
+-- channel in counters_since_delta_snapshot (the runtime counts every DeltaChannel in
+-- every checkpoint that holds no snapshot of it): such an ancestor comes back with
+-- its body, for the saver to look; if the value is not there, the saver asks again,
+-- thorough, from that ancestor. A thorough walk ends at blobs only and returns every
+-- ancestor's body.
 --
 -- Rows, by kind: 'w' a write (depth = the ancestor's distance from the target),
--- 's' a stored blob ending a walk, 'b' the body of an ancestor ending a walk
--- without a blob, with its id (to continue from) and the channels ending there.
+-- 's' a blob ending a walk, 'b' an ancestor's body, with its id and the channels it
+-- may end (thorough: every channel walking there).
 WITH RECURSIVE target AS (
     SELECT t.parent_checkpoint_id
     FROM graphruntime_checkpoints t
@@ -256,7 +257,8 @@ WITH RECURSIVE target AS (
         ARRAY(
             SELECT ch FROM unnest(%(channels)s::text[]) AS ch
             WHERE coalesce(a.blob_versions ? ch, false)
-                OR NOT coalesce(a.metadata -> 'counters_since_delta_snapshot' ? ch, false)
+                OR NOT (%(thorough)s::boolean
+                    OR coalesce(a.metadata -> 'counters_since_delta_snapshot' ? ch, false))
         )
     FROM target t
     JOIN graphruntime_checkpoints a
@@ -268,7 +270,8 @@ WITH RECURSIVE target AS (
         ARRAY(
             SELECT ch FROM unnest(w.walking) AS ch
             WHERE coalesce(a.blob_versions ? ch, false)
-                OR NOT coalesce(a.metadata -> 'counters_since_delta_snapshot' ? ch, false)
+                OR NOT (%(thorough)s::boolean
+                    OR coalesce(a.metadata -> 'counters_since_delta_snapshot' ? ch, false))
         )
     FROM chain c
     CROSS JOIN LATERAL (
@@ -282,7 +285,7 @@ WITH RECURSIVE target AS (
 )
 SELECT 'w' AS kind, c.depth, wr.channel, coalesce(wr.task_name, wr.task_id::text) AS task_id,
     wr.task_path, wr.idx, wr.type, wr.value, NULL::text AS checkpoint_id,
-    NULL::text[] AS ending
+    NULL::text[] AS channels
 FROM chain c
 JOIN graphruntime_writes wr
     ON wr.thread_id = %(thread_id)s AND wr.checkpoint_ns = %(checkpoint_ns)s
@@ -296,12 +299,13 @@ JOIN graphruntime_blobs bl
     ON bl.thread_id = %(thread_id)s AND bl.checkpoint_ns = %(checkpoint_ns)s
     AND bl.channel = e.ch AND bl.version = c.blob_versions ->> e.ch
 UNION ALL
-SELECT 'b', c.depth, NULL, NULL, NULL, NULL, NULL, a.body, c.checkpoint_id::text, c.ending
+SELECT 'b', c.depth, NULL, NULL, NULL, NULL, NULL, a.body, c.checkpoint_id::text,
+    CASE WHEN %(thorough)s::boolean THEN c.walking ELSE c.ending END
 FROM chain c
 JOIN graphruntime_checkpoints a
     ON a.thread_id = %(thread_id)s AND a.checkpoint_ns = %(checkpoint_ns)s
     AND a.checkpoint_id = c.checkpoint_id
-WHERE EXISTS (
+WHERE %(thorough)s::boolean OR EXISTS (
     SELECT 1 FROM unnest(c.ending) AS e (ch) WHERE NOT coalesce(c.blob_versions ? e.ch, false)
 );
 
