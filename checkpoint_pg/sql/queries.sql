@@ -252,59 +252,86 @@ WITH RECURSIVE target AS (
             ORDER BY h.checkpoint_id DESC LIMIT 1
         ))
 ), chain (checkpoint_id, parent_id, depth, blob_versions, walking, ending) AS (
-    SELECT a.checkpoint_id, a.parent_checkpoint_id, 1, a.blob_versions,
-        %(channels)s::text[],
-        ARRAY(
-            SELECT ch FROM unnest(%(channels)s::text[]) AS ch
-            WHERE coalesce(a.blob_versions ? ch, false)
-                OR NOT (%(thorough)s::boolean
-                    OR coalesce(a.metadata -> 'counters_since_delta_snapshot' ? ch, false))
-        )
+    SELECT a.checkpoint_id, a.parent_checkpoint_id, 1, a.blob_versions, w.walking,
+        CASE WHEN NOT (%(thorough)s::boolean OR coalesce(a.blob_versions ?| w.walking, false))
+                AND coalesce(a.metadata -> 'counters_since_delta_snapshot' ?& w.walking, false)
+            THEN '{}'::text[]  -- the common ancestor: no walk ends here
+            ELSE ARRAY(
+                SELECT ch FROM unnest(w.walking) AS ch
+                WHERE coalesce(a.blob_versions ? ch, false)
+                    OR NOT (%(thorough)s::boolean
+                        OR coalesce(a.metadata -> 'counters_since_delta_snapshot' ? ch, false))
+            )
+        END
     FROM target t
-    JOIN graphruntime_checkpoints a
-        ON a.thread_id = %(thread_id)s AND a.checkpoint_ns = %(checkpoint_ns)s
-        AND a.checkpoint_id = t.parent_checkpoint_id
+    CROSS JOIN LATERAL (SELECT %(channels)s::text[] AS walking) w
+    CROSS JOIN LATERAL (
+        SELECT p.checkpoint_id, p.parent_checkpoint_id, p.blob_versions, p.metadata
+        FROM graphruntime_checkpoints p
+        WHERE p.thread_id = %(thread_id)s AND p.checkpoint_ns = %(checkpoint_ns)s
+            AND p.checkpoint_id = t.parent_checkpoint_id
+        OFFSET 0
+    ) a
     UNION ALL
-    SELECT a.checkpoint_id, a.parent_checkpoint_id, c.depth + 1, a.blob_versions,
-        w.walking,
-        ARRAY(
-            SELECT ch FROM unnest(w.walking) AS ch
-            WHERE coalesce(a.blob_versions ? ch, false)
-                OR NOT (%(thorough)s::boolean
-                    OR coalesce(a.metadata -> 'counters_since_delta_snapshot' ? ch, false))
-        )
+    SELECT a.checkpoint_id, a.parent_checkpoint_id, c.depth + 1, a.blob_versions, w.walking,
+        CASE WHEN NOT (%(thorough)s::boolean OR coalesce(a.blob_versions ?| w.walking, false))
+                AND coalesce(a.metadata -> 'counters_since_delta_snapshot' ?& w.walking, false)
+            THEN '{}'::text[]  -- the common ancestor: no walk ends here
+            ELSE ARRAY(
+                SELECT ch FROM unnest(w.walking) AS ch
+                WHERE coalesce(a.blob_versions ? ch, false)
+                    OR NOT (%(thorough)s::boolean
+                        OR coalesce(a.metadata -> 'counters_since_delta_snapshot' ? ch, false))
+            )
+        END
     FROM chain c
     CROSS JOIN LATERAL (
-        SELECT ARRAY(SELECT ch FROM unnest(c.walking) AS ch WHERE ch <> ALL (c.ending))
-            AS walking
+        SELECT CASE WHEN cardinality(c.ending) = 0 THEN c.walking
+            ELSE ARRAY(SELECT ch FROM unnest(c.walking) AS ch WHERE ch <> ALL (c.ending))
+        END AS walking
     ) w
-    JOIN graphruntime_checkpoints a
-        ON a.thread_id = %(thread_id)s AND a.checkpoint_ns = %(checkpoint_ns)s
-        AND a.checkpoint_id = c.parent_id
+    -- one index lookup per ancestor (OFFSET 0 keeps the planner from hashing the table)
+    CROSS JOIN LATERAL (
+        SELECT p.checkpoint_id, p.parent_checkpoint_id, p.blob_versions, p.metadata
+        FROM graphruntime_checkpoints p
+        WHERE p.thread_id = %(thread_id)s AND p.checkpoint_ns = %(checkpoint_ns)s
+            AND p.checkpoint_id = c.parent_id
+        OFFSET 0
+    ) a
     WHERE cardinality(w.walking) > 0
 )
 SELECT 'w' AS kind, c.depth, wr.channel, coalesce(wr.task_name, wr.task_id::text) AS task_id,
     wr.task_path, wr.idx, wr.type, wr.value, NULL::text AS checkpoint_id,
     NULL::text[] AS channels
 FROM chain c
-JOIN graphruntime_writes wr
-    ON wr.thread_id = %(thread_id)s AND wr.checkpoint_ns = %(checkpoint_ns)s
-    AND wr.checkpoint_id = c.checkpoint_id
+CROSS JOIN LATERAL (
+    SELECT x.channel, x.task_name, x.task_id, x.task_path, x.idx, x.type, x.value
+    FROM graphruntime_writes x
+    WHERE x.thread_id = %(thread_id)s AND x.checkpoint_ns = %(checkpoint_ns)s
+        AND x.checkpoint_id = c.checkpoint_id
+    OFFSET 0
+) wr
 WHERE wr.channel = ANY (c.walking)
 UNION ALL
 SELECT 's', c.depth, e.ch, NULL, NULL, NULL, bl.type, bl.value, NULL, NULL
 FROM chain c
 CROSS JOIN LATERAL unnest(c.ending) AS e (ch)
-JOIN graphruntime_blobs bl
-    ON bl.thread_id = %(thread_id)s AND bl.checkpoint_ns = %(checkpoint_ns)s
-    AND bl.channel = e.ch AND bl.version = c.blob_versions ->> e.ch
+CROSS JOIN LATERAL (
+    SELECT b.type, b.value FROM graphruntime_blobs b
+    WHERE b.thread_id = %(thread_id)s AND b.checkpoint_ns = %(checkpoint_ns)s
+        AND b.channel = e.ch AND b.version = c.blob_versions ->> e.ch
+    OFFSET 0
+) bl
 UNION ALL
 SELECT 'b', c.depth, NULL, NULL, NULL, NULL, NULL, a.body, c.checkpoint_id::text,
     CASE WHEN %(thorough)s::boolean THEN c.walking ELSE c.ending END
 FROM chain c
-JOIN graphruntime_checkpoints a
-    ON a.thread_id = %(thread_id)s AND a.checkpoint_ns = %(checkpoint_ns)s
-    AND a.checkpoint_id = c.checkpoint_id
+CROSS JOIN LATERAL (
+    SELECT p.body FROM graphruntime_checkpoints p
+    WHERE p.thread_id = %(thread_id)s AND p.checkpoint_ns = %(checkpoint_ns)s
+        AND p.checkpoint_id = c.checkpoint_id
+    OFFSET 0
+) a
 WHERE %(thorough)s::boolean OR EXISTS (
     SELECT 1 FROM unnest(c.ending) AS e (ch) WHERE NOT coalesce(c.blob_versions ? e.ch, false)
 );
