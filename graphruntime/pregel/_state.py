@@ -22,6 +22,7 @@ from graphruntime._internal._constants import (
     NULL_TASK_ID,
     PUSH,
     RESUME,
+    TASKS,
 )
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
@@ -404,3 +405,61 @@ def _update_snapshot(
     snapshot = delta.forced() | delta_channels_to_snapshot(channels, counters, versions)
     set_counters(metadata, counters, snapshot)
     return snapshot
+
+
+def end_pending(
+    graph: GraphSpec,
+    saver: BaseCheckpointSaver,
+    config: RunnableConfig,
+    metadata: dict[str, Any],
+) -> RunnableConfig | None:
+    """Put a checkpoint after the thread's latest in which nothing is left to run.
+
+    The state's values stay; every node counts as having seen them, and queued Sends
+    are dropped, so ``get_state().next`` is empty and a resume finds no interrupt.
+    ``metadata`` is added to the checkpoint's (e.g. why and by whom). Returns the new
+    checkpoint's config, or None for a thread without checkpoints. For executors that
+    end a thread's work (the workers' cancel); give a fenced saver to refuse a thread
+    that moved meanwhile.
+    """
+    config = ensure_config(config)
+    conf = config[CONF]
+    saved = saver.get_tuple(
+        {CONF: {CONFIG_KEY_THREAD_ID: conf.get(CONFIG_KEY_THREAD_ID), CONFIG_KEY_CHECKPOINT_NS: ""}}
+    )
+    if saved is None:
+        return None
+    checkpoint = copy_checkpoint(saved.checkpoint)
+    versions = checkpoint["channel_versions"]
+    before = dict(versions)
+    seen = checkpoint["versions_seen"]
+    for name, node in graph.nodes.items():
+        seen.setdefault(name, {}).update({c: versions[c] for c in node.triggers if c in versions})
+    seen.setdefault(INTERRUPT, {}).update(versions)
+    channels = load_channels(graph.channel_specs, checkpoint, saver=saver, config=saved.config)
+    if TASKS in channels and channels[TASKS].is_available() and channels[TASKS].update([]):
+        versions[TASKS] = saver.get_next_version(max(versions.values()), None)
+    step = saved.metadata.get("step", -1) + 1
+    stored: dict[str, Any] = {
+        "source": "update",
+        "step": step,
+        "parents": dict(saved.metadata.get("parents", {})),
+    }
+    # the head's pending writes are dropped: its DeltaChannels must not replay them
+    delta = DeltaTracker(graph.channel_specs)
+    delta.rebase(saved.pending_writes or ())
+    snapshot = _update_snapshot(graph, saved, channels, checkpoint, set(), delta, stored)
+    new = create_checkpoint(
+        checkpoint,
+        channels,
+        step,
+        updated_channels=None,
+        snapshot=snapshot,
+        get_next_version=saver.get_next_version,
+        stored_versions=before,
+        trigger_to_nodes=graph.trigger_to_nodes,
+    )
+    new["updated_channels"] = None
+    new_versions = {k: v for k, v in new["channel_versions"].items() if before.get(k) != v}
+    stored.update(metadata)
+    return saver.put(saved.config, new, stored, new_versions)  # type: ignore[arg-type]
