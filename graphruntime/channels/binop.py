@@ -8,6 +8,7 @@ from typing import Any, Self
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels._reduce import initial_value, overwrite_value
 from graphruntime.channels.base import BaseChannel
+from graphruntime.checkpoint.serde.types import DeltaSnapshot
 from graphruntime.errors import (
     EmptyChannelError,
     ErrorCode,
@@ -29,6 +30,8 @@ class BinaryOperatorAggregate(BaseChannel):
     def from_checkpoint(self, checkpoint: Any) -> Self:
         new = self.__class__.__new__(self.__class__)
         new.typ, new.key, new.operator = self.typ, self.key, self.operator
+        if isinstance(checkpoint, DeltaSnapshot):
+            checkpoint = checkpoint.value  # stored while the key was a DeltaChannel
         new.value = initial_value(self.typ) if checkpoint is MISSING else checkpoint
         return new
 

@@ -87,6 +87,7 @@ from graphruntime.pregel._delta import (
     set_counters,
 )
 from graphruntime.pregel._io import map_command, output_updates, output_values
+from graphruntime.pregel._message_ids import ensure_message_ids
 from graphruntime.pregel._node import GraphSpec
 from graphruntime.pregel._resume import (
     is_resume_map,
@@ -563,6 +564,7 @@ class PregelLoop:
             if not self.is_nested:
                 self.validate_command(cmd)
         writes = [(c, v) for _, c, v in map_command(cmd) if not (c == RESUME and resume_map)]
+        ensure_message_ids(self.graph.channel_specs, writes)
         if not writes and not resume_map:
             raise EmptyInputError(
                 "Received empty Command input: give Command(resume=...), update=... or goto=..."
@@ -721,6 +723,7 @@ class PregelLoop:
         path = task_order(task)
         if outcome is None:
             writes = _dedupe_resume(task.writes)
+            ensure_message_ids(self.graph.channel_specs, writes)
             if all(c in CONTROL_WRITES for c, _ in writes):
                 writes.append((NO_WRITES, None))
             task.writes[:] = writes

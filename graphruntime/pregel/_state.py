@@ -54,6 +54,7 @@ from graphruntime.pregel._delta import (
     set_counters,
     versions_seen_without_bumps,
 )
+from graphruntime.pregel._message_ids import ensure_message_ids
 from graphruntime.pregel._node import GraphSpec
 from graphruntime.types import PregelTask, StateSnapshot
 
@@ -334,6 +335,7 @@ def update_state(
         writer_config: RunnableConfig = {**config, CONF: {**conf, CONFIG_KEY_READ: read}}
         for writer in node.writers:
             task_writes.extend(writer(values, writer_config))
+        ensure_message_ids(graph.channel_specs, task_writes)
         # the task this node would run in the step, if any: its result shows the update
         update_id = next((t.id for t in tasks.values() if t.name == as_node), update_id)
         update_writes = task_writes
