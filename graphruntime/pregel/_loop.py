@@ -366,7 +366,8 @@ class PregelLoop:
             "parents": dict(self.config[CONF].get(CONFIG_KEY_CHECKPOINT_MAP, {})),
         }
         previous = self.checkpoint
-        snapshot = self._delta_snapshot(previous_metadata)
+        saving = self.checkpointer is not None
+        snapshot = self._delta_snapshot(previous_metadata, saving=saving)
         self.checkpoint = create_checkpoint(
             self.checkpoint,
             # without a saver nobody reads the values: skip snapshotting every channel
@@ -378,7 +379,7 @@ class PregelLoop:
             stored_versions=self.saved_versions,
             trigger_to_nodes=self.graph.trigger_to_nodes,
         )
-        if self.checkpointer is not None:
+        if saving and self.checkpointer is not None:
             # versions changed since the last saved checkpoint: apply_writes has already
             # updated self.checkpoint in place, so compare with what was saved, not with it
             new_versions = {
@@ -400,17 +401,22 @@ class PregelLoop:
             )
             self.saved = True
             self.saved_versions = dict(self.checkpoint["channel_versions"])
-        self.delta.rebase()
+            self.delta.rebase()
         self.step += 1
 
-    def _delta_snapshot(self, previous_metadata: dict[str, Any]) -> set[str]:
-        """Advance the DeltaChannels' counters into the new metadata; the ones to snapshot."""
+    def _delta_snapshot(self, previous_metadata: dict[str, Any], *, saving: bool) -> set[str]:
+        """Advance the DeltaChannels' counters into the new metadata; the ones to snapshot.
+
+        Only a checkpoint that is saved snapshots; one kept in memory only (not
+        saving) leaves the comparison of saved and applied writes running, so the
+        next saved checkpoint snapshots what the unsaved steps wrote.
+        """
         names = delta_names(self.graph.channel_specs)
         if not names:
             return set()
         counters = counters_after(previous_metadata, names, self.updated_channels or ())
         snapshot: set[str] = set()
-        if self.checkpointer is not None:
+        if saving:
             snapshot = self.delta.forced() | delta_channels_to_snapshot(
                 self.channels, counters, self.checkpoint["channel_versions"]
             )
