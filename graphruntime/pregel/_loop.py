@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
+from uuid import UUID, uuid5
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import (
@@ -83,6 +84,7 @@ from graphruntime.pregel._delta import (
     delta_channels_to_snapshot,
     delta_names,
     detached,
+    is_delta,
     load_channels,
     set_counters,
 )
@@ -496,10 +498,12 @@ class PregelLoop:
                 updated_channels=self.updated_channels,
                 for_execution=False,
             )
+            input_writes: list[tuple[str, Any]] = [(START, input)]
+            self._save_delta_input(input_writes)
             self.updated_channels = apply_writes(
                 self.checkpoint,
                 self.channels,
-                [*discard.values(), TaskWrites(INPUT, (), (), [(START, input)])],
+                [*discard.values(), TaskWrites(INPUT, (), (), input_writes)],
                 self.get_next_version,
                 self.graph.trigger_to_nodes,
             )
@@ -509,6 +513,26 @@ class PregelLoop:
             raise EmptyInputError("Received empty Command input")
         elif not resuming_set_by_parent:
             raise EmptyInputError("Received no input for __start__")
+
+    def _save_delta_input(self, writes: list[tuple[str, Any]]) -> None:
+        """Save a run's input to DeltaChannels on the checkpoint the input builds on.
+
+        The input checkpoint replays it from there, under a task id of its own (a
+        checkpoint's null-task writes are applied as its own state). A new thread has
+        no checkpoint to save it on, and one the run addressed may have other
+        children that would replay it too: then the input checkpoint snapshots.
+        """
+        if not self.delta.enabled:
+            return
+        ensure_message_ids(self.graph.channel_specs, writes)
+        delta = [(c, v) for c, v in writes if is_delta(self.graph.channel_specs, c)]
+        if not delta:
+            return
+        task_id = str(uuid5(UUID(self.checkpoint["id"]), INPUT))
+        self.delta.applied(task_id, delta)
+        if self.checkpointer is not None and self.saved and not self.addressed:
+            self.checkpointer.put_writes(self.checkpoint_config, delta, task_id)
+            self.delta.saved(task_id, delta)
 
     def open_step(self, input: Any) -> list[tuple[str, Any]]:
         """Bring the loaded step to the state a run started with ``input`` sees in it.

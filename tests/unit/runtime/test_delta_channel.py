@@ -247,3 +247,39 @@ def test_history_without_a_saver_is_refused() -> None:
     assert saved is not None
     with pytest.raises(CheckpointError, match="no checkpointer"):
         _delta.load_channels(graph.channel_specs, saved.checkpoint, saver=None, config=saved.config)
+
+
+def _input_graph(saver: InMemorySaver) -> Any:
+    """A graph whose input channel is a DeltaChannel: the run's input is a delta write."""
+    from graphruntime.channels import LastValue
+    from graphruntime.pregel import Pregel
+    from graphruntime.pregel._node import NodeSpec
+
+    count = NodeSpec(
+        name="count",
+        func=lambda items: len(items),
+        triggers=(START,),
+        input_keys=START,
+        writers=(lambda n, config: [("n", n)],),
+    )
+    return Pregel(
+        nodes={"count": count},
+        channel_specs={START: DeltaChannel(_extend), "n": LastValue(int)},
+        output_channels=[START, "n"],
+        stream_channels=[START, "n"],
+        checkpointer=saver,
+    )
+
+
+def test_a_run_input_to_a_delta_channel_reads_back_on_its_own_branch() -> None:
+    saver = InMemorySaver()
+    graph = _input_graph(saver)
+    config = _thread()
+    assert graph.invoke(["a"], config) == {START: ["a"], "n": 1}
+    older = graph.get_state(config).config
+    assert graph.invoke(["b", "c"], config) == {START: ["a", "b", "c"], "n": 3}
+
+    assert graph.invoke(["x"], older) == {START: ["a", "x"], "n": 2}  # a new branch
+    values = [s.values for s in graph.get_state_history(config)]
+    assert values[0] == {START: ["a", "x"], "n": 2}
+    assert {START: ["a", "b", "c"], "n": 3} in values  # the other branch is intact
