@@ -351,11 +351,21 @@ class DeltaTracker:
     checkpoint just saved.
     """
 
-    __slots__ = ("specs", "enabled", "_saved", "_applied", "_loaded", "_handed_back", "_forced")
+    __slots__ = (
+        "specs",
+        "names",
+        "enabled",
+        "_saved",
+        "_applied",
+        "_loaded",
+        "_handed_back",
+        "_forced",
+    )
 
     def __init__(self, specs: Mapping[str, Any]) -> None:
         self.specs = specs
-        self.enabled = bool(delta_names(specs))
+        self.names = delta_names(specs)
+        self.enabled = bool(self.names)
         self._saved: dict[str, set[str]] = {}
         self._applied: dict[str, set[str]] = {}
         self._loaded: set[str] = set()
@@ -364,6 +374,8 @@ class DeltaTracker:
 
     def rebase(self, loaded: Iterable[PendingWrite] = ()) -> None:
         """Start comparing against a new base checkpoint, saved with ``loaded`` writes."""
+        if not self.enabled:
+            return
         self._saved, self._applied, self._handed_back = {}, {}, set()
         for task_id, channel, _ in loaded:
             self.saved(task_id, ((channel, None),))
@@ -371,7 +383,8 @@ class DeltaTracker:
 
     def handed_back(self, task_id: str) -> None:
         """A task got its loaded writes back instead of running again."""
-        self._handed_back.add(task_id)
+        if self.enabled:
+            self._handed_back.add(task_id)
 
     def saved(self, task_id: str, writes: Iterable[tuple[str, Any]]) -> None:
         if self.enabled and (channels := written_delta_channels(self.specs, writes)):

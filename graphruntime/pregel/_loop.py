@@ -82,7 +82,6 @@ from graphruntime.pregel._delta import (
     DeltaTracker,
     counters_after,
     delta_channels_to_snapshot,
-    delta_names,
     detached,
     is_delta,
     load_channels,
@@ -413,7 +412,7 @@ class PregelLoop:
         saving) leaves the comparison of saved and applied writes running, so the
         next saved checkpoint snapshots what the unsaved steps wrote.
         """
-        names = delta_names(self.graph.channel_specs)
+        names = self.delta.names
         if not names:
             return set()
         counters = counters_after(previous_metadata, names, self.updated_channels or ())
@@ -594,7 +593,8 @@ class PregelLoop:
             if not self.is_nested:
                 self.validate_command(cmd)
         writes = [(c, v) for _, c, v in map_command(cmd) if not (c == RESUME and resume_map)]
-        ensure_message_ids(self.graph.channel_specs, writes)
+        if self.delta.enabled:
+            ensure_message_ids(self.graph.channel_specs, writes)
         if not writes and not resume_map:
             raise EmptyInputError(
                 "Received empty Command input: give Command(resume=...), update=... or goto=..."
@@ -753,7 +753,8 @@ class PregelLoop:
         path = task_order(task)
         if outcome is None:
             writes = _dedupe_resume(task.writes)
-            ensure_message_ids(self.graph.channel_specs, writes)
+            if self.delta.enabled:
+                ensure_message_ids(self.graph.channel_specs, writes)
             if all(c in CONTROL_WRITES for c, _ in writes):
                 writes.append((NO_WRITES, None))
             task.writes[:] = writes
