@@ -272,16 +272,21 @@ def update_state(
         step = saved.metadata.get("step", -1) + 1
         put_config = saved.config
     if as_node == COPY:
-        new = create_checkpoint(checkpoint, None, step)
+        if saved is None:
+            raise InvalidUpdateError("Cannot copy a non-existent checkpoint")
+        # A sibling of the copied checkpoint, as in LangGraph: same values, same parent,
+        # so a DeltaChannel's history (its parent's writes) reads the same too.
+        new = create_checkpoint(copy_checkpoint(saved.checkpoint), None, step)
         metadata: dict[str, Any] = {
             "source": "fork",
             "step": step,
-            "parents": saved.metadata.get("parents", {}) if saved else {},
+            "parents": saved.metadata.get("parents", {}),
         }
-        if saved is not None and (counters := saved.metadata.get(COUNTERS)) is not None:
+        if (counters := saved.metadata.get(COUNTERS)) is not None:
             metadata[COUNTERS] = counters
+        sibling_of = saved.parent_config or {CONF: dict(thread_conf)}
         return saver.put(
-            put_config,
+            sibling_of,
             new,
             metadata,  # type: ignore[arg-type]
             dict(new["channel_versions"]),
