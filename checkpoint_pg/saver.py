@@ -590,7 +590,9 @@ class PostgresSaver(ClusterSaver):
         deleted. A kept checkpoint whose parent is deleted gets no parent, so
         history ends there. One statement per thread, so a thread is never seen
         half pruned. Runs appending meanwhile are safe; forking from a
-        checkpoint being deleted is not (its values may be gone).
+        checkpoint being deleted is not (its values may be gone). A thread that
+        uses a DeltaChannel is refused (CheckpointError) and left whole, as in
+        LangGraph: its state is rebuilt from the writes of older checkpoints.
 
         LangGraph's call shape works too: ``prune(["t1", "t2"])`` keeps the
         latest checkpoint of each, ``strategy="delete"`` deletes the threads.
@@ -621,6 +623,13 @@ class PostgresSaver(ClusterSaver):
             cur.execute(q.PRUNE_THREAD, params, prepare=False)
             row = cur.fetchone()
         assert row is not None
+        if row["delta_thread"]:
+            raise CheckpointError(
+                f"prune(keep_latest) left thread {thread_id!r} whole: it uses a DeltaChannel, "
+                "whose values are rebuilt from the writes of older checkpoints, so dropping "
+                "them would silently change its state. Threads listed before it were "
+                "pruned. Delete it (strategy='delete') or keep its history."
+            )
         return PruneResult(row["checkpoints"], row["writes"], row["blobs"])
 
     # -- async twins: the sync methods on a worker thread --------------------------

@@ -357,11 +357,19 @@ SELECT
 -- checkpoint was taken under (metadata.parents[""]) is deleted. A kept
 -- checkpoint whose parent is deleted is left without a parent. One statement:
 -- every part reads the same snapshot, so rows committed meanwhile are kept.
-WITH ranked AS (
+-- A thread that uses a DeltaChannel (its metadata counts snapshots) is left
+-- whole and reported (delta_thread): its values are rebuilt from older
+-- checkpoints' writes.
+WITH delta AS (
+    SELECT EXISTS (
+        SELECT 1 FROM graphruntime_checkpoints
+        WHERE thread_id = %(thread_id)s AND metadata ? 'counters_since_delta_snapshot'
+    ) AS used
+), ranked AS (
     SELECT checkpoint_ns, checkpoint_id, metadata -> 'parents' ->> '' AS root,
         row_number() OVER (PARTITION BY checkpoint_ns ORDER BY checkpoint_id DESC) AS rank
     FROM graphruntime_checkpoints
-    WHERE thread_id = %(thread_id)s
+    WHERE thread_id = %(thread_id)s AND NOT (SELECT used FROM delta)
 ), dropped_roots AS (
     SELECT checkpoint_id::text AS checkpoint_id FROM ranked
     WHERE checkpoint_ns = '' AND rank > %(keep_last)s
@@ -415,4 +423,5 @@ WITH ranked AS (
 SELECT
     (SELECT count(*) FROM deleted_checkpoints) AS checkpoints,
     (SELECT count(*) FROM deleted_writes) AS writes,
-    (SELECT count(*) FROM deleted_blobs) AS blobs;
+    (SELECT count(*) FROM deleted_blobs) AS blobs,
+    (SELECT used FROM delta) AS delta_thread;

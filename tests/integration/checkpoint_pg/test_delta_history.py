@@ -11,6 +11,7 @@ import pytest
 
 from checkpoint_pg import PostgresSaver
 from graphruntime.channels import DeltaChannel
+from graphruntime.errors import CheckpointError
 from graphruntime.graph import END, START, StateGraph
 from graphruntime.types import Command, interrupt
 
@@ -91,3 +92,19 @@ def test_a_thread_older_than_its_delta_channel_reads_back(
         compiled.invoke(Command(resume="y"), config)
     state = compiled.get_state(config)
     assert state.values["log"] == state.values["plain"] == ["x", "y"] * 3
+
+
+def test_pruning_a_delta_thread_is_refused_and_changes_nothing(
+    pg_conn: psycopg.Connection[Any],
+) -> None:
+    saver = PostgresSaver(pg_conn)
+    graph = _graph(saver)
+    config = {"configurable": {"thread_id": f"delta-{uuid.uuid4()}"}}
+    for i in range(3):
+        graph.invoke({"log": [f"in{i}"], "plain": [f"in{i}"]}, config)
+    before = [s.values for s in graph.get_state_history(config)]
+
+    with pytest.raises(CheckpointError, match="DeltaChannel"):
+        saver.prune(config["configurable"]["thread_id"], keep_last=1)
+
+    assert [s.values for s in graph.get_state_history(config)] == before
