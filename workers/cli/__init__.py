@@ -8,8 +8,10 @@ import sys
 
 import typer
 
+from workers.cli._dead import dead_app
+from workers.cli._dev import dev
 from workers.cli._inbox import cancel, inbox_app
-from workers.cli._runs import resume, runs
+from workers.cli._runs import resume, runs, status
 from workers.cli._worker import db_app, worker
 
 __all__ = ("app", "main")
@@ -22,7 +24,10 @@ app.command()(worker)
 app.add_typer(db_app, name="db")
 app.command()(resume)
 app.command()(runs)
+app.command()(status)
+app.add_typer(dead_app, name="dead")
 app.add_typer(inbox_app, name="inbox")
+app.command()(dev)
 app.command()(cancel)
 
 

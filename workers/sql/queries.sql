@@ -382,3 +382,25 @@ ORDER BY created_at DESC LIMIT %(limit)s;
 -- name: runs_by_key
 SELECT * FROM graphruntime_runs
 WHERE idempotency_key = %(key)s AND graph = %(graph)s;
+
+-- name: list_runs
+-- Run unprepared: planned with the actual values, the NULL conditions fold away.
+SELECT run_id, thread_id, graph, status, kind, created_at, updated_at, error, origin
+FROM graphruntime_runs
+WHERE (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
+  AND (%(graph)s::text IS NULL OR graph = %(graph)s)
+  AND (%(status)s::text IS NULL OR status = %(status)s)
+  AND (%(age)s::float8 IS NULL OR created_at > now() - make_interval(secs => %(age)s))
+ORDER BY created_at DESC, run_id DESC
+LIMIT %(limit)s;
+
+-- name: overview
+-- What `graphrun status` shows: runs in flight, pending interrupts, live workers.
+SELECT
+    (SELECT count(*) FROM graphruntime_runs WHERE status = 'queued') AS queued,
+    (SELECT count(*) FROM graphruntime_runs WHERE status = 'running') AS running,
+    (SELECT count(*) FROM graphruntime_interrupts) AS pending_interrupts,
+    (SELECT count(*) FROM graphruntime_interrupts WHERE deadline < now()) AS overdue,
+    (SELECT count(*) FROM graphruntime_workers
+     WHERE heartbeat_at > now() - make_interval(secs => %(stale)s)
+       AND worker NOT LIKE 'client:%%') AS workers;
