@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, MutableSequence, Sequence
 from typing import Any
+from uuid import UUID, uuid5
 
 from graphruntime._internal._config import RunnableConfig
-from graphruntime._internal._constants import NS_END, NS_SEP
+from graphruntime._internal._constants import INPUT, NS_END, NS_SEP
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels import BaseChannel, BinaryOperatorAggregate, DeltaChannel
 from graphruntime.channels._reduce import overwrite_value
@@ -40,6 +41,7 @@ from graphruntime.checkpoint.base import (
 )
 from graphruntime.checkpoint.serde.types import DeltaSnapshot
 from graphruntime.errors import CheckpointError
+from graphruntime.pregel._message_ids import ensure_message_ids
 
 __all__ = (
     "COUNTERS",
@@ -414,3 +416,55 @@ class DeltaTracker:
 
     def snapshotted(self, channels: Collection[str]) -> None:
         self._forced.difference_update(channels)
+
+    def plan_checkpoint(
+        self,
+        previous_metadata: Mapping[str, Any] | None,
+        metadata: dict[str, Any],
+        channels: Mapping[str, BaseChannel],
+        versions: ChannelVersions,
+        updated: Collection[str],
+        *,
+        saving: bool,
+    ) -> set[str]:
+        """The DeltaChannels the next checkpoint snapshots; its counters into ``metadata``.
+
+        Counters go one superstep on from ``previous_metadata``'s. Only a checkpoint
+        that is saved snapshots; one kept in memory only leaves the comparison of
+        saved and applied writes running, so the next saved one snapshots what the
+        unsaved steps wrote.
+        """
+        if not self.names:
+            return set()
+        counters = counters_after(previous_metadata, self.names, updated)
+        snapshot: set[str] = set()
+        if saving:
+            snapshot = self.forced() | delta_channels_to_snapshot(channels, counters, versions)
+            self.snapshotted(snapshot)
+        set_counters(metadata, counters, snapshot)
+        return snapshot
+
+    def save_input(
+        self,
+        writes: MutableSequence[tuple[str, Any]],
+        checkpoint_id: str,
+        put_writes: Callable[..., Any] | None,
+        config: RunnableConfig,
+    ) -> None:
+        """A run's (or an update's) input to DeltaChannels, applied to build the next
+        checkpoint: saved with ``put_writes`` on ``checkpoint_id``, the checkpoint it
+        builds on, under a task id of its own (a checkpoint's null-task writes are its
+        own state), or, without ``put_writes``, snapshotted by the next checkpoint.
+        Messages in the writes get ids first, in place.
+        """
+        if not self.enabled:
+            return
+        ensure_message_ids(self.specs, writes)
+        delta = [(c, v) for c, v in writes if is_delta(self.specs, c)]
+        if not delta:
+            return
+        task_id = str(uuid5(UUID(checkpoint_id), INPUT))
+        self.applied(task_id, delta)
+        if put_writes is not None:
+            put_writes(config, delta, task_id)
+            self.saved(task_id, delta)

@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
-from uuid import UUID, uuid5
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import (
@@ -80,12 +79,8 @@ from graphruntime.pregel._algo import (
 )
 from graphruntime.pregel._delta import (
     DeltaTracker,
-    counters_after,
-    delta_channels_to_snapshot,
     detached,
-    is_delta,
     load_channels,
-    set_counters,
 )
 from graphruntime.pregel._io import map_command, output_updates, output_values
 from graphruntime.pregel._message_ids import ensure_message_ids
@@ -368,7 +363,14 @@ class PregelLoop:
         }
         previous = self.checkpoint
         saving = self.checkpointer is not None
-        snapshot = self._delta_snapshot(previous_metadata, saving=saving)
+        snapshot = self.delta.plan_checkpoint(
+            previous_metadata,
+            self.metadata,
+            self.channels,
+            self.checkpoint["channel_versions"],
+            self.updated_channels or (),
+            saving=saving,
+        )
         self.checkpoint = create_checkpoint(
             self.checkpoint,
             # without a saver nobody reads the values: skip snapshotting every channel
@@ -404,26 +406,6 @@ class PregelLoop:
             self.saved_versions = dict(self.checkpoint["channel_versions"])
             self.delta.rebase()
         self.step += 1
-
-    def _delta_snapshot(self, previous_metadata: dict[str, Any], *, saving: bool) -> set[str]:
-        """Advance the DeltaChannels' counters into the new metadata; the ones to snapshot.
-
-        Only a checkpoint that is saved snapshots; one kept in memory only (not
-        saving) leaves the comparison of saved and applied writes running, so the
-        next saved checkpoint snapshots what the unsaved steps wrote.
-        """
-        names = self.delta.names
-        if not names:
-            return set()
-        counters = counters_after(previous_metadata, names, self.updated_channels or ())
-        snapshot: set[str] = set()
-        if saving:
-            snapshot = self.delta.forced() | delta_channels_to_snapshot(
-                self.channels, counters, self.checkpoint["channel_versions"]
-            )
-            self.delta.snapshotted(snapshot)
-        set_counters(self.metadata, counters, snapshot)
-        return snapshot
 
     # --- starting a run -----------------------------------------------------------------
 
@@ -498,7 +480,16 @@ class PregelLoop:
                 for_execution=False,
             )
             input_writes: list[tuple[str, Any]] = [(START, input)]
-            self._save_delta_input(input_writes)
+            # saved on the checkpoint the input builds on, for the input checkpoint to
+            # replay; a new thread, or one addressed by id, snapshots instead
+            self.delta.save_input(
+                input_writes,
+                self.checkpoint["id"],
+                self.checkpointer.put_writes
+                if self.checkpointer is not None and self.saved and not self.addressed
+                else None,
+                self.checkpoint_config,
+            )
             self.updated_channels = apply_writes(
                 self.checkpoint,
                 self.channels,
@@ -512,26 +503,6 @@ class PregelLoop:
             raise EmptyInputError("Received empty Command input")
         elif not resuming_set_by_parent:
             raise EmptyInputError("Received no input for __start__")
-
-    def _save_delta_input(self, writes: list[tuple[str, Any]]) -> None:
-        """Save a run's input to DeltaChannels on the checkpoint the input builds on.
-
-        The input checkpoint replays it from there, under a task id of its own (a
-        checkpoint's null-task writes are applied as its own state). A new thread has
-        no checkpoint to save it on, and one the run addressed may have other
-        children that would replay it too: then the input checkpoint snapshots.
-        """
-        if not self.delta.enabled:
-            return
-        ensure_message_ids(self.graph.channel_specs, writes)
-        delta = [(c, v) for c, v in writes if is_delta(self.graph.channel_specs, c)]
-        if not delta:
-            return
-        task_id = str(uuid5(UUID(self.checkpoint["id"]), INPUT))
-        self.delta.applied(task_id, delta)
-        if self.checkpointer is not None and self.saved and not self.addressed:
-            self.checkpointer.put_writes(self.checkpoint_config, delta, task_id)
-            self.delta.saved(task_id, delta)
 
     def open_step(self, input: Any) -> list[tuple[str, Any]]:
         """Bring the loaded step to the state a run started with ``input`` sees in it.

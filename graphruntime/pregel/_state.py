@@ -47,11 +47,8 @@ from graphruntime.pregel._algo import (
 from graphruntime.pregel._delta import (
     COUNTERS,
     DeltaTracker,
-    counters_after,
-    delta_channels_to_snapshot,
     delta_names,
     load_channels,
-    set_counters,
     versions_seen_without_bumps,
 )
 from graphruntime.pregel._message_ids import ensure_message_ids
@@ -408,10 +405,7 @@ def _update_snapshot(
     versions = checkpoint["channel_versions"]
     if saved is None:
         return {k for k in names if k in versions and channels[k].is_available()}
-    counters = counters_after(saved.metadata, names, updated)
-    snapshot = delta.forced() | delta_channels_to_snapshot(channels, counters, versions)
-    set_counters(metadata, counters, snapshot)
-    return snapshot
+    return delta.plan_checkpoint(saved.metadata, metadata, channels, versions, updated, saving=True)
 
 
 def end_pending(
