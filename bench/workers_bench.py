@@ -502,7 +502,7 @@ def _cancel_run(env: Env, run_id: str) -> None:
             (run_id,),
         )
         conn.execute(
-            "UPDATE graphruntime_step_tasks SET lease_until = NULL, "
+            "UPDATE graphruntime_step_tasks SET hold_until = now() + interval '1 day', "
             "dispatched_at = now() + interval '1 day' "
             "WHERE run_id = %s AND status = 'dispatched'",
             (run_id,),

@@ -102,6 +102,8 @@ class PostgresSaver(ClusterSaver):
         self._fence_all = False
         self._durable_writes = True
         self._durable_puts = True
+        # writes statements to send ahead of the next lazy fenced put, same round trip
+        self._ahead: builtins.list[tuple[bytes, builtins.list[Any]]] = []
 
     @classmethod
     @contextmanager
@@ -470,9 +472,19 @@ class PostgresSaver(ClusterSaver):
         """The put, committed without waiting for the WAL flush: the fenced put in one
         statement; a plain one (time travel) in a pipelined transaction."""
         if fenced:
-            with self._cursor("put") as cur:
-                cur.execute(q.PUT_CHECKPOINT_FENCED_LAZY, params, prepare=_prepare(cur))
-                return cur.fetchone()
+            ahead, self._ahead = self._ahead, []  # sent once, not again on a blob retry
+            with (
+                self._store_errors("put"),
+                self._source.connection() as conn,
+                conn.pipeline() if ahead else _no_pipeline(),
+            ):
+                prepare = None if conn.prepare_threshold is None else True
+                for query, values in ahead:
+                    with conn.cursor(binary=True) as ahead_cur:
+                        ahead_cur.execute(_lazy(query), values, prepare=prepare)
+                with conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    cur.execute(q.PUT_CHECKPOINT_FENCED_LAZY, params, prepare=prepare)
+                    return cur.fetchone()
         plain = params["blob_versions"] is None
         with (
             self._store_errors("put"),
@@ -536,6 +548,25 @@ class PostgresSaver(ClusterSaver):
             for query, params in statements:
                 cur.execute(query, params, prepare=_prepare(cur))
 
+    def put_with_writes(
+        self,
+        batch: Sequence[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]],
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """The writes and the checkpoint put in one pipelined round trip when this view is
+        lazy and fenced (the coordinator's); otherwise one after the other."""
+        statements = self._batch_statements(batch)
+        if self._durable_puts or not self._fence_all or not self._pipeline:
+            if statements:
+                self._run_writes("put_writes_many", statements)
+            return self.put(config, checkpoint, metadata, new_versions)
+        view = copy.copy(self)
+        view._ahead = statements
+        return view.put(config, checkpoint, metadata, new_versions)
+
     def put_writes_many(
         self, batch: Sequence[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]
     ) -> None:
@@ -544,6 +575,13 @@ class PostgresSaver(ClusterSaver):
         Insert-only rows of all tasks share multi-row statements; control writes
         (upserts) keep a statement each, as one statement cannot upsert a row twice.
         """
+        statements = self._batch_statements(batch)
+        if statements:
+            self._run_writes("put_writes_many", statements)
+
+    def _batch_statements(
+        self, batch: Sequence[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]
+    ) -> builtins.list[tuple[bytes, builtins.list[Any]]]:
         inserts: builtins.list[builtins.list[Any]] = []
         statements: builtins.list[tuple[bytes, builtins.list[Any]]] = []
         for config, writes, task_id, task_path in batch:
@@ -555,8 +593,7 @@ class PostgresSaver(ClusterSaver):
             else:
                 inserts.extend(rows)
         statements.extend(_statements(False, inserts))
-        if statements:
-            self._run_writes("put_writes_many", statements)
+        return statements
 
     def _run_writes(
         self, operation: str, statements: builtins.list[tuple[bytes, builtins.list[Any]]]

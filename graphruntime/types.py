@@ -3,28 +3,49 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, NamedTuple, NotRequired, TypeVar
 
-from graphruntime._internal._config import RunnableConfig
+from typing_extensions import TypeAliasType, TypedDict
+
+from graphruntime._internal._config import RunnableConfig, StreamWriter
 from graphruntime._internal._fields import update_as_tuples
 from graphruntime._internal._interrupt import Interrupt, interrupt_id
 
 Interrupt.__module__ = __name__  # its public home; defined below types so errors can use it
 
+if TYPE_CHECKING:
+    from graphruntime.checkpoint.base import CheckpointMetadata
+
 __all__ = (
     "All",
+    "CheckpointPayload",
+    "CheckpointStreamPart",
+    "CheckpointTask",
     "Command",
+    "CustomStreamPart",
+    "DebugPayload",
+    "DebugStreamPart",
     "Durability",
+    "GraphOutput",
     "Interrupt",
+    "MessagesStreamPart",
     "Overwrite",
     "PregelTask",
     "RetryPolicy",
     "Send",
     "StateSnapshot",
     "StreamMode",
+    "StreamPart",
+    "StreamWriter",
+    "TaskPayload",
+    "TaskResultPayload",
+    "TasksStreamPart",
+    "UpdatesStreamPart",
+    "ValuesStreamPart",
     "default_retry_on",
     "interrupt",
 )
@@ -146,6 +167,191 @@ class StateSnapshot(NamedTuple):
     parent_config: RunnableConfig | None
     tasks: tuple[PregelTask, ...]
     interrupts: tuple[Interrupt, ...]
+
+
+# --- stream parts: what ``stream(..., version="v2")`` yields --------------------------------
+
+StateT = TypeVar("StateT")
+OutputT = TypeVar("OutputT")
+
+
+class TaskPayload(TypedDict):
+    """A task about to run (``stream_mode="tasks"``)."""
+
+    id: str
+    name: str
+    input: Any
+    triggers: list[str]
+    metadata: NotRequired[dict[str, Any]]
+    """The task's run metadata (``langgraph_node``, ``lc_agent_name``...), when not empty."""
+
+
+class TaskResultPayload(TypedDict):
+    """A task that ended (``stream_mode="tasks"``): its writes, error or interrupts."""
+
+    id: str
+    name: str
+    error: str | None
+    interrupts: list[dict[str, Any]]
+    result: dict[str, Any]
+
+
+class CheckpointTask(TypedDict):
+    """One task of a :class:`CheckpointPayload`."""
+
+    id: str
+    name: str
+    error: NotRequired[str]
+    result: NotRequired[Any]
+    interrupts: NotRequired[list[dict[str, Any]]]
+    state: StateSnapshot | RunnableConfig | None
+
+
+class CheckpointPayload(TypedDict, Generic[StateT]):
+    """A saved checkpoint (``stream_mode="checkpoints"``), shaped as ``get_state`` shows it."""
+
+    config: RunnableConfig | None
+    metadata: CheckpointMetadata
+    values: StateT
+    next: list[str]
+    parent_config: RunnableConfig | None
+    tasks: list[CheckpointTask]
+
+
+class _DebugCheckpointPayload(TypedDict, Generic[StateT]):
+    step: int
+    timestamp: str
+    type: Literal["checkpoint"]
+    payload: CheckpointPayload[StateT]
+
+
+class _DebugTaskPayload(TypedDict):
+    step: int
+    timestamp: str
+    type: Literal["task"]
+    payload: TaskPayload
+
+
+class _DebugTaskResultPayload(TypedDict):
+    step: int
+    timestamp: str
+    type: Literal["task_result"]
+    payload: TaskResultPayload
+
+
+DebugPayload = TypeAliasType(
+    "DebugPayload",
+    _DebugCheckpointPayload[StateT] | _DebugTaskPayload | _DebugTaskResultPayload,
+    type_params=(StateT,),
+)
+"""A ``debug`` chunk: a checkpoint, task or task result with its step; see ``type``."""
+
+
+class ValuesStreamPart(TypedDict, Generic[OutputT]):
+    """The state after a step; interrupts are in their own field, not in ``data``."""
+
+    type: Literal["values"]
+    ns: tuple[str, ...]
+    data: OutputT
+    interrupts: tuple[Interrupt, ...]
+
+
+class UpdatesStreamPart(TypedDict):
+    """What each node of a step returned: ``{node: update}``."""
+
+    type: Literal["updates"]
+    ns: tuple[str, ...]
+    data: dict[str, Any]
+
+
+class MessagesStreamPart(TypedDict):
+    """An LLM message or token with its run metadata: ``data`` is ``(message, metadata)``."""
+
+    type: Literal["messages"]
+    ns: tuple[str, ...]
+    data: tuple[Any, dict[str, Any]]
+
+
+class CustomStreamPart(TypedDict):
+    """A value a node wrote with its ``StreamWriter``."""
+
+    type: Literal["custom"]
+    ns: tuple[str, ...]
+    data: Any
+
+
+class CheckpointStreamPart(TypedDict, Generic[StateT]):
+    type: Literal["checkpoints"]
+    ns: tuple[str, ...]
+    data: CheckpointPayload[StateT]
+
+
+class TasksStreamPart(TypedDict):
+    """A task's start (``TaskPayload``) or end (``TaskResultPayload``)."""
+
+    type: Literal["tasks"]
+    ns: tuple[str, ...]
+    data: TaskPayload | TaskResultPayload
+
+
+class DebugStreamPart(TypedDict, Generic[StateT]):
+    type: Literal["debug"]
+    ns: tuple[str, ...]
+    data: DebugPayload[StateT]
+
+
+StreamPart = TypeAliasType(
+    "StreamPart",
+    ValuesStreamPart[OutputT]
+    | UpdatesStreamPart
+    | MessagesStreamPart
+    | CustomStreamPart
+    | CheckpointStreamPart[StateT]
+    | TasksStreamPart
+    | DebugStreamPart[StateT],
+    type_params=(StateT, OutputT),
+)
+"""One chunk of ``stream(..., version="v2")``; ``part["type"]`` tells which."""
+
+
+class GraphOutputKeyAccessWarning(DeprecationWarning):
+    """``result[key]`` / ``key in result`` on a :class:`GraphOutput`: use ``.value``."""
+
+
+@dataclass(frozen=True)
+class GraphOutput(Generic[OutputT]):
+    """What ``invoke(..., version="v2")`` returns: the output and the run's interrupts."""
+
+    value: OutputT
+    interrupts: tuple[Interrupt, ...] = ()
+
+    def __getitem__(self, key: str) -> Any:
+        _warn_key_access()
+        if key == "__interrupt__":
+            return self.interrupts
+        if isinstance(self.value, dict):
+            return self.value[key]
+        try:
+            return getattr(self.value, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def __contains__(self, key: object) -> bool:
+        _warn_key_access()
+        if key == "__interrupt__":
+            return bool(self.interrupts)
+        if isinstance(self.value, dict):
+            return key in self.value
+        return isinstance(key, str) and hasattr(self.value, key)
+
+
+def _warn_key_access() -> None:
+    warnings.warn(
+        "Reading a GraphOutput by key is deprecated: use result.value for the output "
+        "and result.interrupts for the interrupts.",
+        GraphOutputKeyAccessWarning,
+        stacklevel=3,
+    )
 
 
 def interrupt(

@@ -1,4 +1,5 @@
-"""A saver view that holds pending writes until the task job saves them in one go."""
+"""A saver view that holds pending writes until they can go in one round trip: all of
+a task job's at its end, or a coordinator step's with the checkpoint that follows."""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ from graphruntime.config import RunnableConfig
 
 
 class DeferredWrites(ClusterSaver):
-    """Everything goes to ``inner`` at once except ``put_writes``, kept until :meth:`flush`.
+    """Everything goes to ``inner`` at once except ``put_writes``, kept until :meth:`flush`
+    or the next :meth:`put` (which sends them ahead of the checkpoint).
 
     A job of fifty no-op tasks would otherwise pay fifty round trips for their
-    writes. Nothing is lost by waiting: the tasks are marked done only after the
-    flush, so a job that dies first is run again (at least once, as always).
+    writes. Nothing is lost by waiting: the tasks are marked done (the run ended, the
+    step dispatched) only after the flush, so a job that dies first is run again (at
+    least once, as always). The holder must flush before anything outside depends
+    on the writes.
     """
 
     def __init__(self, inner: ClusterSaver) -> None:
@@ -52,6 +56,9 @@ class DeferredWrites(ClusterSaver):
     def fenced(self) -> DeferredWrites:
         return DeferredWrites(self.inner.fenced())
 
+    def lazy(self) -> DeferredWrites:
+        return DeferredWrites(self.inner.lazy())
+
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.inner.get_tuple(config)
 
@@ -77,6 +84,10 @@ class DeferredWrites(ClusterSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        # the writes held so far go first, in the same round trip where the saver can
+        batch, self._batch = self._batch, []
+        if batch:
+            return self.inner.put_with_writes(batch, config, checkpoint, metadata, new_versions)
         return self.inner.put(config, checkpoint, metadata, new_versions)
 
     def delete_thread(self, thread_id: str) -> None:

@@ -203,6 +203,98 @@ class GraphClient:
         queue message is dead-lettered if its run is refused).
         """
         self.registry.get(graph)  # unknown graph: a clear error, nothing queued
+        new = self._new_run(
+            graph,
+            input,
+            config,
+            stream_mode=stream_mode,
+            subgraphs=subgraphs,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            idempotency_key=idempotency_key,
+            actor=actor,
+            note=note,
+            route=route,
+            message=message,
+        )
+        run, created = self.store.create_run(new)
+        thread_id = new.thread_id
+        if created:
+            try:
+                self.broker.send_coordinate(run.run_id)
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                raise NotDispatchedError(
+                    f"Run {run.run_id} is recorded, but the broker could not be reached ({exc}). "
+                    "Nothing is lost: a running worker's sweeper sends it within "
+                    f"{2 * self.settings.stale_after:.0f}s of the broker coming back. Do not "
+                    "submit it again (or reuse the same idempotency key).",
+                    run.run_id,
+                ) from exc
+        return RunHandle(self, run.run_id, thread_id, created=created)
+
+    def submit_many(
+        self,
+        graph: str,
+        items: Iterable[tuple[Any, RunnableConfig] | tuple[Any, RunnableConfig, str | None]],
+        *,
+        actor: str | None = None,
+        note: str | None = None,
+    ) -> list[RunHandle]:
+        """:meth:`submit` for many runs: ``(input, config)`` or ``(input, config,
+        idempotency_key)`` each, queued in one transaction per thousand and sent over one
+        broker connection. Every item is checked before anything is queued."""
+        self.registry.get(graph)
+        news = []
+        for item in items:
+            input, config, *rest = item
+            key = rest[0] if rest else None
+            news.append(
+                self._new_run(graph, input, config, idempotency_key=key, actor=actor, note=note)
+            )
+        handles: list[RunHandle] = []
+        created: list[str] = []
+        for start in range(0, len(news), 1000):
+            batch = news[start : start + 1000]
+            for new, (run, fresh, error) in zip(batch, self.store.create_runs(batch), strict=True):
+                if error is not None:
+                    raise error
+                assert run is not None
+                handles.append(RunHandle(self, run.run_id, new.thread_id, created=fresh))
+                if fresh:
+                    created.append(run.run_id)
+        if created:
+            try:
+                self.broker.send_coordinates(created)
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                raise NotDispatchedError(
+                    f"{len(created)} runs are recorded, but the broker could not be reached "
+                    f"({exc}); a worker's sweeper sends them when it is back. Do not submit "
+                    "them again.",
+                    created[0],
+                ) from exc
+        return handles
+
+    def _new_run(
+        self,
+        graph: str,
+        input: Any,
+        config: RunnableConfig | None,
+        *,
+        stream_mode: str | Sequence[str] | None = None,
+        subgraphs: bool = False,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        idempotency_key: str | None = None,
+        actor: str | None = None,
+        note: str | None = None,
+        route: str = "client",
+        message: str | None = None,
+    ) -> NewRun:
+        """A run to queue, checked: names, the payload's round trip through the serde."""
         thread_id = thread_id_of(config)
         check_text("idempotency_key", idempotency_key, MAX_NAME)
         check_text("actor", actor, MAX_NAME)
@@ -227,32 +319,16 @@ class GraphClient:
             origin["note"] = note
         if message is not None:
             origin["message"] = message
-        run, created = self.store.create_run(
-            NewRun(
-                run_id=str(uuid.uuid4()),
-                thread_id=thread_id,
-                graph=graph,
-                kind=kind,
-                payload=payload,
-                idempotency_key=idempotency_key,
-                request_digest=digest,
-                origin=origin,
-            )
+        return NewRun(
+            run_id=str(uuid.uuid4()),
+            thread_id=thread_id,
+            graph=graph,
+            kind=kind,
+            payload=payload,
+            idempotency_key=idempotency_key,
+            request_digest=digest,
+            origin=origin,
         )
-        if created:
-            try:
-                self.broker.send_coordinate(run.run_id)
-            except Exception as exc:
-                if not is_transient(exc):
-                    raise
-                raise NotDispatchedError(
-                    f"Run {run.run_id} is recorded, but the broker could not be reached ({exc}). "
-                    "Nothing is lost: a running worker's sweeper sends it within "
-                    f"{2 * self.settings.stale_after:.0f}s of the broker coming back. Do not "
-                    "submit it again (or reuse the same idempotency key).",
-                    run.run_id,
-                ) from exc
-        return RunHandle(self, run.run_id, thread_id, created=created)
 
     def _check_payload(self, graph: str, payload: dict[str, Any]) -> str:
         """Refuse a payload the workers could not read back; returns its digest.

@@ -15,6 +15,7 @@ import base64
 import json
 import logging
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from graphruntime.checkpoint import SerializerProtocol
@@ -32,6 +33,7 @@ from graphruntime.pregel import (
     run_task_attempt,
     task_order,
 )
+from workers._deferred_writes import DeferredWrites
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.dispatch import dispatch_retry, dispatch_step
 from workers.errors import UnknownGraphError, WorkerError, error_info, is_transient
@@ -65,32 +67,23 @@ def coordinate(ctx: WorkerContext, run_id: str) -> list[str]:
 
     Runs of a thread go in order: whichever job holds the thread's lease advances
     its oldest run, then the next; a job that finds the lease taken leaves its run
-    to the holder.
+    to the holder, which finds it when it releases the lease.
     """
     store, worker = ctx.store, ctx.worker_name
-    run = store.get_run(run_id)
-    if run.done:
-        return []
-    thread = run.thread_id
-    if not store.acquire_thread(thread, worker, ctx.stale):
-        return []
-    waiting = False
     failures: list[str] = []
-    try:
-        for _ in range(MAX_RUNS_PER_JOB):
-            current = store.next_run(thread)
-            if current is None:
-                break
-            if not advance(ctx, current, failures):
-                waiting = True  # on its task jobs: the last one calls us again
-                break
-    finally:
-        store.release_thread(thread, worker)
-    if not waiting:
-        # a run queued while we held the lease found it taken: make sure it is picked up
-        following = store.next_run(thread)
-        if following is not None:
-            ctx.broker.send_coordinate(following.run_id)
+    for _ in range(MAX_RUNS_PER_JOB):
+        claim = store.claim_run(run_id, worker, ctx.stale)
+        if claim.ended or not claim.leased or claim.run is None:
+            return failures
+        run = claim.run
+        try:
+            finished = advance(ctx, run, failures)
+        finally:
+            following = store.release_thread(run.thread_id, worker)
+        if not finished or following is None:
+            return failures  # waiting on its task jobs (the last one calls us again), or idle
+        run_id = following  # queued meanwhile: its own job found the lease taken
+    ctx.broker.send_coordinate(run_id)  # hand the thread on rather than hold it for long
     return failures
 
 
@@ -108,9 +101,19 @@ def advance(ctx: WorkerContext, run: Run, failures: list[str] | None = None) -> 
         return True
     try:
         graph = ctx.registry.get(run.graph)
-    except UnknownGraphError:
+    except UnknownGraphError as exc:
         # the client knows the graph, this worker does not (a rolling deploy, a worker
-        # pool serving other graphs): leave the run to a worker that has it
+        # pool serving other graphs): leave the run to a worker that has it, for a while
+        waited = (datetime.now(UTC) - run.created_at).total_seconds()
+        if waited > ctx.settings.unserved_graph_timeout:
+            unserved = UnknownGraphError(
+                f"{exc} No worker took this run of graph {run.graph!r} for {waited:.0f}s "
+                "(GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT)."
+            )
+            _end(ctx, run, "error", error=error_info(unserved))
+            if failures is not None:
+                failures.append(f"run {run.run_id}: UnknownGraphError: {unserved}")
+            return True
         log.warning(
             "run %s is of graph %r, which this worker does not serve; left for another worker",
             run.run_id,
@@ -120,11 +123,17 @@ def advance(ctx: WorkerContext, run: Run, failures: list[str] | None = None) -> 
         return False
     events = RunEvents(ctx, run)
     loop: PregelLoop | None = None
+    # every write of the run commits lazily (the run's end or a step's dispatch is a
+    # durable commit that makes them durable first); a step's writes go with its
+    # checkpoint, in one round trip, and any left are flushed before the run leaves us
+    saver = DeferredWrites(ctx.saver.fenced().lazy())
     try:
-        loop, reentering = _open(ctx, run, graph)
-        executor = ClusterExecutor(ctx, run, events, reentering=reentering)
+        loop, reentering = _open(ctx, run, graph, saver)
+        executor = ClusterExecutor(ctx, run, events, saver, reentering=reentering)
         events.extend(drive(loop, executor))
+        saver.flush()
     except StepSuspended:
+        saver.flush()
         events.store()
         return False
     except CheckpointConflict:
@@ -145,6 +154,7 @@ def advance(ctx: WorkerContext, run: Run, failures: list[str] | None = None) -> 
             exc,
             exc_info=None if remote else exc,
         )
+        saver.flush()  # the failed step's writes: its sibling tasks' and the error
         events.store()
         info = exc.info if isinstance(exc, RemoteTaskError) else error_info(exc)
         if failures is not None:
@@ -161,28 +171,28 @@ def advance(ctx: WorkerContext, run: Run, failures: list[str] | None = None) -> 
     return True
 
 
-def _open(ctx: WorkerContext, run: Run, graph: Pregel) -> tuple[PregelLoop, bool]:
+def _open(
+    ctx: WorkerContext, run: Run, graph: Pregel, saver: DeferredWrites
+) -> tuple[PregelLoop, bool]:
     """The run's loop, started or re-opened; and whether it re-enters a dispatched step.
 
     ``first()`` is given the run's id: a run that started before (a redelivered job,
     a coordinator that died) re-opens its step instead of applying its input twice.
     """
     command = run.payload.get("input")
-    # every write of the run commits lazily: its end (finish_run) or a step's dispatch
-    # (register_tasks) is a durable commit, and makes all of them durable first
-    loop = run_loop(graph, run, ctx.saver.fenced().lazy())
+    loop = run_loop(graph, run, saver)
     if not at_run_start(loop, run):
         # the run saved a checkpoint of its own: it is under way past its input
-        if run.status == "queued":
+        if run.stop is None:
             ctx.store.set_running(run.run_id, loop.stop)
         return loop, True
     addressed = (run.payload.get("config") or {}).get("configurable", {}).get("checkpoint_id")
     if addressed and run.status == "queued":
         # an explicit checkpoint_id is time travel: fork from there (not fenced)
-        loop = run_loop(graph, run, ctx.saver.lazy(), checkpoint_id=addressed)
+        saver.flush()
+        saver.inner = ctx.saver.lazy()  # time travel forks: this run's puts are not fenced
+        loop = run_loop(graph, run, saver, checkpoint_id=addressed)
     loop.first(command, run_id=run.run_id)
-    if run.status == "queued":
-        ctx.store.set_running(run.run_id, loop.stop)
     return loop, run.status != "queued"
 
 
@@ -195,11 +205,18 @@ class ClusterExecutor:
     """
 
     def __init__(
-        self, ctx: WorkerContext, run: Run, events: RunEvents, *, reentering: bool
+        self,
+        ctx: WorkerContext,
+        run: Run,
+        events: RunEvents,
+        saver: DeferredWrites,
+        *,
+        reentering: bool,
     ) -> None:
         self.ctx = ctx
         self.run = run
         self.events = events
+        self.saver = saver
         self.reentering = reentering
 
     def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
@@ -217,6 +234,7 @@ class ClusterExecutor:
             outcome = run_task_attempt(task, loop.task_config(task), loop.graph.retry_policy)
             if isinstance(outcome, RetryLater):
                 # its RetryPolicy retries it: as a job after the backoff, not asleep here
+                self._leaving(loop)
                 dispatch_retry(
                     ctx.store,
                     ctx.broker,
@@ -232,6 +250,7 @@ class ClusterExecutor:
             yield TaskResult(task, outcome)
             return
         if tasks:
+            self._leaving(loop)
             dispatch_step(
                 ctx.store,
                 ctx.broker,
@@ -243,6 +262,14 @@ class ClusterExecutor:
                 tasks=tasks,
             )
             raise StepSuspended
+
+    def _leaving(self, loop: PregelLoop) -> None:
+        """The run goes on in other jobs: record the last step it may take, which they
+        re-open it with (an inline run never needs it), and everything written so far
+        (the step's null writes: a Command's update and resume values)."""
+        self.saver.flush()
+        if self.run.stop is None:
+            self.ctx.store.set_running(self.run.run_id, loop.stop)
 
     def _recorded(
         self, loop: PregelLoop, tasks: Sequence[PreparedTask], recorded: dict[str, StepTask]
@@ -257,6 +284,7 @@ class ClusterExecutor:
             raise StepSuspended  # the barrier is not reached: the last job calls us again
         if unsent:
             # tasks of this step nobody sent (retried inline after a crash): send them now
+            self._leaving(loop)
             dispatch_step(
                 self.ctx.store,
                 self.ctx.broker,

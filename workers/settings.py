@@ -109,6 +109,13 @@ class Settings(BaseSettings):
         description="Seconds between a worker process's heartbeats. A process silent for "
         "twice this is dead: its tasks and threads are taken over by others.",
     )
+    unserved_graph_timeout: float = Field(
+        default=600.0,
+        gt=0,
+        description="Seconds a run of a graph this worker does not serve is left for other "
+        "workers (a rolling deploy, pools serving different graphs) before it fails with "
+        "UnknownGraphError.",
+    )
     sweep_interval: float = Field(
         default=2.5,
         gt=0,

@@ -25,10 +25,23 @@ class RunnableConfig(TypedDict, total=False):
 var_config: ContextVar[RunnableConfig | None] = ContextVar("graphruntime_config", default=None)
 
 
+# an explicit config naming one of these addresses a checkpoint lineage of its own
+_COORDINATES = ("thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map")
+
+
 def ensure_config(*configs: RunnableConfig | None) -> RunnableConfig:
-    """Merge configs left to right; ``configurable`` and ``metadata`` merge key-wise."""
+    """Merge configs left to right; ``configurable`` and ``metadata`` merge key-wise.
+
+    Inside a node the node's config comes first. A config that names its own thread
+    or checkpoint does not inherit the node's ``configurable``: a graph invoked so is
+    a run of its own, not a subgraph of the node's graph.
+    """
     out: dict[str, Any] = {CONF: {}, "metadata": {}, "tags": []}
     parent = var_config.get()
+    if parent is not None and any(
+        (c.get(CONF) or {}).get(k) for c in configs if c for k in _COORDINATES
+    ):
+        parent = {k: v for k, v in parent.items() if k != CONF}  # type: ignore[assignment]
     for cfg in (parent, *configs):
         if not cfg:
             continue
@@ -38,6 +51,48 @@ def ensure_config(*configs: RunnableConfig | None) -> RunnableConfig:
             elif key == "tags" and isinstance(value, list):
                 out[key] = list(dict.fromkeys([*out[key], *value]))
             elif value is not None:
+                out[key] = value
+    return out  # type: ignore[return-value]
+
+
+def _merge_callbacks(base: Any, new: Any) -> Any:
+    """Callbacks of both: handler lists concatenate; a LangChain manager takes the others."""
+    if new is None:
+        return base
+    if base is None:
+        return new.copy() if hasattr(new, "copy") else new
+    if isinstance(new, list) and isinstance(base, list):
+        return base + new
+    if isinstance(new, list):  # a callback manager, then handlers
+        manager = base.copy()
+        for handler in new:
+            manager.add_handler(handler, inherit=True)
+        return manager
+    if isinstance(base, list):
+        manager = new.copy()
+        for handler in base:
+            manager.add_handler(handler, inherit=True)
+        return manager
+    return base.merge(new)
+
+
+def merge_configs(*configs: RunnableConfig | None) -> RunnableConfig:
+    """Configs layered left to right, as LangChain's ``merge_configs``.
+
+    ``configurable`` and ``metadata`` merge key-wise, tags concatenate, callbacks
+    combine; other keys are replaced.
+    """
+    out: dict[str, Any] = {}
+    for config in configs:
+        items: dict[str, Any] = dict(config or {})
+        for key, value in items.items():
+            if key in (CONF, "metadata"):
+                out[key] = {**out.get(key, {}), **(value or {})}
+            elif key == "tags":
+                out[key] = [*out.get(key, []), *(value or [])]
+            elif key == "callbacks":
+                out[key] = _merge_callbacks(out.get(key), value)
+            else:
                 out[key] = value
     return out  # type: ignore[return-value]
 

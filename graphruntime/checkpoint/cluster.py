@@ -27,7 +27,13 @@ from typing import Any, Self
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import NULL_TASK_ID
-from graphruntime.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from graphruntime.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
 
 __all__ = ("ClusterSaver", "WriteBatch")
 
@@ -84,6 +90,21 @@ class ClusterSaver(BaseCheckpointSaver):
         return found._replace(
             pending_writes=[w for w in found.pending_writes or () if w[0] in keep]
         )
+
+    def put_with_writes(
+        self,
+        batch: WriteBatch,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """:meth:`put_writes_many` of ``batch`` (writes of ``config``'s checkpoint), then
+        :meth:`put`: a step's last writes and the checkpoint that follows it. Savers that
+        can send both in one round trip should; the writes are stored even if the put
+        is refused."""
+        self.put_writes_many(batch)
+        return self.put(config, checkpoint, metadata, new_versions)
 
     def put_writes_many(self, batch: WriteBatch) -> None:
         """:meth:`put_writes` for several tasks; savers that can do it in one round trip should."""

@@ -475,4 +475,5 @@ def _compile(
         name=name,
     )
     compiled.builder = builder
+    compiled._output_mapper = make_mapper(builder.output_schema)
     return compiled

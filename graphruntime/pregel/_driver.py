@@ -28,7 +28,7 @@ from graphruntime.errors import (
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._loop import PregelLoop, TaskResult
 from graphruntime.pregel._retry import arun_task, run_task
-from graphruntime.pregel._stream import StreamChunk
+from graphruntime.pregel._stream import StreamChunk, StreamSink
 from graphruntime.types import RetryPolicy
 
 
@@ -111,7 +111,11 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
 
 
 async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator[StreamChunk]:
-    """Async twin of :func:`drive` (same body: :func:`steps`)."""
+    """Async twin of :func:`drive` (same body: :func:`steps`).
+
+    An eager sink's chunks (tokens, custom data, subgraph steps) are yielded as they
+    arrive, while the step's tasks still run.
+    """
     sink = loop.sink
     body = steps(loop)
     try:
@@ -122,12 +126,23 @@ async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator
             for chunk in sink.drain():
                 yield chunk
             results: list[TaskResult] = []
-            async for result in executor.aexecute(loop, tasks):
-                if not result.recorded:
-                    loop.record(result.task, result.outcome)
-                results.append(result)
-                for chunk in sink.drain():
-                    yield chunk
+            step = executor.aexecute(loop, tasks)
+            items = _as_they_come(step, sink) if sink.eager else step
+            try:
+                async for item in items:
+                    if isinstance(item, TaskResult):
+                        if not item.recorded:
+                            loop.record(item.task, item.outcome)
+                        results.append(item)
+                        for chunk in sink.drain():
+                            yield chunk
+                    else:
+                        yield item
+            finally:
+                # a stream closed early (or cancelled) stops the step's running tasks
+                aclose = getattr(items, "aclose", None)
+                if aclose is not None:
+                    await aclose()
             tasks = body.send(results)
     except StopIteration:
         pass
@@ -135,6 +150,45 @@ async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator
         paused(loop)
     for chunk in sink.drain():
         yield chunk
+
+
+_DONE = object()
+
+
+async def _as_they_come(
+    results: AsyncIterator[TaskResult], sink: StreamSink
+) -> AsyncIterator[TaskResult | StreamChunk]:
+    """A step's results, with the sink's chunks interleaved as soon as they are put."""
+    arrived = asyncio.Event()
+    event_loop = asyncio.get_running_loop()
+
+    def wake() -> None:
+        event_loop.call_soon_threadsafe(arrived.set)
+
+    sink.listener = wake
+    pending = asyncio.ensure_future(anext(results, _DONE))
+    try:
+        while True:
+            arrived.clear()  # before draining: a chunk put after the drain sets it again
+            for chunk in sink.drain():
+                yield chunk
+            if not pending.done():
+                waiter = asyncio.ensure_future(arrived.wait())
+                try:
+                    await asyncio.wait((pending, waiter), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    waiter.cancel()
+                continue
+            result = pending.result()
+            if not isinstance(result, TaskResult):  # _DONE
+                return
+            yield result
+            pending = asyncio.ensure_future(anext(results, _DONE))
+    finally:
+        sink.listener = None
+        if not pending.done():
+            pending.cancel()  # stops the step: the executor cancels its running tasks
+            await asyncio.gather(pending, return_exceptions=True)
 
 
 class ThreadExecutor:
@@ -202,5 +256,11 @@ class AsyncioExecutor:
         self, loop: PregelLoop, tasks: Sequence[PreparedTask]
     ) -> AsyncIterator[TaskResult]:
         pending = [asyncio.ensure_future(self._run(loop, t)) for t in tasks]
-        for future in asyncio.as_completed(pending):
-            yield await future
+        try:
+            for future in asyncio.as_completed(pending):
+                yield await future
+        finally:
+            # the run was cancelled or its stream closed: its running tasks stop too
+            for future in pending:
+                if not future.done():
+                    future.cancel()

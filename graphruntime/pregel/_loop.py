@@ -93,6 +93,7 @@ from graphruntime.pregel._resume import (
     writes_by_task,
 )
 from graphruntime.pregel._stream import StreamSink
+from graphruntime.pregel._task_events import shown, task_payload, task_result_payload
 from graphruntime.types import All, Command, Interrupt
 
 Status = Literal[
@@ -629,6 +630,11 @@ class PregelLoop:
             self.status = "interrupt_before"
             self.emit("updates", {INTERRUPT: ()})
             raise GraphInterrupt()
+        if "tasks" in self.sink.modes:
+            metadata, tags = self.config.get("metadata", {}), self.config.get("tags", [])
+            for task in self.tasks.values():
+                if shown(task):
+                    self.emit("tasks", task_payload(task, metadata, tags))
         return True
 
     def plan_task(self, path: Sequence[Any]) -> PreparedTask | None:
@@ -712,12 +718,17 @@ class PregelLoop:
             "langgraph_checkpoint_ns": task.checkpoint_ns,
             **task.node.metadata,
         }
-        return {
+        config: RunnableConfig = {
             **self.config,
             CONF: configurable,
             "metadata": metadata,
             "tags": [*self.config.get("tags", []), *task.node.tags],
         }
+        callbacks = self.config.get("callbacks")
+        if callbacks is not None and hasattr(callbacks, "get_child"):
+            # the graph's LangChain run (see _callbacks.py): tasks are its children
+            config["callbacks"] = callbacks.get_child(f"graph:step:{self.step}")
+        return config
 
     def record(self, task: PreparedTask, outcome: BaseException | None) -> None:
         """Save a task's outcome as pending writes and stream it."""
@@ -733,14 +744,20 @@ class PregelLoop:
             self._emit_updates(task)
         elif isinstance(outcome, GraphInterrupt):
             resume = [w for w in _dedupe_resume(task.writes) if w[0] == RESUME]
-            self.put_writes(task.id, [(INTERRUPT, tuple(outcome.interrupts)), *resume], path)
+            writes = [(INTERRUPT, tuple(outcome.interrupts)), *resume]
+            self.put_writes(task.id, writes, path)
             if outcome.interrupts:
                 self.emit("updates", {INTERRUPT: tuple(outcome.interrupts)})
                 values = output_values(self.output_keys, True, self.channels)
                 if values is not None:
                     self.emit("values", {**values, INTERRUPT: tuple(outcome.interrupts)})
         elif isinstance(outcome, Exception):
-            self.put_writes(task.id, [*task.writes, (ERROR, outcome)], path)
+            writes = [*task.writes, (ERROR, outcome)]
+            self.put_writes(task.id, writes, path)
+        else:
+            return
+        if "tasks" in self.sink.modes and shown(task):
+            self.emit("tasks", task_result_payload(task, writes, self.graph.stream_channels))
 
     def settle(self, results: Sequence[TaskResult]) -> None:
         """After every task of the step ended: raise its error, or its interrupts.

@@ -24,7 +24,6 @@ from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from graphruntime._internal._call import call_async, call_sync
 from graphruntime._internal._config import RunnableConfig, var_config
 from graphruntime._internal._constants import (
     CONF,
@@ -35,6 +34,7 @@ from graphruntime._internal._constants import (
 )
 from graphruntime.errors import GraphBubbleUp, ParentCommand
 from graphruntime.pregel._algo import PreparedTask
+from graphruntime.pregel._callbacks import acall_node, call_node
 from graphruntime.types import Command, RetryPolicy
 
 Outcome = BaseException | None
@@ -43,11 +43,15 @@ Outcome = BaseException | None
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """Request: call ``func`` on ``input`` under ``config``; send back what it returns."""
+    """Request: call ``func`` on ``input`` under ``config``; send back what it returns.
+
+    ``name``: the task's, for the LangChain run a traced call reports as.
+    """
 
     func: Callable[..., Any]
     input: Any
     config: RunnableConfig
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +163,9 @@ def task_attempts(
     while True:
         try:
             func = task.node.func
-            output = task.input if func is None else (yield Call(func, task.input, config))
+            output = (
+                task.input if func is None else (yield Call(func, task.input, config, task.name))
+            )
             yield from _write(task, output, config)
             return None
         except ParentCommand as exc:
@@ -183,7 +189,7 @@ def task_attempts(
 def _call_in_context(request: Call) -> Any:
     token = var_config.set(request.config)
     try:
-        return call_sync(request.func, request.input, request.config)
+        return call_node(request.func, request.input, request.config, request.name)
     finally:
         var_config.reset(token)
 
@@ -265,7 +271,9 @@ async def arun_task(
             if isinstance(request, Call):
                 token = var_config.set(request.config)
                 try:
-                    output = await call_async(request.func, request.input, request.config)
+                    output = await acall_node(
+                        request.func, request.input, request.config, request.name
+                    )
                 except Exception as exc:  # noqa: BLE001 - handed to the attempt loop
                     request = attempts.throw(exc)
                 else:

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from graphruntime._internal._constants import INTERRUPT
 
 StreamChunk = tuple[tuple[str, ...], str, Any]
 """``(namespace, mode, payload)``: one chunk as a driver yields it."""
 
 
 class StreamSink:
-    """Collects stream chunks from a run and its subgraphs, filtered by mode.
+    """Collects the stream chunks one run shows its caller, filtered by mode.
+
+    A run streams its own namespace (``root_ns``), and its subgraphs' if asked. A
+    nested run (a graph a node calls) has a sink of its own, for its own caller, and
+    passes every chunk on to the ``parent`` sink too, which keeps what its run
+    shows. ``modes`` is what the run's nodes must produce: its own modes and every
+    ancestor's. ``listener`` (if set) is called after each chunk kept, from
+    whichever thread put it.
 
     Task threads append while the driving thread drains: ``deque.append`` and
     ``popleft`` are atomic, so no chunk is lost or seen twice.
@@ -24,17 +33,58 @@ class StreamSink:
         root_ns: tuple[str, ...] = (),
         parent: StreamSink | None = None,
     ) -> None:
-        self.modes = modes
+        self.kept = frozenset(modes)
+        self.modes: set[str] = set(modes) | (parent.modes if parent is not None else set())
         self.subgraphs = subgraphs
         self.root_ns = root_ns
         self.parent = parent
         self.chunks: deque[StreamChunk] = deque()
+        self.listener: Callable[[], None] | None = None
+
+    @property
+    def eager(self) -> bool:
+        """Whether chunks should reach the caller while a step's tasks still run.
+
+        True for a root sink that streams subgraphs, tokens or custom data: those
+        arrive from inside running tasks (LangGraph streams them as they come too).
+        """
+        return self.parent is None and (
+            self.subgraphs or "messages" in self.kept or "custom" in self.kept
+        )
 
     def put(self, ns: tuple[str, ...], mode: str, payload: Any) -> None:
-        if mode in self.modes and (ns == self.root_ns or self.subgraphs):
+        """A chunk the run produced: for this run's caller, and its ancestors'."""
+        if self.parent is not None:
+            self.parent.put(ns, mode, payload)
+        self.put_local(ns, mode, payload)
+
+    def put_local(self, ns: tuple[str, ...], mode: str, payload: Any) -> None:
+        """A chunk for this run's caller only (an ancestor's own handler reports it too)."""
+        if mode in self.kept and (ns == self.root_ns or self.subgraphs):
             self.chunks.append((ns, mode, payload))
+            if self.listener is not None:
+                self.listener()
 
     def drain(self) -> Iterator[StreamChunk]:
         chunks = self.chunks
         while chunks:
             yield chunks.popleft()
+
+
+def stream_part(chunk: StreamChunk, output_mapper: Callable[[Any], Any] | None) -> dict[str, Any]:
+    """A chunk as ``stream(version="v2")`` shows it: ``{"type", "ns", "data"}``.
+
+    A ``values`` part carries its interrupts in their own field, and its data as the
+    graph's output schema (``output_mapper``: a pydantic model or dataclass).
+    """
+    ns, mode, payload = chunk
+    if mode != "values":
+        return {"type": mode, "ns": ns, "data": payload}
+    interrupts: tuple[Any, ...] = ()
+    if isinstance(payload, dict):
+        if INTERRUPT in payload:
+            payload = dict(payload)
+            interrupts = tuple(payload.pop(INTERRUPT))
+        if output_mapper is not None:
+            payload = output_mapper(payload)
+    return {"type": mode, "ns": ns, "data": payload, "interrupts": interrupts}

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal, cast
 
-from graphruntime._internal._config import RunnableConfig, ensure_config
+from graphruntime._internal._config import RunnableConfig, ensure_config, merge_configs
 from graphruntime._internal._constants import (
     CONF,
     CONFIG_KEY_CHECKPOINT_NS,
@@ -22,18 +22,28 @@ from graphruntime._internal._constants import (
 )
 from graphruntime.channels import BaseChannel
 from graphruntime.checkpoint.base import BaseCheckpointSaver
+from graphruntime.pregel._callbacks import RunHooks, as_runnable, run_hooks
+from graphruntime.pregel._callbacks import astream_events as lc_astream_events
 from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive, drive
 from graphruntime.pregel._loop import PregelLoop, RunOptions
 from graphruntime.pregel._node import NodeSpec
 from graphruntime.pregel._state import get_state, get_state_history, update_state
-from graphruntime.pregel._stream import StreamChunk, StreamSink
-from graphruntime.types import All, RetryPolicy, StateSnapshot, StreamMode
+from graphruntime.pregel._stream import StreamChunk, StreamSink, stream_part
+from graphruntime.pregel._stream_events import astream_v3, stream_v3
+from graphruntime.stream.run_stream import GraphRunStream
+from graphruntime.types import All, GraphOutput, RetryPolicy, StateSnapshot, StreamMode
 
 Checkpointer = BaseCheckpointSaver | bool | None
 
 
 class Pregel:
     """An executable graph: nodes, channels and the superstep loop that runs them."""
+
+    _output_mapper: Callable[[Any], Any] | None = None
+    """Turns a ``values`` dict into the output schema (v2 streams); set by StateGraph."""
+
+    config: RunnableConfig | None = None
+    """Config every run of this graph starts from (see :meth:`with_config`)."""
 
     def __init__(
         self,
@@ -48,6 +58,7 @@ class Pregel:
         name: str = "LangGraph",
         stream_mode: StreamMode = "updates",
         retry_policy: Sequence[RetryPolicy] = (),
+        stream_transformers: Sequence[Callable[[tuple[str, ...]], Any]] = (),
     ) -> None:
         self.nodes = dict(nodes)
         self.channel_specs = dict(channel_specs)
@@ -59,6 +70,7 @@ class Pregel:
         self.name = name
         self.stream_mode = stream_mode
         self.retry_policy = tuple(retry_policy)
+        self.stream_transformers = tuple(stream_transformers)
         trigger_to_nodes: dict[str, list[str]] = {}
         for node_name, node in self.nodes.items():
             for trigger in node.triggers:
@@ -84,8 +96,11 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None,
         interrupt_after: All | Sequence[str] | None,
         output_keys: Sequence[str] | None = None,
-    ) -> tuple[PregelLoop, bool]:
-        cfg = ensure_config(config)
+        *,
+        is_async: bool = False,
+        version: str = "v1",
+    ) -> tuple[PregelLoop, bool, RunHooks | None]:
+        cfg = ensure_config(merge_configs(self.config, config) if self.config else config)
         conf = cfg[CONF]
         nested = CONFIG_KEY_TASK_ID in conf
         if nested:
@@ -113,10 +128,13 @@ class Pregel:
             else [self.stream_mode]
         )
         single = isinstance(stream_mode, str) or not stream_mode
-        if parent_stream is not None and isinstance(parent_stream, StreamSink):
-            sink = parent_stream
-        else:
-            sink = StreamSink(set(modes), subgraphs)
+        ns = conf.get(CONFIG_KEY_CHECKPOINT_NS)
+        sink = StreamSink(
+            set(modes),
+            subgraphs,
+            tuple(ns.split(NS_SEP)) if ns else (),
+            parent_stream if isinstance(parent_stream, StreamSink) else None,
+        )
         loop = PregelLoop(
             self,
             cfg,
@@ -129,7 +147,15 @@ class Pregel:
                 interrupt_after=interrupt_after,
             ),
         )
-        return loop, single
+        hooks = run_hooks(
+            loop,
+            name=self.name,
+            modes=modes,
+            subgraphs=subgraphs,
+            is_async=is_async,
+            version=version,
+        )
+        return loop, single, hooks
 
     def run_options(
         self,
@@ -171,18 +197,32 @@ class Pregel:
             raise ValueError("No checkpointer set")
         return saver
 
+    def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Pregel:
+        """A copy of this graph whose runs start from ``config`` (and ``kwargs`` keys).
+
+        A run's own config is layered on top: ``configurable`` and ``metadata`` merge
+        key-wise, tags and callbacks add up, other keys are replaced.
+        """
+        clone = copy.copy(self)
+        clone.config = merge_configs(self.config, config, cast(RunnableConfig, kwargs))
+        return clone
+
     def with_checkpointer(self, checkpointer: Checkpointer) -> Pregel:
         """A copy of this graph that saves with ``checkpointer`` (nodes are shared)."""
         clone = copy.copy(self)
         clone.checkpointer = checkpointer
         return clone
 
-    @staticmethod
-    def _shape(chunk: StreamChunk, single: bool, subgraphs: bool) -> Any:
-        ns, mode, payload = chunk
+    def _shaper(self, version: str, subgraphs: bool) -> Callable[[StreamChunk, bool], Any]:
+        """How ``stream`` shows a chunk: v1 tuples, or v2 stream parts."""
+        if version == "v2":
+            mapper = self._output_mapper
+            return lambda chunk, single: stream_part(chunk, mapper)
+        if version != "v1":
+            raise ValueError(f"Unknown stream version {version!r}: use 'v1' or 'v2'")
         if subgraphs:
-            return (ns, payload) if single else (ns, mode, payload)
-        return payload if single else (mode, payload)
+            return lambda c, single: (c[0], c[2]) if single else c
+        return lambda c, single: c[2] if single else (c[1], c[2])
 
     # --- running --------------------------------------------------------------------------
 
@@ -195,28 +235,56 @@ class Pregel:
         subgraphs: bool = False,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
+        version: Literal["v1", "v2"] = "v1",
         **kwargs: Any,
     ) -> Iterator[Any]:
-        """Run the graph, yielding chunks in the requested stream mode(s)."""
-        loop, single = self._prepare(
-            input, config, stream_mode, subgraphs, interrupt_before, interrupt_after
+        """Run the graph, yielding chunks in the requested stream mode(s).
+
+        ``version="v2"`` yields every chunk as a typed dict (:class:`StreamPart`):
+        ``{"type": mode, "ns": namespace, "data": ...}``, whatever the modes.
+        """
+        shape = self._shaper(version, subgraphs)
+        loop, single, hooks = self._prepare(
+            input,
+            config,
+            stream_mode,
+            subgraphs,
+            interrupt_before,
+            interrupt_after,
+            version=version,
         )
-        for chunk in _run(loop, input):
-            yield self._shape(chunk, single, subgraphs)
+        for chunk in _run(loop, input, hooks):
+            yield shape(chunk, single)
 
     def invoke(
         self,
         input: Any,
         config: RunnableConfig | None = None,
         *,
-        stream_mode: StreamMode = "values",
+        stream_mode: StreamMode | Sequence[StreamMode] = "values",
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
+        version: Literal["v1", "v2"] = "v1",
         **kwargs: Any,
     ) -> Any:
-        """Run the graph to completion (or interrupt) and return the final output."""
-        loop = self._invoke_loop(input, config, stream_mode, interrupt_before, interrupt_after)
-        return _collect(_run(loop, input), loop, stream_mode)
+        """Run the graph to completion (or interrupt) and return the final output.
+
+        ``version="v2"`` returns a :class:`GraphOutput` (the output and the interrupts),
+        or the list of stream parts for another ``stream_mode``.
+        """
+        if version == "v2" or stream_mode != "values":
+            parts = self.stream(
+                input,
+                config,
+                stream_mode=stream_mode,
+                interrupt_before=interrupt_before,
+                interrupt_after=interrupt_after,
+                version=version,
+                **kwargs,
+            )
+            return _collect_parts(parts, stream_mode, version)
+        loop, hooks = self._invoke_loop(input, config, "values", interrupt_before, interrupt_after)
+        return _collect(_run(loop, input, hooks), loop, "values")
 
     def _invoke_loop(
         self,
@@ -225,8 +293,10 @@ class Pregel:
         stream_mode: StreamMode,
         interrupt_before: All | Sequence[str] | None,
         interrupt_after: All | Sequence[str] | None,
-    ) -> PregelLoop:
-        loop, _single = self._prepare(
+        *,
+        is_async: bool = False,
+    ) -> tuple[PregelLoop, RunHooks | None]:
+        loop, _single, hooks = self._prepare(
             input,
             config,
             [stream_mode],
@@ -234,9 +304,9 @@ class Pregel:
             interrupt_before,
             interrupt_after,
             self.output_channels,
+            is_async=is_async,
         )
-        _private_sink(loop, stream_mode)
-        return loop
+        return loop, hooks
 
     async def astream(
         self,
@@ -247,29 +317,105 @@ class Pregel:
         subgraphs: bool = False,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
+        version: Literal["v1", "v2"] = "v1",
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async twin of :meth:`stream`."""
-        loop, single = self._prepare(
-            input, config, stream_mode, subgraphs, interrupt_before, interrupt_after
+        shape = self._shaper(version, subgraphs)
+        loop, single, hooks = self._prepare(
+            input,
+            config,
+            stream_mode,
+            subgraphs,
+            interrupt_before,
+            interrupt_after,
+            is_async=True,
+            version=version,
         )
-        async for chunk in _arun(loop, input):
-            yield self._shape(chunk, single, subgraphs)
+        async for chunk in _arun(loop, input, hooks):
+            yield shape(chunk, single)
 
     async def ainvoke(
         self,
         input: Any,
         config: RunnableConfig | None = None,
         *,
-        stream_mode: StreamMode = "values",
+        stream_mode: StreamMode | Sequence[StreamMode] = "values",
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
+        version: Literal["v1", "v2"] = "v1",
         **kwargs: Any,
     ) -> Any:
         """Async twin of :meth:`invoke`."""
-        loop = self._invoke_loop(input, config, stream_mode, interrupt_before, interrupt_after)
-        chunks = [c async for c in _arun(loop, input)]
-        return _collect(iter(chunks), loop, stream_mode)
+        if version == "v2" or stream_mode != "values":
+            parts = self.astream(
+                input,
+                config,
+                stream_mode=stream_mode,
+                interrupt_before=interrupt_before,
+                interrupt_after=interrupt_after,
+                version=version,
+                **kwargs,
+            )
+            return _collect_parts([p async for p in parts], stream_mode, version)
+        loop, hooks = self._invoke_loop(
+            input, config, "values", interrupt_before, interrupt_after, is_async=True
+        )
+        chunks = [c async for c in _arun(loop, input, hooks)]
+        return _collect(iter(chunks), loop, "values")
+
+    # --- event streams (see _stream_events.py and _callbacks.py) --------------------------
+
+    def stream_events(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        version: Literal["v1", "v2", "v3"] = "v2",
+        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
+        **kwargs: Any,
+    ) -> GraphRunStream:
+        """A run stream (``version="v3"``) whose projections the caller reads.
+
+        ``transformers``: extra :class:`StreamTransformer` classes or ``scope ->
+        transformer`` factories. Other keywords go to :meth:`stream`, but for
+        ``stream_mode`` and ``subgraphs``, which v3 decides. LangChain has no
+        synchronous v1/v2 event stream: use :meth:`astream_events` for those.
+        """
+        if version == "v3":
+            return stream_v3(self, input, config, transformers, **kwargs)
+        raise NotImplementedError(
+            f"stream_events(version={version!r}) is not available synchronously (nor in "
+            "LangChain): use astream_events for v1/v2, or version='v3'."
+        )
+
+    def astream_events(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        version: Literal["v1", "v2", "v3"] = "v2",
+        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """LangChain's event stream (v1/v2 dicts), or an awaitable run stream (v3).
+
+        For v1/v2 (needs langchain-core) the filters ``include_names`` / ``_types`` /
+        ``_tags`` and ``exclude_*`` are LangChain's; other keywords go to
+        :meth:`astream`.
+        """
+        if version == "v3":
+            return astream_v3(self, input, config, transformers, **kwargs)
+        if transformers is not None:
+            raise TypeError("transformers= is only for astream_events(version='v3')")
+        return lc_astream_events(self, input, config, version=version, **kwargs)
+
+    def __or__(self, other: Any) -> Any:
+        """``graph | runnable``: a LangChain RunnableSequence (needs langchain-core)."""
+        return as_runnable(self) | other
+
+    def __ror__(self, other: Any) -> Any:
+        return other | as_runnable(self)
 
     # --- state API (see _state.py) --------------------------------------------------------
 
@@ -324,40 +470,61 @@ class Pregel:
                 yield name, sub
 
 
-def _run(loop: PregelLoop, input: Any) -> Iterator[StreamChunk]:
+def _run(loop: PregelLoop, input: Any, hooks: RunHooks | None) -> Iterator[StreamChunk]:
     executor = ThreadExecutor(loop.config.get("max_concurrency"))
     try:
-        loop.first(input)
-        yield from drive(loop, executor)
+        if hooks is None:
+            loop.first(input)
+            yield from drive(loop, executor)
+            return
+        try:
+            hooks.start(input)
+            loop.first(input)
+            hooks.started()
+            yield from drive(loop, executor)
+            hooks.end()
+        except BaseException as exc:
+            hooks.error(exc)
+            raise
     finally:
         executor.close()
 
 
-async def _arun(loop: PregelLoop, input: Any) -> AsyncIterator[StreamChunk]:
-    loop.first(input)
-    async for chunk in adrive(loop, AsyncioExecutor(loop.config.get("max_concurrency"))):
-        yield chunk
-
-
-def _private_sink(loop: PregelLoop, stream_mode: str) -> None:
-    """A nested ``invoke`` collects its own values, and forwards every chunk to the parent."""
-    if not loop.is_nested:
+async def _arun(loop: PregelLoop, input: Any, hooks: RunHooks | None) -> AsyncIterator[StreamChunk]:
+    executor = AsyncioExecutor(loop.config.get("max_concurrency"))
+    if hooks is None:
+        loop.first(input)
+        async for chunk in adrive(loop, executor):
+            yield chunk
         return
-    parent = loop.config[CONF].get(CONFIG_KEY_STREAM)
-    loop.sink = StreamSink(
-        {stream_mode, *(parent.modes if isinstance(parent, StreamSink) else ())},
-        True,
-        loop.ns_tuple,
-        parent if isinstance(parent, StreamSink) else None,
-    )
+    try:
+        await hooks.astart(input)
+        loop.first(input)
+        await hooks.astarted()
+        async for chunk in adrive(loop, executor):
+            yield chunk
+        await hooks.aend()
+    except BaseException as exc:
+        await asyncio.shield(hooks.aerror(exc))
+        raise
+
+
+def _collect_parts(parts: Iterable[Any], stream_mode: Any, version: str) -> Any:
+    """``invoke`` of v2, or of several modes: the final output, or every chunk."""
+    if stream_mode != "values":
+        return list(parts)
+    latest: Any = None
+    interrupts: list[Any] = []
+    for part in parts:
+        if part["type"] == "values":
+            latest = part["data"]
+            interrupts.extend(part["interrupts"])
+    return GraphOutput(latest, tuple(interrupts))
 
 
 def _collect(chunks: Iterator[StreamChunk], loop: PregelLoop, stream_mode: str) -> Any:
     latest: Any = None
-    parent = loop.sink.parent
     for ns, mode, payload in chunks:
-        if parent is not None:
-            parent.put(ns, mode, payload)
         if ns != loop.ns_tuple:
             continue
         if mode == stream_mode:

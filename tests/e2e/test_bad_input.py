@@ -36,7 +36,7 @@ from tests.e2e.fault_graphs import (
 )
 from workers.app import CeleryBroker
 from workers.client import GraphClient
-from workers.errors import ThreadBusyError, UnknownGraphError
+from workers.errors import RunTimeoutError, ThreadBusyError, UnknownGraphError
 from workers.local_cluster import LocalCluster
 from workers.store import NewRun
 
@@ -141,10 +141,12 @@ def test_unknown_graph_from_the_client(cluster: LocalCluster, client: GraphClien
     assert_cluster_serves(cluster, client, ledger)
 
 
-def test_unknown_graph_in_a_queued_run_fails_it(
+def test_unknown_graph_in_a_queued_run_is_left_for_a_worker_that_serves_it(
     cluster: LocalCluster, client: GraphClient, ledger: Ledger
 ):
-    """A run naming a graph the workers do not serve (a client with another registry)."""
+    """A run naming a graph these workers do not serve (a client with another registry,
+    a rolling deploy): it is not failed, and nothing is written, while it waits for a
+    worker that has the graph (GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT, unit-tested)."""
     cfg = fault_config(ledger)
     tid = thread_of(cfg)
     run, created = client.store.create_run(
@@ -158,14 +160,17 @@ def test_unknown_graph_in_a_queued_run_fails_it(
     )
     assert created
     client.broker.send_coordinate(run.run_id)
-    done = client.wait_done(run.run_id, 20)
-    assert done.status == "error"
-    assert done.error is not None
-    assert done.error["type"] == "UnknownGraphError"
-    assert "no-such-graph" in done.error["message"]
-    assert "GRAPHRUNTIME_GRAPHS" in done.error["message"]
+    line = wait_until(
+        lambda: next((ln for w in cluster.workers for ln in list(w.log) if run.run_id in ln), None),
+        timeout=20,
+        what="a worker to look at the run",
+    )
+    assert "does not serve; left for another worker" in line
+    with pytest.raises(RunTimeoutError):
+        client.wait_done(run.run_id, 3)  # offered again, never failed
     assert client.get_state(CHAIN, cfg).values == {}  # nothing was imported or written
     assert ledger.counts(tid) == {}
+    client.store.finish_run(run.run_id, "cancelled", error={"type": "TestCleanup"})
     assert_cluster_serves(cluster, client, ledger)
 
 

@@ -77,8 +77,8 @@ WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running');
 -- durable commit and makes it durable; a crash before loses it with the work it
 -- describes, which is redone.
 UPDATE graphruntime_runs
-SET status = 'running', stop = %(stop)s, updated_at = now()
-WHERE run_id = %(run_id)s AND status = 'queued'
+SET status = 'running', stop = coalesce(stop, %(stop)s), updated_at = now()
+WHERE run_id = %(run_id)s AND status IN ('queued', 'running')
   AND set_config('synchronous_commit', 'off', true) IS NOT NULL;
 
 -- name: touch_run
@@ -130,9 +130,46 @@ WHERE t.thread_id = %(thread_id)s
 RETURNING thread_id;
 
 -- name: release_thread
-UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
-WHERE thread_id = %(thread_id)s AND lease_holder = %(worker)s
-  AND set_config('synchronous_commit', 'off', true) IS NOT NULL;
+-- Frees the lease; returns the thread's oldest run still to finish, if any (queued
+-- while the lease was held, its own job found the lease taken: the caller re-sends it).
+WITH released AS (
+    UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
+    WHERE thread_id = %(thread_id)s AND lease_holder = %(worker)s
+      AND set_config('synchronous_commit', 'off', true) IS NOT NULL
+)
+SELECT run_id FROM graphruntime_runs
+WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running')
+ORDER BY created_at, run_id LIMIT 1;
+
+-- name: claim_run
+-- A coordinator job's start, in one statement: the message's run; if it is still to
+-- finish, its thread's lease (soft state, see acquire_thread) and, under it, the
+-- thread's oldest run still to finish, marked running (the row shows its status as it
+-- was). One row: target_status (NULL: no such run), leased, then the run's columns.
+WITH target AS (
+    SELECT thread_id, status FROM graphruntime_runs WHERE run_id = %(run_id)s
+), lease AS (
+    UPDATE graphruntime_threads t SET lease_holder = %(worker)s, leased_at = now()
+    FROM target
+    WHERE t.thread_id = target.thread_id AND target.status IN ('queued', 'running')
+      AND (t.lease_holder IS NULL OR t.lease_holder = %(worker)s
+           OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
+                          WHERE w.worker = t.lease_holder
+                            AND w.heartbeat_at > now() - make_interval(secs => %(stale)s)))
+      AND set_config('synchronous_commit', 'off', true) IS NOT NULL
+    RETURNING t.thread_id
+), next AS (
+    SELECT r.run_id FROM graphruntime_runs r JOIN lease ON r.thread_id = lease.thread_id
+    WHERE r.status IN ('queued', 'running')
+    ORDER BY r.created_at, r.run_id LIMIT 1
+), marked AS (
+    UPDATE graphruntime_runs r SET status = 'running', updated_at = now()
+    FROM next WHERE r.run_id = next.run_id AND r.status = 'queued'
+)
+SELECT target.status AS target_status, EXISTS (SELECT FROM lease) AS leased, r.*
+FROM target
+LEFT JOIN next ON true
+LEFT JOIN graphruntime_runs r ON r.run_id = next.run_id;
 
 -- name: heartbeat
 -- Beats, and frees the worker's task claims that its current job (claim token %(keep)s)

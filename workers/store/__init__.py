@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from workers.store._model import (
     TERMINAL,
+    Claim,
     Event,
     EventRow,
     ExpiredWait,
@@ -30,6 +31,7 @@ from workers.store.postgres import PostgresRunStore, make_pool
 
 __all__ = (
     "TERMINAL",
+    "Claim",
     "Event",
     "EventRow",
     "ExpiredWait",

@@ -161,6 +161,19 @@ class InboxQuery:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """A coordinator job's start (:meth:`RunStore.claim_run`)."""
+
+    ended: bool
+    """The message's run had already ended: nothing to do."""
+    leased: bool
+    """This worker holds the thread's lease now."""
+    run: Run | None
+    """Under the lease: the thread's oldest run still to finish, marked running (its
+    ``status`` is the one it had before)."""
+
+
+@dataclass(frozen=True)
 class RunQuery:
     """Filters of a run listing, newest first."""
 
@@ -220,8 +233,16 @@ class RunStore(Protocol):
 
     def active_runs(self, thread_id: str) -> list[str]: ...
 
+    def claim_run(self, run_id: str, worker: str, stale: float) -> Claim:
+        """Start a coordinator job for ``run_id`` in one round trip (see :class:`Claim`).
+
+        Raises :class:`~workers.errors.RunNotFoundError` for an unknown run.
+        """
+        ...
+
     def set_running(self, run_id: str, stop: int) -> None:
-        """Mark the run started, with the last step it may take."""
+        """Mark the run started and record the last step it may take (kept if recorded):
+        what its task jobs and later coordinator jobs re-open it with."""
         ...
 
     def touch_run(self, run_id: str) -> None: ...
@@ -291,7 +312,9 @@ class RunStore(Protocol):
         """Lease the thread to ``worker`` if free, already its, or held by a dead worker."""
         ...
 
-    def release_thread(self, thread_id: str, worker: str) -> None: ...
+    def release_thread(self, thread_id: str, worker: str) -> str | None:
+        """Free the lease; the thread's oldest run still to finish, if any."""
+        ...
 
     def heartbeat(
         self, worker: str, hostname: str, pid: int, *, keep: str | None = None, grace: float = 0.0

@@ -22,6 +22,7 @@ from graphruntime.errors import CheckpointError, InvalidResumeError
 from workers.errors import RunNotFoundError, WorkerError
 from workers.store._model import (
     TERMINAL,
+    Claim,
     Event,
     EventRow,
     ExpiredWait,
@@ -259,8 +260,9 @@ class InMemoryRunStore:
     def set_running(self, run_id: str, stop: int) -> None:
         with self._lock:
             row = self._state.runs[run_id]
-            if row.status == "queued":
-                row.status, row.stop, row.updated_at = "running", stop, self.clock()
+            if row.status not in TERMINAL:
+                row.status, row.updated_at = "running", self.clock()
+                row.stop = row.stop if row.stop is not None else stop
 
     def touch_run(self, run_id: str) -> None:
         with self._lock:
@@ -482,11 +484,37 @@ class InMemoryRunStore:
                 return True
             return False
 
-    def release_thread(self, thread_id: str, worker: str) -> None:
+    def release_thread(self, thread_id: str, worker: str) -> str | None:
         with self._lock:
             thread = self._state.threads.get(thread_id)
             if thread is not None and thread.lease_holder == worker:
                 thread.lease_holder = None
+            for row in self._thread_runs(thread_id):
+                if row.status not in TERMINAL:
+                    return row.run_id
+            return None
+
+    def claim_run(self, run_id: str, worker: str, stale: float) -> Claim:
+        with self._lock:
+            target = self._state.runs.get(run_id)
+            if target is None:
+                raise RunNotFoundError(f"No run {run_id}: check the id (graphrun runs lists them).")
+            if target.status in TERMINAL:
+                return Claim(ended=True, leased=False, run=None)
+            thread = self._state.threads.get(target.thread_id)
+            holder = thread.lease_holder if thread is not None else None
+            if thread is None or not (
+                holder is None or holder == worker or not self._alive(holder, stale)
+            ):
+                return Claim(ended=False, leased=False, run=None)
+            thread.lease_holder = worker
+            for row in self._thread_runs(target.thread_id):
+                if row.status not in TERMINAL:
+                    before = self._run(row)
+                    if row.status == "queued":
+                        row.status, row.updated_at = "running", self.clock()
+                    return Claim(ended=False, leased=True, run=before)
+            return Claim(ended=False, leased=True, run=None)
 
     def heartbeat(
         self, worker: str, hostname: str, pid: int, *, keep: str | None = None, grace: float = 0.0

@@ -35,6 +35,7 @@ from workers.errors import (
     WorkerError,
 )
 from workers.store._model import (
+    Claim,
     Event,
     EventRow,
     ExpiredWait,
@@ -212,7 +213,8 @@ class PostgresRunStore:
         if not news:
             return []
         params = [self._new_run_params(new) for new in news]
-        with self._conn("create_runs") as conn, conn.cursor() as cur:
+        # one transaction: the batch pays one durable commit, not one per run
+        with self._conn("create_runs") as conn, conn.transaction(), conn.cursor() as cur:
             cur.executemany(query("create_run"), params, returning=True)
             rows: list[Any] = []
             while True:
@@ -348,9 +350,22 @@ class PostgresRunStore:
         with self._conn("acquire_thread") as conn:
             return conn.execute(query("acquire_thread"), params).fetchone() is not None
 
-    def release_thread(self, thread_id: str, worker: str) -> None:
+    def release_thread(self, thread_id: str, worker: str) -> str | None:
         with self._conn("release_thread") as conn:
-            conn.execute(query("release_thread"), {"thread_id": thread_id, "worker": worker})
+            row = conn.execute(
+                query("release_thread"), {"thread_id": thread_id, "worker": worker}
+            ).fetchone()
+        return None if row is None else str(row["run_id"])
+
+    def claim_run(self, run_id: str, worker: str, stale: float) -> Claim:
+        params = {"run_id": run_id, "worker": worker, "stale": stale}
+        with self._conn("claim_run") as conn:
+            row = conn.execute(query("claim_run"), params).fetchone()
+        if row is None:
+            raise RunNotFoundError(f"No run {run_id}: check the id (graphrun runs lists them).")
+        ended = row["target_status"] not in ("queued", "running")
+        run = self._run(row) if row["run_id"] is not None else None
+        return Claim(ended=ended, leased=bool(row["leased"]), run=run)
 
     def heartbeat(
         self, worker: str, hostname: str, pid: int, *, keep: str | None = None, grace: float = 0.0

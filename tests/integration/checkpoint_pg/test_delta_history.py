@@ -11,6 +11,7 @@ import pytest
 
 from checkpoint_pg import PostgresSaver
 from graphruntime.channels import DeltaChannel
+from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointError
 from graphruntime.graph import END, START, StateGraph
 from graphruntime.types import Command, interrupt
@@ -56,7 +57,7 @@ def test_every_checkpoint_of_a_thread_reads_back_in_one_statement(
 ) -> None:
     saver = _CountingSaver(pg_conn)
     graph = _graph(saver)
-    config = {"configurable": {"thread_id": f"delta-{uuid.uuid4()}"}}
+    config: RunnableConfig = {"configurable": {"thread_id": f"delta-{uuid.uuid4()}"}}
     for i in range(6):
         graph.invoke({"log": [f"in{i}"], "plain": [f"in{i}"]}, config)
 
@@ -84,7 +85,7 @@ def test_a_thread_older_than_its_delta_channel_reads_back(
         return {"log": [answer], "plain": [answer]}
 
     saver = PostgresSaver(pg_conn)
-    config = {"configurable": {"thread_id": f"delta-{uuid.uuid4()}"}}
+    config: RunnableConfig = {"configurable": {"thread_id": f"delta-{uuid.uuid4()}"}}
     for schema in (Before, _State, _State):
         graph = StateGraph(schema).add_node("step", step).add_edge(START, "step")
         compiled = graph.compile(checkpointer=saver)
@@ -99,7 +100,7 @@ def test_pruning_a_delta_thread_is_refused_and_changes_nothing(
 ) -> None:
     saver = PostgresSaver(pg_conn)
     graph = _graph(saver)
-    config = {"configurable": {"thread_id": f"delta-{uuid.uuid4()}"}}
+    config: RunnableConfig = {"configurable": {"thread_id": f"delta-{uuid.uuid4()}"}}
     for i in range(3):
         graph.invoke({"log": [f"in{i}"], "plain": [f"in{i}"]}, config)
     before = [s.values for s in graph.get_state_history(config)]

@@ -26,6 +26,7 @@ from tests.unit.workers.test_approvals import (
     test_resume_many_answers_every_selected_wait_once,
     test_resume_many_by_items_reports_waits_that_are_not_pending,
     test_resume_many_run_twice_applies_once,
+    test_submit_many_queues_every_run_and_keys_make_it_safe_to_repeat,
     test_the_inbox_lists_every_pending_wait_oldest_first_with_its_value,
 )
 from workers.store import PostgresRunStore, RunStore, make_pool
@@ -46,6 +47,7 @@ __all__ = (
     "test_resume_many_answers_every_selected_wait_once",
     "test_resume_many_by_items_reports_waits_that_are_not_pending",
     "test_resume_many_run_twice_applies_once",
+    "test_submit_many_queues_every_run_and_keys_make_it_safe_to_repeat",
     "test_the_inbox_lists_every_pending_wait_oldest_first_with_its_value",
 )
 

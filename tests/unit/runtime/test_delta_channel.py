@@ -18,6 +18,7 @@ import pytest
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels import DeltaChannel
 from graphruntime.checkpoint import DeltaSnapshot, InMemorySaver, JsonSerializer
+from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointError, InvalidUpdateError
 from graphruntime.graph import END, START, StateGraph
 from graphruntime.pregel import _delta
@@ -37,11 +38,11 @@ def _both(*items: str) -> dict[str, list[str]]:
     return {"log": list(items), "plain": list(items)}
 
 
-def _thread() -> dict[str, Any]:
+def _thread() -> RunnableConfig:
     return {"configurable": {"thread_id": str(uuid.uuid4())}}
 
 
-def _assert_history_agrees(graph: Any, config: dict[str, Any]) -> None:
+def _assert_history_agrees(graph: Any, config: RunnableConfig) -> None:
     for state in graph.get_state_history(config):
         assert state.values.get("log", []) == state.values.get("plain", []), state.config
 
@@ -97,8 +98,8 @@ class Files(TypedDict):
 
 
 def test_the_annotation_gives_the_value_type() -> None:
-    graph = StateGraph(Files).add_node("n", lambda s: {"files": {"a": 1}})
-    graph = graph.add_edge(START, "n").compile(checkpointer=InMemorySaver())
+    builder = StateGraph(Files).add_node("n", lambda s: {"files": {"a": 1}})
+    graph = builder.add_edge(START, "n").compile(checkpointer=InMemorySaver())
     config = _thread()
     assert graph.invoke({"files": {"b": 2}}, config) == {"files": {"b": 2, "a": 1}}
     assert graph.get_state(config).values == {"files": {"b": 2, "a": 1}}

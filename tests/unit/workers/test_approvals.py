@@ -321,3 +321,21 @@ def test_cancel_a_waiting_thread_clears_its_inbox_and_refuses_its_resume(
         late.wait(0)
     with pytest.raises(ValueError, match="reason"):
         cluster.client.cancel("ticket", thread(tid), reason="")
+
+
+def test_submit_many_queues_every_run_and_keys_make_it_safe_to_repeat(
+    make_cluster: MakeCluster,
+) -> None:
+    calls = Calls()
+    cluster = make_cluster({"ticket": ticket(calls)})
+    items = [({"items": ["ops", f"T-{i}"]}, thread(f"m{i}"), f"start-{i}") for i in range(5)]
+    handles = cluster.client.submit_many("ticket", items, actor="batch")
+    assert [h.created for h in handles] == [True] * 5
+    again = cluster.client.submit_many("ticket", items)
+    assert [h.run_id for h in again] == [h.run_id for h in handles]
+    assert [h.created for h in again] == [False] * 5
+    cluster.deliver()
+    assert all("__interrupt__" in h.wait(0) for h in handles)
+    assert sum(calls.counts.values()) == 5
+    with pytest.raises(ValueError, match="thread_id"):
+        cluster.client.submit_many("ticket", [({"items": ["a", "b"]}, {})])

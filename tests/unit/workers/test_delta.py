@@ -9,6 +9,7 @@ from typing import Annotated, TypedDict
 
 from graphruntime.channels import DeltaChannel
 from graphruntime.checkpoint import InMemorySaver
+from graphruntime.config import RunnableConfig
 from graphruntime.graph import END, START, StateGraph
 from graphruntime.pregel import Pregel
 from graphruntime.types import Command, Send, interrupt
@@ -50,7 +51,7 @@ def _review() -> Pregel:
 
 def test_a_fan_out_finished_in_any_order_reads_back_in_step_order() -> None:
     cluster = InlineCluster({"review": _review()})
-    config = {"configurable": {"thread_id": f"t-{uuid.uuid4()}"}}
+    config: RunnableConfig = {"configurable": {"thread_id": f"t-{uuid.uuid4()}"}}
     items = ["a", "b", "c", "d"]
     handle = cluster.client.submit("review", {"items": items, "log": [], "plain": []}, config)
     cluster.deliver(limit=1)  # the coordinator dispatches the fan-out
@@ -62,7 +63,7 @@ def test_a_fan_out_finished_in_any_order_reads_back_in_step_order() -> None:
     out = resumed.wait(0)
 
     local = _review().with_checkpointer(InMemorySaver())
-    local_config = {"configurable": {"thread_id": "local"}}
+    local_config: RunnableConfig = {"configurable": {"thread_id": "local"}}
     local.invoke({"items": items, "log": [], "plain": []}, local_config)
     expected = local.invoke(Command(resume="yes"), local_config)
 
@@ -75,7 +76,7 @@ def test_a_fan_out_finished_in_any_order_reads_back_in_step_order() -> None:
 
 def test_values_read_back_through_the_clusters_saver_match_in_process() -> None:
     cluster = InlineCluster({"review": _review()})
-    config = {"configurable": {"thread_id": f"t-{uuid.uuid4()}"}}
+    config: RunnableConfig = {"configurable": {"thread_id": f"t-{uuid.uuid4()}"}}
     cluster.run("review", {"items": ["x", "y"], "log": [], "plain": []}, config)
     graph = _review().with_checkpointer(cluster.saver)
     state = graph.get_state(config)

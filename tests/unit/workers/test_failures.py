@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from graphruntime.config import RunnableConfig
 from tests.unit.workers.graphs import Calls, failing, fan
 from workers.coordinator import coordinate
-from workers.errors import RemoteTraceback
+from workers.errors import RemoteTraceback, UnknownGraphError
 from workers.executor import execute_tasks
 from workers.registry import GraphRegistry
 from workers.testing import InlineCluster
@@ -69,11 +70,12 @@ def test_a_worker_lacking_the_graph_leaves_the_run_to_one_that_has_it() -> None:
     lacking = dataclasses.replace(
         cluster.workers[0], registry=GraphRegistry.of({}), worker_name="old-worker"
     )
+    cluster.clock.now = datetime.now(UTC)  # the run's age decides how long it is left
     handle = cluster.client.submit("fan", {"items": ["a", "b"], "log": []}, thread())
     (job,) = cluster.broker.coordinator
     cluster.broker.coordinator.remove(job)
     assert coordinate(lacking, handle.run_id) == []
-    assert cluster.store.get_run(handle.run_id).status == "queued"  # not failed
+    assert not cluster.store.get_run(handle.run_id).done  # not failed
     (again,) = cluster.broker.coordinator
     assert again.run_id == handle.run_id
     assert again.delay > 0
@@ -86,3 +88,14 @@ def test_a_worker_lacking_the_graph_leaves_the_run_to_one_that_has_it() -> None:
     assert [j.message for j in cluster.broker.tasks].count(task_job.message) == 1  # re-sent
     cluster.deliver()
     assert handle.wait(0)["decision"] == "a,b"
+
+
+def test_a_run_no_worker_serves_fails_after_the_timeout() -> None:
+    cluster = InlineCluster({"fan": fan(Calls())})
+    lacking = dataclasses.replace(cluster.workers[0], registry=GraphRegistry.of({}))
+    handle = cluster.client.submit("fan", {"items": ["a"], "log": []}, thread())
+    cluster.broker.coordinator.clear()
+    # the in-memory clock stands at 2026-01-01: the run is long past the timeout
+    assert len(coordinate(lacking, handle.run_id)) == 1
+    with pytest.raises(UnknownGraphError, match="No worker took this run of graph 'fan'"):
+        handle.wait(0)

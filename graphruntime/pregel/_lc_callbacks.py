@@ -1,0 +1,360 @@
+"""LangChain callbacks for graph runs and their tasks (needs langchain-core).
+
+Loaded by :mod:`graphruntime.pregel._callbacks` only when a run asks for callbacks;
+one of the few graphruntime modules that import langchain-core (import-linter's
+``graphruntime-pure`` contract lists them).
+
+A graph run is a LangChain chain run (``on_chain_start`` / ``on_chain_end`` /
+``on_chain_error``) named after the graph; each task is a child run named after its
+node, tagged ``graph:step:<n>``, with the ``langgraph_*`` metadata. A node that is a
+graph runs as the task run's first step (tagged ``seq:step:1``), as in LangGraph. The
+node sees the task's callbacks in its config and in LangChain's context variable, so
+the chat models and runnables it calls report under it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, cast
+
+from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
+from langchain_core.callbacks.manager import (
+    AsyncCallbackManagerForChainRun,
+    CallbackManagerForChainRun,
+)
+from langchain_core.runnables import Runnable
+from langchain_core.runnables.config import var_child_runnable_config
+
+from graphruntime._internal._call import call_async, call_sync, is_graph
+from graphruntime._internal._config import RunnableConfig, var_config
+from graphruntime._internal._constants import CONF, CONFIG_KEY_RESUMING
+from graphruntime.callbacks import (
+    GraphInterruptEvent,
+    GraphLifecycleStatus,
+    GraphResumeEvent,
+    _AsyncGraphCallbackManager,
+    _GraphCallbackManager,
+)
+from graphruntime.pregel._io import output_values
+from graphruntime.pregel._lc_messages import StreamMessagesHandler, StreamMessagesHandlerV2
+from graphruntime.pregel._lc_tools import StreamToolCallHandler
+from graphruntime.pregel._loop import PregelLoop
+
+__all__ = ("RunCallbacks", "acall_traced", "as_runnable", "astream_events", "call_traced")
+
+# configurable keys LangChain tracers show as run metadata (as LangGraph does)
+_AS_METADATA = (
+    "thread_id",
+    "checkpoint_id",
+    "checkpoint_ns",
+    "task_id",
+    "run_id",
+    "assistant_id",
+    "graph_id",
+)
+
+
+def _run_metadata(config: RunnableConfig) -> dict[str, Any]:
+    metadata = dict(config.get("metadata") or {})
+    configurable = config.get(CONF) or {}
+    for key in _AS_METADATA:
+        value = configurable.get(key)
+        if key not in metadata and value and isinstance(value, (str, int, float, bool)):
+            metadata[key] = value
+    return metadata
+
+
+def _manager(config: RunnableConfig, cls: type[Any]) -> Any:
+    """The callback manager of a task's node: its config's callbacks, tags and metadata."""
+    return cls.configure(
+        inheritable_callbacks=config.get("callbacks"),
+        inheritable_tags=config.get("tags"),
+        inheritable_metadata=config.get("metadata"),
+    )
+
+
+def _graph_manager(config: RunnableConfig, cls: type[Any]) -> Any:
+    """The callback manager of a graph run; it also shows the thread as metadata."""
+    manager = cls.configure(
+        inheritable_callbacks=config.get("callbacks"),
+        inheritable_tags=config.get("tags"),
+        inheritable_metadata=_run_metadata(config),
+    )
+    if "ls_integration" not in manager.metadata:
+        manager.add_metadata({"ls_integration": "langgraph"})
+    return manager
+
+
+def _streams_only_its_graph(handler: object) -> bool:
+    return (
+        isinstance(handler, (StreamMessagesHandler, StreamToolCallHandler))
+        and not handler.subgraphs
+    )
+
+
+def _lifecycle_status(loop: PregelLoop) -> GraphLifecycleStatus:
+    # a node's interrupt leaves the loop "interrupted"; LangGraph reports it as pending
+    status = loop.status
+    return "pending" if status == "interrupted" else status
+
+
+class RunCallbacks:
+    """The LangChain run of one graph run, and its graph lifecycle events."""
+
+    def __init__(
+        self,
+        loop: PregelLoop,
+        *,
+        name: str,
+        messages: bool,
+        messages_v2: bool,
+        tools: bool,
+        subgraphs: bool,
+        is_async: bool,
+    ) -> None:
+        self.loop = loop
+        self.name = name
+        self.config = loop.config
+        self.is_async = is_async
+        self.run: Any = None
+        self.graph_events: Any = None
+        self.stream_handlers: list[Any] = []
+        if messages:
+            handler_cls = StreamMessagesHandlerV2 if messages_v2 else StreamMessagesHandler
+            self.stream_handlers.append(handler_cls(self._put, subgraphs, parent_ns=loop.ns_tuple))
+        if tools:
+            self.stream_handlers.append(
+                StreamToolCallHandler(self._put, subgraphs, parent_ns=loop.ns_tuple)
+            )
+
+    def _put(self, chunk: tuple[tuple[str, ...], str, Any]) -> None:
+        # this run's stream only: an enclosing run streaming these modes has its own
+        # handler among the inherited callbacks, which reports the same events
+        self.loop.sink.put_local(*chunk)
+
+    def _manager(self) -> Any:
+        manager = _graph_manager(
+            self.config, AsyncCallbackManager if self.is_async else CallbackManager
+        )
+        v1_messages = any(type(h) is StreamMessagesHandler for h in self.stream_handlers)
+        top_level = not self.loop.is_nested
+        for attr in ("handlers", "inheritable_handlers"):
+            setattr(
+                manager,
+                attr,
+                [
+                    h
+                    for h in getattr(manager, attr)
+                    # a v1 messages stream gets tokens, not the v2 events an outer
+                    # stream_events(version="v3") asked its models for
+                    if not (v1_messages and isinstance(h, StreamMessagesHandlerV2))
+                    # a graph not run as a task starts at the root namespace: a
+                    # caller's handler that streams only its own graph would take
+                    # this graph's events for its own (one streaming subgraphs asked)
+                    and not (top_level and _streams_only_its_graph(h))
+                ],
+            )
+        return manager
+
+    def _started(self, run: Any) -> None:
+        self.run = run
+        run.inheritable_handlers.extend(self.stream_handlers)
+        # the loop's tasks take their callbacks from the graph's run (see task_config)
+        config = {**self.loop.config, "callbacks": run}
+        config.pop("run_id", None)
+        config.pop("run_name", None)
+        self.loop.config = cast(RunnableConfig, config)
+
+    def _resume_event(self) -> GraphResumeEvent | None:
+        if not self.loop.config[CONF].get(CONFIG_KEY_RESUMING):
+            return None
+        return GraphResumeEvent(
+            run_id=self.run.run_id,
+            status="pending",
+            checkpoint_id=self.loop.checkpoint["id"],
+            checkpoint_ns=self.loop.ns_tuple,
+        )
+
+    def _interrupt_event(self) -> GraphInterruptEvent | None:
+        loop = self.loop
+        if loop.is_nested or loop.status not in (
+            "interrupted",
+            "interrupt_before",
+            "interrupt_after",
+        ):
+            return None
+        return GraphInterruptEvent(
+            run_id=self.run.run_id,
+            status=_lifecycle_status(loop),
+            checkpoint_id=loop.checkpoint["id"],
+            checkpoint_ns=loop.ns_tuple,
+            interrupts=tuple(loop.interrupts),
+        )
+
+    def _output(self) -> Any:
+        """The run's output; paused, with the writes of the step's finished tasks."""
+        loop = self.loop
+        if loop.status == "interrupted" and (pending := loop.values_with_pending()) is not None:
+            return pending
+        return output_values(loop.graph.output_channels, True, loop.channels)
+
+    # --- sync ----------------------------------------------------------------------------
+
+    def start(self, input: Any) -> None:
+        run = self._manager().on_chain_start(
+            None, input, name=self.name, run_id=self.config.get("run_id")
+        )
+        self._started(run)
+        self.graph_events = _GraphCallbackManager.configure(
+            self.config.get("callbacks"), run_id=run.run_id
+        )
+
+    def started(self) -> None:
+        if self.graph_events.handlers and (event := self._resume_event()):
+            self.graph_events.on_resume(event)
+
+    def end(self) -> None:
+        if self.graph_events.handlers and (event := self._interrupt_event()):
+            self.graph_events.on_interrupt(event)
+        self.run.on_chain_end(self._output())
+
+    def error(self, exc: BaseException) -> None:
+        if self.run is not None:
+            self.run.on_chain_error(exc)
+
+    # --- async ---------------------------------------------------------------------------
+
+    async def astart(self, input: Any) -> None:
+        run = await self._manager().on_chain_start(
+            None, input, name=self.name, run_id=self.config.get("run_id")
+        )
+        self._started(run)
+        self.graph_events = _AsyncGraphCallbackManager.configure(
+            self.config.get("callbacks"), run_id=run.run_id
+        )
+
+    async def astarted(self) -> None:
+        if self.graph_events.handlers and (event := self._resume_event()):
+            await self.graph_events.on_resume(event)
+
+    async def aend(self) -> None:
+        if self.graph_events.handlers and (event := self._interrupt_event()):
+            await self.graph_events.on_interrupt(event)
+        await self.run.on_chain_end(self._output())
+
+    async def aerror(self, exc: BaseException) -> None:
+        if self.run is not None:
+            await self.run.on_chain_error(exc)
+
+
+# --- tasks -------------------------------------------------------------------------------
+
+
+def _child_config(config: RunnableConfig, run: Any, func: Callable[..., Any]) -> RunnableConfig:
+    # a subgraph is a step of the node's run; a function is the node itself
+    tag = "seq:step:1" if is_graph(func) else None
+    return cast(RunnableConfig, {**config, "callbacks": run.get_child(tag)})
+
+
+def _in_context(config: RunnableConfig, call: Callable[[], Any]) -> Any:
+    lc_token = var_child_runnable_config.set(cast(Any, config))
+    token = var_config.set(config)
+    try:
+        return call()
+    finally:
+        var_config.reset(token)
+        var_child_runnable_config.reset(lc_token)
+
+
+def _streaming_handlers(run: Any) -> list[Any]:
+    return [h for h in run.handlers if hasattr(h, "tap_output_iter")]
+
+
+def call_traced(func: Callable[..., Any], value: Any, config: RunnableConfig, name: str) -> Any:
+    """Call a node as a child run of the task's graph run."""
+    run: CallbackManagerForChainRun = _manager(config, CallbackManager).on_chain_start(
+        None, value, name=name
+    )
+    child = _child_config(config, run, func)
+    try:
+        output = _in_context(child, lambda: call_sync(func, value, child))
+        for handler in _streaming_handlers(run):
+            for _ in handler.tap_output_iter(run.run_id, iter([output])):
+                pass
+    except BaseException as exc:
+        run.on_chain_error(exc)
+        raise
+    run.on_chain_end(output)
+    return output
+
+
+async def _once(value: Any) -> AsyncIterator[Any]:
+    yield value
+
+
+async def acall_traced(
+    func: Callable[..., Any], value: Any, config: RunnableConfig, name: str
+) -> Any:
+    """Async twin of :func:`call_traced`."""
+    run: AsyncCallbackManagerForChainRun = await _manager(
+        config, AsyncCallbackManager
+    ).on_chain_start(None, value, name=name)
+    child = _child_config(config, run, func)
+    lc_token = var_child_runnable_config.set(cast(Any, child))
+    token = var_config.set(child)
+    try:
+        output = await call_async(func, value, child)
+        for handler in _streaming_handlers(run):
+            async for _ in handler.tap_output_aiter(run.run_id, _once(output)):
+                pass
+    except BaseException as exc:
+        await run.on_chain_error(exc)
+        raise
+    finally:
+        var_config.reset(token)
+        var_child_runnable_config.reset(lc_token)
+    await run.on_chain_end(output)
+    return output
+
+
+# --- astream_events v1/v2 ----------------------------------------------------------------
+
+
+class _GraphRunnable(Runnable[Any, Any]):
+    """The graph seen as a LangChain runnable, so LangChain's event streams can drive it."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+        self.name = graph.name
+
+    def get_name(self, suffix: str | None = None, *, name: str | None = None) -> str:
+        base = name or self.graph.name
+        return f"{base}{suffix}" if suffix else base
+
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        return self.graph.invoke(input, config, **kwargs)
+
+    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        return await self.graph.ainvoke(input, config, **kwargs)
+
+    def stream(self, input: Any, config: Any = None, **kwargs: Any) -> Iterator[Any]:
+        yield from self.graph.stream(input, config, **kwargs)
+
+    async def astream(self, input: Any, config: Any = None, **kwargs: Any) -> AsyncIterator[Any]:
+        async for chunk in self.graph.astream(input, config, **kwargs):
+            yield chunk
+
+
+def as_runnable(graph: Any) -> Runnable[Any, Any]:
+    """The graph as a LangChain runnable: ``graph | runnable`` is a RunnableSequence."""
+    return _GraphRunnable(graph)
+
+
+def astream_events(
+    graph: Any, input: Any, config: RunnableConfig | None, *, version: str, **kwargs: Any
+) -> AsyncIterator[Any]:
+    """LangChain's ``Runnable.astream_events`` over the graph's ``astream``."""
+    events: AsyncIterator[Any] = _GraphRunnable(graph).astream_events(
+        input, cast(Any, config), version=cast(Any, version), **kwargs
+    )
+    return events

@@ -1,0 +1,194 @@
+"""A single-consumer queue of projected items, pulled by its reader (as LangGraph's)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from graphruntime.stream._mux import StreamMux
+
+T = TypeVar("T")
+
+__all__ = ("StreamChannel",)
+
+
+class StreamChannel(Generic[T]):
+    """One projection of a run: a queue with exactly one reader.
+
+    Nothing runs in the background: when the reader finds the queue empty it calls the
+    run's pump (``_request_more`` / ``_arequest_more``), which pulls the next chunk of
+    the graph's stream through the mux. Items pushed before anyone subscribed are not
+    kept (a projection nobody reads costs nothing), but a *named* channel always
+    forwards each push to the mux's main event log (as ``custom:<name>``, or
+    ``<name>`` for a native transformer's channel). The mux binds the channel to the
+    sync or async lane, closes it when the run ends and fails it when the run fails.
+    Use :meth:`tee` / :meth:`atee` for several readers.
+    """
+
+    def __init__(self, name: str | None = None, *, maxlen: int | None = None) -> None:
+        if maxlen is not None and maxlen <= 0:
+            raise ValueError("StreamChannel maxlen must be a positive int or None")
+        self.name = name
+        self._maxlen = maxlen  # accepted for LangGraph parity; the pull pump bounds memory
+        self._items: deque[tuple[int, T]] = deque()
+        self._closed = False
+        self._error: BaseException | None = None
+        self._is_async: bool | None = None
+        self._subscribed = False
+        self._request_more: Callable[[], bool] | None = None
+        self._arequest_more: Callable[[], Awaitable[bool]] | None = None
+        self._wire_fn: Callable[[T], None] | None = None
+        self._mux: StreamMux | None = None
+
+    # --- set up by the mux ---------------------------------------------------------------
+
+    def _bind_mux(self, mux: StreamMux) -> None:
+        self._mux = mux
+
+    def _bind(self, *, is_async: bool) -> None:
+        if self._is_async is not None:
+            raise RuntimeError("StreamChannel is already bound")
+        self._is_async = is_async
+
+    def _wire(self, fn: Callable[[T], None]) -> None:
+        self._wire_fn = fn
+
+    # --- producing -----------------------------------------------------------------------
+
+    def push(self, item: T) -> None:
+        """Queue ``item`` for the reader (if any) and forward it (if wired)."""
+        if self._subscribed:
+            if self._closed:
+                raise RuntimeError("Cannot push to a closed StreamChannel")
+            stamp = self._mux._next_push_seq() if self._mux is not None else 0
+            self._items.append((stamp, item))
+        if self._wire_fn is not None:
+            self._wire_fn(item)
+
+    def close(self) -> None:
+        self._closed = True
+
+    def fail(self, err: BaseException) -> None:
+        """End the channel with ``err``: the reader gets the queued items, then ``err``."""
+        self._error = err
+        self._closed = True
+
+    # --- reading -------------------------------------------------------------------------
+
+    def _subscribe(self, *, is_async: bool) -> None:
+        if self._is_async is None:
+            raise TypeError(
+                "StreamChannel has not been bound yet. "
+                "Register the transformer with a StreamMux first."
+            )
+        if self._is_async and not is_async:
+            raise TypeError("This StreamChannel is bound to async mode — use 'async for' instead.")
+        if not self._is_async and is_async:
+            raise TypeError("This StreamChannel is bound to sync mode — use 'for' instead.")
+        if self._subscribed:
+            fan_out = ".atee(n)" if is_async else ".tee(n)"
+            raise RuntimeError(
+                f"StreamChannel already has a subscriber; use {fan_out} for fan-out."
+            )
+        self._subscribed = True
+
+    def _pulled(self, progressed: bool) -> bool:
+        """After a pump call: is there more to read (or an end to report)?"""
+        return progressed or bool(self._items) or self._closed
+
+    def __iter__(self) -> Iterator[T]:
+        self._subscribe(is_async=False)
+        return self._sync_cursor()
+
+    def _sync_cursor(self) -> Iterator[T]:
+        while True:
+            if self._items:
+                yield self._items.popleft()[1]
+            elif self._closed:
+                if self._error is not None:
+                    raise self._error
+                return
+            elif self._request_more is None or not self._pulled(self._request_more()):
+                return
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        self._subscribe(is_async=True)
+        return self._async_cursor()
+
+    async def _async_cursor(self) -> AsyncIterator[T]:
+        while True:
+            if self._items:
+                yield self._items.popleft()[1]
+            elif self._closed:
+                if self._error is not None:
+                    raise self._error
+                return
+            elif self._arequest_more is None or not self._pulled(await self._arequest_more()):
+                return
+
+    # --- fan-out -------------------------------------------------------------------------
+
+    def tee(self, n: int = 2) -> tuple[Iterator[T], ...]:
+        """``n`` readers of this channel, each seeing every item (sync lane)."""
+        if n < 1:
+            raise ValueError("tee() requires n >= 1")
+        source = iter(self)
+        buffers: list[deque[T]] = [deque() for _ in range(n)]
+        done = False
+
+        def branch(buffer: deque[T]) -> Iterator[T]:
+            nonlocal done
+            while True:
+                if buffer:
+                    yield buffer.popleft()
+                    continue
+                if done:
+                    return
+                try:
+                    item = next(source)
+                except StopIteration:
+                    done = True
+                    return
+                for other in buffers:
+                    other.append(item)
+
+        return tuple(branch(b) for b in buffers)
+
+    def atee(self, n: int = 2) -> tuple[AsyncIterator[T], ...]:
+        """``n`` readers of this channel, each seeing every item (async lane)."""
+        if n < 1:
+            raise ValueError("atee() requires n >= 1")
+        source = aiter(self)
+        buffers: list[deque[T]] = [deque() for _ in range(n)]
+        done = False
+        error: BaseException | None = None
+        lock = asyncio.Lock()
+
+        async def branch(buffer: deque[T]) -> AsyncIterator[T]:
+            nonlocal done, error
+            while True:
+                if buffer:
+                    yield buffer.popleft()
+                    continue
+                if done:
+                    if error is not None:
+                        raise error
+                    return
+                async with lock:  # one branch pulls at a time; the others wait for it
+                    if buffer or done:
+                        continue
+                    try:
+                        item = await anext(source)
+                    except StopAsyncIteration:
+                        done = True
+                        continue
+                    except Exception as exc:  # noqa: BLE001 - every branch re-raises it
+                        error, done = exc, True
+                        continue
+                    for other in buffers:
+                        other.append(item)
+
+        return tuple(branch(b) for b in buffers)
