@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 from graphruntime.checkpoint._serde_classes import ClassRegistry
 from graphruntime.checkpoint._serde_encode import MAX_DEPTH, TAG
 from graphruntime.checkpoint._serde_kinds import DATACLASS, ENUM, NAMEDTUPLE, PYDANTIC
+from graphruntime.checkpoint._snapshot import DeltaSnapshot
 from graphruntime.errors import CheckpointError, SerializationError
 from graphruntime.types import Command, Interrupt, Overwrite, Send
 
@@ -154,6 +155,7 @@ _REVIVERS: dict[str, Callable[[dict[str, Any]], Any]] = {
         graph=d["graph"], update=d["update"], resume=d["resume"], goto=d["goto"]
     ),
     "overwrite": lambda d: Overwrite(d["v"]),
+    "delta": lambda d: DeltaSnapshot(d["v"]),
 }
 
 

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from graphruntime.checkpoint._serde_classes import ClassRegistry
 from graphruntime.checkpoint._serde_kinds import DATACLASS, ENUM, NAMEDTUPLE, PYDANTIC, Refusal
+from graphruntime.checkpoint._snapshot import DeltaSnapshot
 from graphruntime.types import Command, Interrupt, Overwrite, Send
 
 __all__ = ("MAX_DEPTH", "TAG", "Encoder", "format_path", "tag_non_finite")
@@ -249,6 +250,9 @@ class Encoder:
     def _overwrite(self, obj: Overwrite, depth: int) -> dict[str, Any]:
         return {TAG: "overwrite", "v": self._at(obj.value, depth, ".value")}
 
+    def _delta_snapshot(self, obj: DeltaSnapshot, depth: int) -> dict[str, Any]:
+        return {TAG: "delta", "v": self._at(obj.value, depth, ".value")}
+
 
 def _enc_datetime(obj: datetime) -> dict[str, Any]:
     return _enc_clock("datetime", obj)
@@ -306,6 +310,7 @@ _BUILTINS: dict[type, Callable[[Encoder, Any, int], Any]] = {
     Interrupt: Encoder._interrupt,
     Command: Encoder._command,
     Overwrite: Encoder._overwrite,
+    DeltaSnapshot: Encoder._delta_snapshot,
 }
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, NotRequired, Required, get_args, get_origin, 
 
 from pydantic import BaseModel
 
-from graphruntime.channels import BaseChannel, BinaryOperatorAggregate, LastValue
+from graphruntime.channels import BaseChannel, BinaryOperatorAggregate, DeltaChannel, LastValue
 from graphruntime.errors import GraphValidationError
 
 
@@ -40,6 +40,11 @@ def _channel_for(name: str, hint: Any) -> BaseChannel:
     if get_origin(hint) is Annotated:
         base, *extras = get_args(hint)
         for extra in reversed(extras):
+            if isinstance(extra, DeltaChannel):
+                # the value type comes from the annotation: Annotated[dict, DeltaChannel(f)]
+                channel = extra.with_type(base)
+                channel.key = name
+                return channel
             if isinstance(extra, BaseChannel):
                 extra.key = name
                 return extra

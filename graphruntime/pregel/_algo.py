@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import binascii
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -37,6 +37,7 @@ from graphruntime._internal._typing import MISSING
 from graphruntime.channels import BaseChannel
 from graphruntime.checkpoint._id import uuid6
 from graphruntime.checkpoint.base import LATEST_VERSION, Checkpoint, PendingWrite
+from graphruntime.pregel._delta import snapshot_values
 from graphruntime.pregel._node import NodeSpec
 from graphruntime.types import All, Send
 
@@ -131,25 +132,47 @@ def create_checkpoint(
     step: int,
     *,
     updated_channels: set[str] | None = None,
+    snapshot: Collection[str] = (),
+    get_next_version: GetNextVersion | None = None,
+    stored_versions: Mapping[str, Any] | None = None,
+    trigger_to_nodes: Mapping[str, Sequence[str]] | None = None,
 ) -> Checkpoint:
-    """A new checkpoint (fresh time-ordered id) holding the channels' current values."""
+    """A new checkpoint (fresh time-ordered id) holding the channels' current values.
+
+    ``snapshot``: DeltaChannels to store as a ``DeltaSnapshot`` (see
+    :func:`graphruntime.pregel._delta.snapshot_values`, which may bump their versions
+    past ``stored_versions``, the last saved ones).
+    """
+    versions = dict(checkpoint["channel_versions"])
+    versions_seen = {k: dict(v) for k, v in checkpoint["versions_seen"].items()}
     if channels is None:
         values = dict(checkpoint["channel_values"])
     else:
         values = {}
         for k, ch in channels.items():
-            if k not in checkpoint["channel_versions"]:
+            if k not in versions:
                 continue
             v = ch.checkpoint()
             if v is not MISSING:
                 values[k] = v
+        if snapshot:
+            versions_seen = snapshot_values(
+                values,
+                versions,
+                versions_seen,
+                channels,
+                snapshot,
+                get_next_version=get_next_version,
+                stored_versions=stored_versions,
+                trigger_to_nodes=trigger_to_nodes or {},
+            )
     return {
         "v": LATEST_VERSION,
         "id": str(uuid6(clock_seq=step)),
         "ts": datetime.now(UTC).isoformat(),
         "channel_values": values,
-        "channel_versions": dict(checkpoint["channel_versions"]),
-        "versions_seen": {k: dict(v) for k, v in checkpoint["versions_seen"].items()},
+        "channel_versions": versions,
+        "versions_seen": versions_seen,
         "updated_channels": sorted(updated_channels) if updated_channels is not None else None,
     }
 

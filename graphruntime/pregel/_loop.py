@@ -20,7 +20,6 @@ state and the saver I/O around it.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
@@ -68,7 +67,6 @@ from graphruntime.pregel._algo import (
     StepContext,
     TaskWrites,
     apply_writes,
-    channels_from_checkpoint,
     create_checkpoint,
     increment,
     local_read,
@@ -79,7 +77,13 @@ from graphruntime.pregel._algo import (
     task_finished,
     task_path_str,
 )
+from graphruntime.pregel._delta import (
+    DeltaTracker,
+    detached,
+    load_channels,
+)
 from graphruntime.pregel._io import map_command, output_updates, output_values
+from graphruntime.pregel._message_ids import ensure_message_ids
 from graphruntime.pregel._node import GraphSpec
 from graphruntime.pregel._resume import (
     is_resume_map,
@@ -201,6 +205,7 @@ class PregelLoop:
         self.replaying = False
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
+        self.delta = DeltaTracker(graph.channel_specs)
         if isinstance(saved, _Load):
             saved = self._read_saved()
         self._load(saved)
@@ -247,7 +252,13 @@ class PregelLoop:
             self.checkpoint_config = self.saver_config()
             self.saved = False
             self.saved_versions = {}
-        self.channels = channels_from_checkpoint(self.graph.channel_specs, self.checkpoint)
+        self.channels = load_channels(
+            self.graph.channel_specs,
+            self.checkpoint,
+            saver=self.checkpointer,
+            config=saved.config if saved is not None else None,
+        )
+        self.delta.rebase(self.pending_writes)
         self.step: int = self.metadata.get("step", -2) + 1
         self.updated_channels = (
             set(self.checkpoint["updated_channels"] or ())
@@ -304,6 +315,7 @@ class PregelLoop:
         self._written.add(task_id)
         if self.checkpointer is not None:
             self.checkpointer.put_writes(self.checkpoint_config, list(writes), task_id, path)
+            self.delta.saved(task_id, writes)
 
     def _put_null_writes(self, writes: Sequence[tuple[str, Any]]) -> None:
         """Null-task writes accumulate over the runs that resume one step.
@@ -333,6 +345,7 @@ class PregelLoop:
                 self.checkpointer.put_writes(
                     self.checkpoint_config, [*earlier, *regular], NULL_TASK_ID
                 )
+                self.delta.saved(NULL_TASK_ID, regular)
 
     def _tasks_with_writes(self) -> set[str]:
         # pending_writes is reassigned in several places; re-index when it changed identity
@@ -342,6 +355,7 @@ class PregelLoop:
         return self._written
 
     def _put_checkpoint(self, source: str) -> None:
+        previous_metadata = self.metadata
         self.metadata = {
             **_metadata_from_config(self.config),
             "source": source,
@@ -349,14 +363,27 @@ class PregelLoop:
             "parents": dict(self.config[CONF].get(CONFIG_KEY_CHECKPOINT_MAP, {})),
         }
         previous = self.checkpoint
+        saving = self.checkpointer is not None
+        snapshot = self.delta.plan_checkpoint(
+            previous_metadata,
+            self.metadata,
+            self.channels,
+            self.checkpoint["channel_versions"],
+            self.updated_channels or (),
+            saving=saving,
+        )
         self.checkpoint = create_checkpoint(
             self.checkpoint,
             # without a saver nobody reads the values: skip snapshotting every channel
             self.channels if self.checkpointer is not None else None,
             self.step,
             updated_channels=self.updated_channels,
+            snapshot=snapshot,
+            get_next_version=self.get_next_version,
+            stored_versions=self.saved_versions,
+            trigger_to_nodes=self.graph.trigger_to_nodes,
         )
-        if self.checkpointer is not None:
+        if saving and self.checkpointer is not None:
             # versions changed since the last saved checkpoint: apply_writes has already
             # updated self.checkpoint in place, so compare with what was saved, not with it
             new_versions = {
@@ -378,6 +405,7 @@ class PregelLoop:
             )
             self.saved = True
             self.saved_versions = dict(self.checkpoint["channel_versions"])
+            self.delta.rebase()
         self.step += 1
 
     # --- starting a run -----------------------------------------------------------------
@@ -412,22 +440,33 @@ class PregelLoop:
         is_resuming = self._resuming(input)
         resuming_set_by_parent = CONFIG_KEY_RESUMING in self.config[CONF]
         time_travel = self.addressed and not (is_command and input.resume is not None)
-        self.replaying = time_travel
+        superseded = self._superseded()
+        # finished tasks run again on a replay, and on a resume of a checkpoint the
+        # thread moved past (their saved writes may not be what that branch saw)
+        self.replaying = time_travel or superseded
         if time_travel:
             self.pending_writes = [w for w in self.pending_writes if w[1] != RESUME]
         # On a thread with no state a Command (without resume) is the run's input: the
         # hidden __start__ node applies its update and goto, as LangGraph does.
         command_as_input = is_command and not has_state and input.resume is None
-        if command_as_input:
-            if not list(map_command(input)):
-                raise EmptyInputError(
-                    "Received empty Command input: give Command(resume=...), update=... or goto=..."
-                )
-        elif is_command:
-            self._record_command(input, run_id)
+        if command_as_input and not list(map_command(input)):
+            raise EmptyInputError(
+                "Received empty Command input: give Command(resume=...), update=... or goto=..."
+            )
+        # A replay saves a fork checkpoint to start its branch from, unless it replays
+        # an edit (update_state already made one) that nothing was built on yet.
+        forks = (
+            is_resuming
+            and time_travel
+            and (self.metadata.get("source") not in ("update", "fork") or superseded)
+        )
+        if is_command and not command_as_input:
+            # a fork carries its Command itself: the checkpoint it replays may have
+            # children, which would read writes saved on it
+            self._record_command(input, run_id, save=not forks)
         null = self.open_step(input)
         if is_resuming:
-            if time_travel and self.metadata.get("source") not in ("update", "fork"):
+            if forks:
                 self.pending_writes = [w for w in self.pending_writes if w[1] != INTERRUPT]
                 keep = self.pending_writes
                 self._put_checkpoint("fork")
@@ -441,10 +480,21 @@ class PregelLoop:
                 updated_channels=self.updated_channels,
                 for_execution=False,
             )
+            input_writes: list[tuple[str, Any]] = [(START, input)]
+            # saved on the checkpoint the input builds on, for the input checkpoint to
+            # replay; a new thread, or one addressed by id, snapshots instead
+            self.delta.save_input(
+                input_writes,
+                self.checkpoint["id"],
+                self.checkpointer.put_writes
+                if self.checkpointer is not None and self.saved and not self.addressed
+                else None,
+                self.checkpoint_config,
+            )
             self.updated_channels = apply_writes(
                 self.checkpoint,
                 self.channels,
-                [*discard.values(), TaskWrites(INPUT, (), (), [(START, input)])],
+                [*discard.values(), TaskWrites(INPUT, (), (), input_writes)],
                 self.get_next_version,
                 self.graph.trigger_to_nodes,
             )
@@ -483,10 +533,10 @@ class PregelLoop:
         # The checkpoint's values may be shared with a saver's cache of decoded steps;
         # a reducer that mutates its left operand must not change the cached copy.
         for channel in {c for c, _ in null if c in self.channels}:
-            current = self.channels[channel].checkpoint()
-            self.channels[channel] = self.graph.channel_specs[channel].from_checkpoint(
-                copy.deepcopy(current)
+            self.channels[channel] = detached(
+                self.graph.channel_specs[channel], self.channels[channel]
             )
+        self.delta.applied(NULL_TASK_ID, null)
         updated = apply_writes(
             self.checkpoint,
             self.channels,
@@ -498,7 +548,15 @@ class PregelLoop:
             self.updated_channels.update(updated)
         return null
 
-    def _record_command(self, cmd: Command[Any], run_id: str | None) -> None:
+    def _superseded(self) -> bool:
+        """Whether the run addressed a checkpoint the thread has moved past."""
+        if not self.addressed or not self.saved or self.checkpointer is None:
+            return False
+        conf = {k: v for k, v in self.saver_config()[CONF].items() if k != CONFIG_KEY_CHECKPOINT_ID}
+        latest = self.checkpointer.get_tuple({CONF: conf})
+        return latest is not None and latest.checkpoint["id"] != self.checkpoint["id"]
+
+    def _record_command(self, cmd: Command[Any], run_id: str | None, *, save: bool = True) -> None:
         resume = cmd.resume
         resume_map = resume is not None and is_resume_map(resume)
         if resume is not None:
@@ -507,14 +565,18 @@ class PregelLoop:
             if not self.is_nested:
                 self.validate_command(cmd)
         writes = [(c, v) for _, c, v in map_command(cmd) if not (c == RESUME and resume_map)]
+        if self.delta.enabled:
+            ensure_message_ids(self.graph.channel_specs, writes)
         if not writes and not resume_map:
             raise EmptyInputError(
                 "Received empty Command input: give Command(resume=...), update=... or goto=..."
             )
         if run_id is not None:
             writes.append((RUN_MARK, run_id))
-        if writes:
+        if writes and save:
             self.put_writes(NULL_TASK_ID, writes)
+        elif writes:
+            self.pending_writes.extend((NULL_TASK_ID, c, v) for c, v in writes)
 
     def validate_command(self, cmd: Command[Any]) -> None:
         """Check a resume command against this step's pending interrupts; writes nothing."""
@@ -597,6 +659,7 @@ class PregelLoop:
             if writes and task_finished(writes):
                 task.writes.extend(w for w in writes if w[0] not in CONTROL_WRITES)
                 reattached.append(task)
+                self.delta.handed_back(task.id)
         return reattached
 
     def runnable_tasks(self) -> list[PreparedTask]:
@@ -672,6 +735,8 @@ class PregelLoop:
         path = task_order(task)
         if outcome is None:
             writes = _dedupe_resume(task.writes)
+            if self.delta.enabled:
+                ensure_message_ids(self.graph.channel_specs, writes)
             if all(c in CONTROL_WRITES for c, _ in writes):
                 writes.append((NO_WRITES, None))
             task.writes[:] = writes
@@ -716,6 +781,8 @@ class PregelLoop:
     def close(self) -> None:
         """Apply the step's writes, save the next checkpoint, check ``interrupt_after``."""
         tasks = list(self.tasks.values())
+        for task in tasks:
+            self.delta.applied(task.id, task.writes)
         self.updated_channels = apply_writes(
             self.checkpoint,
             self.channels,

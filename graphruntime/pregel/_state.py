@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
+from uuid import UUID, uuid5
 
 from graphruntime._internal._config import RunnableConfig, ensure_config
 from graphruntime._internal._constants import (
@@ -19,12 +20,12 @@ from graphruntime._internal._constants import (
     NS_END,
     NS_SEP,
     NULL_TASK_ID,
+    PUSH,
     RESUME,
     TASKS,
 )
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
-    CheckpointMetadata,
     CheckpointTuple,
     copy_checkpoint,
     empty_checkpoint,
@@ -36,13 +37,21 @@ from graphruntime.pregel._algo import (
     StepContext,
     TaskWrites,
     apply_writes,
-    channels_from_checkpoint,
     create_checkpoint,
     local_read,
     prepare_next_tasks,
     read_channels,
     task_finished,
+    task_path_str,
 )
+from graphruntime.pregel._delta import (
+    COUNTERS,
+    DeltaTracker,
+    delta_names,
+    load_channels,
+    versions_seen_without_bumps,
+)
+from graphruntime.pregel._message_ids import ensure_message_ids
 from graphruntime.pregel._node import GraphSpec
 from graphruntime.types import PregelTask, StateSnapshot
 
@@ -113,12 +122,17 @@ def get_state_history(
 
 
 def _step_tasks(
-    graph: GraphSpec, saved: CheckpointTuple
+    graph: GraphSpec,
+    saved: CheckpointTuple,
+    saver: BaseCheckpointSaver,
+    delta: DeltaTracker | None = None,
 ) -> tuple[Any, Any, dict[str, PreparedTask]]:
     checkpoint = copy_checkpoint(saved.checkpoint)
-    channels = channels_from_checkpoint(graph.channel_specs, checkpoint)
+    channels = load_channels(graph.channel_specs, checkpoint, saver=saver, config=saved.config)
     pending = list(saved.pending_writes or [])
     null = [(c, v) for tid, c, v in pending if tid == NULL_TASK_ID and c != RESUME]
+    if delta is not None:
+        delta.applied(NULL_TASK_ID, null)
     if null:
         apply_writes(
             checkpoint, channels, [TaskWrites(INPUT, (), (), null)], None, graph.trigger_to_nodes
@@ -143,7 +157,7 @@ def snapshot(
     saver: BaseCheckpointSaver,
 ) -> StateSnapshot:
     """A StateSnapshot of a saved checkpoint: live (pending writes applied) or as recorded."""
-    checkpoint, channels, tasks = _step_tasks(graph, saved)
+    checkpoint, channels, tasks = _step_tasks(graph, saved, saver)
     pending = list(saved.pending_writes or [])
     by_task: dict[str, list[tuple[str, Any]]] = {}
     for tid, c, v in pending:
@@ -206,7 +220,7 @@ def _infer_as_node(graph: GraphSpec, saved: CheckpointTuple | None) -> str:
         return user_nodes[0]
     if saved is None:
         return START
-    seen = saved.checkpoint["versions_seen"]
+    seen = versions_seen_without_bumps(saved.checkpoint["versions_seen"])
     last_seen = {
         n: max(v.values()) for n, v in seen.items() if n in graph.nodes and v and n != START
     }
@@ -239,49 +253,77 @@ def update_state(
         CONFIG_KEY_THREAD_ID: conf.get(CONFIG_KEY_THREAD_ID),
         CONFIG_KEY_CHECKPOINT_NS: _ns(config),
     }
+    delta = DeltaTracker(graph.channel_specs)
     if saved is None:
         checkpoint = empty_checkpoint()
-        channels = channels_from_checkpoint(graph.channel_specs, checkpoint)
+        channels = load_channels(graph.channel_specs, checkpoint, saver=saver, config=None)
         step = 0
         tasks: dict[str, PreparedTask] = {}
         put_config: RunnableConfig = {CONF: dict(thread_conf)}
     else:
-        checkpoint, channels, tasks = _step_tasks(graph, saved)
+        delta.rebase(saved.pending_writes or ())
+        # the base's own writes were made for a child other than this update's, in
+        # an order this update does not replay: its DeltaChannels start afresh
+        delta.force(c for _, c, _ in saved.pending_writes or ())
+        checkpoint, channels, tasks = _step_tasks(graph, saved, saver, delta)
         step = saved.metadata.get("step", -1) + 1
         put_config = saved.config
     if as_node == COPY:
-        new = create_checkpoint(checkpoint, None, step)
+        if saved is None:
+            raise InvalidUpdateError("Cannot copy a non-existent checkpoint")
+        # A sibling of the copied checkpoint, as in LangGraph: same values, same parent,
+        # so a DeltaChannel's history (its parent's writes) reads the same too.
+        new = create_checkpoint(copy_checkpoint(saved.checkpoint), None, step)
+        metadata: dict[str, Any] = {
+            "source": "fork",
+            "step": step,
+            "parents": saved.metadata.get("parents", {}),
+        }
+        if (counters := saved.metadata.get(COUNTERS)) is not None:
+            metadata[COUNTERS] = counters
+        sibling_of = saved.parent_config or {CONF: dict(thread_conf)}
         return saver.put(
-            put_config,
+            sibling_of,
             new,
-            {
-                "source": "fork",
-                "step": step,
-                "parents": saved.metadata.get("parents", {}) if saved else {},
-            },
+            metadata,  # type: ignore[arg-type]
             dict(new["channel_versions"]),
         )
     before_versions = dict(checkpoint["channel_versions"])
     get_next_version = saver.get_next_version
-    if saved is not None and not conf.get(CONFIG_KEY_CHECKPOINT_ID):
-        # editing the head: writes of tasks that already finished in this step are kept
+    # Where the update's DeltaChannel writes are saved, for the new checkpoint to
+    # replay: on the checkpoint it builds on, unless the thread moved past that one
+    # (its other children would replay them too); then the new one snapshots them.
+    store_writes = saved is not None and not _superseded(saver, conf, saved)
+    if saved is not None and (as_node == END or not conf.get(CONFIG_KEY_CHECKPOINT_ID)):
+        # editing the head, or clearing a step: writes of tasks that already finished
+        # in this step are kept
         for tid, c, v in saved.pending_writes or []:
             if c in (ERROR, INTERRUPT) or tid not in tasks:
                 continue
             tasks[tid].writes.append((c, v))
         if as_node in (END, INPUT) or tasks:
+            for task in tasks.values():
+                if task.writes:
+                    delta.handed_back(task.id)
+                    delta.applied(task.id, task.writes)
             apply_writes(
                 checkpoint, channels, tasks.values(), get_next_version, graph.trigger_to_nodes
             )
+    updated: set[str] = set()
+    update_writes: list[tuple[str, Any]] = []
+    update_id = str(uuid5(UUID(checkpoint["id"]), INTERRUPT))
+    update_path = task_path_str((INTERRUPT, 0))
     if as_node == INPUT:
         writes: list[tuple[str, Any]] = [(START, values)]
-        apply_writes(
+        updated = apply_writes(
             checkpoint,
             channels,
             [TaskWrites(INPUT, (), (), writes)],
             get_next_version,
             graph.trigger_to_nodes,
         )
+        update_id, update_writes = str(uuid5(UUID(checkpoint["id"]), INPUT)), writes
+        update_path = ""
         source = "input"
     elif as_node == END:
         source = "update"
@@ -295,6 +337,10 @@ def update_state(
         writer_config: RunnableConfig = {**config, CONF: {**conf, CONFIG_KEY_READ: read}}
         for writer in node.writers:
             task_writes.extend(writer(values, writer_config))
+        ensure_message_ids(graph.channel_specs, task_writes)
+        # the task this node would run in the step, if any: its result shows the update
+        update_id = next((t.id for t in tasks.values() if t.name == as_node), update_id)
+        update_writes = task_writes
         updated = apply_writes(
             checkpoint,
             channels,
@@ -304,19 +350,62 @@ def update_state(
         )
         checkpoint["updated_channels"] = sorted(updated)
         source = "update"
-    new = create_checkpoint(checkpoint, channels, step, updated_channels=None)
+    delta.applied(update_id, update_writes)
+    # saved as the writes of the step the update stands for, as LangGraph does: the
+    # base's history then shows them, and the new checkpoint replays them
+    stored = [(c, v) for c, v in update_writes if c != PUSH]
+    if store_writes and saved is not None and stored:
+        saver.put_writes(saved.config, stored, update_id, update_path)
+        delta.saved(update_id, stored)
+    metadata = {
+        "source": source,
+        "step": step,
+        "parents": dict(saved.metadata.get("parents", {})) if saved else {},
+    }
+    snapshot = _update_snapshot(graph, saved, channels, checkpoint, updated, delta, metadata)
+    new = create_checkpoint(
+        checkpoint,
+        channels,
+        step,
+        updated_channels=None,
+        snapshot=snapshot,
+        get_next_version=get_next_version,
+        stored_versions=before_versions if saved is not None else {},
+        trigger_to_nodes=graph.trigger_to_nodes,
+    )
     new["updated_channels"] = None
     new_versions = {k: v for k, v in new["channel_versions"].items() if before_versions.get(k) != v}
-    return saver.put(
-        put_config,
-        new,
-        {
-            "source": source,  # type: ignore[typeddict-item]
-            "step": step,
-            "parents": dict(saved.metadata.get("parents", {})) if saved else {},
-        },
-        new_versions,
-    )
+    return saver.put(put_config, new, metadata, new_versions)  # type: ignore[arg-type]
+
+
+def _superseded(saver: BaseCheckpointSaver, conf: dict[str, Any], saved: CheckpointTuple) -> bool:
+    """Whether ``conf`` addressed a checkpoint the thread has moved past (it has children)."""
+    if not conf.get(CONFIG_KEY_CHECKPOINT_ID):
+        return False
+    latest = saver.get_tuple({CONF: {**saved.config[CONF], CONFIG_KEY_CHECKPOINT_ID: None}})
+    return latest is not None and latest.checkpoint["id"] != saved.checkpoint["id"]
+
+
+def _update_snapshot(
+    graph: GraphSpec,
+    saved: CheckpointTuple | None,
+    channels: dict[str, Any],
+    checkpoint: Any,
+    updated: set[str],
+    delta: DeltaTracker,
+    metadata: dict[str, Any],
+) -> set[str]:
+    """The DeltaChannels an update's checkpoint snapshots; its counters into ``metadata``.
+
+    On a new thread every written one (there is no checkpoint to save writes on).
+    """
+    names = delta_names(graph.channel_specs)
+    if not names:
+        return set()
+    versions = checkpoint["channel_versions"]
+    if saved is None:
+        return {k for k in names if k in versions and channels[k].is_available()}
+    return delta.plan_checkpoint(saved.metadata, metadata, channels, versions, updated, saving=True)
 
 
 def end_pending(
@@ -348,17 +437,30 @@ def end_pending(
     for name, node in graph.nodes.items():
         seen.setdefault(name, {}).update({c: versions[c] for c in node.triggers if c in versions})
     seen.setdefault(INTERRUPT, {}).update(versions)
-    channels = channels_from_checkpoint(graph.channel_specs, checkpoint)
+    channels = load_channels(graph.channel_specs, checkpoint, saver=saver, config=saved.config)
     if TASKS in channels and channels[TASKS].is_available() and channels[TASKS].update([]):
         versions[TASKS] = saver.get_next_version(max(versions.values()), None)
     step = saved.metadata.get("step", -1) + 1
-    new = create_checkpoint(checkpoint, channels, step, updated_channels=None)
-    new["updated_channels"] = None
-    new_versions = {k: v for k, v in new["channel_versions"].items() if before.get(k) != v}
-    stored: CheckpointMetadata = {
+    stored: dict[str, Any] = {
         "source": "update",
         "step": step,
         "parents": dict(saved.metadata.get("parents", {})),
     }
-    stored.update(metadata)  # type: ignore[typeddict-item]
-    return saver.put(saved.config, new, stored, new_versions)
+    # the head's pending writes are dropped: its DeltaChannels must not replay them
+    delta = DeltaTracker(graph.channel_specs)
+    delta.rebase(saved.pending_writes or ())
+    snapshot = _update_snapshot(graph, saved, channels, checkpoint, set(), delta, stored)
+    new = create_checkpoint(
+        checkpoint,
+        channels,
+        step,
+        updated_channels=None,
+        snapshot=snapshot,
+        get_next_version=saver.get_next_version,
+        stored_versions=before,
+        trigger_to_nodes=graph.trigger_to_nodes,
+    )
+    new["updated_channels"] = None
+    new_versions = {k: v for k, v in new["channel_versions"].items() if before.get(k) != v}
+    stored.update(metadata)
+    return saver.put(saved.config, new, stored, new_versions)  # type: ignore[arg-type]

@@ -190,6 +190,9 @@ class Pregel:
 
     def _require_saver(self, config: RunnableConfig) -> BaseCheckpointSaver:
         saver = self._saver(ensure_config(config))
+        if saver is None and self.checkpointer is True:
+            # True means "the parent's saver": a root graph has none to lend
+            raise RuntimeError("checkpointer=True cannot be used for root graphs.")
         if saver is None:
             raise ValueError("No checkpointer set")
         return saver
