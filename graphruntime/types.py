@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
+from typing import Any, ClassVar, Generic, Literal, NamedTuple, NotRequired, TypedDict, TypeVar
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._fields import update_as_tuples
@@ -15,7 +15,10 @@ Interrupt.__module__ = __name__  # its public home; defined below types so error
 
 __all__ = (
     "All",
+    "CheckpointPayload",
+    "CheckpointTask",
     "Command",
+    "DebugPayload",
     "Durability",
     "Interrupt",
     "Overwrite",
@@ -23,7 +26,11 @@ __all__ = (
     "RetryPolicy",
     "Send",
     "StateSnapshot",
+    "StateUpdate",
     "StreamMode",
+    "StreamWriter",
+    "TaskPayload",
+    "TaskResultPayload",
     "default_retry_on",
     "interrupt",
 )
@@ -31,6 +38,13 @@ __all__ = (
 All = Literal["*"]
 StreamMode = Literal["values", "updates", "custom", "debug", "messages", "checkpoints", "tasks"]
 Durability = Literal["sync", "async", "exit"]
+"""When a run saves: ``"sync"`` each step before the next starts, ``"async"`` each step
+while the next runs, ``"exit"`` only the run's last checkpoint."""
+
+StreamWriter = Callable[[Any], None]
+"""Writes one chunk to the ``custom`` stream; a no-op when the run does not stream it."""
+
+StateT = TypeVar("StateT")
 
 
 def default_retry_on(exc: Exception) -> bool:
@@ -132,6 +146,65 @@ class PregelTask(NamedTuple):
     interrupts: tuple[Interrupt, ...] = ()
     state: RunnableConfig | StateSnapshot | None = None
     result: Any | None = None
+
+
+class StateUpdate(NamedTuple):
+    """One update of ``bulk_update_state``: ``values`` as if ``as_node`` returned them."""
+
+    values: dict[str, Any] | None
+    as_node: str | None = None
+    task_id: str | None = None
+
+
+class TaskPayload(TypedDict):
+    """A ``tasks`` stream event: a task starts."""
+
+    id: str
+    name: str
+    input: Any
+    triggers: list[str]
+    metadata: NotRequired[dict[str, Any]]
+
+
+class TaskResultPayload(TypedDict):
+    """A ``tasks`` stream event: a task finished, failed or paused."""
+
+    id: str
+    name: str
+    error: str | None
+    interrupts: list[dict[str, Any]]
+    result: dict[str, Any]
+
+
+class CheckpointTask(TypedDict):
+    """A task of a ``checkpoints`` event (``error``, or ``result``/``interrupts``)."""
+
+    id: str
+    name: str
+    error: NotRequired[str]
+    result: NotRequired[Any]
+    interrupts: NotRequired[list[dict[str, Any]]]
+    state: StateSnapshot | RunnableConfig | None
+
+
+class CheckpointPayload(TypedDict, Generic[StateT]):
+    """A ``checkpoints`` stream event: a saved checkpoint as ``get_state`` shows it."""
+
+    config: RunnableConfig | None
+    metadata: Any
+    values: StateT
+    next: list[str]
+    parent_config: RunnableConfig | None
+    tasks: list[CheckpointTask]
+
+
+class DebugPayload(TypedDict):
+    """A ``debug`` stream event: a ``checkpoints`` or ``tasks`` event with its step."""
+
+    step: int
+    timestamp: str
+    type: Literal["checkpoint", "task", "task_result"]
+    payload: Any
 
 
 class StateSnapshot(NamedTuple):

@@ -131,6 +131,7 @@ def create_checkpoint(
     step: int,
     *,
     updated_channels: set[str] | None = None,
+    checkpoint_id: str | None = None,
 ) -> Checkpoint:
     """A new checkpoint (fresh time-ordered id) holding the channels' current values."""
     if channels is None:
@@ -145,7 +146,7 @@ def create_checkpoint(
                 values[k] = v
     return {
         "v": LATEST_VERSION,
-        "id": str(uuid6(clock_seq=step)),
+        "id": checkpoint_id or str(uuid6(clock_seq=step)),
         "ts": datetime.now(UTC).isoformat(),
         "channel_values": values,
         "channel_versions": dict(checkpoint["channel_versions"]),

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import Protocol
 
 from graphruntime._internal._config import RunnableConfig
+from graphruntime._internal._constants import INTERRUPT
 from graphruntime.errors import (
     ErrorCode,
     GraphInterrupt,
@@ -85,6 +86,9 @@ def paused(loop: PregelLoop) -> None:
         raise GraphInterrupt(tuple(loop.interrupts))
     if loop.status == "interrupted":
         loop.emit("values", loop.values_with_pending())
+    if not loop.interrupts:
+        # a breakpoint (here or in a subgraph) paused the run: say so, without values
+        loop.emit("updates", {INTERRUPT: ()})
 
 
 def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
@@ -104,9 +108,17 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
                 yield from sink.drain()
             tasks = body.send(results)
     except StopIteration:
-        pass
-    except GraphInterrupt:
+        loop.exit(None)
+    except GraphInterrupt as interrupt:
+        loop.exit(interrupt)
         paused(loop)
+    except GeneratorExit as closed:
+        loop.exit(closed)
+        raise
+    except BaseException as error:
+        loop.exit(error)
+        yield from sink.drain()  # what the run streamed before it failed
+        raise
     yield from sink.drain()
 
 
@@ -130,9 +142,19 @@ async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator
                     yield chunk
             tasks = body.send(results)
     except StopIteration:
-        pass
-    except GraphInterrupt:
+        loop.exit(None)
+    except GraphInterrupt as interrupt:
+        loop.exit(interrupt)
         paused(loop)
+    except GeneratorExit as closed:
+        loop.exit(closed)
+        raise
+    except BaseException as error:
+        loop.exit(error)
+        if not isinstance(error, asyncio.CancelledError):
+            for chunk in sink.drain():  # what the run streamed before it failed
+                yield chunk
+        raise
     for chunk in sink.drain():
         yield chunk
 

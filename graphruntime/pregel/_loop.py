@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
 from graphruntime._internal._config import RunnableConfig
@@ -46,6 +47,7 @@ from graphruntime._internal._constants import (
     INPUT,
     INTERRUPT,
     NO_WRITES,
+    NS_END,
     NS_SEP,
     NULL_TASK_ID,
     RESUME,
@@ -89,7 +91,13 @@ from graphruntime.pregel._resume import (
     writes_by_task,
 )
 from graphruntime.pregel._stream import StreamSink
-from graphruntime.types import All, Command, Interrupt
+from graphruntime.pregel.debug import (
+    EXCLUDED_METADATA_KEYS,
+    map_debug_checkpoint,
+    map_debug_task_results,
+    map_debug_tasks,
+)
+from graphruntime.types import All, Command, Durability, Interrupt
 
 Status = Literal[
     "pending", "done", "interrupt_before", "interrupt_after", "out_of_steps", "interrupted"
@@ -116,6 +124,21 @@ class RunOptions:
 
     A run continued in another process passes the value its first loop computed.
     """
+    durability: Durability = "async"
+    """``"exit"`` saves only the run's last checkpoint (and its pending writes), when
+    the run ends; ``"sync"`` and ``"async"`` save every step before the next starts
+    (saves here never overlap the next step, which satisfies both)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _DebugTask:
+    """A task as the ``tasks`` stream shows it starting."""
+
+    id: str
+    name: str
+    input: Any
+    triggers: tuple[str, ...]
+    config: RunnableConfig
 
 
 class TaskResult(NamedTuple):
@@ -198,6 +221,8 @@ class PregelLoop:
         # a resume map reaches subgraphs through their config
         self.resume_map: Mapping[str, Any] | None = conf.get(CONFIG_KEY_RESUME_MAP)
         self.replaying = False
+        self.durability: Durability = options.durability
+        self._exit_written: set[str] = set()  # tasks whose writes an "exit" run saves last
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
         if isinstance(saved, _Load):
@@ -240,12 +265,19 @@ class PregelLoop:
             self.saved = True
             self.saved_versions: dict[str, Any] = dict(saved.checkpoint["channel_versions"])
             self.pending_writes = list(saved.pending_writes or [])
+            self.prev_checkpoint_config: RunnableConfig | None = saved.parent_config
+            self._saved_id: str | None = saved.checkpoint["id"]
         else:
             self.checkpoint = empty_checkpoint()
             self.metadata = {"step": -2}
             self.checkpoint_config = self.saver_config()
             self.saved = False
             self.saved_versions = {}
+            self.prev_checkpoint_config = None
+            self._saved_id = None
+        self._stream_metadata: dict[str, Any] = {
+            k: self.metadata[k] for k in ("source", "step", "parents") if k in self.metadata
+        }
         self.channels = channels_from_checkpoint(self.graph.channel_specs, self.checkpoint)
         self.step: int = self.metadata.get("step", -2) + 1
         self.updated_channels = (
@@ -265,8 +297,88 @@ class PregelLoop:
     # --- streaming ----------------------------------------------------------------------
 
     def emit(self, mode: str, payload: Any) -> None:
-        if payload is not None:
-            self.sink.put(self.ns_tuple, mode, payload)
+        if payload is None:
+            return
+        self.sink.put(self.ns_tuple, mode, payload)
+        if mode in ("checkpoints", "tasks") and "debug" in self.sink.modes:
+            # "debug" is the "checkpoints" and "tasks" events, wrapped with their step
+            kind = (
+                "checkpoint"
+                if mode == "checkpoints"
+                else ("task_result" if "result" in payload else "task")
+            )
+            self.sink.put(
+                self.ns_tuple,
+                "debug",
+                {
+                    "step": self.step - 1 if mode == "checkpoints" else self.step,
+                    "timestamp": datetime.now(UTC).isoformat(),
+                    "type": kind,
+                    "payload": payload,
+                },
+            )
+
+    def streams(self, mode: str) -> bool:
+        """Whether this run streams ``mode`` (``checkpoints``/``tasks`` also feed ``debug``)."""
+        modes = self.sink.modes
+        return mode in modes or (mode in ("checkpoints", "tasks") and "debug" in modes)
+
+    def _emit_checkpoint(self, tasks: Collection[PreparedTask]) -> None:
+        """The ``checkpoints`` event of the current checkpoint, with the next step's tasks."""
+        if self.checkpointer is None or not self.streams("checkpoints"):
+            return
+        conf = self.checkpoint_config[CONF]
+        config: RunnableConfig = {
+            **self.checkpoint_config,
+            CONF: {**conf, CONFIG_KEY_CHECKPOINT_ID: self.checkpoint["id"]},
+        }
+        for payload in map_debug_checkpoint(
+            config,
+            self.channels,
+            self.graph.stream_channels,
+            self._stream_metadata,
+            list(tasks),
+            self.pending_writes,
+            self.prev_checkpoint_config,
+            self.graph.stream_channels,
+        ):
+            self.emit("checkpoints", payload)
+
+    def _emit_tasks(self, tasks: Collection[PreparedTask]) -> None:
+        if not self.streams("tasks"):
+            return
+        conf = self.config[CONF]
+        inherited = {
+            k: v
+            for k, v in conf.items()
+            if not k.startswith("__")
+            and k not in EXCLUDED_METADATA_KEYS
+            and isinstance(v, (str, int, float, bool))
+        }
+        base_meta = {**inherited, **self.config.get("metadata", {})}
+        base_tags = list(self.config.get("tags", []))
+        shown = [
+            _DebugTask(
+                t.id,
+                t.name,
+                t.input,
+                t.triggers,
+                {
+                    "metadata": {**base_meta, **t.node.metadata},
+                    "tags": [*base_tags, *t.node.tags],
+                },
+            )
+            for t in tasks
+            if not t.node.hidden
+        ]
+        for payload in map_debug_tasks(shown):
+            self.emit("tasks", payload)
+
+    def _emit_task_result(self, task: PreparedTask, writes: Sequence[tuple[str, Any]]) -> None:
+        if task.node.hidden or not self.streams("tasks"):
+            return
+        for payload in map_debug_task_results((task, writes), self.graph.stream_channels):
+            self.emit("tasks", payload)
 
     def _emit_updates(self, task: PreparedTask, *, cached: bool = False) -> None:
         if not task.node.hidden and "updates" in self.sink.modes:
@@ -301,7 +413,9 @@ class PregelLoop:
             self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
         self.pending_writes.extend((task_id, c, v) for c, v in writes)
         self._written.add(task_id)
-        if self.checkpointer is not None:
+        if self.durability == "exit":
+            self._exit_written.add(task_id)
+        elif self.checkpointer is not None:
             self.checkpointer.put_writes(self.checkpoint_config, list(writes), task_id, path)
 
     def _put_null_writes(self, writes: Sequence[tuple[str, Any]]) -> None:
@@ -325,7 +439,9 @@ class PregelLoop:
             w for w in self.pending_writes if not (w[0] == NULL_TASK_ID and w[1] in replaced)
         ]
         self.pending_writes.extend((NULL_TASK_ID, c, v) for c, v in [*control, *regular])
-        if self.checkpointer is not None:
+        if self.durability == "exit":
+            self._exit_written.add(NULL_TASK_ID)
+        elif self.checkpointer is not None:
             if control:
                 self.checkpointer.put_writes(self.checkpoint_config, control, NULL_TASK_ID)
             if regular:
@@ -341,20 +457,28 @@ class PregelLoop:
         return self._written
 
     def _put_checkpoint(self, source: str) -> None:
+        parents = dict(self.config[CONF].get(CONFIG_KEY_CHECKPOINT_MAP, {}))
         self.metadata = {
             **_metadata_from_config(self.config),
             "source": source,
             "step": self.step,
-            "parents": dict(self.config[CONF].get(CONFIG_KEY_CHECKPOINT_MAP, {})),
+            "parents": parents,
         }
-        previous = self.checkpoint
+        self._stream_metadata = {"source": source, "step": self.step, "parents": parents}
+        saving = self.checkpointer is not None and self.durability != "exit"
         self.checkpoint = create_checkpoint(
             self.checkpoint,
-            # without a saver nobody reads the values: skip snapshotting every channel
-            self.channels if self.checkpointer is not None else None,
+            # unsaved, nobody reads the values: skip snapshotting every channel
+            self.channels if saving else None,
             self.step,
             updated_channels=self.updated_channels,
         )
+        if saving:
+            self._save_checkpoint()
+        self.step += 1
+
+    def _save_checkpoint(self) -> None:
+        """Save the current checkpoint, child of the last one saved."""
         if self.checkpointer is not None:
             # versions changed since the last saved checkpoint: apply_writes has already
             # updated self.checkpoint in place, so compare with what was saved, not with it
@@ -367,8 +491,9 @@ class PregelLoop:
                 CONFIG_KEY_THREAD_ID: self.config[CONF].get(CONFIG_KEY_THREAD_ID),
                 CONFIG_KEY_CHECKPOINT_NS: self.ns,
             }
-            if self.saved:
-                parent[CONFIG_KEY_CHECKPOINT_ID] = previous["id"]
+            if self.saved and self._saved_id is not None:
+                parent[CONFIG_KEY_CHECKPOINT_ID] = self._saved_id
+            self.prev_checkpoint_config = self.checkpoint_config if self.saved else None
             self.checkpoint_config = self.checkpointer.put(
                 {CONF: parent},
                 copy_checkpoint(self.checkpoint),
@@ -376,8 +501,38 @@ class PregelLoop:
                 new_versions,
             )
             self.saved = True
+            self._saved_id = self.checkpoint["id"]
             self.saved_versions = dict(self.checkpoint["channel_versions"])
-        self.step += 1
+
+    def exit(self, error: BaseException | None) -> None:
+        """The run ended (``error``: how, if not normally): an ``"exit"`` run saves now.
+
+        A subgraph that keeps no history of its own (it runs under its parent's task)
+        saves only when it stops on an error or an interrupt, for the resume to find.
+        """
+        if self.durability != "exit" or self.checkpointer is None:
+            return
+        own_history = all(NS_END not in part for part in self.ns_tuple)
+        if self.is_nested and error is None and not own_history:
+            return
+        if self.checkpoint["id"] != self._saved_id:
+            self.checkpoint = create_checkpoint(
+                self.checkpoint,
+                self.channels,
+                self.step - 1,
+                updated_channels=self.updated_channels,
+                checkpoint_id=self.checkpoint["id"],
+            )
+            self._save_checkpoint()
+        for task_id, writes in writes_by_task(self.pending_writes, None, null=True).items():
+            if task_id not in self._exit_written:
+                continue
+            if task_id == NULL_TASK_ID:  # savers key regular writes by position: control last
+                writes.sort(key=lambda w: w[0] in WRITES_IDX_MAP)
+            task = self.tasks.get(task_id)
+            path = task_order(task) if task is not None else ""
+            self.checkpointer.put_writes(self.checkpoint_config, writes, task_id, path)
+        self._exit_written.clear()
 
     # --- starting a run -----------------------------------------------------------------
 
@@ -548,26 +703,34 @@ class PregelLoop:
         """
         if self.step > self.stop:
             self.status = "out_of_steps"
+            if self.checkpointer is not None and self.streams("checkpoints"):
+                self._emit_checkpoint(self._next_tasks().values())
             return False
-        self.tasks = prepare_next_tasks(
+        self.tasks = self._next_tasks()
+        self._emit_checkpoint(self.tasks.values())
+        if not self.tasks:
+            self.status = "done"
+            return False
+        cached = []
+        if self.pending_writes and not self.replaying:
+            cached = self._reattach_finished(self.tasks.values())
+        if self.options.interrupt_before and should_interrupt(
+            self.checkpoint, self.options.interrupt_before, self.tasks.values()
+        ):
+            self.status = "interrupt_before"
+            raise GraphInterrupt()
+        self._emit_tasks(self.tasks.values())
+        for task in cached:
+            self._emit_updates(task, cached=True)
+        return True
+
+    def _next_tasks(self) -> dict[str, PreparedTask]:
+        return prepare_next_tasks(
             self.checkpoint,
             self.channels,
             self._step_context(),
             updated_channels=self.updated_channels,
         )
-        if not self.tasks:
-            self.status = "done"
-            return False
-        if self.pending_writes and not self.replaying:
-            for task in self._reattach_finished(self.tasks.values()):
-                self._emit_updates(task, cached=True)
-        if self.options.interrupt_before and should_interrupt(
-            self.checkpoint, self.options.interrupt_before, self.tasks.values()
-        ):
-            self.status = "interrupt_before"
-            self.emit("updates", {INTERRUPT: ()})
-            raise GraphInterrupt()
-        return True
 
     def plan_task(self, path: Sequence[Any]) -> PreparedTask | None:
         """Prepare only the task at ``path`` of this step (with its saved writes, if finished).
@@ -666,16 +829,20 @@ class PregelLoop:
             task.writes[:] = writes
             self.put_writes(task.id, writes, path)
             self._emit_updates(task)
+            self._emit_task_result(task, writes)
         elif isinstance(outcome, GraphInterrupt):
             resume = [w for w in _dedupe_resume(task.writes) if w[0] == RESUME]
-            self.put_writes(task.id, [(INTERRUPT, tuple(outcome.interrupts)), *resume], path)
+            interrupted = [(INTERRUPT, tuple(outcome.interrupts)), *resume]
+            self.put_writes(task.id, interrupted, path)
             if outcome.interrupts:
                 self.emit("updates", {INTERRUPT: tuple(outcome.interrupts)})
                 values = output_values(self.output_keys, True, self.channels)
                 if values is not None:
                     self.emit("values", {**values, INTERRUPT: tuple(outcome.interrupts)})
+            self._emit_task_result(task, interrupted)
         elif isinstance(outcome, Exception):
             self.put_writes(task.id, [*task.writes, (ERROR, outcome)], path)
+            self._emit_task_result(task, [(ERROR, outcome)])
 
     def settle(self, results: Sequence[TaskResult]) -> None:
         """After every task of the step ended: raise its error, or its interrupts.
@@ -715,7 +882,9 @@ class PregelLoop:
             self.checkpoint, self.options.interrupt_after, tasks
         ):
             self.status = "interrupt_after"
-            self.emit("updates", {INTERRUPT: ()})
+            # the step that would stream this checkpoint never runs
+            if self.checkpointer is not None and self.streams("checkpoints"):
+                self._emit_checkpoint(self._next_tasks().values())
             raise GraphInterrupt()
         # only the step a run resumed is a resume; later steps (and their subgraphs) are not
         conf = dict(self.config[CONF])

@@ -42,6 +42,7 @@ from graphruntime.pregel._algo import (
     task_finished,
 )
 from graphruntime.pregel._node import GraphSpec
+from graphruntime.pregel.debug import with_checkpoint_map
 from graphruntime.types import PregelTask, StateSnapshot
 
 
@@ -189,10 +190,10 @@ def snapshot(
     return StateSnapshot(
         values=read_channels(channels, graph.stream_channels),
         next=next_names,
-        config=saved.config,
+        config=with_checkpoint_map(saved.config, saved.metadata) or saved.config,
         metadata=dict(saved.metadata),
         created_at=saved.checkpoint["ts"],
-        parent_config=saved.parent_config,
+        parent_config=with_checkpoint_map(saved.parent_config, saved.metadata),
         tasks=tuple(out_tasks),
         interrupts=tuple(i for t in out_tasks for i in t.interrupts),
     )

@@ -13,6 +13,7 @@ from graphruntime._internal._constants import (
     CONF,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_DURABILITY,
     CONFIG_KEY_SCRATCHPAD,
     CONFIG_KEY_STREAM,
     CONFIG_KEY_TASK_ID,
@@ -27,7 +28,7 @@ from graphruntime.pregel._loop import PregelLoop, RunOptions
 from graphruntime.pregel._node import NodeSpec
 from graphruntime.pregel._state import get_state, get_state_history, update_state
 from graphruntime.pregel._stream import StreamChunk, StreamSink
-from graphruntime.types import All, RetryPolicy, StateSnapshot, StreamMode
+from graphruntime.types import All, Durability, RetryPolicy, StateSnapshot, StreamMode
 
 Checkpointer = BaseCheckpointSaver | bool | None
 
@@ -84,9 +85,14 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None,
         interrupt_after: All | Sequence[str] | None,
         output_keys: Sequence[str] | None = None,
+        durability: Durability | None = None,
+        kwargs: Mapping[str, Any] | None = None,
     ) -> tuple[PregelLoop, bool]:
         cfg = ensure_config(config)
         conf = cfg[CONF]
+        durability = _durability(durability, kwargs or {}, conf)
+        if durability is not None:
+            conf[CONFIG_KEY_DURABILITY] = durability  # its subgraphs run the same way
         nested = CONFIG_KEY_TASK_ID in conf
         if nested:
             parent_stream = conf.get(CONFIG_KEY_STREAM)
@@ -127,6 +133,7 @@ class Pregel:
                 output_keys=self.stream_channels if output_keys is None else output_keys,
                 interrupt_before=interrupt_before,
                 interrupt_after=interrupt_after,
+                durability=durability or "async",
             ),
         )
         return loop, single
@@ -139,6 +146,7 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         stop: int | None = None,
+        durability: Durability = "async",
     ) -> RunOptions:
         """A run's options, from its config and call arguments.
 
@@ -160,6 +168,7 @@ class Pregel:
             interrupt_after=after if after == "*" else tuple(after),
             recursion_limit=limit,
             stop=stop,
+            durability=durability,
         )
 
     def _require_saver(self, config: RunnableConfig) -> BaseCheckpointSaver:
@@ -192,11 +201,19 @@ class Pregel:
         subgraphs: bool = False,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
+        durability: Durability | None = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Run the graph, yielding chunks in the requested stream mode(s)."""
         loop, single = self._prepare(
-            input, config, stream_mode, subgraphs, interrupt_before, interrupt_after
+            input,
+            config,
+            stream_mode,
+            subgraphs,
+            interrupt_before,
+            interrupt_after,
+            durability=durability,
+            kwargs=kwargs,
         )
         for chunk in _run(loop, input):
             yield self._shape(chunk, single, subgraphs)
@@ -209,10 +226,13 @@ class Pregel:
         stream_mode: StreamMode = "values",
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
+        durability: Durability | None = None,
         **kwargs: Any,
     ) -> Any:
         """Run the graph to completion (or interrupt) and return the final output."""
-        loop = self._invoke_loop(input, config, stream_mode, interrupt_before, interrupt_after)
+        loop = self._invoke_loop(
+            input, config, stream_mode, interrupt_before, interrupt_after, durability, kwargs
+        )
         return _collect(_run(loop, input), loop, stream_mode)
 
     def _invoke_loop(
@@ -222,6 +242,8 @@ class Pregel:
         stream_mode: StreamMode,
         interrupt_before: All | Sequence[str] | None,
         interrupt_after: All | Sequence[str] | None,
+        durability: Durability | None = None,
+        kwargs: Mapping[str, Any] | None = None,
     ) -> PregelLoop:
         loop, _single = self._prepare(
             input,
@@ -231,6 +253,8 @@ class Pregel:
             interrupt_before,
             interrupt_after,
             self.output_channels,
+            durability=durability,
+            kwargs=kwargs,
         )
         _private_sink(loop, stream_mode)
         return loop
@@ -244,11 +268,19 @@ class Pregel:
         subgraphs: bool = False,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
+        durability: Durability | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async twin of :meth:`stream`."""
         loop, single = self._prepare(
-            input, config, stream_mode, subgraphs, interrupt_before, interrupt_after
+            input,
+            config,
+            stream_mode,
+            subgraphs,
+            interrupt_before,
+            interrupt_after,
+            durability=durability,
+            kwargs=kwargs,
         )
         async for chunk in _arun(loop, input):
             yield self._shape(chunk, single, subgraphs)
@@ -261,10 +293,13 @@ class Pregel:
         stream_mode: StreamMode = "values",
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
+        durability: Durability | None = None,
         **kwargs: Any,
     ) -> Any:
         """Async twin of :meth:`invoke`."""
-        loop = self._invoke_loop(input, config, stream_mode, interrupt_before, interrupt_after)
+        loop = self._invoke_loop(
+            input, config, stream_mode, interrupt_before, interrupt_after, durability, kwargs
+        )
         chunks = [c async for c in _arun(loop, input)]
         return _collect(iter(chunks), loop, stream_mode)
 
@@ -319,6 +354,30 @@ class Pregel:
         for name, node in self.nodes.items():
             for sub in node.subgraphs:
                 yield name, sub
+
+
+_DURABILITIES = ("sync", "async", "exit")
+
+
+def _durability(
+    durability: Durability | None, kwargs: Mapping[str, Any], conf: Mapping[str, Any]
+) -> Durability | None:
+    """The run's durability: the argument, the deprecated ``checkpoint_during``, or the
+    parent run's (a subgraph saves the way its parent does)."""
+    during = kwargs.get("checkpoint_during")
+    if during is not None:
+        if durability is not None:
+            raise ValueError(
+                "Cannot use both `checkpoint_during` and `durability` parameters. "
+                "Please use `durability` instead."
+            )
+        durability = "async" if during else "exit"
+    if durability is None:
+        inherited = conf.get(CONFIG_KEY_DURABILITY)
+        return inherited if inherited in _DURABILITIES else None
+    if durability not in _DURABILITIES:
+        raise ValueError(f"durability must be one of {_DURABILITIES}, got {durability!r}")
+    return durability
 
 
 def _run(loop: PregelLoop, input: Any) -> Iterator[StreamChunk]:
