@@ -25,10 +25,20 @@ class RunnableConfig(TypedDict, total=False):
 var_config: ContextVar[RunnableConfig | None] = ContextVar("graphruntime_config", default=None)
 
 
+_CHECKPOINT_COORDINATES = ("thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map")
+
+
 def ensure_config(*configs: RunnableConfig | None) -> RunnableConfig:
     """Merge configs left to right; ``configurable`` and ``metadata`` merge key-wise."""
     out: dict[str, Any] = {CONF: {}, "metadata": {}, "tags": []}
     parent = var_config.get()
+    if parent and any(
+        cfg and any(cfg.get(CONF, {}).get(k) for k in _CHECKPOINT_COORDINATES) for cfg in configs
+    ):
+        # a config naming its own thread or checkpoint addresses its own lineage (a
+        # child graph invoked in a node with its own thread): the running node's
+        # namespace and internals must not leak into it
+        parent = {k: v for k, v in parent.items() if k != CONF}  # type: ignore[assignment]
     for cfg in (parent, *configs):
         if not cfg:
             continue

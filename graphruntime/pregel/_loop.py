@@ -35,6 +35,7 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_CUSTOM_WRITER,
     CONFIG_KEY_READ,
+    CONFIG_KEY_REPLAY_STATE,
     CONFIG_KEY_RESUME_MAP,
     CONFIG_KEY_RESUMING,
     CONFIG_KEY_SCRATCHPAD,
@@ -83,6 +84,7 @@ from graphruntime.pregel._algo import (
 )
 from graphruntime.pregel._io import map_command, output_updates, output_values
 from graphruntime.pregel._node import GraphSpec
+from graphruntime.pregel._replay import ReplayState
 from graphruntime.pregel._resume import (
     is_resume_map,
     pending_interrupts,
@@ -207,7 +209,16 @@ class PregelLoop:
         self.recursion_limit = options.recursion_limit
         conf = config[CONF]
         self.is_nested = CONFIG_KEY_TASK_ID in conf
+        if not self.is_nested and conf.get(CONFIG_KEY_CHECKPOINT_NS):
+            # a root run always runs the root graph; a subgraph's config (from
+            # get_state(subgraphs=True)) addresses the root through its checkpoint_map
+            conf = {**conf, CONFIG_KEY_CHECKPOINT_NS: "", CONFIG_KEY_CHECKPOINT_ID: None}
+            config = {**config, CONF: conf}
+            self.config = config
         self.ns: str = conf.get(CONFIG_KEY_CHECKPOINT_NS, "")
+        checkpoint_map = conf.get(CONFIG_KEY_CHECKPOINT_MAP) or {}
+        # this graph's own entry in the map: a config from get_state(subgraphs=True)
+        self.mapped_id: str | None = checkpoint_map.get(self.ns)
         self.ns_tuple: tuple[str, ...] = tuple(self.ns.split(NS_SEP)) if self.ns else ()
         self.parent_scratchpad: Scratchpad | None = conf.get(CONFIG_KEY_SCRATCHPAD)
         self.get_next_version: Callable[[Any, None], Any] = (
@@ -241,23 +252,39 @@ class PregelLoop:
             CONF: {
                 CONFIG_KEY_THREAD_ID: conf.get(CONFIG_KEY_THREAD_ID),
                 CONFIG_KEY_CHECKPOINT_NS: self.ns,
-                **(
-                    {CONFIG_KEY_CHECKPOINT_ID: conf[CONFIG_KEY_CHECKPOINT_ID]}
-                    if conf.get(CONFIG_KEY_CHECKPOINT_ID) and not self.is_nested
-                    else {}
-                ),
+                **({CONFIG_KEY_CHECKPOINT_ID: address} if (address := self._address()) else {}),
             }
         }
+
+    def _address(self) -> str | None:
+        """The checkpoint id the run is pointed at, if any (else the latest)."""
+        if self.mapped_id:
+            return self.mapped_id
+        if self.is_nested:
+            return None
+        explicit: str | None = self.config[CONF].get(CONFIG_KEY_CHECKPOINT_ID)
+        return explicit
+
+    def _replay_state(self) -> ReplayState | None:
+        replay = self.config[CONF].get(CONFIG_KEY_REPLAY_STATE)
+        if self.is_nested and not self.mapped_id and isinstance(replay, ReplayState):
+            return replay
+        return None
 
     def _read_saved(self) -> CheckpointTuple | None:
         if self.checkpointer is None:
             return None
+        replay = self._replay_state()
+        if replay is not None:
+            # the parent replays an old step: start from the state this subgraph had
+            # then, and run it on its input (not as a resume)
+            conf = {k: v for k, v in self.config[CONF].items() if k != CONFIG_KEY_RESUMING}
+            self.config = {**self.config, CONF: conf}
+            return replay.load(self.ns, self.checkpointer, self.saver_config())
         return self.checkpointer.get_tuple(self.saver_config())
 
     def _load(self, saved: CheckpointTuple | None) -> None:
-        self.addressed = bool(
-            not self.is_nested and self.config[CONF].get(CONFIG_KEY_CHECKPOINT_ID)
-        )
+        self.addressed = bool(self._address() or self._replay_state())
         if saved is not None:
             self.checkpoint: Checkpoint = copy_checkpoint(saved.checkpoint)
             self.metadata: dict[str, Any] = dict(saved.metadata)
@@ -565,8 +592,19 @@ class PregelLoop:
         has_state = self._has_state()
         is_resuming = self._resuming(input)
         resuming_set_by_parent = CONFIG_KEY_RESUMING in self.config[CONF]
-        time_travel = self.addressed and not (is_command and input.resume is not None)
+        if self.is_nested:
+            # a resume reaches a subgraph as its parent's flag: it travels in time only
+            # when addressed itself, or replayed by its parent
+            time_travel = self.addressed and (
+                bool(self.mapped_id) or not self.config[CONF].get(CONFIG_KEY_RESUMING, False)
+            )
+        else:
+            time_travel = self.addressed and not (is_command and input.resume is not None)
         self.replaying = time_travel
+        replay_bound = self.checkpoint["id"] if self.saved else None
+        if self.metadata.get("source") in ("update", "fork") and self.prev_checkpoint_config:
+            # an edit of the past: its subgraphs replay from before the edited step
+            replay_bound = self.prev_checkpoint_config[CONF].get(CONFIG_KEY_CHECKPOINT_ID)
         if time_travel:
             self.pending_writes = [w for w in self.pending_writes if w[1] != RESUME]
         # On a thread with no state a Command (without resume) is the run's input: the
@@ -608,6 +646,9 @@ class PregelLoop:
             raise EmptyInputError("Received empty Command input")
         elif not resuming_set_by_parent:
             raise EmptyInputError("Received no input for __start__")
+        if not self.is_nested and time_travel and replay_bound:
+            conf = {**self.config[CONF], CONFIG_KEY_REPLAY_STATE: ReplayState(replay_bound)}
+            self.config = {**self.config, CONF: conf}
 
     def open_step(self, input: Any) -> list[tuple[str, Any]]:
         """Bring the loaded step to the state a run started with ``input`` sees in it.

@@ -50,21 +50,25 @@ def _ns(config: RunnableConfig) -> str:
     return str(config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINT_NS, ""))
 
 
-def _resolve(graph: GraphSpec, config: RunnableConfig) -> GraphSpec:
-    """The (sub)graph that owns the config's checkpoint_ns ("node:<task id>|...")."""
+def _resolve(graph: GraphSpec, config: RunnableConfig, *, for_update: bool = False) -> GraphSpec:
+    """The (sub)graph that owns the config's checkpoint_ns ("node:<task id>|...").
+
+    A namespace naming no subgraph this graph declares (one a tool invokes, say) is
+    read with this graph's channels; updating it raises, as it would write the
+    wrong state.
+    """
     ns = _ns(config)
     if not ns:
         return graph
-    current = graph
-    for part in ns.split(NS_SEP):
-        name = part.split(NS_END)[0]
-        if name.isdigit():
-            continue
-        node = current.nodes.get(name)
-        if node is None or not node.subgraphs:
-            raise ValueError(f"Subgraph {name} not found")
-        current = node.subgraphs[0]
-    return current
+    recast = NS_SEP.join(part.split(NS_END)[0] for part in ns.split(NS_SEP) if not part.isdigit())
+    get_subgraphs = getattr(graph, "get_subgraphs", None)
+    if get_subgraphs is not None:
+        for _, sub in get_subgraphs(namespace=recast, recurse=True):
+            found: GraphSpec = sub
+            return found
+    if for_update:
+        raise ValueError(f"Subgraph {recast} not found")
+    return graph
 
 
 def get_state(
@@ -167,10 +171,14 @@ def snapshot(
         result = {c: v for c, v in writes if c in graph.stream_channels} if finished else None
         state: Any = None
         if task.node.subgraphs:
+            child_ns = task.checkpoint_ns
+            if getattr(task.node.subgraphs[0], "checkpointer", None) is True:
+                # a stateful subgraph keeps its history under its namespace without ids
+                child_ns = NS_SEP.join(p.split(NS_END)[0] for p in child_ns.split(NS_SEP))
             child_config: RunnableConfig = {
                 CONF: {
                     CONFIG_KEY_THREAD_ID: saved.config[CONF][CONFIG_KEY_THREAD_ID],
-                    CONFIG_KEY_CHECKPOINT_NS: task.checkpoint_ns,
+                    CONFIG_KEY_CHECKPOINT_NS: child_ns,
                 }
             }
             state = child_config
@@ -226,7 +234,7 @@ def update_state(
     as_node: str | None = None,
 ) -> RunnableConfig:
     config = ensure_config(config)
-    graph = _resolve(graph, config)
+    graph = _resolve(graph, config, for_update=True)
     conf = config[CONF]
     base = {k: v for k, v in conf.items() if not k.startswith("__")}
     saved = saver.get_tuple({CONF: base})

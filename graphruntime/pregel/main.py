@@ -19,6 +19,7 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_TASK_ID,
     DEFAULT_RECURSION_LIMIT,
     INTERRUPT,
+    NS_END,
     NS_SEP,
 )
 from graphruntime.channels import BaseChannel
@@ -50,6 +51,12 @@ class Pregel:
         stream_mode: StreamMode = "updates",
         retry_policy: Sequence[RetryPolicy] = (),
     ) -> None:
+        if not (checkpointer is None or isinstance(checkpointer, (bool, BaseCheckpointSaver))):
+            raise TypeError(
+                "Invalid checkpointer provided. Expected an instance of `BaseCheckpointSaver`, "
+                f"`True`, `False`, or `None`. Received {type(checkpointer).__name__}. "
+                "Pass a proper saver (e.g., InMemorySaver, AsyncPostgresSaver)."
+            )
         self.nodes = dict(nodes)
         self.channel_specs = dict(channel_specs)
         self.output_channels = list(output_channels)
@@ -103,8 +110,13 @@ class Pregel:
                     conf[CONFIG_KEY_CHECKPOINT_NS] = (
                         f"{conf[CONFIG_KEY_CHECKPOINT_NS]}{NS_SEP}{idx}"
                     )
+            if self.checkpointer is True:
+                # one history per thread: its namespace without the task ids
+                conf[CONFIG_KEY_CHECKPOINT_NS] = stable_ns(conf[CONFIG_KEY_CHECKPOINT_NS])
         else:
             parent_stream = None
+            if self.checkpointer is True:
+                raise RuntimeError("checkpointer=True cannot be used for root graphs.")
         saver = self._saver(cfg)
         if saver is not None and not nested and not conf.get("thread_id"):
             raise ValueError(
@@ -350,13 +362,44 @@ class Pregel:
         for snapshot in history:
             yield snapshot
 
-    def get_subgraphs(self) -> Iterator[tuple[str, Pregel]]:
+    def get_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> Iterator[tuple[str, Pregel]]:
+        """``(namespace, subgraph)`` pairs; ``namespace`` (``"a|b"``, no task ids) picks one.
+
+        A nested namespace needs ``recurse=True``; segments match whole.
+        """
         for name, node in self.nodes.items():
-            for sub in node.subgraphs:
+            if namespace is not None and not (
+                namespace == name or namespace.startswith(name + NS_SEP)
+            ):
+                continue
+            if not node.subgraphs:
+                continue
+            sub = node.subgraphs[0]
+            if namespace == name:
                 yield name, sub
+                return
+            if namespace is None:
+                yield name, sub
+            if recurse and isinstance(sub, Pregel):
+                rest = None if namespace is None else namespace[len(name) + 1 :]
+                for child_ns, child in sub.get_subgraphs(namespace=rest, recurse=True):
+                    yield f"{name}{NS_SEP}{child_ns}", child
+
+    async def aget_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> AsyncIterator[tuple[str, Pregel]]:
+        for item in self.get_subgraphs(namespace=namespace, recurse=recurse):
+            yield item
 
 
 _DURABILITIES = ("sync", "async", "exit")
+
+
+def stable_ns(ns: str) -> str:
+    """A namespace without its task ids (``"a:<id>|b:<id>"`` -> ``"a|b"``)."""
+    return NS_SEP.join(part.split(NS_END)[0] for part in ns.split(NS_SEP))
 
 
 def _durability(

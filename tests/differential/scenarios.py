@@ -93,6 +93,8 @@ stream_values_per_step              7       one values chunk per step
 **scenarios_loop**
 stream_tasks_checkpoints_debug      7       tasks/checkpoints/debug modes, subgraphs
 durability_exit                     7       durability sync/async/exit: saved history
+stateful_subgraph                   5 6     checkpointer=True: accumulates, replays
+child_graph_own_thread              5       a child graph with its own thread saves
 =================================== ======= ===============================================
 
 Deliberate differences from LangGraph are tested in ``test_intentional_differences``; the

@@ -78,3 +78,72 @@ def scenario_durability_exit(rt: Runtime, rec: Recorder) -> None:
                 "history": [(s.metadata, s.values, s.next) for s in history],
             },
         )
+
+
+class SubState(TypedDict, total=False):
+    value: Annotated[list[str], operator.add]
+
+
+class TopState(TypedDict, total=False):
+    results: Annotated[list[str], operator.add]
+
+
+@scenario
+def scenario_stateful_subgraph(rt: Runtime, rec: Recorder) -> None:
+    """compile(checkpointer=True): the subgraph's state accumulates across parent runs,
+    a parent replay starts it from its state back then, and a subgraph's own checkpoint
+    (from get_state(subgraphs=True)) replays the subgraph."""
+
+    def ask(state: SubState) -> dict[str, Any]:
+        rec.count(f"ask sees {state.get('value')}")
+        answer = rt.interrupt("question")
+        return {"value": [f"a:{answer}"]}
+
+    sub = rt.StateGraph(SubState)
+    sub.add_node("ask", ask)
+    sub.add_edge(rt.START, "ask")
+    g = rt.StateGraph(TopState)
+    g.add_node("p", lambda state: {"results": ["p"]})
+    g.add_node("sub_node", sub.compile(checkpointer=True))
+    g.add_edge(rt.START, "p")
+    g.add_edge("p", "sub_node")
+    app = g.compile(checkpointer=rt.InMemorySaver())
+    config = rec.thread()
+    for answer in ("one", "two"):
+        rec.record(f"run {answer}", app.invoke({"results": []}, config))
+        rec.record(f"resume {answer}", app.invoke(rt.Command(resume=answer), config))
+    history = list(app.get_state_history(config))
+    rec.record("history", [(s.metadata, s.next) for s in history])
+    before_sub = next(s for s in history if s.next == ("sub_node",))
+    rec.record("replay", app.invoke(None, before_sub.config))
+    state = app.get_state(config, subgraphs=True)
+    rec.record("subgraph state", [t.state.values for t in state.tasks])
+    rec.record("replay the subgraph", app.invoke(None, state.tasks[0].state.config))
+
+
+@scenario
+def scenario_child_graph_own_thread(rt: Runtime, rec: Recorder) -> None:
+    """A graph with its own checkpointer and thread, invoked inside a node, saves its
+    state under its own thread at the root namespace."""
+
+    class Count(TypedDict, total=False):
+        count: int
+
+    child_g = rt.StateGraph(Count)
+    child_g.add_node("n", lambda state: {"count": (state.get("count") or 0) + 1})
+    child_g.add_edge(rt.START, "n")
+    child = child_g.compile(checkpointer=rt.InMemorySaver())
+    child_config = rec.thread()
+
+    def parent_node(state: TopState) -> dict[str, Any]:
+        child.invoke({}, child_config)
+        return {"results": ["ok"]}
+
+    g = rt.StateGraph(TopState)
+    g.add_node("p", parent_node)
+    g.add_edge(rt.START, "p")
+    app = g.compile(checkpointer=rt.InMemorySaver())
+    app.invoke({"results": []}, rec.thread())
+    app.invoke({"results": []}, rec.thread())
+    state = child.get_state(child_config)
+    rec.record("child state", (state.values, state.config["configurable"]["checkpoint_ns"]))
