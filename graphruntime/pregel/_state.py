@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import defaultdict, deque
+from collections.abc import Iterator, Sequence
 from typing import Any
+from uuid import UUID, uuid5
 
 from graphruntime._internal._config import RunnableConfig, ensure_config
 from graphruntime._internal._constants import (
@@ -19,6 +21,7 @@ from graphruntime._internal._constants import (
     NS_END,
     NS_SEP,
     NULL_TASK_ID,
+    PUSH,
     RESUME,
     TASKS,
 )
@@ -45,7 +48,7 @@ from graphruntime.pregel._algo import (
 )
 from graphruntime.pregel._node import GraphSpec
 from graphruntime.pregel.debug import with_checkpoint_map
-from graphruntime.types import PregelTask, StateSnapshot
+from graphruntime.types import PregelTask, StateSnapshot, StateUpdate
 
 
 def _ns(config: RunnableConfig) -> str:
@@ -234,16 +237,77 @@ def update_state(
     config: RunnableConfig,
     values: Any,
     as_node: str | None = None,
+    task_id: str | None = None,
 ) -> RunnableConfig:
+    """Apply ``values`` as if ``as_node`` had returned them: one new checkpoint."""
+    return bulk_update_state(graph, saver, config, [[StateUpdate(values, as_node, task_id)]])
+
+
+def _update_task_id(checkpoint_id: str, i: int) -> str:
+    """The id of the ``i``th update of a superstep that has no prepared task to reuse."""
+    return str(uuid5(UUID(checkpoint_id), INTERRUPT if i == 0 else f"{INTERRUPT}:{i}"))
+
+
+def _superseded(saver: BaseCheckpointSaver, saved: CheckpointTuple) -> bool:
+    """Whether the thread moved past ``saved`` (it is not the namespace's latest)."""
+    conf = saved.config[CONF]
+    latest = saver.get_tuple(
+        {CONF: {k: v for k, v in conf.items() if k != CONFIG_KEY_CHECKPOINT_ID}}
+    )
+    return latest is not None and latest.checkpoint["id"] != saved.checkpoint["id"]
+
+
+def bulk_update_state(
+    graph: GraphSpec,
+    saver: BaseCheckpointSaver,
+    config: RunnableConfig,
+    supersteps: Sequence[Sequence[StateUpdate | tuple[Any, ...]]],
+) -> RunnableConfig:
+    """Apply each superstep's updates together, one checkpoint per superstep, in order."""
+    if not supersteps:
+        raise ValueError("No supersteps provided")
+    if any(not updates for updates in supersteps):
+        raise ValueError("No updates provided")
     config = ensure_config(config)
     graph = _resolve(graph, config, for_update=True)
+    current = config
+    for i, updates in enumerate(supersteps):
+        current = _update_superstep(
+            graph, saver, current, [StateUpdate(*update) for update in updates], first=i == 0
+        )
+    return current
+
+
+def _update_superstep(
+    graph: GraphSpec,
+    saver: BaseCheckpointSaver,
+    config: RunnableConfig,
+    updates: Sequence[StateUpdate],
+    *,
+    first: bool = True,
+) -> RunnableConfig:
     conf = config[CONF]
     base = {k: v for k, v in conf.items() if not k.startswith("__")}
     saved = saver.get_tuple({CONF: base})
-    if as_node is None:
-        as_node = _infer_as_node(graph, saved)
-    if as_node not in graph.nodes and as_node not in (END, INPUT, COPY):
-        raise InvalidUpdateError(f"Node {as_node} does not exist")
+    values: Any
+    if len(updates) == 1:
+        values, as_node, _ = updates[0]
+        if as_node is None:
+            as_node = _infer_as_node(graph, saved)
+        updates = [StateUpdate(values, as_node, updates[0].task_id)]
+    else:
+        for update in updates:
+            if update.as_node is None:
+                raise InvalidUpdateError("as_node is required when applying multiple updates")
+            if update.as_node in (END, INPUT, COPY):
+                raise InvalidUpdateError(
+                    f"Cannot apply multiple updates when updating as {update.as_node}"
+                )
+    as_node = updates[0].as_node
+    values = updates[0].values
+    for update in updates:
+        if update.as_node not in graph.nodes and update.as_node not in (END, INPUT, COPY):
+            raise InvalidUpdateError(f"Node {update.as_node} does not exist")
     thread_conf = {
         CONFIG_KEY_THREAD_ID: conf.get(CONFIG_KEY_THREAD_ID),
         CONFIG_KEY_CHECKPOINT_NS: _ns(config),
@@ -251,25 +315,41 @@ def update_state(
     if saved is None:
         checkpoint = empty_checkpoint()
         channels = channels_from_checkpoint(graph.channel_specs, checkpoint)
-        step = 0
+        step = -1 if as_node == INPUT else 0
         tasks: dict[str, PreparedTask] = {}
         put_config: RunnableConfig = {CONF: dict(thread_conf)}
     else:
         checkpoint, channels, tasks = _step_tasks(graph, saved)
         step = saved.metadata.get("step", -1) + 1
         put_config = saved.config
+    parents = dict(saved.metadata.get("parents", {})) if saved else {}
+
+    # The update's writes are also saved on the checkpoint it builds on, under the
+    # task ids that step prepared, so its history shows them as those tasks' results;
+    # not when the thread moved past it (its other children would read them).
+    keep_writes = saved is not None and not (first and _superseded(saver, saved))
+
+    def put(new: Any, metadata: dict[str, Any], versions: dict[str, Any]) -> RunnableConfig:
+        out = saver.put(put_config, new, metadata, versions)  # type: ignore[arg-type]
+        return with_checkpoint_map(out, saved.metadata if saved else None) or out
+
     if as_node == COPY:
+        if saved is None:
+            raise InvalidUpdateError("Cannot copy a non-existent checkpoint")
         new = create_checkpoint(checkpoint, None, step)
-        return saver.put(
-            put_config,
-            new,
-            {
-                "source": "fork",
-                "step": step,
-                "parents": saved.metadata.get("parents", {}) if saved else {},
-            },
-            dict(new["channel_versions"]),
-        )
+        put_config = saved.parent_config or {
+            CONF: {k: v for k, v in saved.config[CONF].items() if k != CONFIG_KEY_CHECKPOINT_ID}
+        }
+        copied = put(new, {"source": "fork", "step": step, "parents": parents}, {})
+        if isinstance(values, list) and values:
+            # copy and update in one go: the updates apply to the copy
+            for item in values:
+                if not isinstance(item, Sequence):
+                    raise InvalidUpdateError(f"Invalid update item: {item} when copying checkpoint")
+            return _update_superstep(
+                graph, saver, copied, [StateUpdate(*item) for item in values], first=False
+            )
+        return copied
     before_versions = dict(checkpoint["channel_versions"])
     get_next_version = saver.get_next_version
     if saved is not None and not conf.get(CONFIG_KEY_CHECKPOINT_ID):
@@ -292,40 +372,43 @@ def update_state(
             graph.trigger_to_nodes,
         )
         source = "input"
+        if keep_writes and saved is not None:
+            input_id = str(uuid5(UUID(saved.checkpoint["id"]), INPUT))
+            saver.put_writes(saved.config, writes, input_id)
     elif as_node == END:
         source = "update"
     else:
-        node = graph.nodes[as_node]
-        task_writes: list[tuple[str, Any]] = []
+        ran: list[TaskWrites] = []
+        prepared: dict[str, deque[str]] = defaultdict(deque)
+        for task in tasks.values():
+            prepared[task.name].append(task.id)
+        for i, update in enumerate(updates):
+            node = graph.nodes[str(update.as_node)]
+            task_writes: list[tuple[str, Any]] = []
 
-        def read(select: Any, fresh: bool = False) -> dict[str, Any]:
-            return local_read(channels, task_writes, select, fresh=fresh)
+            def read(
+                select: Any, fresh: bool = False, _writes: list[tuple[str, Any]] = task_writes
+            ) -> dict[str, Any]:
+                return local_read(channels, _writes, select, fresh=fresh)
 
-        writer_config: RunnableConfig = {**config, CONF: {**conf, CONFIG_KEY_READ: read}}
-        for writer in node.writers:
-            task_writes.extend(writer(values, writer_config))
-        updated = apply_writes(
-            checkpoint,
-            channels,
-            [TaskWrites(as_node, (), (INTERRUPT,), task_writes)],
-            get_next_version,
-            graph.trigger_to_nodes,
-        )
+            writer_config: RunnableConfig = {**config, CONF: {**conf, CONFIG_KEY_READ: read}}
+            for writer in node.writers:
+                task_writes.extend(writer(update.values, writer_config))
+            ran.append(TaskWrites(node.name, (INTERRUPT, i), (INTERRUPT,), task_writes))
+            if keep_writes and saved is not None:
+                ids = prepared[node.name]
+                tid = update.task_id or (
+                    ids.popleft() if ids else _update_task_id(saved.checkpoint["id"], i)
+                )
+                if channel_writes := [w for w in task_writes if w[0] != PUSH]:
+                    saver.put_writes(saved.config, channel_writes, tid)
+        updated = apply_writes(checkpoint, channels, ran, get_next_version, graph.trigger_to_nodes)
         checkpoint["updated_channels"] = sorted(updated)
         source = "update"
     new = create_checkpoint(checkpoint, channels, step, updated_channels=None)
     new["updated_channels"] = None
     new_versions = {k: v for k, v in new["channel_versions"].items() if before_versions.get(k) != v}
-    return saver.put(
-        put_config,
-        new,
-        {
-            "source": source,  # type: ignore[typeddict-item]
-            "step": step,
-            "parents": dict(saved.metadata.get("parents", {})) if saved else {},
-        },
-        new_versions,
-    )
+    return put(new, {"source": source, "step": step, "parents": parents}, new_versions)
 
 
 def end_pending(

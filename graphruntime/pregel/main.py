@@ -27,9 +27,21 @@ from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive, drive
 from graphruntime.pregel._loop import PregelLoop, RunOptions
 from graphruntime.pregel._node import NodeSpec
-from graphruntime.pregel._state import get_state, get_state_history, update_state
+from graphruntime.pregel._state import (
+    bulk_update_state,
+    get_state,
+    get_state_history,
+    update_state,
+)
 from graphruntime.pregel._stream import StreamChunk, StreamSink
-from graphruntime.types import All, Durability, RetryPolicy, StateSnapshot, StreamMode
+from graphruntime.types import (
+    All,
+    Durability,
+    RetryPolicy,
+    StateSnapshot,
+    StateUpdate,
+    StreamMode,
+)
 
 Checkpointer = BaseCheckpointSaver | bool | None
 
@@ -335,18 +347,37 @@ class Pregel:
         )
 
     def update_state(
-        self, config: RunnableConfig, values: Any, as_node: str | None = None
+        self,
+        config: RunnableConfig,
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
     ) -> RunnableConfig:
         """Apply ``values`` as if ``as_node`` had returned them; saves a new checkpoint."""
-        return update_state(self, self._require_saver(config), config, values, as_node)
+        return update_state(self, self._require_saver(config), config, values, as_node, task_id)
+
+    def bulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> RunnableConfig:
+        """Apply supersteps of updates in order, each superstep's updates together."""
+        return bulk_update_state(self, self._require_saver(config), config, supersteps)
+
+    async def abulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.bulk_update_state, config, supersteps)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
 
     async def aupdate_state(
-        self, config: RunnableConfig, values: Any, as_node: str | None = None
+        self,
+        config: RunnableConfig,
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
     ) -> RunnableConfig:
-        return await asyncio.to_thread(self.update_state, config, values, as_node)
+        return await asyncio.to_thread(self.update_state, config, values, as_node, task_id)
 
     async def aget_state_history(
         self,

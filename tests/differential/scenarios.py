@@ -95,6 +95,7 @@ stream_tasks_checkpoints_debug      7       tasks/checkpoints/debug modes, subgr
 durability_exit                     7       durability sync/async/exit: saved history
 stateful_subgraph                   5 6     checkpointer=True: accumulates, replays
 child_graph_own_thread              5       a child graph with its own thread saves
+bulk_update_state                   6       bulk_update_state, copy with updates
 =================================== ======= ===============================================
 
 Deliberate differences from LangGraph are tested in ``test_intentional_differences``; the

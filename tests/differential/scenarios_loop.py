@@ -147,3 +147,52 @@ def scenario_child_graph_own_thread(rt: Runtime, rec: Recorder) -> None:
     app.invoke({"results": []}, rec.thread())
     state = child.get_state(child_config)
     rec.record("child state", (state.values, state.config["configurable"]["checkpoint_ns"]))
+
+
+class FooState(TypedDict, total=False):
+    foo: str
+
+
+@scenario
+def scenario_bulk_update_state(rt: Runtime, rec: Recorder) -> None:
+    """bulk_update_state rebuilds a run's history; a copy with updates forks it."""
+    import importlib
+
+    state_update = importlib.import_module(f"{rt.name}.types").StateUpdate
+    g = rt.StateGraph(FooState)
+    g.add_node("agent", lambda state: {"foo": "agent"})
+    g.add_node("tool", lambda state: {"foo": "tool"})
+    g.add_edge(rt.START, "agent")
+    g.add_edge("agent", "tool")
+    app = g.compile(checkpointer=rt.InMemorySaver())
+    ran = rec.thread()
+    app.invoke({"foo": "input"}, ran)
+    built = rec.thread()
+    app.bulk_update_state(
+        built,
+        [
+            [state_update({"foo": "input"}, "__input__")],
+            [state_update({"foo": "input"}, "__start__")],
+            [state_update({"foo": "agent"}, "agent")],
+            [state_update({"foo": "tool"}, "tool")],
+        ],
+    )
+
+    def shown(config: dict[str, Any]) -> list[Any]:
+        return [
+            (s.values, s.next, s.metadata, [(t.name, t.result) for t in s.tasks])
+            for s in app.get_state_history(config)
+        ]
+
+    rec.record("run", shown(ran))
+    rec.record("built", shown(built))
+    history = list(app.get_state_history(ran))
+    forked = app.update_state(
+        history[2].config, [state_update({"foo": "agent*"}, "agent")], "__copy__"
+    )
+    rec.record("fork", app.invoke(None, forked))
+    rec.record("after fork", shown(ran))
+    with rec.expect_error("no supersteps"):
+        app.bulk_update_state(built, [])
+    with rec.expect_error("multiple updates need as_node"):
+        app.bulk_update_state(built, [[state_update({"foo": "a"}), state_update({"foo": "b"})]])
