@@ -15,13 +15,15 @@ import asyncio
 import concurrent.futures
 import queue
 from collections import deque
-from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterator, Sequence
+from contextlib import aclosing
 from typing import Protocol
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import INTERRUPT
 from graphruntime.errors import (
     ErrorCode,
+    GraphBubbleUp,
     GraphInterrupt,
     GraphRecursionError,
     create_error_message,
@@ -42,9 +44,15 @@ class StepSuspended(Exception):
 
 
 class StepExecutor(Protocol):
-    """Runs a step's tasks and yields each one's result as it finishes."""
+    """Runs a step's tasks and yields each one's result as it finishes.
 
-    def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]: ...
+    It may also yield ``None`` while tasks still run: stream chunks are waiting in
+    the loop's sink (a node wrote them), and the driver hands them to the caller now.
+    """
+
+    def execute(
+        self, loop: PregelLoop, tasks: Sequence[PreparedTask]
+    ) -> Iterator[TaskResult | None]: ...
 
 
 class AsyncStepExecutor(Protocol):
@@ -52,7 +60,7 @@ class AsyncStepExecutor(Protocol):
 
     def aexecute(
         self, loop: PregelLoop, tasks: Sequence[PreparedTask]
-    ) -> AsyncIterator[TaskResult]: ...
+    ) -> AsyncGenerator[TaskResult | None, None]: ...
 
 
 def recursion_error(loop: PregelLoop) -> GraphRecursionError:
@@ -102,6 +110,9 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
             yield from sink.drain()
             results: list[TaskResult] = []
             for result in executor.execute(loop, tasks):
+                if result is None:
+                    yield from sink.drain()
+                    continue
                 if not result.recorded:
                     loop.record(result.task, result.outcome)
                 results.append(result)
@@ -122,7 +133,9 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
     yield from sink.drain()
 
 
-async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator[StreamChunk]:
+async def adrive(
+    loop: PregelLoop, executor: AsyncStepExecutor
+) -> AsyncGenerator[StreamChunk, None]:
     """Async twin of :func:`drive` (same body: :func:`steps`)."""
     sink = loop.sink
     body = steps(loop)
@@ -134,12 +147,18 @@ async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator
             for chunk in sink.drain():
                 yield chunk
             results: list[TaskResult] = []
-            async for result in executor.aexecute(loop, tasks):
-                if not result.recorded:
-                    loop.record(result.task, result.outcome)
-                results.append(result)
-                for chunk in sink.drain():
-                    yield chunk
+            # closed with the run: a stream closed mid-step cancels the step's tasks
+            async with aclosing(executor.aexecute(loop, tasks)) as running:
+                async for result in running:
+                    if result is None:
+                        for chunk in sink.drain():
+                            yield chunk
+                        continue
+                    if not result.recorded:
+                        loop.record(result.task, result.outcome)
+                    results.append(result)
+                    for chunk in sink.drain():
+                        yield chunk
             tasks = body.send(results)
     except StopIteration:
         loop.exit(None)
@@ -171,11 +190,15 @@ class ThreadExecutor:
         self.max_workers = max_concurrency or 32
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: deque[tuple[PreparedTask, RunnableConfig, Sequence[RetryPolicy]]] = deque()
-        self._results: queue.SimpleQueue[TaskResult] = queue.SimpleQueue()
+        self._results: queue.SimpleQueue[TaskResult | None] = queue.SimpleQueue()
 
-    def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
+    def execute(
+        self, loop: PregelLoop, tasks: Sequence[PreparedTask]
+    ) -> Iterator[TaskResult | None]:
         policy = loop.graph.retry_policy
-        if len(tasks) == 1:
+        sink = loop.sink
+        eager = sink.eager
+        if len(tasks) == 1 and not eager:
             task = tasks[0]
             yield TaskResult(task, run_task(task, loop.task_config(task), policy))
             return
@@ -186,8 +209,19 @@ class ThreadExecutor:
         self._pending.extend((t, loop.task_config(t), policy) for t in tasks)
         for _ in range(min(self.max_workers, len(tasks))):
             self._pool.submit(self._work)
-        for _ in range(len(tasks)):
-            yield self._results.get()
+        if eager:  # a chunk written while the tasks run wakes this thread to hand it on
+            results = self._results
+            sink.listener = lambda: results.put(None)
+        try:
+            remaining = len(tasks)
+            while remaining:
+                result = self._results.get()
+                if result is not None:
+                    remaining -= 1
+                yield result
+        finally:
+            if eager:
+                sink.listener = None
 
     def _work(self) -> None:
         while True:
@@ -222,7 +256,48 @@ class AsyncioExecutor:
 
     async def aexecute(
         self, loop: PregelLoop, tasks: Sequence[PreparedTask]
-    ) -> AsyncIterator[TaskResult]:
-        pending = [asyncio.ensure_future(self._run(loop, t)) for t in tasks]
-        for future in asyncio.as_completed(pending):
-            yield await future
+    ) -> AsyncGenerator[TaskResult | None, None]:
+        """Yields results as tasks finish (``None``: chunks to drain, when the sink is eager).
+
+        A task that fails cancels the step's other running tasks (their results are
+        not reported); so does cancelling the run.
+        """
+        if not tasks:
+            return
+        events: asyncio.Queue[asyncio.Future[TaskResult] | None] = asyncio.Queue()
+        sink = loop.sink
+        eager = sink.eager
+        if eager:
+            aloop = asyncio.get_running_loop()
+
+            def wake() -> None:  # from this loop, or a sync node's thread
+                aloop.call_soon_threadsafe(events.put_nowait, None)
+
+            sink.listener = wake
+        running = {asyncio.ensure_future(self._run(loop, t)) for t in tasks}
+        for future in running:
+            future.add_done_callback(events.put_nowait)
+        try:
+            while running:
+                event = await events.get()
+                if event is None:
+                    yield None
+                    continue
+                if event not in running:
+                    continue
+                running.discard(event)
+                if event.cancelled():
+                    continue
+                result = event.result()
+                yield result
+                if isinstance(result.outcome, Exception) and not isinstance(
+                    result.outcome, GraphBubbleUp
+                ):
+                    break  # the step fails: its other tasks stop
+        finally:
+            if eager:
+                sink.listener = None
+            for future in running:
+                future.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 StreamChunk = tuple[tuple[str, ...], str, Any]
@@ -29,10 +29,23 @@ class StreamSink:
         self.root_ns = root_ns
         self.parent = parent
         self.chunks: deque[StreamChunk] = deque()
+        self.listener: Callable[[], None] | None = None
+        """Told after each chunk: an executor waiting on a running step wakes to drain."""
+
+    @property
+    def eager(self) -> bool:
+        """Whether chunks arrive while a node runs (written by it, or by its subgraph),
+        so the caller must get them before the node returns."""
+        return self.subgraphs or not self.modes.isdisjoint(("custom", "messages"))
 
     def put(self, ns: tuple[str, ...], mode: str, payload: Any) -> None:
+        if self.parent is not None:  # a nested invoke's own sink: the caller sees it now
+            self.parent.put(ns, mode, payload)
         if mode in self.modes and (ns == self.root_ns or self.subgraphs):
             self.chunks.append((ns, mode, payload))
+            listener = self.listener
+            if listener is not None:
+                listener()
 
     def drain(self) -> Iterator[StreamChunk]:
         chunks = self.chunks

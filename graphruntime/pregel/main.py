@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any, Literal
 
 from graphruntime._internal._config import RunnableConfig, ensure_config
@@ -79,6 +80,7 @@ class Pregel:
         self.name = name
         self.stream_mode = stream_mode
         self.retry_policy = tuple(retry_policy)
+        self.config: RunnableConfig | None = None  # merged under every run's config
         trigger_to_nodes: dict[str, list[str]] = {}
         for node_name, node in self.nodes.items():
             for trigger in node.triggers:
@@ -107,7 +109,7 @@ class Pregel:
         durability: Durability | None = None,
         kwargs: Mapping[str, Any] | None = None,
     ) -> tuple[PregelLoop, bool]:
-        cfg = ensure_config(config)
+        cfg = ensure_config(self.config, config)
         conf = cfg[CONF]
         durability = _durability(durability, kwargs or {}, conf)
         if durability is not None:
@@ -200,6 +202,12 @@ class Pregel:
         if saver is None:
             raise ValueError("No checkpointer set")
         return saver
+
+    def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Pregel:
+        """A copy of this graph whose runs start from ``config`` (and ``kwargs``) merged in."""
+        clone = copy.copy(self)
+        clone.config = ensure_config(self.config, config, kwargs)  # type: ignore[arg-type]
+        return clone
 
     def with_checkpointer(self, checkpointer: Checkpointer) -> Pregel:
         """A copy of this graph that saves with ``checkpointer`` (nodes are shared)."""
@@ -306,8 +314,10 @@ class Pregel:
             durability=durability,
             kwargs=kwargs,
         )
-        async for chunk in _arun(loop, input):
-            yield self._shape(chunk, single, subgraphs)
+        # closing the stream closes the run at once: its running tasks are cancelled
+        async with aclosing(_arun(loop, input)) as chunks:
+            async for chunk in chunks:
+                yield self._shape(chunk, single, subgraphs)
 
     async def ainvoke(
         self,
@@ -463,10 +473,12 @@ def _run(loop: PregelLoop, input: Any) -> Iterator[StreamChunk]:
         executor.close()
 
 
-async def _arun(loop: PregelLoop, input: Any) -> AsyncIterator[StreamChunk]:
+async def _arun(loop: PregelLoop, input: Any) -> AsyncGenerator[StreamChunk, None]:
     loop.first(input)
-    async for chunk in adrive(loop, AsyncioExecutor(loop.config.get("max_concurrency"))):
-        yield chunk
+    executor = AsyncioExecutor(loop.config.get("max_concurrency"))
+    async with aclosing(adrive(loop, executor)) as chunks:
+        async for chunk in chunks:
+            yield chunk
 
 
 def _private_sink(loop: PregelLoop, stream_mode: str) -> None:
@@ -484,10 +496,7 @@ def _private_sink(loop: PregelLoop, stream_mode: str) -> None:
 
 def _collect(chunks: Iterator[StreamChunk], loop: PregelLoop, stream_mode: str) -> Any:
     latest: Any = None
-    parent = loop.sink.parent
     for ns, mode, payload in chunks:
-        if parent is not None:
-            parent.put(ns, mode, payload)
         if ns != loop.ns_tuple:
             continue
         if mode == stream_mode:
