@@ -136,14 +136,20 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
 async def adrive(
     loop: PregelLoop, executor: AsyncStepExecutor
 ) -> AsyncGenerator[StreamChunk, None]:
-    """Async twin of :func:`drive` (same body: :func:`steps`)."""
+    """Async twin of :func:`drive` (same body: :func:`steps`).
+
+    A loop built for an async run queues its saver calls; they are awaited here, in
+    order, before the run goes on (so the saver's async methods do the I/O).
+    """
     sink = loop.sink
     body = steps(loop)
     try:
+        await loop.aflush()
         for chunk in sink.drain():
             yield chunk
         tasks = next(body)
         while True:
+            await loop.aflush()
             for chunk in sink.drain():
                 yield chunk
             results: list[TaskResult] = []
@@ -156,20 +162,25 @@ async def adrive(
                         continue
                     if not result.recorded:
                         loop.record(result.task, result.outcome)
+                        await loop.aflush()
                     results.append(result)
                     for chunk in sink.drain():
                         yield chunk
             tasks = body.send(results)
     except StopIteration:
         loop.exit(None)
+        await loop.aflush()
     except GraphInterrupt as interrupt:
         loop.exit(interrupt)
+        await loop.aflush()
         paused(loop)
     except GeneratorExit as closed:
         loop.exit(closed)
+        await loop.aflush()
         raise
     except BaseException as error:
         loop.exit(error)
+        await loop.aflush()
         if not isinstance(error, asyncio.CancelledError):
             for chunk in sink.drain():  # what the run streamed before it failed
                 yield chunk

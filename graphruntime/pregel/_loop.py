@@ -113,6 +113,16 @@ class _Load:
 LOAD = _Load()
 
 
+class _ALoad:
+    """Sentinel: an async run reads the checkpoint with the saver's async methods
+    (:meth:`PregelLoop.aload`), and saves with them too (:meth:`PregelLoop.aflush`)."""
+
+
+ALOAD = _ALoad()
+
+_SaverCall = tuple[str, tuple[Any, ...]]
+
+
 @dataclass(frozen=True, slots=True)
 class RunOptions:
     """What a run asks for beyond its input: the same for every step of the run."""
@@ -190,6 +200,9 @@ class PregelLoop:
     loads the latest checkpoint (or the config's ``checkpoint_id``) from its saver.
     """
 
+    checkpoint_config: RunnableConfig
+    """The config of the last checkpoint saved (or loaded): pending writes go under it."""
+
     def __init__(
         self,
         graph: GraphSpec,
@@ -198,7 +211,7 @@ class PregelLoop:
         checkpointer: BaseCheckpointSaver | None,
         sink: StreamSink,
         options: RunOptions,
-        saved: CheckpointTuple | _Load | None = LOAD,
+        saved: CheckpointTuple | _Load | _ALoad | None = LOAD,
     ) -> None:
         self.graph = graph
         self.config = config
@@ -236,12 +249,49 @@ class PregelLoop:
         self._exit_written: set[str] = set()  # tasks whose writes an "exit" run saves last
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
+        # an async run queues its saver calls here; its driver awaits them in order
+        self._deferred: list[_SaverCall] | None = None
+        if isinstance(saved, _ALoad):
+            self._deferred = []
+            return  # aload() reads the checkpoint
         if isinstance(saved, _Load):
             saved = self._read_saved()
         self._load(saved)
-        self.stop = (
-            options.stop if options.stop is not None else self.step + options.recursion_limit + 1
-        )
+
+    async def aload(self) -> None:
+        """Read the checkpoint with the saver's async methods (a loop built with ALOAD)."""
+        saved = None
+        if self.checkpointer is not None:
+            replay = self._replay_state()
+            if replay is not None:
+                self._drop_resuming()
+                saved = await replay.aload(self.ns, self.checkpointer, self.saver_config())
+            else:
+                saved = await self.checkpointer.aget_tuple(self.saver_config())
+        self._load(saved)
+
+    def _saver_call(self, method: str, *args: Any) -> Any:
+        """Call the saver now, or (an async run) queue the call for :meth:`aflush`."""
+        assert self.checkpointer is not None
+        if self._deferred is None:
+            return getattr(self.checkpointer, method)(*args)
+        self._deferred.append((method, args))
+        return None
+
+    async def aflush(self) -> None:
+        """Await the saver calls an async run queued, in order."""
+        deferred = self._deferred
+        if not deferred or self.checkpointer is None:
+            return
+        while deferred:
+            method, args = deferred.pop(0)
+            result = await getattr(self.checkpointer, f"a{method}")(*args)
+            if (
+                method == "put"
+                and result is not None
+                and result[CONF].get(CONFIG_KEY_CHECKPOINT_ID) == self.checkpoint["id"]
+            ):
+                self.checkpoint_config = result
 
     # --- loading ------------------------------------------------------------------------
 
@@ -278,17 +328,25 @@ class PregelLoop:
         if replay is not None:
             # the parent replays an old step: start from the state this subgraph had
             # then, and run it on its input (not as a resume)
-            conf = {k: v for k, v in self.config[CONF].items() if k != CONFIG_KEY_RESUMING}
-            self.config = {**self.config, CONF: conf}
+            self._drop_resuming()
             return replay.load(self.ns, self.checkpointer, self.saver_config())
         return self.checkpointer.get_tuple(self.saver_config())
 
+    def _drop_resuming(self) -> None:
+        # the parent replays an old step: start from the state this subgraph had then,
+        # and run it on its input (not as a resume)
+        conf = {k: v for k, v in self.config[CONF].items() if k != CONFIG_KEY_RESUMING}
+        self.config = {**self.config, CONF: conf}
+
+    loaded = False
+
     def _load(self, saved: CheckpointTuple | None) -> None:
+        self.loaded = True
         self.addressed = bool(self._address() or self._replay_state())
         if saved is not None:
             self.checkpoint: Checkpoint = copy_checkpoint(saved.checkpoint)
             self.metadata: dict[str, Any] = dict(saved.metadata)
-            self.checkpoint_config: RunnableConfig = saved.config
+            self.checkpoint_config = saved.config
             self.saved = True
             self.saved_versions: dict[str, Any] = dict(saved.checkpoint["channel_versions"])
             self.pending_writes = list(saved.pending_writes or [])
@@ -311,6 +369,10 @@ class PregelLoop:
             set(self.checkpoint["updated_channels"] or ())
             if self.checkpoint.get("updated_channels") is not None
             else None
+        )
+        options = self.options
+        self.stop = (
+            options.stop if options.stop is not None else self.step + options.recursion_limit + 1
         )
 
     def _step_context(self) -> StepContext:
@@ -443,7 +505,7 @@ class PregelLoop:
         if self.durability == "exit":
             self._exit_written.add(task_id)
         elif self.checkpointer is not None:
-            self.checkpointer.put_writes(self.checkpoint_config, list(writes), task_id, path)
+            self._saver_call("put_writes", self.checkpoint_config, list(writes), task_id, path)
 
     def _put_null_writes(self, writes: Sequence[tuple[str, Any]]) -> None:
         """Null-task writes accumulate over the runs that resume one step.
@@ -470,10 +532,10 @@ class PregelLoop:
             self._exit_written.add(NULL_TASK_ID)
         elif self.checkpointer is not None:
             if control:
-                self.checkpointer.put_writes(self.checkpoint_config, control, NULL_TASK_ID)
+                self._saver_call("put_writes", self.checkpoint_config, control, NULL_TASK_ID)
             if regular:
-                self.checkpointer.put_writes(
-                    self.checkpoint_config, [*earlier, *regular], NULL_TASK_ID
+                self._saver_call(
+                    "put_writes", self.checkpoint_config, [*earlier, *regular], NULL_TASK_ID
                 )
 
     def _tasks_with_writes(self) -> set[str]:
@@ -521,12 +583,16 @@ class PregelLoop:
             if self.saved and self._saved_id is not None:
                 parent[CONFIG_KEY_CHECKPOINT_ID] = self._saved_id
             self.prev_checkpoint_config = self.checkpoint_config if self.saved else None
-            self.checkpoint_config = self.checkpointer.put(
+            saved_config = self._saver_call(
+                "put",
                 {CONF: parent},
                 copy_checkpoint(self.checkpoint),
-                dict(self.metadata),  # type: ignore[arg-type]
+                dict(self.metadata),
                 new_versions,
             )
+            if saved_config is None:  # deferred (an async run): what the saver will return
+                saved_config = {CONF: {**parent, CONFIG_KEY_CHECKPOINT_ID: self.checkpoint["id"]}}
+            self.checkpoint_config = saved_config
             self.saved = True
             self._saved_id = self.checkpoint["id"]
             self.saved_versions = dict(self.checkpoint["channel_versions"])
@@ -558,7 +624,7 @@ class PregelLoop:
                 writes.sort(key=lambda w: w[0] in WRITES_IDX_MAP)
             task = self.tasks.get(task_id)
             path = task_order(task) if task is not None else ""
-            self.checkpointer.put_writes(self.checkpoint_config, writes, task_id, path)
+            self._saver_call("put_writes", self.checkpoint_config, writes, task_id, path)
         self._exit_written.clear()
 
     # --- starting a run -----------------------------------------------------------------

@@ -39,3 +39,14 @@ class ReplayState:
         for saved in saver.list(config, before=before, limit=1):
             return saved
         return None
+
+    async def aload(
+        self, ns: str, saver: BaseCheckpointSaver, config: RunnableConfig
+    ) -> CheckpointTuple | None:
+        """Async :meth:`load`."""
+        if not self._first_visit(ns):
+            return await saver.aget_tuple(config)
+        before: RunnableConfig = {CONF: {CONFIG_KEY_CHECKPOINT_ID: self.checkpoint_id}}
+        async for saved in saver.alist(config, before=before, limit=1):
+            return saved
+        return None

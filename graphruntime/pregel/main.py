@@ -26,7 +26,7 @@ from graphruntime._internal._constants import (
 from graphruntime.channels import BaseChannel
 from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive, drive
-from graphruntime.pregel._loop import PregelLoop, RunOptions
+from graphruntime.pregel._loop import ALOAD, LOAD, PregelLoop, RunOptions
 from graphruntime.pregel._node import NodeSpec
 from graphruntime.pregel._state import (
     bulk_update_state,
@@ -108,6 +108,7 @@ class Pregel:
         output_keys: Sequence[str] | None = None,
         durability: Durability | None = None,
         kwargs: Mapping[str, Any] | None = None,
+        aio: bool = False,
     ) -> tuple[PregelLoop, bool]:
         cfg = ensure_config(self.config, config)
         conf = cfg[CONF]
@@ -161,6 +162,7 @@ class Pregel:
                 interrupt_after=interrupt_after,
                 durability=durability or "async",
             ),
+            saved=ALOAD if aio else LOAD,
         )
         return loop, single
 
@@ -276,6 +278,7 @@ class Pregel:
         interrupt_after: All | Sequence[str] | None,
         durability: Durability | None = None,
         kwargs: Mapping[str, Any] | None = None,
+        aio: bool = False,
     ) -> PregelLoop:
         loop, _single = self._prepare(
             input,
@@ -287,6 +290,7 @@ class Pregel:
             self.output_channels,
             durability=durability,
             kwargs=kwargs,
+            aio=aio,
         )
         _private_sink(loop, stream_mode)
         return loop
@@ -313,6 +317,7 @@ class Pregel:
             interrupt_after,
             durability=durability,
             kwargs=kwargs,
+            aio=True,
         )
         # closing the stream closes the run at once: its running tasks are cancelled
         async with aclosing(_arun(loop, input)) as chunks:
@@ -332,7 +337,14 @@ class Pregel:
     ) -> Any:
         """Async twin of :meth:`invoke`."""
         loop = self._invoke_loop(
-            input, config, stream_mode, interrupt_before, interrupt_after, durability, kwargs
+            input,
+            config,
+            stream_mode,
+            interrupt_before,
+            interrupt_after,
+            durability,
+            kwargs,
+            aio=True,
         )
         chunks = [c async for c in _arun(loop, input)]
         return _collect(iter(chunks), loop, stream_mode)
@@ -474,6 +486,8 @@ def _run(loop: PregelLoop, input: Any) -> Iterator[StreamChunk]:
 
 
 async def _arun(loop: PregelLoop, input: Any) -> AsyncGenerator[StreamChunk, None]:
+    if not loop.loaded:
+        await loop.aload()
     loop.first(input)
     executor = AsyncioExecutor(loop.config.get("max_concurrency"))
     async with aclosing(adrive(loop, executor)) as chunks:

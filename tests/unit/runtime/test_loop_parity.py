@@ -208,3 +208,48 @@ def test_compile_rejects_a_checkpointer_that_is_not_a_saver() -> None:
     graph = StateGraph(State).add_node("a", lambda state: {}).add_edge(START, "a")
     with pytest.raises(TypeError, match="Invalid checkpointer provided"):
         graph.compile(checkpointer=object())  # type: ignore[arg-type]
+
+
+class _AsyncOnlySaver(InMemorySaver):
+    """A saver whose sync methods fail: an async run must use the async ones."""
+
+    def get_tuple(self, config: Any) -> Any:
+        raise AssertionError("sync get_tuple in an async run")
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        raise AssertionError("sync put in an async run")
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        raise AssertionError("sync put_writes in an async run")
+
+    async def aget_tuple(self, config: Any) -> Any:
+        return InMemorySaver.get_tuple(self, config)
+
+    async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        return InMemorySaver.put(self, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self, config: Any, writes: Any, task_id: str, task_path: str = ""
+    ) -> None:
+        InMemorySaver.put_writes(self, config, writes, task_id, task_path)
+
+
+def test_async_runs_use_the_savers_async_methods() -> None:
+    from graphruntime.types import interrupt
+
+    def ask(state: State) -> dict[str, Any]:
+        return {"log": interrupt("question")}
+
+    saver = _AsyncOnlySaver()
+    graph = (
+        StateGraph(State).add_node("ask", ask).add_edge(START, "ask").compile(checkpointer=saver)
+    )
+    config = {"configurable": {"thread_id": "1"}}
+
+    async def run() -> list[Any]:
+        first = await graph.ainvoke({"log": ""}, config)
+        second = await graph.ainvoke(Command(resume="answer"), config, durability="exit")
+        return [first["__interrupt__"][0].value, second]
+
+    assert asyncio.run(run()) == ["question", {"log": "answer"}]
+    assert InMemorySaver.get_tuple(saver, config).checkpoint["channel_values"]["log"] == "answer"
