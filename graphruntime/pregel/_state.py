@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections import defaultdict, deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from typing import Any
 from uuid import UUID, uuid5
 
@@ -243,6 +245,10 @@ def update_state(
     return bulk_update_state(graph, saver, config, [[StateUpdate(values, as_node, task_id)]])
 
 
+async def _resolve_awaitable(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
 def _update_task_id(checkpoint_id: str, i: int) -> str:
     """The id of the ``i``th update of a superstep that has no prepared task to reuse."""
     return str(uuid5(UUID(checkpoint_id), INTERRUPT if i == 0 else f"{INTERRUPT}:{i}"))
@@ -358,10 +364,15 @@ def _update_superstep(
             if c in (ERROR, INTERRUPT) or tid not in tasks:
                 continue
             tasks[tid].writes.append((c, v))
-        if as_node in (END, INPUT) or tasks:
-            apply_writes(
-                checkpoint, channels, tasks.values(), get_next_version, graph.trigger_to_nodes
-            )
+        # as END or input the step's other tasks are dropped; as a node, only those
+        # that finished count (the others still run after the update)
+        applied = (
+            list(tasks.values())
+            if as_node in (END, INPUT)
+            else [t for t in tasks.values() if t.writes]
+        )
+        if applied:
+            apply_writes(checkpoint, channels, applied, get_next_version, graph.trigger_to_nodes)
     if as_node == INPUT:
         writes: list[tuple[str, Any]] = [(START, values)]
         apply_writes(
@@ -393,7 +404,10 @@ def _update_superstep(
 
             writer_config: RunnableConfig = {**config, CONF: {**conf, CONFIG_KEY_READ: read}}
             for writer in node.writers:
-                task_writes.extend(writer(update.values, writer_config))
+                produced = writer(update.values, writer_config)
+                if inspect.isawaitable(produced):  # an async router
+                    produced = asyncio.run(_resolve_awaitable(produced))
+                task_writes.extend(produced)
             ran.append(TaskWrites(node.name, (INTERRUPT, i), (INTERRUPT,), task_writes))
             if keep_writes and saved is not None:
                 ids = prepared[node.name]
