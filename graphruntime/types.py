@@ -247,7 +247,7 @@ def interrupt(
         CONFIG_KEY_SEND,
         RESUME,
     )
-    from graphruntime.errors import GraphInterrupt
+    from graphruntime.errors import GraphInterrupt, mark_invalid_resume
 
     conf = get_config()["configurable"]
     until = _deadline(deadline, default)
@@ -258,7 +258,13 @@ def interrupt(
         adapter = TypeAdapter(response_schema)
 
     def validate(v: Any) -> Any:
-        return adapter.validate_python(v) if adapter is not None else v
+        if adapter is None:
+            return v
+        try:
+            return adapter.validate_python(v)
+        except ValueError as exc:  # pydantic's ValidationError
+            mark_invalid_resume(exc)
+            raise
 
     scratchpad = conf[CONFIG_KEY_SCRATCHPAD]
     idx = scratchpad.interrupt_counter()

@@ -27,6 +27,7 @@ from graphruntime.errors import (
     GraphInterrupt,
     GraphRecursionError,
     create_error_message,
+    is_invalid_resume,
 )
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._loop import PregelLoop, TaskResult
@@ -301,8 +302,12 @@ class AsyncioExecutor:
                     continue
                 result = event.result()
                 yield result
-                if isinstance(result.outcome, Exception) and not isinstance(
-                    result.outcome, GraphBubbleUp
+                failure = result.outcome
+                if (
+                    isinstance(failure, Exception)
+                    and not isinstance(failure, GraphBubbleUp)
+                    # a bad answer to one interrupt: the others answered still finish
+                    and not is_invalid_resume(failure)
                 ):
                     break  # the step fails: its other tasks stop
         finally:

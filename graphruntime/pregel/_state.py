@@ -49,7 +49,7 @@ from graphruntime.pregel._algo import (
     task_finished,
 )
 from graphruntime.pregel._node import GraphSpec
-from graphruntime.pregel.debug import with_checkpoint_map
+from graphruntime.pregel.debug import map_task_result_writes, with_checkpoint_map
 from graphruntime.types import PregelTask, StateSnapshot, StateUpdate
 
 
@@ -175,7 +175,11 @@ def snapshot(
             if (not live or not finished)
             else ()
         )
-        result = {c: v for c, v in writes if c in graph.stream_channels} if finished else None
+        result = (
+            map_task_result_writes([(c, v) for c, v in writes if c in graph.stream_channels])
+            if finished
+            else None
+        )
         state: Any = None
         if task.node.subgraphs:
             child_ns = task.checkpoint_ns
