@@ -10,7 +10,7 @@ from typing import Any, TypedDict
 import pytest
 
 from graphruntime.checkpoint.memory import InMemorySaver
-from graphruntime.config import get_stream_writer
+from graphruntime.config import RunnableConfig, get_stream_writer
 from graphruntime.graph import END, START, StateGraph
 from graphruntime.types import Command
 
@@ -148,7 +148,7 @@ async def _closing_astream_cancels_the_running_node() -> None:
     )
     stream = graph.astream({})
     assert await anext(stream) == {"quick": {"log": "quick"}}
-    await stream.aclose()
+    await stream.aclose()  # type: ignore[attr-defined]
     assert cancelled.is_set()
 
 
@@ -187,9 +187,9 @@ def test_exit_durability_saves_only_the_last_checkpoint() -> None:
         .add_edge("a", "b")
         .compile(checkpointer=saver)
     )
-    exit_config = {"configurable": {"thread_id": "exit"}}
+    exit_config: RunnableConfig = {"configurable": {"thread_id": "exit"}}
     graph.invoke({"log": ""}, exit_config, durability="exit")
-    sync_config = {"configurable": {"thread_id": "sync"}}
+    sync_config: RunnableConfig = {"configurable": {"thread_id": "sync"}}
     graph.invoke({"log": ""}, sync_config, durability="sync")
     exit_history = list(graph.get_state_history(exit_config))
     assert [s.values for s in exit_history] == [{"log": "b"}]
@@ -244,7 +244,7 @@ def test_async_runs_use_the_savers_async_methods() -> None:
     graph = (
         StateGraph(State).add_node("ask", ask).add_edge(START, "ask").compile(checkpointer=saver)
     )
-    config = {"configurable": {"thread_id": "1"}}
+    config: RunnableConfig = {"configurable": {"thread_id": "1"}}
 
     async def run() -> list[Any]:
         first = await graph.ainvoke({"log": ""}, config)
@@ -252,4 +252,6 @@ def test_async_runs_use_the_savers_async_methods() -> None:
         return [first["__interrupt__"][0].value, second]
 
     assert asyncio.run(run()) == ["question", {"log": "answer"}]
-    assert InMemorySaver.get_tuple(saver, config).checkpoint["channel_values"]["log"] == "answer"
+    saved = InMemorySaver.get_tuple(saver, config)
+    assert saved is not None
+    assert saved.checkpoint["channel_values"]["log"] == "answer"
