@@ -156,9 +156,10 @@ class FooState(TypedDict, total=False):
 @scenario
 def scenario_bulk_update_state(rt: Runtime, rec: Recorder) -> None:
     """bulk_update_state rebuilds a run's history; a copy with updates forks it."""
-    import importlib
 
-    state_update = importlib.import_module(f"{rt.name}.types").StateUpdate
+    def state_update(values: Any, as_node: str | None = None) -> tuple[Any, str | None, None]:
+        return (values, as_node, None)  # as StateUpdate, a NamedTuple (values, as_node, task_id)
+
     g = rt.StateGraph(FooState)
     g.add_node("agent", lambda state: {"foo": "agent"})
     g.add_node("tool", lambda state: {"foo": "tool"})
