@@ -52,6 +52,7 @@ __all__ = (
     "ParentCommand",
     "SerializationError",
     "create_error_message",
+    "is_invalid_resume",
 )
 
 
@@ -151,3 +152,21 @@ class SerializationError(CheckpointError):
 
     The message names where in the value the problem is and what to do about it.
     """
+
+
+_INVALID_RESUME = "_graphruntime_invalid_resume"
+
+
+def mark_invalid_resume(error: BaseException) -> None:
+    """Mark ``error`` as a resume value that did not match ``interrupt(response_schema=)``."""
+    setattr(error, _INVALID_RESUME, True)
+
+
+def is_invalid_resume(error: BaseException) -> bool:
+    """Whether ``error`` was raised because a resume value didn't match ``response_schema``.
+
+    ``interrupt()`` raises the schema's ``pydantic.ValidationError`` then; this tells it
+    apart from other validation errors (a tool's arguments, say), so the interrupt
+    can be answered again.
+    """
+    return getattr(error, _INVALID_RESUME, False) is True

@@ -38,6 +38,7 @@ __all__ = (
     "RetryPolicy",
     "Send",
     "StateSnapshot",
+    "StateUpdate",
     "StreamMode",
     "StreamPart",
     "StreamWriter",
@@ -53,6 +54,8 @@ __all__ = (
 All = Literal["*"]
 StreamMode = Literal["values", "updates", "custom", "debug", "messages", "checkpoints", "tasks"]
 Durability = Literal["sync", "async", "exit"]
+"""When a run saves: ``"sync"`` each step before the next starts, ``"async"`` each step
+while the next runs, ``"exit"`` only the run's last checkpoint."""
 
 
 def default_retry_on(exc: Exception) -> bool:
@@ -154,6 +157,14 @@ class PregelTask(NamedTuple):
     interrupts: tuple[Interrupt, ...] = ()
     state: RunnableConfig | StateSnapshot | None = None
     result: Any | None = None
+
+
+class StateUpdate(NamedTuple):
+    """One update of ``bulk_update_state``: ``values`` as if ``as_node`` returned them."""
+
+    values: dict[str, Any] | None
+    as_node: str | None = None
+    task_id: str | None = None
 
 
 class StateSnapshot(NamedTuple):
@@ -380,7 +391,7 @@ def interrupt(
         CONFIG_KEY_SEND,
         RESUME,
     )
-    from graphruntime.errors import GraphInterrupt
+    from graphruntime.errors import GraphInterrupt, mark_invalid_resume
 
     conf = get_config()["configurable"]
     until = _deadline(deadline, default)
@@ -391,7 +402,13 @@ def interrupt(
         adapter = TypeAdapter(response_schema)
 
     def validate(v: Any) -> Any:
-        return adapter.validate_python(v) if adapter is not None else v
+        if adapter is None:
+            return v
+        try:
+            return adapter.validate_python(v)
+        except ValueError as exc:  # pydantic's ValidationError
+            mark_invalid_resume(exc)
+            raise
 
     scratchpad = conf[CONFIG_KEY_SCRATCHPAD]
     idx = scratchpad.interrupt_counter()

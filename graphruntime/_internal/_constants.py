@@ -50,5 +50,6 @@ CONFIG_KEY_RUNTIME: Final = "__pregel_runtime"
 CONFIG_KEY_CUSTOM_WRITER: Final = "__pregel_custom_writer"
 CONFIG_KEY_NODE_FINISHED: Final = "__pregel_node_finished"
 CONFIG_KEY_DURABILITY: Final = "__pregel_durability"
+CONFIG_KEY_REPLAY_STATE: Final = "__pregel_replay_state"
 
 DEFAULT_RECURSION_LIMIT: Final = 10007

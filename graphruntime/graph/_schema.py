@@ -50,10 +50,23 @@ def _channel_for(name: str, hint: Any) -> BaseChannel:
                 return extra
             if isinstance(extra, type) and issubclass(extra, BaseChannel):
                 return extra(base, key=name)
-            if callable(extra) and _arity(extra) == 2:
-                return BinaryOperatorAggregate(base, extra, key=name)
+        # the reducer is the last annotation, if callable: a binary function
+        last = extras[-1]
+        if callable(last):
+            if _arity(last) != 2:
+                raise GraphValidationError(
+                    f"Invalid reducer signature. Expected (a, b) -> c. Got {_signature(last)}"
+                )
+            return BinaryOperatorAggregate(base, last, key=name)
         return LastValue(base, key=name)
     return LastValue(hint, key=name)
+
+
+def _signature(fn: Callable[..., Any]) -> str:
+    try:
+        return str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return repr(fn)
 
 
 def _arity(fn: Callable[..., Any]) -> int:

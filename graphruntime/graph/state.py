@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dis
+import inspect
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -107,7 +109,11 @@ class StateGraph:
         input_schema = input_schema or kwargs.pop("input", None)
         if not isinstance(node, str):
             action = node
-            node = getattr(action, "name", None) or getattr(action, "__name__", None)
+            node = (
+                getattr(action, "name", None)
+                or getattr(action, "__name__", None)
+                or action.__class__.__name__  # a callable instance: its class's name
+            )
             if node is None:
                 raise GraphValidationError("Node name must be provided if action is not a function")
         if action is None:
@@ -362,28 +368,83 @@ def _state_writer(output_keys: frozenset[str]) -> Writer:
 
 
 def find_subgraph(action: Any) -> Pregel | None:
-    """The compiled graph a node runs: the node itself, or one its function refers to."""
+    """The compiled graph a node runs: the node itself, or one its function refers to.
+
+    A function refers to a graph through a name it captures or a global it loads,
+    or an attribute path from one (``holder.graph.invoke``), read from its bytecode;
+    nested functions count through the names they capture. A wrapper with nothing
+    in reach is looked through (``__wrapped__``).
+    """
     if isinstance(action, Pregel):
         return action if action.checkpointer is not False else None
+    seen: set[int] = set()
+    while action is not None and id(action) not in seen:
+        seen.add(id(action))
+        found = _referenced_graph(action)
+        if found is not None:
+            return found
+        action = getattr(action, "__wrapped__", None)
+    return None
+
+
+def _is_graph(value: Any) -> bool:
+    return isinstance(value, Pregel) and value.checkpointer is not False
+
+
+def _referenced_graph(action: Any) -> Pregel | None:
     func = getattr(action, "__func__", action)
     code = getattr(func, "__code__", None)
     if code is None:
         return None
-    names: dict[str, Any] = {}
-    closure = getattr(func, "__closure__", None) or ()
-    for name, cell in zip(code.co_freevars, closure, strict=False):
+    captured: dict[str, Any] = {}
+    for name, cell in zip(code.co_freevars, getattr(func, "__closure__", None) or (), strict=False):
         try:
-            names[name] = cell.cell_contents
-        except ValueError:  # empty cell
+            captured[name] = cell.cell_contents
+        except ValueError:  # an empty cell
             continue
     globals_ = getattr(func, "__globals__", {})
+    names = dict(captured)
     for name in code.co_names:
         if name in globals_:
             names.setdefault(name, globals_[name])
     for value in names.values():
-        if isinstance(value, Pregel) and value.checkpointer is not False:
-            return value
+        if _is_graph(value):
+            found: Pregel = value
+            return found
+    for scope, chain in _attribute_paths(code, top=True):
+        value = (names if scope else captured).get(chain[0])
+        for attr in chain[1:]:
+            value = getattr(value, attr, None)
+            if value is None:
+                break
+            if _is_graph(value):
+                return value  # type: ignore[no-any-return]
     return None
+
+
+_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME", "LOAD_CLOSURE"})
+_ATTRS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
+
+
+def _attribute_paths(code: Any, *, top: bool) -> Iterator[tuple[bool, tuple[str, ...]]]:
+    """``(from the function's own code, (name, attr, ...))`` for each attribute load.
+
+    Nested code objects only reach what they capture: their globals are not followed.
+    """
+    instructions = list(dis.get_instructions(code))
+    for i, ins in enumerate(instructions):
+        if ins.opname not in _LOADS or (not top and ins.opname != "LOAD_DEREF"):
+            continue
+        chain = [str(ins.argval)]
+        for nxt in instructions[i + 1 :]:
+            if nxt.opname not in _ATTRS:
+                break
+            chain.append(str(nxt.argval))
+        if len(chain) > 1:
+            yield top, tuple(chain)
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            yield from _attribute_paths(const, top=False)
 
 
 def _static(writes: list[tuple[str, Any]]) -> Writer:

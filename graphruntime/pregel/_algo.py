@@ -136,6 +136,7 @@ def create_checkpoint(
     get_next_version: GetNextVersion | None = None,
     stored_versions: Mapping[str, Any] | None = None,
     trigger_to_nodes: Mapping[str, Sequence[str]] | None = None,
+    checkpoint_id: str | None = None,
 ) -> Checkpoint:
     """A new checkpoint (fresh time-ordered id) holding the channels' current values.
 
@@ -168,7 +169,7 @@ def create_checkpoint(
             )
     return {
         "v": LATEST_VERSION,
-        "id": str(uuid6(clock_seq=step)),
+        "id": checkpoint_id or str(uuid6(clock_seq=step)),
         "ts": datetime.now(UTC).isoformat(),
         "channel_values": values,
         "channel_versions": versions,

@@ -444,6 +444,23 @@ class DeltaTracker:
         set_counters(metadata, counters, snapshot)
         return snapshot
 
+    def final_snapshot(
+        self,
+        metadata: dict[str, Any],
+        channels: Mapping[str, BaseChannel],
+        versions: ChannelVersions,
+    ) -> set[str]:
+        """What a checkpoint kept in memory snapshots when it is saved after all (an
+        ``"exit"`` run's last): its counters are already in ``metadata``, and the
+        writes of the unsaved steps before it were never saved to replay."""
+        if not self.names:
+            return set()
+        counters = read_counters(metadata)
+        snapshot = self.forced() | delta_channels_to_snapshot(channels, counters, versions)
+        self.snapshotted(snapshot)
+        set_counters(metadata, counters, snapshot)
+        return snapshot
+
     def save_input(
         self,
         writes: MutableSequence[tuple[str, Any]],

@@ -15,15 +15,18 @@ import asyncio
 import concurrent.futures
 import queue
 from collections import deque
-from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Sequence
 from typing import Protocol
 
 from graphruntime._internal._config import RunnableConfig
+from graphruntime._internal._constants import INTERRUPT
 from graphruntime.errors import (
     ErrorCode,
+    GraphBubbleUp,
     GraphInterrupt,
     GraphRecursionError,
     create_error_message,
+    is_invalid_resume,
 )
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._loop import PregelLoop, TaskResult
@@ -41,9 +44,15 @@ class StepSuspended(Exception):
 
 
 class StepExecutor(Protocol):
-    """Runs a step's tasks and yields each one's result as it finishes."""
+    """Runs a step's tasks and yields each one's result as it finishes.
 
-    def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]: ...
+    It may also yield ``None`` while tasks still run: stream chunks are waiting in
+    the loop's sink (a node wrote them), and the driver hands them to the caller now.
+    """
+
+    def execute(
+        self, loop: PregelLoop, tasks: Sequence[PreparedTask]
+    ) -> Iterator[TaskResult | None]: ...
 
 
 class AsyncStepExecutor(Protocol):
@@ -85,6 +94,9 @@ def paused(loop: PregelLoop) -> None:
         raise GraphInterrupt(tuple(loop.interrupts))
     if loop.status == "interrupted":
         loop.emit("values", loop.values_with_pending())
+    if not loop.interrupts:
+        # a breakpoint (here or in a subgraph) paused the run: say so, without values
+        loop.emit("updates", {INTERRUPT: ()})
 
 
 def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
@@ -98,31 +110,48 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
             yield from sink.drain()
             results: list[TaskResult] = []
             for result in executor.execute(loop, tasks):
+                if result is None:
+                    yield from sink.drain()
+                    continue
                 if not result.recorded:
                     loop.record(result.task, result.outcome)
                 results.append(result)
                 yield from sink.drain()
             tasks = body.send(results)
     except StopIteration:
-        pass
-    except GraphInterrupt:
+        loop.exit(None)
+    except GraphInterrupt as interrupt:
+        loop.exit(interrupt)
         paused(loop)
+    except GeneratorExit as closed:
+        loop.exit(closed)
+        raise
+    except BaseException as error:
+        loop.exit(error)
+        yield from sink.drain()  # what the run streamed before it failed
+        raise
     yield from sink.drain()
 
 
-async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator[StreamChunk]:
+async def adrive(
+    loop: PregelLoop, executor: AsyncStepExecutor
+) -> AsyncGenerator[StreamChunk, None]:
     """Async twin of :func:`drive` (same body: :func:`steps`).
 
     An eager sink's chunks (tokens, custom data, subgraph steps) are yielded as they
-    arrive, while the step's tasks still run.
+    arrive, while the step's tasks still run. A loop built for an async run queues its
+    saver calls; they are awaited here, in order, before the run goes on (so the
+    saver's async methods do the I/O).
     """
     sink = loop.sink
     body = steps(loop)
     try:
+        await loop.aflush()
         for chunk in sink.drain():
             yield chunk
         tasks = next(body)
         while True:
+            await loop.aflush()
             for chunk in sink.drain():
                 yield chunk
             results: list[TaskResult] = []
@@ -133,6 +162,7 @@ async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator
                     if isinstance(item, TaskResult):
                         if not item.recorded:
                             loop.record(item.task, item.outcome)
+                            await loop.aflush()
                         results.append(item)
                         for chunk in sink.drain():
                             yield chunk
@@ -145,9 +175,23 @@ async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator
                     await aclose()
             tasks = body.send(results)
     except StopIteration:
-        pass
-    except GraphInterrupt:
+        loop.exit(None)
+        await loop.aflush()
+    except GraphInterrupt as interrupt:
+        loop.exit(interrupt)
+        await loop.aflush()
         paused(loop)
+    except GeneratorExit as closed:
+        loop.exit(closed)
+        await loop.aflush()
+        raise
+    except BaseException as error:
+        loop.exit(error)
+        await loop.aflush()
+        if not isinstance(error, asyncio.CancelledError):
+            for chunk in sink.drain():  # what the run streamed before it failed
+                yield chunk
+        raise
     for chunk in sink.drain():
         yield chunk
 
@@ -203,11 +247,15 @@ class ThreadExecutor:
         self.max_workers = max_concurrency or 32
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: deque[tuple[PreparedTask, RunnableConfig, Sequence[RetryPolicy]]] = deque()
-        self._results: queue.SimpleQueue[TaskResult] = queue.SimpleQueue()
+        self._results: queue.SimpleQueue[TaskResult | None] = queue.SimpleQueue()
 
-    def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
+    def execute(
+        self, loop: PregelLoop, tasks: Sequence[PreparedTask]
+    ) -> Iterator[TaskResult | None]:
         policy = loop.graph.retry_policy
-        if len(tasks) == 1:
+        sink = loop.sink
+        eager = sink.eager
+        if len(tasks) == 1 and not eager:
             task = tasks[0]
             yield TaskResult(task, run_task(task, loop.task_config(task), policy))
             return
@@ -218,8 +266,19 @@ class ThreadExecutor:
         self._pending.extend((t, loop.task_config(t), policy) for t in tasks)
         for _ in range(min(self.max_workers, len(tasks))):
             self._pool.submit(self._work)
-        for _ in range(len(tasks)):
-            yield self._results.get()
+        if eager:  # a chunk written while the tasks run wakes this thread to hand it on
+            results = self._results
+            sink.listener = lambda: results.put(None)
+        try:
+            remaining = len(tasks)
+            while remaining:
+                result = self._results.get()
+                if result is not None:
+                    remaining -= 1
+                yield result
+        finally:
+            if eager:
+                sink.listener = None
 
     def _work(self) -> None:
         while True:
@@ -255,12 +314,27 @@ class AsyncioExecutor:
     async def aexecute(
         self, loop: PregelLoop, tasks: Sequence[PreparedTask]
     ) -> AsyncIterator[TaskResult]:
+        """Yields results as tasks finish.
+
+        A task that fails cancels the step's other running tasks (their results are
+        not reported); so does cancelling the run or closing its stream.
+        """
         pending = [asyncio.ensure_future(self._run(loop, t)) for t in tasks]
         try:
             for future in asyncio.as_completed(pending):
-                yield await future
+                result = await future
+                yield result
+                failure = result.outcome
+                if (
+                    isinstance(failure, Exception)
+                    and not isinstance(failure, GraphBubbleUp)
+                    # a bad answer to one interrupt: the others answered still finish
+                    and not is_invalid_resume(failure)
+                ):
+                    break  # the step fails: its other tasks stop
         finally:
-            # the run was cancelled or its stream closed: its running tasks stop too
-            for future in pending:
-                if not future.done():
-                    future.cancel()
+            running = [future for future in pending if not future.done()]
+            for future in running:
+                future.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)

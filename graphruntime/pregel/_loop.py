@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
 from graphruntime._internal._config import RunnableConfig
@@ -33,6 +34,7 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_CUSTOM_WRITER,
     CONFIG_KEY_READ,
+    CONFIG_KEY_REPLAY_STATE,
     CONFIG_KEY_RESUME_MAP,
     CONFIG_KEY_RESUMING,
     CONFIG_KEY_SCRATCHPAD,
@@ -45,6 +47,7 @@ from graphruntime._internal._constants import (
     INPUT,
     INTERRUPT,
     NO_WRITES,
+    NS_END,
     NS_SEP,
     NULL_TASK_ID,
     RESUME,
@@ -79,12 +82,14 @@ from graphruntime.pregel._algo import (
 )
 from graphruntime.pregel._delta import (
     DeltaTracker,
+    aload_channels,
     detached,
     load_channels,
 )
 from graphruntime.pregel._io import map_command, output_updates, output_values
 from graphruntime.pregel._message_ids import ensure_message_ids
 from graphruntime.pregel._node import GraphSpec
+from graphruntime.pregel._replay import ReplayState
 from graphruntime.pregel._resume import (
     is_resume_map,
     pending_interrupts,
@@ -94,7 +99,8 @@ from graphruntime.pregel._resume import (
 )
 from graphruntime.pregel._stream import StreamSink
 from graphruntime.pregel._task_events import shown, task_payload, task_result_payload
-from graphruntime.types import All, Command, Interrupt
+from graphruntime.pregel.debug import map_debug_checkpoint
+from graphruntime.types import All, Command, Durability, Interrupt
 
 Status = Literal[
     "pending", "done", "interrupt_before", "interrupt_after", "out_of_steps", "interrupted"
@@ -106,6 +112,18 @@ class _Load:
 
 
 LOAD = _Load()
+
+
+class _ALoad:
+    """Sentinel: an async run reads the checkpoint with the saver's async methods
+    (:meth:`PregelLoop.aload`), and saves with them too (:meth:`PregelLoop.aflush`)."""
+
+
+ALOAD = _ALoad()
+
+_SaverCall = tuple[str, tuple[Any, ...]]
+
+_UNREAD = object()  # the thread's head was not read ahead (a sync run reads it on demand)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +139,10 @@ class RunOptions:
 
     A run continued in another process passes the value its first loop computed.
     """
+    durability: Durability = "async"
+    """``"exit"`` saves only the run's last checkpoint (and its pending writes), when
+    the run ends; ``"sync"`` and ``"async"`` save every step before the next starts
+    (saves here never overlap the next step, which satisfies both)."""
 
 
 class TaskResult(NamedTuple):
@@ -170,6 +192,9 @@ class PregelLoop:
     loads the latest checkpoint (or the config's ``checkpoint_id``) from its saver.
     """
 
+    checkpoint_config: RunnableConfig
+    """The config of the last checkpoint saved (or loaded): pending writes go under it."""
+
     def __init__(
         self,
         graph: GraphSpec,
@@ -178,7 +203,7 @@ class PregelLoop:
         checkpointer: BaseCheckpointSaver | None,
         sink: StreamSink,
         options: RunOptions,
-        saved: CheckpointTuple | _Load | None = LOAD,
+        saved: CheckpointTuple | _Load | _ALoad | None = LOAD,
     ) -> None:
         self.graph = graph
         self.config = config
@@ -189,7 +214,16 @@ class PregelLoop:
         self.recursion_limit = options.recursion_limit
         conf = config[CONF]
         self.is_nested = CONFIG_KEY_TASK_ID in conf
+        if not self.is_nested and conf.get(CONFIG_KEY_CHECKPOINT_NS):
+            # a root run always runs the root graph; a subgraph's config (from
+            # get_state(subgraphs=True)) addresses the root through its checkpoint_map
+            conf = {**conf, CONFIG_KEY_CHECKPOINT_NS: "", CONFIG_KEY_CHECKPOINT_ID: None}
+            config = {**config, CONF: conf}
+            self.config = config
         self.ns: str = conf.get(CONFIG_KEY_CHECKPOINT_NS, "")
+        checkpoint_map = conf.get(CONFIG_KEY_CHECKPOINT_MAP) or {}
+        # this graph's own entry in the map: a config from get_state(subgraphs=True)
+        self.mapped_id: str | None = checkpoint_map.get(self.ns)
         self.ns_tuple: tuple[str, ...] = tuple(self.ns.split(NS_SEP)) if self.ns else ()
         self.parent_scratchpad: Scratchpad | None = conf.get(CONFIG_KEY_SCRATCHPAD)
         self.get_next_version: Callable[[Any, None], Any] = (
@@ -203,15 +237,66 @@ class PregelLoop:
         # a resume map reaches subgraphs through their config
         self.resume_map: Mapping[str, Any] | None = conf.get(CONFIG_KEY_RESUME_MAP)
         self.replaying = False
+        self.durability: Durability = options.durability
+        self._exit_written: set[str] = set()  # tasks whose writes an "exit" run saves last
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
         self.delta = DeltaTracker(graph.channel_specs)
+        # an async run queues its saver calls here; its driver awaits them in order
+        self._deferred: list[_SaverCall] | None = None
+        if isinstance(saved, _ALoad):
+            self._deferred = []
+            return  # aload() reads the checkpoint
         if isinstance(saved, _Load):
             saved = self._read_saved()
         self._load(saved)
-        self.stop = (
-            options.stop if options.stop is not None else self.step + options.recursion_limit + 1
+
+    async def aload(self) -> None:
+        """Read the checkpoint with the saver's async methods (a loop built with ALOAD)."""
+        saved = None
+        if self.checkpointer is not None:
+            replay = self._replay_state()
+            if replay is not None:
+                self._drop_resuming()
+                saved = await replay.aload(self.ns, self.checkpointer, self.saver_config())
+            else:
+                saved = await self.checkpointer.aget_tuple(self.saver_config())
+        self._load_checkpoint(saved)
+        head = self._head_config()
+        if head is not None and self.checkpointer is not None:
+            # read now, with the async saver: first() asks whether the run is superseded
+            latest = await self.checkpointer.aget_tuple(head)
+            self._head_id = latest.checkpoint["id"] if latest is not None else None
+        self.channels = await aload_channels(
+            self.graph.channel_specs,
+            self.checkpoint,
+            saver=self.checkpointer,
+            config=saved.config if saved is not None else None,
         )
+        self._loaded_channels()
+
+    def _saver_call(self, method: str, *args: Any) -> Any:
+        """Call the saver now, or (an async run) queue the call for :meth:`aflush`."""
+        assert self.checkpointer is not None
+        if self._deferred is None:
+            return getattr(self.checkpointer, method)(*args)
+        self._deferred.append((method, args))
+        return None
+
+    async def aflush(self) -> None:
+        """Await the saver calls an async run queued, in order."""
+        deferred = self._deferred
+        if not deferred or self.checkpointer is None:
+            return
+        while deferred:
+            method, args = deferred.pop(0)
+            result = await getattr(self.checkpointer, f"a{method}")(*args)
+            if (
+                method == "put"
+                and result is not None
+                and result[CONF].get(CONFIG_KEY_CHECKPOINT_ID) == self.checkpoint["id"]
+            ):
+                self.checkpoint_config = result
 
     # --- loading ------------------------------------------------------------------------
 
@@ -222,48 +307,90 @@ class PregelLoop:
             CONF: {
                 CONFIG_KEY_THREAD_ID: conf.get(CONFIG_KEY_THREAD_ID),
                 CONFIG_KEY_CHECKPOINT_NS: self.ns,
-                **(
-                    {CONFIG_KEY_CHECKPOINT_ID: conf[CONFIG_KEY_CHECKPOINT_ID]}
-                    if conf.get(CONFIG_KEY_CHECKPOINT_ID) and not self.is_nested
-                    else {}
-                ),
+                **({CONFIG_KEY_CHECKPOINT_ID: address} if (address := self._address()) else {}),
             }
         }
+
+    def _address(self) -> str | None:
+        """The checkpoint id the run is pointed at, if any (else the latest)."""
+        if self.mapped_id:
+            return self.mapped_id
+        if self.is_nested:
+            return None
+        explicit: str | None = self.config[CONF].get(CONFIG_KEY_CHECKPOINT_ID)
+        return explicit
+
+    def _replay_state(self) -> ReplayState | None:
+        replay = self.config[CONF].get(CONFIG_KEY_REPLAY_STATE)
+        if self.is_nested and not self.mapped_id and isinstance(replay, ReplayState):
+            return replay
+        return None
 
     def _read_saved(self) -> CheckpointTuple | None:
         if self.checkpointer is None:
             return None
+        replay = self._replay_state()
+        if replay is not None:
+            # the parent replays an old step: start from the state this subgraph had
+            # then, and run it on its input (not as a resume)
+            self._drop_resuming()
+            return replay.load(self.ns, self.checkpointer, self.saver_config())
         return self.checkpointer.get_tuple(self.saver_config())
 
+    def _drop_resuming(self) -> None:
+        # the parent replays an old step: start from the state this subgraph had then,
+        # and run it on its input (not as a resume)
+        conf = {k: v for k, v in self.config[CONF].items() if k != CONFIG_KEY_RESUMING}
+        self.config = {**self.config, CONF: conf}
+
+    loaded = False
+    _head_id: str | object | None = _UNREAD
+
     def _load(self, saved: CheckpointTuple | None) -> None:
-        self.addressed = bool(
-            not self.is_nested and self.config[CONF].get(CONFIG_KEY_CHECKPOINT_ID)
-        )
-        if saved is not None:
-            self.checkpoint: Checkpoint = copy_checkpoint(saved.checkpoint)
-            self.metadata: dict[str, Any] = dict(saved.metadata)
-            self.checkpoint_config: RunnableConfig = saved.config
-            self.saved = True
-            self.saved_versions: dict[str, Any] = dict(saved.checkpoint["channel_versions"])
-            self.pending_writes = list(saved.pending_writes or [])
-        else:
-            self.checkpoint = empty_checkpoint()
-            self.metadata = {"step": -2}
-            self.checkpoint_config = self.saver_config()
-            self.saved = False
-            self.saved_versions = {}
+        self._load_checkpoint(saved)
         self.channels = load_channels(
             self.graph.channel_specs,
             self.checkpoint,
             saver=self.checkpointer,
             config=saved.config if saved is not None else None,
         )
+        self._loaded_channels()
+
+    def _load_checkpoint(self, saved: CheckpointTuple | None) -> None:
+        self.loaded = True
+        self.addressed = bool(self._address() or self._replay_state())
+        if saved is not None:
+            self.checkpoint: Checkpoint = copy_checkpoint(saved.checkpoint)
+            self.metadata: dict[str, Any] = dict(saved.metadata)
+            self.checkpoint_config = saved.config
+            self.saved = True
+            self.saved_versions: dict[str, Any] = dict(saved.checkpoint["channel_versions"])
+            self.pending_writes = list(saved.pending_writes or [])
+            self.prev_checkpoint_config: RunnableConfig | None = saved.parent_config
+            self._saved_id: str | None = saved.checkpoint["id"]
+        else:
+            self.checkpoint = empty_checkpoint()
+            self.metadata = {"step": -2}
+            self.checkpoint_config = self.saver_config()
+            self.saved = False
+            self.saved_versions = {}
+            self.prev_checkpoint_config = None
+            self._saved_id = None
+        self._stream_metadata: dict[str, Any] = {
+            k: self.metadata[k] for k in ("source", "step", "parents") if k in self.metadata
+        }
+
+    def _loaded_channels(self) -> None:
         self.delta.rebase(self.pending_writes)
         self.step: int = self.metadata.get("step", -2) + 1
         self.updated_channels = (
             set(self.checkpoint["updated_channels"] or ())
             if self.checkpoint.get("updated_channels") is not None
             else None
+        )
+        options = self.options
+        self.stop = (
+            options.stop if options.stop is not None else self.step + options.recursion_limit + 1
         )
 
     def _step_context(self) -> StepContext:
@@ -277,8 +404,64 @@ class PregelLoop:
     # --- streaming ----------------------------------------------------------------------
 
     def emit(self, mode: str, payload: Any) -> None:
-        if payload is not None:
-            self.sink.put(self.ns_tuple, mode, payload)
+        if payload is None:
+            return
+        self.sink.put(self.ns_tuple, mode, payload)
+        if mode in ("checkpoints", "tasks") and "debug" in self.sink.modes:
+            # "debug" is the "checkpoints" and "tasks" events, wrapped with their step
+            kind = (
+                "checkpoint"
+                if mode == "checkpoints"
+                else ("task_result" if "result" in payload else "task")
+            )
+            self.sink.put(
+                self.ns_tuple,
+                "debug",
+                {
+                    "step": self.step - 1 if mode == "checkpoints" else self.step,
+                    "timestamp": datetime.now(UTC).isoformat(),
+                    "type": kind,
+                    "payload": payload,
+                },
+            )
+
+    def streams(self, mode: str) -> bool:
+        """Whether this run streams ``mode`` (``checkpoints``/``tasks`` also feed ``debug``)."""
+        modes = self.sink.modes
+        return mode in modes or (mode in ("checkpoints", "tasks") and "debug" in modes)
+
+    def _emit_checkpoint(self, tasks: Collection[PreparedTask]) -> None:
+        """The ``checkpoints`` event of the current checkpoint, with the next step's tasks."""
+        if self.checkpointer is None or not self.streams("checkpoints"):
+            return
+        conf = self.checkpoint_config[CONF]
+        config: RunnableConfig = {
+            **self.checkpoint_config,
+            CONF: {**conf, CONFIG_KEY_CHECKPOINT_ID: self.checkpoint["id"]},
+        }
+        for payload in map_debug_checkpoint(
+            config,
+            self.channels,
+            self.graph.stream_channels,
+            self._stream_metadata,
+            list(tasks),
+            self.pending_writes,
+            self.prev_checkpoint_config,
+            self.graph.stream_channels,
+        ):
+            self.emit("checkpoints", payload)
+
+    def _emit_tasks(self, tasks: Collection[PreparedTask]) -> None:
+        if not self.streams("tasks"):
+            return
+        metadata, tags = self.config.get("metadata", {}), self.config.get("tags", [])
+        for task in tasks:
+            if shown(task):
+                self.emit("tasks", task_payload(task, metadata, tags))
+
+    def _emit_task_result(self, task: PreparedTask, writes: Sequence[tuple[str, Any]]) -> None:
+        if self.streams("tasks") and shown(task):
+            self.emit("tasks", task_result_payload(task, writes, self.graph.stream_channels))
 
     def _emit_updates(self, task: PreparedTask, *, cached: bool = False) -> None:
         if not task.node.hidden and "updates" in self.sink.modes:
@@ -313,9 +496,14 @@ class PregelLoop:
             self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
         self.pending_writes.extend((task_id, c, v) for c, v in writes)
         self._written.add(task_id)
-        if self.checkpointer is not None:
-            self.checkpointer.put_writes(self.checkpoint_config, list(writes), task_id, path)
+        if self.durability == "exit":
+            self._exit_written.add(task_id)
+        elif self.checkpointer is not None:
+            self._saver_call("put_writes", self.checkpoint_config, list(writes), task_id, path)
             self.delta.saved(task_id, writes)
+
+    def _put_input_writes(self, *args: Any) -> None:
+        self._saver_call("put_writes", *args)
 
     def _put_null_writes(self, writes: Sequence[tuple[str, Any]]) -> None:
         """Null-task writes accumulate over the runs that resume one step.
@@ -338,12 +526,14 @@ class PregelLoop:
             w for w in self.pending_writes if not (w[0] == NULL_TASK_ID and w[1] in replaced)
         ]
         self.pending_writes.extend((NULL_TASK_ID, c, v) for c, v in [*control, *regular])
-        if self.checkpointer is not None:
+        if self.durability == "exit":
+            self._exit_written.add(NULL_TASK_ID)
+        elif self.checkpointer is not None:
             if control:
-                self.checkpointer.put_writes(self.checkpoint_config, control, NULL_TASK_ID)
+                self._saver_call("put_writes", self.checkpoint_config, control, NULL_TASK_ID)
             if regular:
-                self.checkpointer.put_writes(
-                    self.checkpoint_config, [*earlier, *regular], NULL_TASK_ID
+                self._saver_call(
+                    "put_writes", self.checkpoint_config, [*earlier, *regular], NULL_TASK_ID
                 )
                 self.delta.saved(NULL_TASK_ID, regular)
 
@@ -356,14 +546,15 @@ class PregelLoop:
 
     def _put_checkpoint(self, source: str) -> None:
         previous_metadata = self.metadata
+        parents = dict(self.config[CONF].get(CONFIG_KEY_CHECKPOINT_MAP, {}))
         self.metadata = {
             **_metadata_from_config(self.config),
             "source": source,
             "step": self.step,
-            "parents": dict(self.config[CONF].get(CONFIG_KEY_CHECKPOINT_MAP, {})),
+            "parents": parents,
         }
-        previous = self.checkpoint
-        saving = self.checkpointer is not None
+        self._stream_metadata = {"source": source, "step": self.step, "parents": parents}
+        saving = self.checkpointer is not None and self.durability != "exit"
         snapshot = self.delta.plan_checkpoint(
             previous_metadata,
             self.metadata,
@@ -374,8 +565,8 @@ class PregelLoop:
         )
         self.checkpoint = create_checkpoint(
             self.checkpoint,
-            # without a saver nobody reads the values: skip snapshotting every channel
-            self.channels if self.checkpointer is not None else None,
+            # unsaved, nobody reads the values: skip snapshotting every channel
+            self.channels if saving else None,
             self.step,
             updated_channels=self.updated_channels,
             snapshot=snapshot,
@@ -383,7 +574,13 @@ class PregelLoop:
             stored_versions=self.saved_versions,
             trigger_to_nodes=self.graph.trigger_to_nodes,
         )
-        if saving and self.checkpointer is not None:
+        if saving:
+            self._save_checkpoint()
+        self.step += 1
+
+    def _save_checkpoint(self) -> None:
+        """Save the current checkpoint, child of the last one saved."""
+        if self.checkpointer is not None:
             # versions changed since the last saved checkpoint: apply_writes has already
             # updated self.checkpoint in place, so compare with what was saved, not with it
             new_versions = {
@@ -395,18 +592,63 @@ class PregelLoop:
                 CONFIG_KEY_THREAD_ID: self.config[CONF].get(CONFIG_KEY_THREAD_ID),
                 CONFIG_KEY_CHECKPOINT_NS: self.ns,
             }
-            if self.saved:
-                parent[CONFIG_KEY_CHECKPOINT_ID] = previous["id"]
-            self.checkpoint_config = self.checkpointer.put(
+            if self.saved and self._saved_id is not None:
+                parent[CONFIG_KEY_CHECKPOINT_ID] = self._saved_id
+            self.prev_checkpoint_config = self.checkpoint_config if self.saved else None
+            saved_config = self._saver_call(
+                "put",
                 {CONF: parent},
                 copy_checkpoint(self.checkpoint),
-                dict(self.metadata),  # type: ignore[arg-type]
+                dict(self.metadata),
                 new_versions,
             )
+            if saved_config is None:  # deferred (an async run): what the saver will return
+                saved_config = {CONF: {**parent, CONFIG_KEY_CHECKPOINT_ID: self.checkpoint["id"]}}
+            self.checkpoint_config = saved_config
             self.saved = True
+            self._saved_id = self.checkpoint["id"]
             self.saved_versions = dict(self.checkpoint["channel_versions"])
             self.delta.rebase()
-        self.step += 1
+
+    def exit(self, error: BaseException | None) -> None:
+        """The run ended (``error``: how, if not normally): an ``"exit"`` run saves now.
+
+        A subgraph that keeps no history of its own (it runs under its parent's task)
+        saves only when it stops on an error or an interrupt, for the resume to find.
+        """
+        if self.durability != "exit" or self.checkpointer is None:
+            return
+        own_history = all(NS_END not in part for part in self.ns_tuple)
+        if self.is_nested and error is None and not own_history:
+            return
+        if self.checkpoint["id"] != self._saved_id:
+            # the steps this run kept in memory saved no writes: the checkpoint
+            # snapshots the DeltaChannels they wrote
+            snapshot = self.delta.final_snapshot(
+                self.metadata, self.channels, self.checkpoint["channel_versions"]
+            )
+            self.checkpoint = create_checkpoint(
+                self.checkpoint,
+                self.channels,
+                self.step - 1,
+                updated_channels=self.updated_channels,
+                checkpoint_id=self.checkpoint["id"],
+                snapshot=snapshot,
+                get_next_version=self.get_next_version,
+                stored_versions=self.saved_versions,
+                trigger_to_nodes=self.graph.trigger_to_nodes,
+            )
+            self._save_checkpoint()
+        for task_id, writes in writes_by_task(self.pending_writes, None, null=True).items():
+            if task_id not in self._exit_written:
+                continue
+            if task_id == NULL_TASK_ID:  # savers key regular writes by position: control last
+                writes.sort(key=lambda w: w[0] in WRITES_IDX_MAP)
+            task = self.tasks.get(task_id)
+            path = task_order(task) if task is not None else ""
+            self._saver_call("put_writes", self.checkpoint_config, writes, task_id, path)
+            self.delta.saved(task_id, writes)
+        self._exit_written.clear()
 
     # --- starting a run -----------------------------------------------------------------
 
@@ -439,11 +681,22 @@ class PregelLoop:
         has_state = self._has_state()
         is_resuming = self._resuming(input)
         resuming_set_by_parent = CONFIG_KEY_RESUMING in self.config[CONF]
-        time_travel = self.addressed and not (is_command and input.resume is not None)
+        if self.is_nested:
+            # a resume reaches a subgraph as its parent's flag: it travels in time only
+            # when addressed itself, or replayed by its parent
+            time_travel = self.addressed and (
+                bool(self.mapped_id) or not self.config[CONF].get(CONFIG_KEY_RESUMING, False)
+            )
+        else:
+            time_travel = self.addressed and not (is_command and input.resume is not None)
         superseded = self._superseded()
         # finished tasks run again on a replay, and on a resume of a checkpoint the
         # thread moved past (their saved writes may not be what that branch saw)
         self.replaying = time_travel or superseded
+        replay_bound = self.checkpoint["id"] if self.saved else None
+        if self.metadata.get("source") in ("update", "fork") and self.prev_checkpoint_config:
+            # an edit of the past: its subgraphs replay from before the edited step
+            replay_bound = self.prev_checkpoint_config[CONF].get(CONFIG_KEY_CHECKPOINT_ID)
         if time_travel:
             self.pending_writes = [w for w in self.pending_writes if w[1] != RESUME]
         # On a thread with no state a Command (without resume) is the run's input: the
@@ -486,8 +739,11 @@ class PregelLoop:
             self.delta.save_input(
                 input_writes,
                 self.checkpoint["id"],
-                self.checkpointer.put_writes
-                if self.checkpointer is not None and self.saved and not self.addressed
+                self._put_input_writes
+                if self.checkpointer is not None
+                and self.saved
+                and not self.addressed
+                and self.durability != "exit"
                 else None,
                 self.checkpoint_config,
             )
@@ -504,6 +760,9 @@ class PregelLoop:
             raise EmptyInputError("Received empty Command input")
         elif not resuming_set_by_parent:
             raise EmptyInputError("Received no input for __start__")
+        if not self.is_nested and time_travel and replay_bound:
+            conf = {**self.config[CONF], CONFIG_KEY_REPLAY_STATE: ReplayState(replay_bound)}
+            self.config = {**self.config, CONF: conf}
 
     def open_step(self, input: Any) -> list[tuple[str, Any]]:
         """Bring the loaded step to the state a run started with ``input`` sees in it.
@@ -548,12 +807,22 @@ class PregelLoop:
             self.updated_channels.update(updated)
         return null
 
+    def _head_config(self) -> RunnableConfig | None:
+        """The config of the namespace's latest checkpoint, when the root run addressed
+        another one (a subgraph addressed is a replay whatever its head)."""
+        if self.is_nested or not self.addressed or not self.saved or self.checkpointer is None:
+            return None
+        conf = {k: v for k, v in self.saver_config()[CONF].items() if k != CONFIG_KEY_CHECKPOINT_ID}
+        return {CONF: conf}
+
     def _superseded(self) -> bool:
         """Whether the run addressed a checkpoint the thread has moved past."""
-        if not self.addressed or not self.saved or self.checkpointer is None:
+        if self._head_id is not _UNREAD:
+            return self._head_id is not None and self._head_id != self.checkpoint["id"]
+        head = self._head_config()
+        if head is None or self.checkpointer is None:
             return False
-        conf = {k: v for k, v in self.saver_config()[CONF].items() if k != CONFIG_KEY_CHECKPOINT_ID}
-        latest = self.checkpointer.get_tuple({CONF: conf})
+        latest = self.checkpointer.get_tuple(head)
         return latest is not None and latest.checkpoint["id"] != self.checkpoint["id"]
 
     def _record_command(self, cmd: Command[Any], run_id: str | None, *, save: bool = True) -> None:
@@ -611,31 +880,34 @@ class PregelLoop:
         """
         if self.step > self.stop:
             self.status = "out_of_steps"
+            if self.checkpointer is not None and self.streams("checkpoints"):
+                self._emit_checkpoint(self._next_tasks().values())
             return False
-        self.tasks = prepare_next_tasks(
+        self.tasks = self._next_tasks()
+        self._emit_checkpoint(self.tasks.values())
+        if not self.tasks:
+            self.status = "done"
+            return False
+        cached = []
+        if self.pending_writes and not self.replaying:
+            cached = self._reattach_finished(self.tasks.values())
+        if self.options.interrupt_before and should_interrupt(
+            self.checkpoint, self.options.interrupt_before, self.tasks.values()
+        ):
+            self.status = "interrupt_before"
+            raise GraphInterrupt()
+        self._emit_tasks(self.tasks.values())
+        for task in cached:
+            self._emit_updates(task, cached=True)
+        return True
+
+    def _next_tasks(self) -> dict[str, PreparedTask]:
+        return prepare_next_tasks(
             self.checkpoint,
             self.channels,
             self._step_context(),
             updated_channels=self.updated_channels,
         )
-        if not self.tasks:
-            self.status = "done"
-            return False
-        if self.pending_writes and not self.replaying:
-            for task in self._reattach_finished(self.tasks.values()):
-                self._emit_updates(task, cached=True)
-        if self.options.interrupt_before and should_interrupt(
-            self.checkpoint, self.options.interrupt_before, self.tasks.values()
-        ):
-            self.status = "interrupt_before"
-            self.emit("updates", {INTERRUPT: ()})
-            raise GraphInterrupt()
-        if "tasks" in self.sink.modes:
-            metadata, tags = self.config.get("metadata", {}), self.config.get("tags", [])
-            for task in self.tasks.values():
-                if shown(task):
-                    self.emit("tasks", task_payload(task, metadata, tags))
-        return True
 
     def plan_task(self, path: Sequence[Any]) -> PreparedTask | None:
         """Prepare only the task at ``path`` of this step (with its saved writes, if finished).
@@ -756,8 +1028,7 @@ class PregelLoop:
             self.put_writes(task.id, writes, path)
         else:
             return
-        if "tasks" in self.sink.modes and shown(task):
-            self.emit("tasks", task_result_payload(task, writes, self.graph.stream_channels))
+        self._emit_task_result(task, writes)
 
     def settle(self, results: Sequence[TaskResult]) -> None:
         """After every task of the step ended: raise its error, or its interrupts.
@@ -799,7 +1070,9 @@ class PregelLoop:
             self.checkpoint, self.options.interrupt_after, tasks
         ):
             self.status = "interrupt_after"
-            self.emit("updates", {INTERRUPT: ()})
+            # the step that would stream this checkpoint never runs
+            if self.checkpointer is not None and self.streams("checkpoints"):
+                self._emit_checkpoint(self._next_tasks().values())
             raise GraphInterrupt()
         # only the step a run resumed is a resume; later steps (and their subgraphs) are not
         conf = dict(self.config[CONF])

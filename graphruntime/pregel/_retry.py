@@ -30,6 +30,7 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_RESUMING,
     CONFIG_KEY_SCRATCHPAD,
+    NS_END,
     NS_SEP,
 )
 from graphruntime.errors import GraphBubbleUp, ParentCommand
@@ -118,15 +119,24 @@ def _handle_parent_command(task: PreparedTask, exc: ParentCommand, config: Runna
     """A Command addressed to this task's graph becomes the task's own writes."""
     ns: str = config[CONF][CONFIG_KEY_CHECKPOINT_NS]
     cmd = exc.command
-    if cmd.graph in (ns, task.name):
+    if cmd.graph in (ns, task.name) or (
+        cmd.graph is not None and _stable(cmd.graph) == _stable(ns)
+    ):
         return True
     if cmd.graph == Command.PARENT:
-        parts = ns.split(NS_SEP)
-        if parts[-1].isdigit():
+        # the graph running this task: its namespace without this task, and without
+        # the call counter of a second subgraph call in one node ("node:<id>|1")
+        parts = ns.split(NS_SEP)[:-1]
+        while parts and parts[-1].isdigit():
             parts.pop()
-        exc.command = replace(cmd, graph=NS_SEP.join(parts[:-1]))
+        exc.command = replace(cmd, graph=NS_SEP.join(parts))
         exc.args = (exc.command,)
     return False
+
+
+def _stable(ns: str) -> str:
+    """A namespace without task ids or call counters (a stateful subgraph's form)."""
+    return NS_SEP.join(p.split(NS_END)[0] for p in ns.split(NS_SEP) if not p.isdigit())
 
 
 def _write(

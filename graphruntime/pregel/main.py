@@ -5,7 +5,16 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import aclosing
 from typing import Any, Literal, cast
 
 from graphruntime._internal._config import RunnableConfig, ensure_config, merge_configs
@@ -13,11 +22,13 @@ from graphruntime._internal._constants import (
     CONF,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_DURABILITY,
     CONFIG_KEY_SCRATCHPAD,
     CONFIG_KEY_STREAM,
     CONFIG_KEY_TASK_ID,
     DEFAULT_RECURSION_LIMIT,
     INTERRUPT,
+    NS_END,
     NS_SEP,
 )
 from graphruntime.channels import BaseChannel
@@ -25,13 +36,26 @@ from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.pregel._callbacks import RunHooks, as_runnable, run_hooks
 from graphruntime.pregel._callbacks import astream_events as lc_astream_events
 from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive, drive
-from graphruntime.pregel._loop import PregelLoop, RunOptions
+from graphruntime.pregel._loop import ALOAD, LOAD, PregelLoop, RunOptions
 from graphruntime.pregel._node import NodeSpec
-from graphruntime.pregel._state import get_state, get_state_history, update_state
+from graphruntime.pregel._state import (
+    bulk_update_state,
+    get_state,
+    get_state_history,
+    update_state,
+)
 from graphruntime.pregel._stream import StreamChunk, StreamSink, stream_part
 from graphruntime.pregel._stream_events import astream_v3, stream_v3
 from graphruntime.stream.run_stream import GraphRunStream
-from graphruntime.types import All, GraphOutput, RetryPolicy, StateSnapshot, StreamMode
+from graphruntime.types import (
+    All,
+    Durability,
+    GraphOutput,
+    RetryPolicy,
+    StateSnapshot,
+    StateUpdate,
+    StreamMode,
+)
 
 Checkpointer = BaseCheckpointSaver | bool | None
 
@@ -60,6 +84,12 @@ class Pregel:
         retry_policy: Sequence[RetryPolicy] = (),
         stream_transformers: Sequence[Callable[[tuple[str, ...]], Any]] = (),
     ) -> None:
+        if not (checkpointer is None or isinstance(checkpointer, (bool, BaseCheckpointSaver))):
+            raise TypeError(
+                "Invalid checkpointer provided. Expected an instance of `BaseCheckpointSaver`, "
+                f"`True`, `False`, or `None`. Received {type(checkpointer).__name__}. "
+                "Pass a proper saver (e.g., InMemorySaver, AsyncPostgresSaver)."
+            )
         self.nodes = dict(nodes)
         self.channel_specs = dict(channel_specs)
         self.output_channels = list(output_channels)
@@ -99,9 +129,14 @@ class Pregel:
         *,
         is_async: bool = False,
         version: str = "v1",
+        durability: Durability | None = None,
+        kwargs: Mapping[str, Any] | None = None,
     ) -> tuple[PregelLoop, bool, RunHooks | None]:
         cfg = ensure_config(merge_configs(self.config, config) if self.config else config)
         conf = cfg[CONF]
+        durability = _durability(durability, kwargs or {}, conf)
+        if durability is not None:
+            conf[CONFIG_KEY_DURABILITY] = durability  # its subgraphs run the same way
         nested = CONFIG_KEY_TASK_ID in conf
         if nested:
             parent_stream = conf.get(CONFIG_KEY_STREAM)
@@ -112,8 +147,13 @@ class Pregel:
                     conf[CONFIG_KEY_CHECKPOINT_NS] = (
                         f"{conf[CONFIG_KEY_CHECKPOINT_NS]}{NS_SEP}{idx}"
                     )
+            if self.checkpointer is True:
+                # one history per thread: its namespace without the task ids
+                conf[CONFIG_KEY_CHECKPOINT_NS] = stable_ns(conf[CONFIG_KEY_CHECKPOINT_NS])
         else:
             parent_stream = None
+            if self.checkpointer is True:
+                raise RuntimeError("checkpointer=True cannot be used for root graphs.")
         saver = self._saver(cfg)
         if saver is not None and not nested and not conf.get("thread_id"):
             raise ValueError(
@@ -128,7 +168,9 @@ class Pregel:
             else [self.stream_mode]
         )
         single = isinstance(stream_mode, str) or not stream_mode
-        ns = conf.get(CONFIG_KEY_CHECKPOINT_NS)
+        # a root run runs the root graph, whatever namespace its config names (a
+        # subgraph's config from get_state(subgraphs=True) addresses it by checkpoint_map)
+        ns = conf.get(CONFIG_KEY_CHECKPOINT_NS) if nested else None
         sink = StreamSink(
             set(modes),
             subgraphs,
@@ -145,7 +187,9 @@ class Pregel:
                 output_keys=self.stream_channels if output_keys is None else output_keys,
                 interrupt_before=interrupt_before,
                 interrupt_after=interrupt_after,
+                durability=durability or "async",
             ),
+            saved=ALOAD if is_async else LOAD,
         )
         hooks = run_hooks(
             loop,
@@ -165,6 +209,7 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         stop: int | None = None,
+        durability: Durability = "async",
     ) -> RunOptions:
         """A run's options, from its config and call arguments.
 
@@ -186,6 +231,7 @@ class Pregel:
             interrupt_after=after if after == "*" else tuple(after),
             recursion_limit=limit,
             stop=stop,
+            durability=durability,
         )
 
     def _require_saver(self, config: RunnableConfig) -> BaseCheckpointSaver:
@@ -236,6 +282,7 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         version: Literal["v1", "v2"] = "v1",
+        durability: Durability | None = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Run the graph, yielding chunks in the requested stream mode(s).
@@ -252,6 +299,8 @@ class Pregel:
             interrupt_before,
             interrupt_after,
             version=version,
+            durability=durability,
+            kwargs=kwargs,
         )
         for chunk in _run(loop, input, hooks):
             yield shape(chunk, single)
@@ -265,6 +314,7 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         version: Literal["v1", "v2"] = "v1",
+        durability: Durability | None = None,
         **kwargs: Any,
     ) -> Any:
         """Run the graph to completion (or interrupt) and return the final output.
@@ -280,10 +330,19 @@ class Pregel:
                 interrupt_before=interrupt_before,
                 interrupt_after=interrupt_after,
                 version=version,
+                durability=durability,
                 **kwargs,
             )
             return _collect_parts(parts, stream_mode, version)
-        loop, hooks = self._invoke_loop(input, config, "values", interrupt_before, interrupt_after)
+        loop, hooks = self._invoke_loop(
+            input,
+            config,
+            "values",
+            interrupt_before,
+            interrupt_after,
+            durability=durability,
+            kwargs=kwargs,
+        )
         return _collect(_run(loop, input, hooks), loop, "values")
 
     def _invoke_loop(
@@ -295,6 +354,8 @@ class Pregel:
         interrupt_after: All | Sequence[str] | None,
         *,
         is_async: bool = False,
+        durability: Durability | None = None,
+        kwargs: Mapping[str, Any] | None = None,
     ) -> tuple[PregelLoop, RunHooks | None]:
         loop, _single, hooks = self._prepare(
             input,
@@ -305,6 +366,8 @@ class Pregel:
             interrupt_after,
             self.output_channels,
             is_async=is_async,
+            durability=durability,
+            kwargs=kwargs,
         )
         return loop, hooks
 
@@ -318,6 +381,7 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         version: Literal["v1", "v2"] = "v1",
+        durability: Durability | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async twin of :meth:`stream`."""
@@ -331,9 +395,13 @@ class Pregel:
             interrupt_after,
             is_async=True,
             version=version,
+            durability=durability,
+            kwargs=kwargs,
         )
-        async for chunk in _arun(loop, input, hooks):
-            yield shape(chunk, single)
+        # closing the stream closes the run at once: its running tasks are cancelled
+        async with aclosing(_arun(loop, input, hooks)) as chunks:
+            async for chunk in chunks:
+                yield shape(chunk, single)
 
     async def ainvoke(
         self,
@@ -344,6 +412,7 @@ class Pregel:
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         version: Literal["v1", "v2"] = "v1",
+        durability: Durability | None = None,
         **kwargs: Any,
     ) -> Any:
         """Async twin of :meth:`invoke`."""
@@ -355,11 +424,19 @@ class Pregel:
                 interrupt_before=interrupt_before,
                 interrupt_after=interrupt_after,
                 version=version,
+                durability=durability,
                 **kwargs,
             )
             return _collect_parts([p async for p in parts], stream_mode, version)
         loop, hooks = self._invoke_loop(
-            input, config, "values", interrupt_before, interrupt_after, is_async=True
+            input,
+            config,
+            "values",
+            interrupt_before,
+            interrupt_after,
+            is_async=True,
+            durability=durability,
+            kwargs=kwargs,
         )
         chunks = [c async for c in _arun(loop, input, hooks)]
         return _collect(iter(chunks), loop, "values")
@@ -437,18 +514,37 @@ class Pregel:
         )
 
     def update_state(
-        self, config: RunnableConfig, values: Any, as_node: str | None = None
+        self,
+        config: RunnableConfig,
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
     ) -> RunnableConfig:
         """Apply ``values`` as if ``as_node`` had returned them; saves a new checkpoint."""
-        return update_state(self, self._require_saver(config), config, values, as_node)
+        return update_state(self, self._require_saver(config), config, values, as_node, task_id)
+
+    def bulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> RunnableConfig:
+        """Apply supersteps of updates in order, each superstep's updates together."""
+        return bulk_update_state(self, self._require_saver(config), config, supersteps)
+
+    async def abulk_update_state(
+        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.bulk_update_state, config, supersteps)
 
     async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
         return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
 
     async def aupdate_state(
-        self, config: RunnableConfig, values: Any, as_node: str | None = None
+        self,
+        config: RunnableConfig,
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
     ) -> RunnableConfig:
-        return await asyncio.to_thread(self.update_state, config, values, as_node)
+        return await asyncio.to_thread(self.update_state, config, values, as_node, task_id)
 
     async def aget_state_history(
         self,
@@ -464,10 +560,65 @@ class Pregel:
         for snapshot in history:
             yield snapshot
 
-    def get_subgraphs(self) -> Iterator[tuple[str, Pregel]]:
+    def get_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> Iterator[tuple[str, Pregel]]:
+        """``(namespace, subgraph)`` pairs; ``namespace`` (``"a|b"``, no task ids) picks one.
+
+        A nested namespace needs ``recurse=True``; segments match whole.
+        """
         for name, node in self.nodes.items():
-            for sub in node.subgraphs:
+            if namespace is not None and not (
+                namespace == name or namespace.startswith(name + NS_SEP)
+            ):
+                continue
+            if not node.subgraphs:
+                continue
+            sub = node.subgraphs[0]
+            if namespace == name:
                 yield name, sub
+                return
+            if namespace is None:
+                yield name, sub
+            if recurse and isinstance(sub, Pregel):
+                rest = None if namespace is None else namespace[len(name) + 1 :]
+                for child_ns, child in sub.get_subgraphs(namespace=rest, recurse=True):
+                    yield f"{name}{NS_SEP}{child_ns}", child
+
+    async def aget_subgraphs(
+        self, *, namespace: str | None = None, recurse: bool = False
+    ) -> AsyncIterator[tuple[str, Pregel]]:
+        for item in self.get_subgraphs(namespace=namespace, recurse=recurse):
+            yield item
+
+
+_DURABILITIES = ("sync", "async", "exit")
+
+
+def stable_ns(ns: str) -> str:
+    """A namespace without its task ids (``"a:<id>|b:<id>"`` -> ``"a|b"``)."""
+    return NS_SEP.join(part.split(NS_END)[0] for part in ns.split(NS_SEP))
+
+
+def _durability(
+    durability: Durability | None, kwargs: Mapping[str, Any], conf: Mapping[str, Any]
+) -> Durability | None:
+    """The run's durability: the argument, the deprecated ``checkpoint_during``, or the
+    parent run's (a subgraph saves the way its parent does)."""
+    during = kwargs.get("checkpoint_during")
+    if during is not None:
+        if durability is not None:
+            raise ValueError(
+                "Cannot use both `checkpoint_during` and `durability` parameters. "
+                "Please use `durability` instead."
+            )
+        durability = "async" if during else "exit"
+    if durability is None:
+        inherited = conf.get(CONFIG_KEY_DURABILITY)
+        return inherited if inherited in _DURABILITIES else None
+    if durability not in _DURABILITIES:
+        raise ValueError(f"durability must be one of {_DURABILITIES}, got {durability!r}")
+    return durability
 
 
 def _run(loop: PregelLoop, input: Any, hooks: RunHooks | None) -> Iterator[StreamChunk]:
@@ -490,19 +641,27 @@ def _run(loop: PregelLoop, input: Any, hooks: RunHooks | None) -> Iterator[Strea
         executor.close()
 
 
-async def _arun(loop: PregelLoop, input: Any, hooks: RunHooks | None) -> AsyncIterator[StreamChunk]:
+async def _arun(
+    loop: PregelLoop, input: Any, hooks: RunHooks | None
+) -> AsyncGenerator[StreamChunk, None]:
     executor = AsyncioExecutor(loop.config.get("max_concurrency"))
     if hooks is None:
+        if not loop.loaded:
+            await loop.aload()
         loop.first(input)
-        async for chunk in adrive(loop, executor):
-            yield chunk
+        async with aclosing(adrive(loop, executor)) as chunks:
+            async for chunk in chunks:
+                yield chunk
         return
     try:
         await hooks.astart(input)
+        if not loop.loaded:
+            await loop.aload()
         loop.first(input)
         await hooks.astarted()
-        async for chunk in adrive(loop, executor):
-            yield chunk
+        async with aclosing(adrive(loop, executor)) as chunks:
+            async for chunk in chunks:
+                yield chunk
         await hooks.aend()
     except BaseException as exc:
         await asyncio.shield(hooks.aerror(exc))

@@ -90,6 +90,12 @@ empty_input                         4 6     EmptyInputError, invoke(None) no-op
 stream_modes                        7       values/updates/custom/list of modes
 stream_custom_parallel_and_async    7 4     custom from parallel/async/subgraph nodes
 stream_values_per_step              7       one values chunk per step
+**scenarios_loop**
+stream_tasks_checkpoints_debug      7       tasks/checkpoints/debug modes, subgraphs
+durability_exit                     7       durability sync/async/exit: saved history
+stateful_subgraph                   5 6     checkpointer=True: accumulates, replays
+child_graph_own_thread              5       a child graph with its own thread saves
+bulk_update_state                   6       bulk_update_state, copy with updates
 =================================== ======= ===============================================
 
 Deliberate differences from LangGraph are tested in ``test_intentional_differences``; the
@@ -110,6 +116,7 @@ THEMES = (
     "scenarios_subgraphs",
     "scenarios_state_api",
     "scenarios_streams",
+    "scenarios_loop",
 )
 
 
