@@ -27,6 +27,21 @@ def is_graph(obj: Any) -> bool:
     return hasattr(obj, "invoke") and hasattr(obj, "ainvoke") and hasattr(obj, "get_state")
 
 
+def is_runnable(obj: Any) -> bool:
+    """Whether ``obj`` is run through ``invoke(input, config)`` / ``ainvoke``, not called.
+
+    Compiled graphs, LangChain runnables, a node's chain of steps, and anything else whose
+    class has both methods. Looked up on the class: a mock (whose instances have every
+    attribute) is a plain callable.
+    """
+    cls = type(obj)
+    return (
+        not isinstance(obj, type)
+        and callable(getattr(cls, "invoke", None))
+        and callable(getattr(cls, "ainvoke", None))
+    )
+
+
 def is_async_callable(func: Any) -> bool:
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
         getattr(func, "__call__", None)  # noqa: B004 - a callable instance's async __call__
@@ -54,7 +69,7 @@ def call_sync(func: Callable[..., Any], value: Any, config: RunnableConfig) -> A
     thread; inside a running loop it cannot be awaited from sync code, and the caller
     is told to use the async API.
     """
-    if is_graph(func):
+    if is_runnable(func):
         return func.invoke(value, config)  # type: ignore[attr-defined]
     result = func(value, **injected_kwargs(func, config))
     if inspect.isawaitable(result):
@@ -82,7 +97,7 @@ async def call_async(func: Callable[..., Any], value: Any, config: RunnableConfi
     Async callables are awaited; sync ones run in a worker thread (with the config in
     their context) so they cannot block the event loop.
     """
-    if is_graph(func):
+    if is_runnable(func):
         return await func.ainvoke(value, config)  # type: ignore[attr-defined]
     if is_async_callable(func):
         return await func(value, **injected_kwargs(func, config))

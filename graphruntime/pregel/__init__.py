@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from graphruntime._internal._constants import INTERRUPT
 from graphruntime.pregel._algo import PreparedTask, task_finished
+from graphruntime.pregel._builder import NodeBuilder
 from graphruntime.pregel._driver import (
     AsyncioExecutor,
     AsyncStepExecutor,
@@ -36,6 +37,7 @@ __all__ = (
     "AsyncStepExecutor",
     "AsyncioExecutor",
     "GraphSpec",
+    "NodeBuilder",
     "NodeSpec",
     "Pregel",
     "PregelLoop",

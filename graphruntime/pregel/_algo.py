@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 from xxhash import xxh3_128_hexdigest
 
@@ -275,7 +275,15 @@ def _prepare_pull(
     )
 
 
-def read_channels(channels: Mapping[str, BaseChannel], select: Sequence[str]) -> dict[str, Any]:
+@overload
+def read_channels(channels: Mapping[str, BaseChannel], select: str) -> Any: ...
+@overload
+def read_channels(channels: Mapping[str, BaseChannel], select: Sequence[str]) -> dict[str, Any]: ...
+def read_channels(channels: Mapping[str, BaseChannel], select: str | Sequence[str]) -> Any:
+    """The available values of ``select``: a dict, or one value (None if empty) for a name."""
+    if isinstance(select, str):
+        chan = channels.get(select)
+        return chan.get() if chan is not None and chan.is_available() else None
     return {k: channels[k].get() for k in select if k in channels and channels[k].is_available()}
 
 

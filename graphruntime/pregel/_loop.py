@@ -53,6 +53,7 @@ from graphruntime._internal._constants import (
     WRITES_IDX_MAP,
 )
 from graphruntime._internal._scratchpad import Scratchpad
+from graphruntime._internal._typing import MISSING
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
@@ -79,7 +80,7 @@ from graphruntime.pregel._algo import (
     task_finished,
     task_path_str,
 )
-from graphruntime.pregel._io import map_command, output_updates, output_values
+from graphruntime.pregel._io import map_command, map_input, output_updates, output_values
 from graphruntime.pregel._node import GraphSpec
 from graphruntime.pregel._resume import (
     is_resume_map,
@@ -265,8 +266,16 @@ class PregelLoop:
     # --- streaming ----------------------------------------------------------------------
 
     def emit(self, mode: str, payload: Any) -> None:
-        if payload is not None:
+        """Stream ``payload`` in ``mode``; None or MISSING means there is nothing to stream."""
+        if payload is not None and payload is not MISSING:
             self.sink.put(self.ns_tuple, mode, payload)
+
+    def _emit_values(self, writes: bool | Sequence[tuple[str, Any]]) -> None:
+        """A ``values`` chunk when ``writes`` touched an output key (a single key's value may
+        be None, which is still a chunk)."""
+        values = output_values(self.output_keys, writes, self.channels)
+        if values is not MISSING:
+            self.sink.put(self.ns_tuple, "values", values)
 
     def _emit_updates(self, task: PreparedTask, *, cached: bool = False) -> None:
         if not task.node.hidden and "updates" in self.sink.modes:
@@ -431,8 +440,16 @@ class PregelLoop:
                 keep = self.pending_writes
                 self._put_checkpoint("fork")
                 self.pending_writes = [w for w in keep if w[0] == NULL_TASK_ID]
-            self.emit("values", output_values(self.output_keys, True, self.channels))
+            self._emit_values(True)
         elif (input is not None and not is_command) or command_as_input:
+            # a Command as input goes to the hidden __start__ node, which applies it
+            writes = (
+                [(START, input)]
+                if command_as_input
+                else map_input(self.graph.input_channels, input)
+            )
+            if not writes:
+                raise EmptyInputError(f"Received no input for {self.graph.input_channels}")
             discard = prepare_next_tasks(
                 self.checkpoint,
                 self.channels,
@@ -443,7 +460,7 @@ class PregelLoop:
             self.updated_channels = apply_writes(
                 self.checkpoint,
                 self.channels,
-                [*discard.values(), TaskWrites(INPUT, (), (), [(START, input)])],
+                [*discard.values(), TaskWrites(INPUT, (), (), writes)],
                 self.get_next_version,
                 self.graph.trigger_to_nodes,
             )
@@ -452,7 +469,7 @@ class PregelLoop:
         elif is_command and not (has_state or null):
             raise EmptyInputError("Received empty Command input")
         elif not resuming_set_by_parent:
-            raise EmptyInputError("Received no input for __start__")
+            raise EmptyInputError(f"Received no input for {self.graph.input_channels}")
 
     def open_step(self, input: Any) -> list[tuple[str, Any]]:
         """Bring the loaded step to the state a run started with ``input`` sees in it.
@@ -672,8 +689,10 @@ class PregelLoop:
             if outcome.interrupts:
                 self.emit("updates", {INTERRUPT: tuple(outcome.interrupts)})
                 values = output_values(self.output_keys, True, self.channels)
-                if values is not None:
+                if isinstance(values, dict):
                     self.emit("values", {**values, INTERRUPT: tuple(outcome.interrupts)})
+                else:  # a single output key: the chunk shows only the interrupts
+                    self.emit("values", {INTERRUPT: tuple(outcome.interrupts)})
         elif isinstance(outcome, Exception):
             self.put_writes(task.id, [*task.writes, (ERROR, outcome)], path)
 
@@ -707,7 +726,7 @@ class PregelLoop:
             self.graph.trigger_to_nodes,
         )
         step_writes = [w for t in tasks for w in t.writes]
-        self.emit("values", output_values(self.output_keys, step_writes, self.channels))
+        self._emit_values(step_writes)
         self.pending_writes = []
         self._put_checkpoint("loop")
         self.replaying = False
@@ -728,10 +747,11 @@ class PregelLoop:
         """The output of the current state: what a ``values`` chunk of it holds."""
         return output_values(self.output_keys, True, self.channels)
 
-    def values_with_pending(self) -> dict[str, Any] | None:
-        """On an interrupted exit: the state with finished siblings' writes applied."""
+    def values_with_pending(self) -> Any:
+        """On an interrupted exit: the state with finished siblings' writes applied
+        (MISSING when they changed no output key)."""
         if not any(t.writes for t in self.tasks.values()):
-            return None
+            return MISSING
         checkpoint = copy_checkpoint(self.checkpoint)
         channels = {k: c.copy() for k, c in self.channels.items()}
         updated = apply_writes(
@@ -741,6 +761,7 @@ class PregelLoop:
             self.get_next_version,
             self.graph.trigger_to_nodes,
         )
-        if updated.isdisjoint(self.output_keys):
-            return None
+        keys = {self.output_keys} if isinstance(self.output_keys, str) else self.output_keys
+        if updated.isdisjoint(keys):
+            return MISSING
         return output_values(self.output_keys, True, channels)

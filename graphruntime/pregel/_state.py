@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from graphruntime._internal._config import RunnableConfig, ensure_config
@@ -20,7 +20,9 @@ from graphruntime._internal._constants import (
     NS_SEP,
     NULL_TASK_ID,
     RESUME,
+    RETURN,
 )
+from graphruntime._internal._typing import MISSING
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
     CheckpointTuple,
@@ -41,6 +43,7 @@ from graphruntime.pregel._algo import (
     read_channels,
     task_finished,
 )
+from graphruntime.pregel._io import map_input
 from graphruntime.pregel._node import GraphSpec
 from graphruntime.types import PregelTask, StateSnapshot
 
@@ -132,6 +135,17 @@ def _step_tasks(
     return checkpoint, channels, tasks
 
 
+def _task_result(keys: str | Sequence[str], writes: list[tuple[str, Any]]) -> Any:
+    """What a finished task produced: a @task call's return value, the value it wrote to
+    a single output key, or its writes to the output keys."""
+    returned = next((v for c, v in writes if c == RETURN), MISSING)
+    if returned is not MISSING:
+        return returned
+    if isinstance(keys, str):
+        return next((v for c, v in writes if c == keys), None)
+    return {c: v for c, v in writes if c in keys}
+
+
 def snapshot(
     graph: GraphSpec,
     saved: CheckpointTuple,
@@ -163,7 +177,7 @@ def snapshot(
             if (not live or not finished)
             else ()
         )
-        result = {c: v for c, v in writes if c in graph.stream_channels} if finished else None
+        result = _task_result(graph.stream_channels, writes) if finished else None
         state: Any = None
         if task.node.subgraphs:
             child_config: RunnableConfig = {
@@ -272,7 +286,7 @@ def update_state(
                 checkpoint, channels, tasks.values(), get_next_version, graph.trigger_to_nodes
             )
     if as_node == INPUT:
-        writes: list[tuple[str, Any]] = [(START, values)]
+        writes = map_input(graph.input_channels, values)
         apply_writes(
             checkpoint,
             channels,
