@@ -212,6 +212,35 @@ def prepare_task(
     return None
 
 
+def prepare_call_task(
+    checkpoint: Checkpoint, caller: PreparedTask, index: int, node: NodeSpec, input: Any, step: int
+) -> PreparedTask:
+    """The task of the ``index``-th ``@task`` call ``caller`` makes in step ``step``.
+
+    Its id depends only on the checkpoint, the caller's namespace and path, and the call's
+    name and index, as LangGraph computes it: a caller that runs again (a resume, a
+    replay on another worker) gets the same ids for the same calls, and so their results.
+    """
+    ns = f"{caller.checkpoint_ns}{NS_SEP}{node.name}" if caller.checkpoint_ns else node.name
+    tid = task_id(
+        checkpoint["id"], ns, str(step), node.name, PUSH, task_path_str(caller.path), str(index)
+    )
+    return PreparedTask(
+        id=tid,
+        name=node.name,
+        path=(PUSH, caller.path, index, True),
+        triggers=(PUSH,),
+        input=input,
+        checkpoint_ns=f"{ns}{NS_END}{tid}",
+        node=node,
+    )
+
+
+def is_call_path(path: Sequence[Any]) -> bool:
+    """A call's path: ``(PUSH, caller's path, index, True)``."""
+    return len(path) == 4 and path[0] == PUSH and path[-1] is True
+
+
 def _prepare_push(
     checkpoint: Checkpoint, packet: Any, idx: int, ctx: StepContext
 ) -> PreparedTask | None:
@@ -398,8 +427,13 @@ def make_scratchpad(
     parent: Scratchpad | None,
     step: int,
     stop: int,
+    null_resume: Callable[[bool], Any] | None = None,
 ) -> Scratchpad:
-    """Rebuild what ``interrupt()`` needs from the step's pending writes and the resume map."""
+    """Rebuild what ``interrupt()`` needs from the step's pending writes and the resume map.
+
+    ``null_resume``: where the step's unaddressed resume value is taken from, when the
+    caller shares it between tasks (by default, from ``pending_writes``).
+    """
     null_resume_write: PendingWrite | None = None
     resume: list[Any] = []
     for w in pending_writes:
@@ -418,7 +452,10 @@ def make_scratchpad(
         elif first_id in resume_map:
             resume.append(resume_map[first_id])
 
-    def null_resume(consume: bool) -> Any:
+    if null_resume is not None:
+        return Scratchpad(step=step, stop=stop, resume=resume, null_resume=null_resume)
+
+    def take_null_resume(consume: bool) -> Any:
         if null_resume_write is None:
             return parent.get_null_resume(consume) if parent is not None else None
         if consume:
@@ -428,7 +465,7 @@ def make_scratchpad(
                 return None
         return null_resume_write[2]
 
-    return Scratchpad(step=step, stop=stop, resume=resume, null_resume=null_resume)
+    return Scratchpad(step=step, stop=stop, resume=resume, null_resume=take_null_resume)
 
 
 def task_finished(writes: Sequence[tuple[str, Any]]) -> bool:

@@ -7,6 +7,10 @@ synchronous driver (:func:`drive`), an asynchronous one (:func:`adrive`) and the
 workers' coordinator, whose executor may run a task inline, or dispatch the step's
 tasks as jobs and suspend the run (it raises out of the driver, see
 :class:`StepSuspended`) until the last of them finishes.
+
+An executor that also runs the ``@task`` calls a task makes while it runs implements
+:class:`~graphruntime.pregel._calls.CallExecutor` (``submit_call``); the drivers hand
+it to the loop. Both in-process executors do.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import queue
+import threading
 from collections import deque
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime.errors import (
@@ -26,6 +31,8 @@ from graphruntime.errors import (
     create_error_message,
 )
 from graphruntime.pregel._algo import PreparedTask
+from graphruntime.pregel._call import call_outcome, in_async_task
+from graphruntime.pregel._calls import CallExecutor
 from graphruntime.pregel._loop import PregelLoop, TaskResult
 from graphruntime.pregel._retry import arun_task, run_task
 from graphruntime.pregel._stream import StreamChunk
@@ -41,9 +48,15 @@ class StepSuspended(Exception):
 
 
 class StepExecutor(Protocol):
-    """Runs a step's tasks and yields each one's result as it finishes."""
+    """Runs a step's tasks and yields each one's result as it finishes.
 
-    def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]: ...
+    It may also yield None while tasks still run: the driver then streams the chunks
+    they produced so far (see ``PregelLoop.stream_eager``).
+    """
+
+    def execute(
+        self, loop: PregelLoop, tasks: Sequence[PreparedTask]
+    ) -> Iterator[TaskResult | None]: ...
 
 
 class AsyncStepExecutor(Protocol):
@@ -51,7 +64,7 @@ class AsyncStepExecutor(Protocol):
 
     def aexecute(
         self, loop: PregelLoop, tasks: Sequence[PreparedTask]
-    ) -> AsyncIterator[TaskResult]: ...
+    ) -> AsyncIterator[TaskResult | None]: ...
 
 
 def recursion_error(loop: PregelLoop) -> GraphRecursionError:
@@ -87,10 +100,17 @@ def paused(loop: PregelLoop) -> None:
         loop.emit("values", loop.values_with_pending())
 
 
+def _attach(loop: PregelLoop, executor: object) -> None:
+    """The executor runs the loop's ``@task`` calls too, when it can."""
+    if isinstance(executor, CallExecutor):
+        loop.calls = executor
+
+
 def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
     """Run a started loop to its end in this thread, yielding stream chunks as they appear."""
     sink = loop.sink
     body = steps(loop)
+    _attach(loop, executor)
     try:
         yield from sink.drain()
         tasks = next(body)
@@ -98,9 +118,10 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
             yield from sink.drain()
             results: list[TaskResult] = []
             for result in executor.execute(loop, tasks):
-                if not result.recorded:
-                    loop.record(result.task, result.outcome)
-                results.append(result)
+                if result is not None:
+                    if not result.recorded:
+                        loop.record(result.task, result.outcome)
+                    results.append(result)
                 yield from sink.drain()
             tasks = body.send(results)
     except StopIteration:
@@ -114,6 +135,7 @@ async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator
     """Async twin of :func:`drive` (same body: :func:`steps`)."""
     sink = loop.sink
     body = steps(loop)
+    _attach(loop, executor)
     try:
         for chunk in sink.drain():
             yield chunk
@@ -123,9 +145,10 @@ async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator
                 yield chunk
             results: list[TaskResult] = []
             async for result in executor.aexecute(loop, tasks):
-                if not result.recorded:
-                    loop.record(result.task, result.outcome)
-                results.append(result)
+                if result is not None:
+                    if not result.recorded:
+                        loop.record(result.task, result.outcome)
+                    results.append(result)
                 for chunk in sink.drain():
                     yield chunk
             tasks = body.send(results)
@@ -137,35 +160,105 @@ async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator
         yield chunk
 
 
+class _CallJob:
+    """A ``@task`` call submitted to a :class:`ThreadExecutor`: run once, by whoever
+    gets to it first, a pool thread or the caller waiting for it (so callers blocked on
+    their calls can never hold every pool thread while the calls wait for one)."""
+
+    def __init__(self, loop: PregelLoop, task: PreparedTask) -> None:
+        self.loop = loop
+        self.task = task
+        self.future: concurrent.futures.Future[Any] = _HelpingFuture(self)
+        self._claimed = False
+        self._claim = threading.Lock()
+
+    def run(self) -> None:
+        with self._claim:
+            if self._claimed:
+                return
+            self._claimed = True
+        loop, task = self.loop, self.task
+        try:
+            outcome = run_task(task, loop.task_config(task), loop.graph.retry_policy)
+            loop.record(task, outcome)
+        except BaseException as failure:  # noqa: BLE001 - handed to the caller
+            self.future.set_exception(failure)
+            return
+        value, error = call_outcome(task) if outcome is None else (None, outcome)
+        if error is not None:
+            self.future.set_exception(error)
+        else:
+            self.future.set_result(value)
+
+
+class _HelpingFuture(concurrent.futures.Future[Any]):
+    """Runs its call in the waiting thread when no pool thread has started it yet."""
+
+    def __init__(self, job: _CallJob) -> None:
+        super().__init__()
+        self._job = job
+
+    def result(self, timeout: float | None = None) -> Any:
+        self._job.run()
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._job.run()
+        return super().exception(timeout)
+
+
 class ThreadExecutor:
     """Runs a step's tasks in this thread (one task) or on up to N threads.
 
     The threads pull from one queue, one future per thread rather than per task: a
     fan-out of thousands of Sends pays no per-task submit/wait overhead. Results come
-    back in completion order; the loop settles them in task order.
+    back in completion order; the loop settles them in task order. ``@task`` calls run
+    on the same pool (see :class:`_CallJob`).
     """
 
     def __init__(self, max_concurrency: int | None = None) -> None:
         self.max_workers = max_concurrency or 32
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: deque[tuple[PreparedTask, RunnableConfig, Sequence[RetryPolicy]]] = deque()
-        self._results: queue.SimpleQueue[TaskResult] = queue.SimpleQueue()
+        self._results: queue.SimpleQueue[TaskResult | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
 
-    def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
+    def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.max_workers)
+            return self._pool
+
+    def execute(
+        self, loop: PregelLoop, tasks: Sequence[PreparedTask]
+    ) -> Iterator[TaskResult | None]:
         policy = loop.graph.retry_policy
-        if len(tasks) == 1:
+        eager = loop.stream_eager
+        if len(tasks) == 1 and not eager:
             task = tasks[0]
             yield TaskResult(task, run_task(task, loop.task_config(task), policy))
             return
         if not tasks:
             return
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.max_workers)
+        pool = self._executor()
         self._pending.extend((t, loop.task_config(t), policy) for t in tasks)
         for _ in range(min(self.max_workers, len(tasks))):
-            self._pool.submit(self._work)
-        for _ in range(len(tasks)):
-            yield self._results.get()
+            pool.submit(self._work)
+        if eager:
+            loop.sink.on_put = self._wake
+        try:
+            left = len(tasks)
+            while left:
+                result = self._results.get()
+                if result is not None:
+                    left -= 1
+                yield result
+        finally:
+            if eager:
+                loop.sink.on_put = None
+
+    def _wake(self) -> None:
+        self._results.put(None)
 
     def _work(self) -> None:
         while True:
@@ -179,6 +272,14 @@ class ThreadExecutor:
                 outcome = error
             self._results.put(TaskResult(task, outcome))
 
+    def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+        """Run a ``@task`` call on the pool; the caller gets a future of its result."""
+        job = _CallJob(loop, task)
+        self._executor().submit(job.run)
+        if in_async_task():  # an async caller run by a sync graph: it awaits the call
+            return asyncio.wrap_future(job.future)
+        return job.future
+
     def close(self) -> None:
         self._pending.clear()  # a stream closed early stops handing out tasks
         if self._pool is not None:
@@ -186,10 +287,16 @@ class ThreadExecutor:
 
 
 class AsyncioExecutor:
-    """Runs a step's tasks as asyncio tasks, at most ``max_concurrency`` at once."""
+    """Runs a step's tasks as asyncio tasks, at most ``max_concurrency`` at once.
+
+    ``@task`` calls run as asyncio tasks of the same event loop, whether the caller is a
+    coroutine (it gets the task: awaitable, cancellable) or a sync node in a worker
+    thread (it gets a ``concurrent.futures.Future``).
+    """
 
     def __init__(self, max_concurrency: int | None = None) -> None:
         self.semaphore = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        self._event_loop: asyncio.AbstractEventLoop | None = None
 
     async def _run(self, loop: PregelLoop, task: PreparedTask) -> TaskResult:
         policy = loop.graph.retry_policy
@@ -200,7 +307,59 @@ class AsyncioExecutor:
 
     async def aexecute(
         self, loop: PregelLoop, tasks: Sequence[PreparedTask]
-    ) -> AsyncIterator[TaskResult]:
-        pending = [asyncio.ensure_future(self._run(loop, t)) for t in tasks]
-        for future in asyncio.as_completed(pending):
-            yield await future
+    ) -> AsyncIterator[TaskResult | None]:
+        self._event_loop = asyncio.get_running_loop()
+        pending = {asyncio.ensure_future(self._run(loop, t)) for t in tasks}
+        if not loop.stream_eager:
+            for future in asyncio.as_completed(pending):
+                yield await future
+            return
+        wake = asyncio.Event()
+        event_loop = self._event_loop
+
+        def on_put() -> None:
+            event_loop.call_soon_threadsafe(wake.set)
+
+        loop.sink.on_put = on_put
+        waiter: asyncio.Future[Any] | None = None
+        try:
+            while pending:
+                if waiter is None:
+                    waiter = asyncio.ensure_future(wake.wait())
+                done, _ = await asyncio.wait(
+                    {*pending, waiter}, return_when=asyncio.FIRST_COMPLETED
+                )
+                if waiter in done:
+                    wake.clear()
+                    waiter = None
+                    yield None
+                for future in done:
+                    if future in pending:
+                        pending.discard(future)
+                        yield future.result()
+        finally:
+            loop.sink.on_put = None
+            if waiter is not None:
+                waiter.cancel()
+
+    def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+        """Run a ``@task`` call on the event loop; the caller gets a future of its result."""
+        event_loop = self._event_loop
+        assert event_loop is not None, "submit_call before aexecute"
+        if in_async_task() and asyncio.get_running_loop() is event_loop:
+            return event_loop.create_task(self._run_call(loop, task))
+        return asyncio.run_coroutine_threadsafe(self._run_call(loop, task), event_loop)
+
+    async def _run_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+        try:
+            outcome = await arun_task(task, loop.task_config(task), loop.graph.retry_policy)
+        except asyncio.CancelledError as cancelled:
+            loop.record(task, cancelled)
+            raise
+        loop.record(task, outcome)
+        if outcome is not None:
+            raise outcome
+        value, error = call_outcome(task)
+        if error is not None:
+            raise error
+        return value

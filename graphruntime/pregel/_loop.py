@@ -21,6 +21,7 @@ state and the saver I/O around it.
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
@@ -28,6 +29,7 @@ from typing import Any, Literal, NamedTuple
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import (
     CONF,
+    CONFIG_KEY_CALL,
     CONFIG_KEY_CHECKPOINT_ID,
     CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
@@ -72,6 +74,7 @@ from graphruntime.pregel._algo import (
     channels_from_checkpoint,
     create_checkpoint,
     increment,
+    is_call_path,
     local_read,
     make_scratchpad,
     prepare_next_tasks,
@@ -80,6 +83,8 @@ from graphruntime.pregel._algo import (
     task_finished,
     task_path_str,
 )
+from graphruntime.pregel._call import CallSuspended, is_call
+from graphruntime.pregel._calls import CallExecutor, LoopCalls
 from graphruntime.pregel._io import map_command, map_input, output_updates, output_values
 from graphruntime.pregel._node import GraphSpec
 from graphruntime.pregel._resume import (
@@ -158,7 +163,7 @@ def task_order(task: PreparedTask) -> str:
     return task_path_str(task.path[:3])
 
 
-class PregelLoop:
+class PregelLoop(LoopCalls):
     """State of one run of one graph (root or nested) on one thread namespace.
 
     ``saved``: the checkpoint tuple an executor already loaded (e.g. with only some
@@ -199,6 +204,11 @@ class PregelLoop:
         # a resume map reaches subgraphs through their config
         self.resume_map: Mapping[str, Any] | None = conf.get(CONFIG_KEY_RESUME_MAP)
         self.replaying = False
+        self.calls: CallExecutor | None = None
+        """Runs the ``@task`` calls tasks make (see :class:`CallExecutor`); set by drivers."""
+        # record() and calls may come from several task threads at once
+        self._lock = threading.RLock()
+        self._call_futures: dict[str, Any] = {}
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
         if isinstance(saved, _Load):
@@ -295,6 +305,22 @@ class PregelLoop:
             sink.put(ns, "custom", chunk)
 
         return write
+
+    @property
+    def stream_eager(self) -> bool:
+        """Stream chunks while a step's tasks run, not only between them.
+
+        LangGraph does for an entrypoint (whose ``@task`` calls stream as they finish),
+        and for streams of subgraphs, messages or custom chunks. A nested run's chunks
+        are drained by its root.
+        """
+        if self.is_nested:
+            return False
+        return bool(
+            self.graph.stream_eager
+            or self.sink.subgraphs
+            or not self.sink.modes.isdisjoint(("messages", "custom"))
+        )
 
     # --- pending writes -----------------------------------------------------------------
 
@@ -590,8 +616,11 @@ class PregelLoop:
         """Prepare only the task at ``path`` of this step (with its saved writes, if finished).
 
         For an executor that runs some of a step's tasks: a fan-out of N tasks then
-        costs O(N) across its executors, not O(N²).
+        costs O(N) across its executors, not O(N²). A ``@task`` call's path re-creates
+        the call by replaying its callers (:meth:`plan_call`).
         """
+        if is_call_path(path):
+            return self.plan_call(path)
         task = prepare_task(self.checkpoint, self.channels, self._step_context(), path)
         if task is None:
             return None
@@ -633,6 +662,7 @@ class PregelLoop:
             parent=self.parent_scratchpad,
             step=self.step,
             stop=self.stop,
+            null_resume=self._null_resume,
         )
         channels = self.channels
 
@@ -655,6 +685,7 @@ class PregelLoop:
                 },
                 CONFIG_KEY_CUSTOM_WRITER: self.custom_writer(),
                 CONFIG_KEY_RESUME_MAP: self.resume_map,
+                CONFIG_KEY_CALL: self.call_callback(task, scratchpad),
             }
         )
         metadata = {
@@ -673,8 +704,27 @@ class PregelLoop:
             "tags": [*self.config.get("tags", []), *task.node.tags],
         }
 
+    def _null_resume(self, consume: bool) -> Any:
+        """The step's unaddressed resume value; taken once, by whichever task of the step
+        (a caller or its calls, in any thread) reaches an ``interrupt()`` first."""
+        with self._lock:
+            for write in self.pending_writes:
+                if write[0] == NULL_TASK_ID and write[1] == RESUME:
+                    if consume:
+                        self.pending_writes.remove(write)
+                    return write[2]
+        if self.parent_scratchpad is not None:
+            return self.parent_scratchpad.get_null_resume(consume)
+        return None
+
     def record(self, task: PreparedTask, outcome: BaseException | None) -> None:
         """Save a task's outcome as pending writes and stream it."""
+        if isinstance(outcome, CallSuspended):
+            return  # it runs again once its calls' results are saved
+        with self._lock:
+            self._record(task, outcome)
+
+    def _record(self, task: PreparedTask, outcome: BaseException | None) -> None:
         path = task_order(task)
         if outcome is None:
             writes = _dedupe_resume(task.writes)
@@ -686,14 +736,15 @@ class PregelLoop:
         elif isinstance(outcome, GraphInterrupt):
             resume = [w for w in _dedupe_resume(task.writes) if w[0] == RESUME]
             self.put_writes(task.id, [(INTERRUPT, tuple(outcome.interrupts)), *resume], path)
-            if outcome.interrupts:
+            # a call's interrupt reaches its caller, who shows it
+            if outcome.interrupts and not is_call(task):
                 self.emit("updates", {INTERRUPT: tuple(outcome.interrupts)})
                 values = output_values(self.output_keys, True, self.channels)
                 if isinstance(values, dict):
                     self.emit("values", {**values, INTERRUPT: tuple(outcome.interrupts)})
                 else:  # a single output key: the chunk shows only the interrupts
                     self.emit("values", {INTERRUPT: tuple(outcome.interrupts)})
-        elif isinstance(outcome, Exception):
+        elif outcome is not None:  # a failure, or a cancelled call
             self.put_writes(task.id, [*task.writes, (ERROR, outcome)], path)
 
     def settle(self, results: Sequence[TaskResult]) -> None:

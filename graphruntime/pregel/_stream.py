@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 StreamChunk = tuple[tuple[str, ...], str, Any]
@@ -29,10 +29,14 @@ class StreamSink:
         self.root_ns = root_ns
         self.parent = parent
         self.chunks: deque[StreamChunk] = deque()
+        self.on_put: Callable[[], None] | None = None
+        """Called after a chunk is added: a driver waiting on running tasks drains it."""
 
     def put(self, ns: tuple[str, ...], mode: str, payload: Any) -> None:
         if mode in self.modes and (ns == self.root_ns or self.subgraphs):
             self.chunks.append((ns, mode, payload))
+            if self.on_put is not None:
+                self.on_put()
 
     def drain(self) -> Iterator[StreamChunk]:
         chunks = self.chunks
