@@ -204,6 +204,13 @@ class PregelLoop(LoopCalls):
         # a resume map reaches subgraphs through their config
         self.resume_map: Mapping[str, Any] | None = conf.get(CONFIG_KEY_RESUME_MAP)
         self.replaying = False
+        self.resume_taken_by: str | None = None
+        """The task of this step that took the run's unaddressed ``Command(resume=v)``.
+
+        A distributed executor that runs one step in several processes (a caller, then
+        its calls as jobs, then the caller again) carries it from each process of the run
+        to the next, so no other task takes the same answer.
+        """
         self.calls: CallExecutor | None = None
         """Runs the ``@task`` calls tasks make (see :class:`CallExecutor`); set by drivers."""
         # record() and calls may come from several task threads at once
@@ -662,7 +669,7 @@ class PregelLoop(LoopCalls):
             parent=self.parent_scratchpad,
             step=self.step,
             stop=self.stop,
-            null_resume=self._null_resume,
+            null_resume=self._null_resume(task.id),
         )
         channels = self.channels
 
@@ -704,18 +711,35 @@ class PregelLoop(LoopCalls):
             "tags": [*self.config.get("tags", []), *task.node.tags],
         }
 
-    def _null_resume(self, consume: bool) -> Any:
-        """The step's unaddressed resume value; taken once, by whichever task of the step
-        (a caller or its calls, in any thread) reaches an ``interrupt()`` first."""
-        with self._lock:
-            for write in self.pending_writes:
-                if write[0] == NULL_TASK_ID and write[1] == RESUME:
+    def _null_resume(self, task_id: str) -> Callable[[bool], Any]:
+        """How a task execution takes the step's unaddressed resume value.
+
+        The first task of the step to reach an ``interrupt()`` it has no answer for
+        takes it (:attr:`resume_taken_by`); any other task then interrupts. The task
+        that took it gets it again when it runs again (a caller replayed after its
+        calls), but each execution takes it once.
+        """
+        taken_here = False
+
+        def take(consume: bool) -> Any:
+            nonlocal taken_here
+            with self._lock:
+                write = next(
+                    (w for w in self.pending_writes if w[0] == NULL_TASK_ID and w[1] == RESUME),
+                    None,
+                )
+                if write is not None:
+                    if taken_here or self.resume_taken_by not in (None, task_id):
+                        return None
                     if consume:
-                        self.pending_writes.remove(write)
+                        self.resume_taken_by = task_id
+                        taken_here = True
                     return write[2]
-        if self.parent_scratchpad is not None:
-            return self.parent_scratchpad.get_null_resume(consume)
-        return None
+            if self.parent_scratchpad is not None:
+                return self.parent_scratchpad.get_null_resume(consume)
+            return None
+
+        return take
 
     def record(self, task: PreparedTask, outcome: BaseException | None) -> None:
         """Save a task's outcome as pending writes and stream it."""
