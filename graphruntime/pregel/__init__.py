@@ -12,6 +12,8 @@ from __future__ import annotations
 from graphruntime._internal._constants import INTERRUPT
 from graphruntime.pregel._algo import PreparedTask, task_finished
 from graphruntime.pregel._builder import NodeBuilder
+from graphruntime.pregel._call import CallSuspended, done_future, failed_future
+from graphruntime.pregel._calls import CallExecutor
 from graphruntime.pregel._driver import (
     AsyncioExecutor,
     AsyncStepExecutor,
@@ -36,6 +38,8 @@ __all__ = (
     "LOAD",
     "AsyncStepExecutor",
     "AsyncioExecutor",
+    "CallExecutor",
+    "CallSuspended",
     "GraphSpec",
     "NodeBuilder",
     "NodeSpec",
@@ -52,7 +56,9 @@ __all__ = (
     "ThreadExecutor",
     "adrive",
     "arun_task",
+    "done_future",
     "drive",
+    "failed_future",
     "is_resume_map",
     "paused",
     "pending_interrupts",

@@ -133,8 +133,13 @@ class LoopCalls:
         )
         with self._lock:
             known = self.tasks.get(task.id)
-            if known is not None and (task_finished(known.writes) or task.id in self._call_futures):
-                return known
+            if known is not None:
+                if not known.writes and not self.replaying:
+                    # saved since it was submitted (by a job, in another process)
+                    self._reattach_finished([known])
+                running = self._call_futures.get(task.id)
+                if task_finished(known.writes) or (running is not None and not running.done()):
+                    return known
             self.tasks[task.id] = task
             if not self.replaying:
                 self._reattach_finished([task])

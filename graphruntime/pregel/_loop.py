@@ -658,6 +658,20 @@ class PregelLoop(LoopCalls):
         """The interrupts a task of this step saved, if it paused."""
         return task_interrupts(self.recorded_writes(task_id))
 
+    def recorded_failure(self, task_id: str) -> BaseException | None:
+        """How a task of this step that did not finish ended: its error, or its interrupt.
+
+        For an executor that ran a ``@task`` call earlier in the same run (a job, in
+        another process): the caller, running again, gets this outcome from the call's
+        future, as it would have in one process, instead of running it again.
+        """
+        writes = self.recorded_writes(task_id)
+        error = next((v for c, v in writes if c == ERROR), None)
+        if error is not None:
+            return error if isinstance(error, BaseException) else Exception(error)
+        interrupts = task_interrupts(writes)
+        return GraphInterrupt(tuple(interrupts)) if interrupts else None
+
     def task_config(self, task: PreparedTask) -> RunnableConfig:
         """The config a task's node sees: its namespace, scratchpad and write callbacks."""
         conf = self.config[CONF]
