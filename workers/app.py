@@ -9,7 +9,7 @@ made on first use (``create_app``, or the module attribute ``app`` that
 
 from __future__ import annotations
 
-import json
+import logging
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -26,8 +26,7 @@ from workers.errors import BrokerUnavailableError, ConfigurationError
 from workers.messages import TaskMessage
 from workers.settings import Settings
 
-DEAD_LETTERS_KEPT = 10_000
-"""Most refused resume messages kept on the dead-letter list (oldest dropped first)."""
+log = logging.getLogger(__name__)
 
 
 def redis_url(settings: Settings) -> str:
@@ -105,6 +104,20 @@ class CeleryBroker:
                 "graphruntime.coordinate", kwargs={"run_id": run_id, "v": 1}, **options
             )
 
+    def send_coordinates(self, run_ids: Sequence[str]) -> None:
+        queue = self.settings.coordinator_queue
+        with (
+            _broker_errors("send coordinator messages"),
+            self.app.producer_or_acquire() as producer,
+        ):
+            for run_id in run_ids:
+                self.app.send_task(
+                    "graphruntime.coordinate",
+                    kwargs={"run_id": run_id, "v": 1},
+                    queue=queue,
+                    producer=producer,
+                )
+
     def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None:
         """Publish task jobs over one producer (one connection for a whole fan-out)."""
         options: dict[str, Any] = {"countdown": delay} if delay > 0 else {}
@@ -128,12 +141,33 @@ class CeleryBroker:
         return QueueDepths(int(coordinator), int(tasks))
 
     def dead_letter(self, message: str, reason: str) -> None:
-        entry = json.dumps({"message": message, "error": reason})
         with _broker_errors("dead-letter a resume message"):
-            pipe = self.redis.pipeline()
-            pipe.lpush(f"{self.settings.resume_queue}:dead", entry)
-            pipe.ltrim(f"{self.settings.resume_queue}:dead", 0, DEAD_LETTERS_KEPT - 1)
-            pipe.execute()
+            self.settings.dead_letters.push(self.redis, message, reason)
+
+    def check_persistence(self) -> bool:
+        """Whether Redis keeps the resume queue across a restart (AOF on); warns if not.
+
+        Celery's messages can be lost (Postgres holds their truth and the sweeper re-sends
+        them), but a resume message waiting on the queue exists only in Redis.
+        """
+        try:
+            with _broker_errors("read the broker's persistence settings"):
+                found: Any = self.redis.config_get("appendonly").get("appendonly")
+                aof = found.decode() if isinstance(found, bytes) else str(found)
+        except BrokerUnavailableError:
+            return False
+        except redis.exceptions.ResponseError:  # CONFIG disabled (managed Redis): cannot tell
+            log.warning("cannot read Redis' appendonly setting; make sure AOF is on")
+            return False
+        if aof != "yes":
+            log.warning(
+                "Redis runs without AOF (appendonly=%s): resume messages waiting on %s are "
+                "lost if Redis restarts. Turn it on (appendonly yes).",
+                aof,
+                self.settings.resume_queue,
+            )
+            return False
+        return True
 
 
 @contextmanager

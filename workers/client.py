@@ -17,9 +17,10 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from graphruntime.checkpoint import ClusterSaver, check_round_trip
@@ -27,7 +28,10 @@ from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointError
 from graphruntime.pregel import Pregel
 from graphruntime.types import Command, StateSnapshot
+from workers import approvals
 from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunListener, RunWatch
+from workers._requests import check_text, thread_id_of
+from workers.approvals import InboxPage, ResumeOutcome, ResumeRecord
 from workers.dispatch import Broker
 from workers.errors import (
     GraphMismatchError,
@@ -40,7 +44,7 @@ from workers.errors import (
 from workers.messages import MAX_NAME, MAX_NOTE
 from workers.registry import GraphRegistry
 from workers.settings import Settings
-from workers.store import NewRun, PostgresRunStore, Run, RunKind, RunStore
+from workers.store import InboxUpdate, NewRun, PostgresRunStore, Run, RunKind, RunStore
 
 log = logging.getLogger(__name__)
 
@@ -178,10 +182,10 @@ class GraphClient:
         queue message is dead-lettered if its run is refused).
         """
         self.registry.get(graph)  # unknown graph: a clear error, nothing queued
-        thread_id = _thread_id(config)
-        _check_text("idempotency_key", idempotency_key, MAX_NAME)
-        _check_text("actor", actor, MAX_NAME)
-        _check_text("note", note, MAX_NOTE)
+        thread_id = thread_id_of(config)
+        check_text("idempotency_key", idempotency_key, MAX_NAME)
+        check_text("actor", actor, MAX_NAME)
+        check_text("note", note, MAX_NOTE)
         kind: RunKind = "input"
         if isinstance(input, Command):
             kind = "resume" if input.resume is not None else "command"
@@ -361,7 +365,7 @@ class GraphClient:
         The edit holds the thread's lease (so no coordinator starts a run meanwhile)
         and its checkpoint put is fenced (so it cannot fork the thread).
         """
-        thread_id = _thread_id(config)
+        thread_id = thread_id_of(config)
         self.registry.get(graph)
         bound = self.store.bind_thread(thread_id, graph)
         if bound != graph:
@@ -382,7 +386,12 @@ class GraphClient:
                             addressed = (config.get("configurable") or {}).get("checkpoint_id")
                             saver = self.saver if addressed else self.saver.fenced()
                             compiled = self.registry.get(graph).with_checkpointer(saver)
-                            return compiled.update_state(config, values, as_node)
+                            edited = compiled.update_state(config, values, as_node)
+                            # the edit leaves the interrupts it answered or replaced behind
+                            self.store.replace_inbox(
+                                InboxUpdate(thread_id, graph, _checkpoint_id(edited), []), None
+                            )
+                            return edited
                         busy = True
                     finally:
                         self.store.release_thread(thread_id, self.name)
@@ -395,32 +404,86 @@ class GraphClient:
         finally:
             self.store.remove_worker(self.name)
 
+    # --- approvals -------------------------------------------------------------------------
+
+    def inbox(
+        self,
+        graph: str | None = None,
+        *,
+        where: dict[str, Any] | None = None,
+        node: str | None = None,
+        older_than: timedelta | datetime | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> InboxPage:
+        """A page of pending interrupts across threads, oldest first.
+
+        ``where`` keeps waits whose value contains it (JSON containment, e.g.
+        ``{"team": "ops"}``); ``older_than`` an age or a time; ``cursor`` is the previous
+        page's. Reads the inbox table only, never a checkpoint.
+        """
+        return approvals.inbox(
+            self,
+            graph,
+            where=where,
+            node=node,
+            older_than=older_than,
+            limit=limit,
+            cursor=cursor,
+        )
+
+    def resume_many(
+        self,
+        graph: str,
+        *,
+        value: Any,
+        idempotency_key: str,
+        where: dict[str, Any] | None = None,
+        node: str | None = None,
+        items: Iterable[tuple[str, str]] | None = None,
+        actor: str | None = None,
+        note: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[ResumeOutcome]:
+        """Resume every selected pending interrupt with ``value``: one outcome per thread.
+
+        Safe to repeat: the same ``idempotency_key`` resumes each thread once.
+        """
+        check_text("actor", actor, MAX_NAME)
+        check_text("note", note, MAX_NOTE)
+        return approvals.resume_many(
+            self,
+            graph,
+            value=value,
+            idempotency_key=idempotency_key,
+            where=where,
+            node=node,
+            items=items,
+            actor=actor,
+            note=note,
+            progress=progress,
+        )
+
+    def cancel(
+        self, graph: str, config: RunnableConfig, *, reason: str, actor: str | None = None
+    ) -> list[str]:
+        """Cancel the thread: its queued and running runs end as ``cancelled``, its open
+        tasks can no longer write, its waits leave the inbox. Returns the runs ended."""
+        check_text("actor", actor, MAX_NAME)
+        return approvals.cancel(self, graph, config, reason=reason, actor=actor)
+
+    def resume_history(
+        self, graph: str, config: RunnableConfig, *, limit: int = 50
+    ) -> list[ResumeRecord]:
+        """The thread's resumes, newest first: who, when, which value, which route."""
+        return approvals.resume_history(self, graph, config, limit=limit)
+
 
 def _wait(watch: RunWatch | None, timeout: float | None) -> None:
     if watch is not None:
         watch.wait(timeout)
     else:
         time.sleep(0.005 if timeout is None else max(0.0, min(0.005, timeout)))
-
-
-def _check_text(name: str, value: str | None, limit: int) -> None:
-    if value is None:
-        return
-    if not value or len(value) > limit or "\x00" in value:
-        raise ValueError(
-            f"{name} must be 1 to {limit} characters without NUL, got {len(value)} characters"
-        )
-
-
-def _thread_id(config: RunnableConfig | None) -> str:
-    thread_id = (config or {}).get("configurable", {}).get("thread_id")
-    if not thread_id:
-        raise ValueError(
-            "Checkpointer requires one or more of the following 'configurable' keys: "
-            "thread_id, checkpoint_ns, checkpoint_id"
-        )
-    _check_text("thread_id", str(thread_id), MAX_NAME)
-    return str(thread_id)
 
 
 def _user_config(config: RunnableConfig | None) -> dict[str, Any]:
@@ -432,3 +495,7 @@ def _user_config(config: RunnableConfig | None) -> dict[str, Any]:
         if key in config:
             out[key] = config.get(key)
     return out
+
+
+def _checkpoint_id(config: RunnableConfig) -> str:
+    return str((config.get("configurable") or {}).get("checkpoint_id") or "")

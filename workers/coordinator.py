@@ -11,10 +11,13 @@ coordinator again, which re-opens the step and settles it from what the jobs sav
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from graphruntime.checkpoint import SerializerProtocol
 from graphruntime.errors import CheckpointConflict, GraphInterrupt
 from graphruntime.pregel import (
     INTERRUPT,
@@ -27,11 +30,12 @@ from graphruntime.pregel import (
     TaskResult,
     drive,
     run_task_attempt,
+    task_order,
 )
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.dispatch import dispatch_retry, dispatch_step
 from workers.errors import UnknownGraphError, WorkerError, error_info, is_transient
-from workers.store import Run, StepTask
+from workers.store import InboxEntry, InboxUpdate, Run, StepTask
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +105,7 @@ def advance(ctx: WorkerContext, run: Run) -> bool:
         _end(ctx, run, "error", error=error_info(exc))
         return True
     events = RunEvents(ctx, run)
+    loop: PregelLoop | None = None
     try:
         loop, reentering = _open(ctx, run, graph)
         executor = ClusterExecutor(ctx, run, events, reentering=reentering)
@@ -119,13 +124,15 @@ def advance(ctx: WorkerContext, run: Run) -> bool:
         log.info("run %s failed: %s", run.run_id, exc, exc_info=True)
         events.store()
         info = exc.info if isinstance(exc, RemoteTaskError) else error_info(exc)
-        _end(ctx, run, "error", error=info)
+        waits = _waits(ctx, run, loop) if loop is not None else None
+        _end(ctx, run, "error", error=info, inbox=waits)
         return True
     events.store()
+    waits = _waits(ctx, run, loop)
     if loop.status in ("interrupted", "interrupt_before", "interrupt_after"):
-        _end(ctx, run, "interrupted", result=_result(loop, events))
+        _end(ctx, run, "interrupted", result=_result(loop, events), inbox=waits)
     else:
-        _end(ctx, run, "success", result=_result(loop, events))
+        _end(ctx, run, "success", result=_result(loop, events), inbox=waits)
     return True
 
 
@@ -280,13 +287,53 @@ def _end(
     *,
     result: Any = None,
     error: dict[str, Any] | None = None,
+    inbox: InboxUpdate | None = None,
 ) -> None:
-    ctx.store.finish_run(run.run_id, status, result=result, error=error)
+    ctx.store.finish_run(run.run_id, status, result=result, error=error, inbox=inbox)
     origin = run.origin or {}
     if status == "error" and origin.get("route") == "queue" and origin.get("message"):
         # a resume sent as a queue message: refused messages go to the dead letters
         reason = f"{(error or {}).get('type', 'Error')}: {(error or {}).get('message', '')}"
         ctx.broker.dead_letter(str(origin["message"]), reason)
+
+
+def _waits(ctx: WorkerContext, run: Run, loop: PregelLoop) -> InboxUpdate:
+    """What the thread waits on as the run ends: the pending interrupts of its step."""
+    return InboxUpdate(
+        thread_id=run.thread_id,
+        graph=run.graph,
+        checkpoint_id=loop.checkpoint["id"],
+        entries=inbox_entries(loop, ctx.saver.serde),
+    )
+
+
+def inbox_entries(loop: PregelLoop, serde: SerializerProtocol) -> list[InboxEntry]:
+    """The loaded step's pending interrupts as inbox rows, in task order."""
+    entries: list[InboxEntry] = []
+    seen: set[str] = set()
+    for task in sorted(loop.tasks.values(), key=task_order):
+        for intr in loop.recorded_interrupts(task.id):
+            if intr.id in seen:
+                continue
+            seen.add(intr.id)
+            entries.append(
+                InboxEntry(
+                    interrupt_id=intr.id,
+                    node=task.name,
+                    namespace=task.checkpoint_ns,
+                    value=_json_text(serde, intr.value),
+                    deadline=intr.deadline,
+                    default=serde.dumps_typed(intr.default) if intr.deadline else None,
+                )
+            )
+    return entries
+
+
+def _json_text(serde: SerializerProtocol, value: Any) -> str:
+    kind, data = serde.dumps_typed(value)
+    if kind == "json":
+        return data.decode("utf-8")
+    return json.dumps({"__bytes__": base64.b64encode(data).decode("ascii")})
 
 
 def _result(loop: PregelLoop, events: RunEvents) -> Any:

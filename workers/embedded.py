@@ -73,8 +73,11 @@ def redis_url() -> str:
                     str(folder),
                     "--save",
                     "",
+                    # the resume queue lives only in Redis: keep it across restarts
                     "--appendonly",
-                    "no",
+                    "yes",
+                    "--appendfsync",
+                    "everysec",
                     "--daemonize",
                     "no",
                     "--loglevel",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from workers.dead_letters import DeadLetters
+
 
 class Settings(BaseSettings):
     """Everything a worker or client needs to find Postgres, Redis and the graphs.
@@ -40,6 +42,18 @@ class Settings(BaseSettings):
     coordinator_queue: str = "graphruntime.coordinator"
     task_queue: str = "graphruntime.tasks"
     resume_queue: str = "graphruntime:resume"
+    dead_letter_max: int = Field(
+        default=10_000,
+        ge=1,
+        description="Most refused resume messages kept on <resume queue>:dead (oldest dropped, "
+        "each drop logged and counted in <resume queue>:dead:dropped).",
+    )
+    dead_letter_message_bytes: int = Field(
+        default=16_384,
+        ge=256,
+        description="Longest message text a dead letter keeps (its digest and size name the "
+        "whole message).",
+    )
     resume_key: str | None = Field(
         default=None,
         description="HMAC key resume-queue messages must be signed with (their 'signature' "
@@ -85,6 +99,11 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds between a worker's sweeps for orphaned tasks and stalled runs.",
     )
+
+    @property
+    def dead_letters(self) -> DeadLetters:
+        """Where refused resume messages go, and their bounds."""
+        return DeadLetters(self.resume_queue, self.dead_letter_max, self.dead_letter_message_bytes)
 
     @property
     def stale_after(self) -> float:

@@ -122,6 +122,7 @@ def _start_background(**_: Any) -> None:
     # not _context(): pool processes forked later must not inherit this process's pool
     settings = app.conf.graphruntime_settings
     broker = CeleryBroker(app, settings)
+    broker.check_persistence()
     ctx = connect(settings, broker=broker)
     heartbeat = Heartbeat(ctx.store, ctx.worker_name, settings.heartbeat_interval)
     heartbeat.start()  # the resume listener's processing list is kept while this beats

@@ -25,6 +25,8 @@ class Scratchpad:
     call_counter: int = 0
     interrupt_count: int = 0
     subgraph_count: int = 0
+    previous_interrupts: dict[str, Any] = field(default_factory=dict)
+    """The interrupts this task raised before in this step, by id (their deadlines hold)."""
     calls: Iterator[int] = field(default_factory=itertools.count, repr=False)
     """Numbers a task's ``@task`` calls in call order (atomic: calls may come from threads)."""
 

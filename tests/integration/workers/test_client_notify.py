@@ -35,6 +35,9 @@ class NoBroker:
     def send_coordinate(self, run_id: str, *, delay: float = 0.0) -> None:
         pass
 
+    def send_coordinates(self, run_ids: Sequence[str]) -> None:
+        pass
+
     def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None:
         pass
 
