@@ -91,7 +91,7 @@ class entrypoint(Generic[T]):
         self.timeout = timeout
         self.context_schema = context_schema
 
-    @dataclass(frozen=True, slots=True)
+    @dataclass(frozen=True, slots=True, kw_only=True)
     class final(Generic[R, S]):
         """Return ``value`` to the caller while saving ``save`` as the next ``previous``."""
 

@@ -33,9 +33,10 @@ from graphruntime.pregel._call import (
     call_outcome,
     done_future,
     failed_future,
+    in_async_task,
     task_node,
 )
-from graphruntime.pregel._retry import run_task_attempt
+from graphruntime.pregel._retry import arun_task, run_task, run_task_attempt
 from graphruntime.types import RetryPolicy
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 @runtime_checkable
 class CallExecutor(Protocol):
     """What runs the ``@task`` calls a task makes while a step runs.
+
+    Without one (``loop.calls`` is None), calls run inline, in the caller's thread.
 
     ``submit_call(loop, task)`` is called from inside the calling task (its thread, or
     its event loop), with a call task that has no saved result. It returns a future of
@@ -116,12 +119,8 @@ class LoopCalls:
             running = self._call_futures.get(task.id)
             if running is not None and not running.done():
                 return running  # the caller was retried while its call still runs
-        if self.calls is None:
-            raise RuntimeError(
-                f"Task {caller.name!r} called the @task {task.name!r}, but this run's "
-                "executor does not run @task calls (it implements no submit_call)."
-            )
-        future = self.calls.submit_call(self, task)  # type: ignore[arg-type]
+        executor = self.calls if self.calls is not None else _INLINE
+        future = executor.submit_call(self, task)  # type: ignore[arg-type]
         with self._lock:
             self._call_futures[task.id] = future
         return future
@@ -170,6 +169,40 @@ class LoopCalls:
         finally:
             self.calls = executor
         return outcome.task if isinstance(outcome, _Found) else None
+
+
+class _InlineCalls:
+    """The calls of a loop whose executor runs none: each runs when it is made, in the
+    caller's thread (a coroutine caller gets an asyncio task), one after another."""
+
+    def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+        if in_async_task():
+            return asyncio.ensure_future(arun_call(loop, task))
+        outcome = run_task(task, loop.task_config(task), loop.graph.retry_policy)
+        loop.record(task, outcome)
+        if outcome is not None:
+            return failed_future(outcome)
+        value, error = call_outcome(task)
+        return done_future(value, error)
+
+
+async def arun_call(loop: PregelLoop, task: PreparedTask) -> Any:
+    """Run a call as a coroutine, record it, and return its result (or raise)."""
+    try:
+        outcome = await arun_task(task, loop.task_config(task), loop.graph.retry_policy)
+    except asyncio.CancelledError as cancelled:
+        loop.record(task, cancelled)
+        raise
+    loop.record(task, outcome)
+    if outcome is not None:
+        raise outcome
+    value, error = call_outcome(task)
+    if error is not None:
+        raise error
+    return value
+
+
+_INLINE = _InlineCalls()
 
 
 def _as_tuple(path: Sequence[Any]) -> tuple[Any, ...]:

@@ -21,7 +21,7 @@ import queue
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime.errors import (
@@ -32,7 +32,7 @@ from graphruntime.errors import (
 )
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._call import call_outcome, in_async_task
-from graphruntime.pregel._calls import CallExecutor
+from graphruntime.pregel._calls import CallExecutor, arun_call
 from graphruntime.pregel._loop import PregelLoop, TaskResult
 from graphruntime.pregel._retry import arun_task, run_task
 from graphruntime.pregel._stream import StreamChunk
@@ -102,8 +102,9 @@ def paused(loop: PregelLoop) -> None:
 
 def _attach(loop: PregelLoop, executor: object) -> None:
     """The executor runs the loop's ``@task`` calls too, when it can."""
-    if isinstance(executor, CallExecutor):
-        loop.calls = executor
+    # a method lookup, not isinstance: a runtime-checkable Protocol check is slow
+    if callable(getattr(executor, "submit_call", None)):
+        loop.calls = cast(CallExecutor, executor)
 
 
 def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
@@ -351,15 +352,4 @@ class AsyncioExecutor:
         return asyncio.run_coroutine_threadsafe(self._run_call(loop, task), event_loop)
 
     async def _run_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
-        try:
-            outcome = await arun_task(task, loop.task_config(task), loop.graph.retry_policy)
-        except asyncio.CancelledError as cancelled:
-            loop.record(task, cancelled)
-            raise
-        loop.record(task, outcome)
-        if outcome is not None:
-            raise outcome
-        value, error = call_outcome(task)
-        if error is not None:
-            raise error
-        return value
+        return await arun_call(loop, task)

@@ -757,7 +757,7 @@ class PregelLoop(LoopCalls):
 
     def record(self, task: PreparedTask, outcome: BaseException | None) -> None:
         """Save a task's outcome as pending writes and stream it."""
-        if isinstance(outcome, CallSuspended):
+        if outcome is not None and isinstance(outcome, CallSuspended):
             return  # it runs again once its calls' results are saved
         with self._lock:
             self._record(task, outcome)

@@ -311,27 +311,36 @@ def test_a_call_outside_a_graph_is_refused() -> None:
         alone()
 
 
-def test_an_executor_without_submit_call_refuses_calls() -> None:
+def test_calls_run_inline_under_an_executor_without_submit_call() -> None:
     class Plain:
         def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
             for t in tasks:
                 yield TaskResult(t, run_task(t, loop.task_config(t), ()))
 
+    ran_in: list[int] = []
+
     @task
-    def inner() -> int:
-        return 1
+    def inner(x: int) -> int:
+        ran_in.append(threading.get_ident())
+        return x + 1
 
     @entrypoint()
-    def flow(_: Any) -> int:
-        return int(inner().result())
+    def flow(x: int) -> int:
+        return int(inner(x).result()) + int(inner(x + 1).result())
 
     loop = PregelLoop(
         flow,
         {"configurable": {}},
         checkpointer=None,
-        sink=StreamSink({"values"}, False),
+        sink=StreamSink({"updates", "values"}, False),
         options=flow.run_options({}),
     )
     loop.first(1)
-    with pytest.raises(RuntimeError, match="does not run @task calls"):
-        list(drive(loop, Plain()))
+    chunks = [(mode, payload) for _, mode, payload in drive(loop, Plain())]
+    assert chunks == [
+        ("updates", {"inner": 2}),
+        ("updates", {"inner": 3}),
+        ("updates", {"flow": 5}),
+        ("values", 5),
+    ]
+    assert ran_in == [threading.get_ident()] * 2
