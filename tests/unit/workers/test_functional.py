@@ -48,6 +48,7 @@ def test_an_entrypoint_runs_on_the_cluster_as_in_process() -> None:
     local_counts: Counter[str] = Counter()
     local = _flow(local_counts).with_checkpointer(InMemorySaver())
     local_cfg: RunnableConfig = {"configurable": {"thread_id": "local"}}
-    for value in ([1, 2], Command(resume="yes")):
+    inputs: list[Any] = [[1, 2], Command(resume="yes")]
+    for value in inputs:
         assert _values(cluster.run("flow", value, cfg)) == _values(local.invoke(value, local_cfg))
     assert counts == local_counts == {"double(1)": 1, "double(2)": 1, "ok?": 2}
