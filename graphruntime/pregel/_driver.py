@@ -223,6 +223,7 @@ class ThreadExecutor:
         self._pending: deque[tuple[PreparedTask, RunnableConfig, Sequence[RetryPolicy]]] = deque()
         self._results: queue.SimpleQueue[TaskResult | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
+        self._calls: list[_CallJob] = []
 
     def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
         with self._lock:
@@ -238,6 +239,7 @@ class ThreadExecutor:
         if len(tasks) == 1 and not eager:
             task = tasks[0]
             yield TaskResult(task, run_task(task, loop.task_config(task), policy))
+            self._finish_calls()
             return
         if not tasks:
             return
@@ -254,6 +256,7 @@ class ThreadExecutor:
                 if result is not None:
                     left -= 1
                 yield result
+            self._finish_calls()
         finally:
             if eager:
                 loop.sink.on_put = None
@@ -276,10 +279,22 @@ class ThreadExecutor:
     def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
         """Run a ``@task`` call on the pool; the caller gets a future of its result."""
         job = _CallJob(loop, task)
+        with self._lock:
+            self._calls.append(job)
         self._executor().submit(job.run)
         if in_async_task():  # an async caller run by a sync graph: it awaits the call
             return asyncio.wrap_future(job.future)
         return job.future
+
+    def _finish_calls(self) -> None:
+        """A step ends when its calls do, awaited by their callers or not (as LangGraph)."""
+        while True:
+            with self._lock:
+                jobs, self._calls = self._calls, []
+            if not jobs:
+                return
+            for job in jobs:
+                job.future.exception()  # waits; runs it here if no thread took it yet
 
     def close(self) -> None:
         self._pending.clear()  # a stream closed early stops handing out tasks
@@ -298,6 +313,7 @@ class AsyncioExecutor:
     def __init__(self, max_concurrency: int | None = None) -> None:
         self.semaphore = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         self._event_loop: asyncio.AbstractEventLoop | None = None
+        self._calls: list[asyncio.Future[Any] | concurrent.futures.Future[Any]] = []
 
     async def _run(self, loop: PregelLoop, task: PreparedTask) -> TaskResult:
         policy = loop.graph.retry_policy
@@ -314,6 +330,7 @@ class AsyncioExecutor:
         if not loop.stream_eager:
             for future in asyncio.as_completed(pending):
                 yield await future
+            await self._finish_calls()
             return
         wake = asyncio.Event()
         event_loop = self._event_loop
@@ -338,6 +355,7 @@ class AsyncioExecutor:
                     if future in pending:
                         pending.discard(future)
                         yield future.result()
+            await self._finish_calls()
         finally:
             loop.sink.on_put = None
             if waiter is not None:
@@ -347,9 +365,22 @@ class AsyncioExecutor:
         """Run a ``@task`` call on the event loop; the caller gets a future of its result."""
         event_loop = self._event_loop
         assert event_loop is not None, "submit_call before aexecute"
+        future: asyncio.Future[Any] | concurrent.futures.Future[Any]
         if in_async_task() and asyncio.get_running_loop() is event_loop:
-            return event_loop.create_task(self._run_call(loop, task))
-        return asyncio.run_coroutine_threadsafe(self._run_call(loop, task), event_loop)
+            future = event_loop.create_task(self._run_call(loop, task))
+        else:
+            future = asyncio.run_coroutine_threadsafe(self._run_call(loop, task), event_loop)
+        self._calls.append(future)
+        return future
+
+    async def _finish_calls(self) -> None:
+        """A step ends when its calls do, awaited by their callers or not (as LangGraph)."""
+        while self._calls:
+            calls, self._calls = self._calls, []
+            await asyncio.gather(
+                *(c if isinstance(c, asyncio.Future) else asyncio.wrap_future(c) for c in calls),
+                return_exceptions=True,
+            )
 
     async def _run_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
         return await arun_call(loop, task)

@@ -599,6 +599,7 @@ class PregelLoop(LoopCalls):
         if self.step > self.stop:
             self.status = "out_of_steps"
             return False
+        self._call_futures = {}
         self.tasks = prepare_next_tasks(
             self.checkpoint,
             self.channels,

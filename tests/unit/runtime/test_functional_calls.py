@@ -14,6 +14,7 @@ import asyncio
 import binascii
 import json
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -344,3 +345,38 @@ def test_calls_run_inline_under_an_executor_without_submit_call() -> None:
         ("values", 5),
     ]
     assert ran_in == [threading.get_ident()] * 2
+
+
+def test_a_step_waits_for_calls_its_caller_did_not_wait_for() -> None:
+    finished: list[str] = []
+
+    @task
+    def slow(x: int) -> int:
+        time.sleep(0.05)
+        finished.append("sync")
+        return x
+
+    @task
+    async def aslow(x: int) -> int:
+        await asyncio.sleep(0.05)
+        finished.append("async")
+        return x
+
+    @entrypoint()
+    def flow(x: int) -> str:
+        slow(x)  # never awaited
+        return "done"
+
+    @entrypoint()
+    async def aflow(x: int) -> str:
+        aslow(x)  # never awaited
+        return "done"
+
+    # the call's update streams in the same step, after the caller's
+    assert list(flow.stream(1)) == [{"flow": "done"}, {"slow": 1}]
+
+    async def run() -> list[Any]:
+        return [c async for c in aflow.astream(1)]
+
+    assert asyncio.run(run()) == [{"aflow": "done"}, {"aslow": 1}]
+    assert finished == ["sync", "async"]
