@@ -37,6 +37,7 @@ from graphruntime.pregel._call import (
     task_node,
 )
 from graphruntime.pregel._retry import arun_task, run_task, run_task_attempt
+from graphruntime.pregel._stream import StreamSink
 from graphruntime.types import RetryPolicy
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ class LoopCalls:
     step: int
     tasks: dict[str, PreparedTask]
     replaying: bool
+    sink: StreamSink
     calls: CallExecutor | None
     _lock: threading.RLock
     _call_futures: dict[str, Any]
@@ -163,11 +165,13 @@ class LoopCalls:
         if caller is None or caller.writes:
             return None
         finder = _CallFinder(path)
+        # the replay streams nothing: its chunks were streamed when the callers ran
         executor, self.calls = self.calls, finder
+        sink, self.sink = self.sink, StreamSink(set(), False)
         try:
             outcome = finder.replay(self, caller)  # type: ignore[arg-type]
         finally:
-            self.calls = executor
+            self.calls, self.sink = executor, sink
         return outcome.task if isinstance(outcome, _Found) else None
 
 

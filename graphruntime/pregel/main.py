@@ -99,6 +99,7 @@ class Pregel(PregelSchemas):
                 f"Pregel() got unexpected keyword arguments: {sorted(deprecated_kwargs)}"
             )
         _reject_unsupported(
+            debug=debug,
             step_timeout=step_timeout,
             node_error_handler_map=node_error_handler_map,
             stream_transformers=stream_transformers,
@@ -124,7 +125,7 @@ class Pregel(PregelSchemas):
         )
         self.interrupt_after_nodes = interrupt_after_nodes
         self.interrupt_before_nodes = interrupt_before_nodes
-        self.debug = bool(debug)
+        self.debug = False
         self.checkpointer = checkpointer
         self.store = store
         self.cache = cache
