@@ -24,7 +24,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 from workers.dispatch import QueueDepths
 from workers.errors import BrokerUnavailableError, ConfigurationError
 from workers.messages import TaskMessage
-from workers.settings import Settings
+from workers.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +34,13 @@ def redis_url(settings: Settings) -> str:
     if settings.redis_url:
         return settings.redis_url
     if settings.embedded:
+        from workers.embedded import data_dir as embedded_dir
         from workers.embedded import redis_url as embedded
 
         url = embedded()
-        sys.stderr.write(f"graphruntime: using the embedded Redis at {url} (development only)\n")
+        sys.stderr.write(
+            f"graphruntime: using the embedded Redis in {embedded_dir()} (development only)\n"
+        )
         return url
     raise ConfigurationError(
         "REDIS_URL is not set: point it at the Redis broker (e.g. redis://redis:6379/0), or "
@@ -53,6 +56,7 @@ def create_app(settings: Settings) -> Celery:
         result_serializer="json",
         accept_content=["json"],
         task_acks_late=True,
+        task_acks_on_failure_or_timeout=True,  # a failed job is recorded, never redelivered
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         task_ignore_result=True,
@@ -77,7 +81,7 @@ def create_app(settings: Settings) -> Celery:
 @cache
 def get_app() -> Celery:
     """The process's app, from the environment's settings (made once)."""
-    return create_app(Settings())
+    return create_app(load_settings())
 
 
 def __getattr__(name: str) -> Any:
@@ -118,17 +122,29 @@ class CeleryBroker:
                     producer=producer,
                 )
 
-    def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None:
-        """Publish task jobs over one producer (one connection for a whole fan-out)."""
+    def send_tasks(
+        self,
+        messages: Sequence[TaskMessage],
+        *,
+        delay: float = 0.0,
+        labels: Sequence[str] | None = None,
+    ) -> None:
+        """Publish task jobs over one producer (one connection for a whole fan-out).
+
+        A label becomes the job's Celery ``shadow`` name: Flower and the worker log
+        show ``graph:node`` instead of ``graphruntime.execute``.
+        """
         options: dict[str, Any] = {"countdown": delay} if delay > 0 else {}
+        names = list(labels) if labels is not None else [None] * len(messages)
         with _broker_errors("send task jobs"), self.app.producer_or_acquire() as producer:
-            for message in messages:
+            for message, label in zip(messages, names, strict=True):
                 self.app.send_task(
                     "graphruntime.execute",
                     kwargs=message.model_dump(mode="json"),
                     queue=self.settings.task_queue,
                     task_id=message.job_id,
                     producer=producer,
+                    shadow=label,
                     **options,
                 )
 

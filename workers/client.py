@@ -37,24 +37,45 @@ from workers.errors import (
     GraphMismatchError,
     NotDispatchedError,
     RemoteGraphError,
+    RemoteTraceback,
     RunTimeoutError,
     ThreadBusyError,
     is_transient,
 )
 from workers.messages import MAX_NAME, MAX_NOTE
 from workers.registry import GraphRegistry
-from workers.settings import Settings
+from workers.settings import Settings, load_settings
 from workers.store import InboxUpdate, NewRun, PostgresRunStore, Run, RunKind, RunStore
 
 log = logging.getLogger(__name__)
 
+NO_WORKER_HINT_AFTER = 10.0
+"""Seconds a run may stay queued before the client asks whether any worker is running."""
 
-def rebuild_error(info: dict[str, Any]) -> BaseException:
+
+def rebuild_error(info: dict[str, Any], run_id: str | None = None) -> BaseException:
     """Re-create a node's exception from its recorded type and message.
 
     Only built-in and graphruntime/workers exception classes are re-created; any
-    other type becomes a :class:`RemoteGraphError` subclass with the same name.
+    other type becomes a :class:`RemoteGraphError` subclass with the same name. The
+    worker's traceback is its ``__cause__`` (:class:`RemoteTraceback`), and a note says
+    where it was raised.
     """
+    error = _rebuilt(info)
+    text = info.get("traceback")
+    if isinstance(text, str) and text:
+        error.__cause__ = RemoteTraceback(text)
+    where = [f"run {run_id}"] if run_id else []
+    if info.get("task"):
+        where.append(f"node {info['task']}")
+    if info.get("worker"):
+        where.append(f"worker {info['worker']}")
+    if where:
+        error.add_note("Raised on the workers: " + ", ".join(where))
+    return error
+
+
+def _rebuilt(info: dict[str, Any]) -> BaseException:
     name = str(info.get("type", "Exception"))
     module = str(info.get("module", "builtins"))
     message = str(info.get("message", ""))
@@ -99,7 +120,7 @@ class RunHandle:
         """The run's output, as ``invoke`` returns it; re-raises the run's error."""
         run = self.client.wait_done(self.run_id, timeout)
         if run.status == "error":
-            raise rebuild_error(run.error or {})
+            raise rebuild_error(run.error or {}, run.run_id)
         if run.result_error is not None:
             raise CheckpointError(
                 f"Run {run.run_id} finished, but its result cannot be decoded here: "
@@ -135,7 +156,7 @@ class GraphClient:
         """A client for the cluster the settings (default: the environment) name."""
         from workers.runtime import connect
 
-        ctx = connect(settings or Settings())
+        ctx = connect(settings or load_settings())
         return cls(
             settings=ctx.settings,
             registry=ctx.registry,
@@ -255,6 +276,7 @@ class GraphClient:
         # LISTEN first, then read: a run finished after the read is always notified
         with self._watch(run_id, (RUNS_CHANNEL,)) as watch:
             status = "unknown"
+            hint_at: float | None = time.monotonic() + NO_WORKER_HINT_AFTER
             while True:
                 try:
                     run: Run | None = self.store.get_run(run_id)
@@ -272,9 +294,35 @@ class GraphClient:
                     raise RunTimeoutError(
                         f"Run {run_id} is still {status} after {timeout}s; it keeps going. "
                         "Wait on its handle again or read the thread's state."
+                        + (f" {self._no_worker_hint()}" if status == "queued" else "")
                     )
+                if hint_at is not None and now > hint_at:
+                    hint_at = None
+                    if status == "queued":
+                        log.warning(
+                            "run %s is still queued after %.0fs: %s Waiting on.",
+                            run_id,
+                            NO_WORKER_HINT_AFTER,
+                            self._no_worker_hint(),
+                        )
                 remaining = None if deadline is None else deadline - now
                 _wait(watch, remaining)
+
+    def _no_worker_hint(self) -> str:
+        settings = self.settings
+        try:
+            alive = [
+                w
+                for w in self.store.live_workers(settings.stale_after)
+                if not str(w["worker"]).startswith("client:")
+            ]
+        except Exception:  # noqa: BLE001 - a hint must not fail the wait
+            alive = None
+        seen = "" if alive is None else f" ({len(alive)} worker processes beat now)"
+        return (
+            f"Is a worker consuming queue {settings.coordinator_queue!r}{seen}? Start one "
+            f"with `graphrun worker` using the same GRAPHRUNTIME_COORDINATOR_QUEUE and REDIS_URL."
+        )
 
     def _watch(
         self, run_id: str, channels: Sequence[str]
@@ -332,7 +380,7 @@ class GraphClient:
                         yield event.payload if single else (event.mode, event.payload)
                 if run.done and not events:
                     if run.status == "error":
-                        raise rebuild_error(run.error or {})
+                        raise rebuild_error(run.error or {}, run.run_id)
                     return
                 if events:
                     if watch is not None:

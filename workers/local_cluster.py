@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -59,7 +59,8 @@ class LocalCluster:
     # --- services ------------------------------------------------------------------------
 
     def start(self) -> LocalCluster:
-        from checkpoint_pg.embedded import database_url
+        from checkpoint_pg.embedded import data_dir, embedded_url
+        from workers.embedded import data_dir as redis_dir
         from workers.embedded import redis_url
 
         root = str(Path(__file__).resolve().parent.parent)
@@ -72,8 +73,9 @@ class LocalCluster:
         }
         self.env = {
             **os.environ,
-            "DATABASE_URL": database_url(),
-            "REDIS_URL": redis_url(),
+            "DATABASE_URL": os.environ.get("DATABASE_URL")
+            or embedded("Postgres", data_dir() / "pg", embedded_url),
+            "REDIS_URL": os.environ.get("REDIS_URL") or embedded("Redis", redis_dir(), redis_url),
             "GRAPHRUNTIME_GRAPHS": self.graphs,
             "PYTHONPATH": os.pathsep.join(
                 [*self.pythonpath, root, os.environ.get("PYTHONPATH", "")]
@@ -204,3 +206,10 @@ class LocalCluster:
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def embedded(what: str, path: Path, start: Callable[[], str]) -> str:
+    """Start (or join) an embedded service, saying so on stderr with where it lives."""
+    url = start()
+    sys.stderr.write(f"graphruntime: using the embedded {what} in {path} (development only)\n")
+    return url

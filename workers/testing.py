@@ -36,6 +36,8 @@ class Job:
     message: TaskMessage | None = None
     delay: float = 0.0
     seq: int = 0
+    label: str = ""
+    """What Celery would name the job (its shadow name), e.g. ``graph:node``."""
 
 
 @dataclass
@@ -57,9 +59,17 @@ class InlineBroker:
         for run_id in run_ids:
             self.send_coordinate(run_id)
 
-    def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None:
-        for message in messages:
+    def send_tasks(
+        self,
+        messages: Sequence[TaskMessage],
+        *,
+        delay: float = 0.0,
+        labels: Sequence[str] | None = None,
+    ) -> None:
+        names = list(labels) if labels is not None else [""] * len(messages)
+        for message, label in zip(messages, names, strict=True):
             job = Job("execute", message.run_id, message, delay=delay, seq=next(self._seq))
+            job.label = label
             self.tasks.append(job)
             self.sent.append(job)
 
@@ -117,6 +127,13 @@ class InlineCluster:
             store=self.store,
             broker=self.broker,
         )
+
+    @property
+    def memory(self) -> InMemoryRunStore:
+        """The in-memory run store (for tests that look inside it)."""
+        if not isinstance(self.store, InMemoryRunStore):
+            raise TypeError("this cluster's run store is not the in-memory one")
+        return self.store
 
     def context(self, name: str) -> WorkerContext:
         return WorkerContext(
