@@ -4,7 +4,11 @@
 drives: ``first``/``open_step``, ``plan``, ``record``, ``settle``, ``close``. Tasks run
 through one retry loop (``run_task``, ``arun_task``, ``run_task_attempt``), and
 :func:`steps` is the loop body shared by the in-process drivers (``drive``,
-``adrive``) and the workers' coordinator.
+``adrive``) and the workers' coordinator. ``@task`` calls a task makes while it runs
+are tasks of the same step: the loop prepares them (``PregelLoop.call``, and
+``plan_task`` re-creates one from its path), a :class:`CallExecutor` runs them.
+
+``Pregel`` and ``NodeBuilder`` are LangGraph's low-level graph API.
 """
 
 from __future__ import annotations
