@@ -99,6 +99,7 @@ class PostgresSaver(ClusterSaver):
         self._steps = _StepCache()
         self._fence_all = False
         self._durable_writes = True
+        self._durable_puts = True
 
     @classmethod
     @contextmanager
@@ -133,6 +134,21 @@ class PostgresSaver(ClusterSaver):
         """
         view = copy.copy(self)
         view._durable_writes = False
+        return view
+
+    def lazy(self) -> PostgresSaver:
+        """This saver, with every write (``put`` and ``put_writes``) committing without
+        waiting for the WAL flush.
+
+        The writes are visible at once and durable with the next commit that waits (the
+        WAL is sequential). For a driver that ends each unit of work with such a commit
+        before anything outside the database depends on it (the workers' coordinator:
+        the run's end, a step's dispatch). A crash before it loses a suffix of the
+        writes, consistently: the work is redone from the last durable checkpoint.
+        """
+        view = copy.copy(self)
+        view._durable_writes = False
+        view._durable_puts = False
         return view
 
     def setup(self) -> None:
@@ -383,6 +399,8 @@ class PostgresSaver(ClusterSaver):
         self, params: dict[str, Any], thread_id: str, fenced: bool
     ) -> DictRow | None:
         """Run the put statement that fits; its row says what happened (None: stored)."""
+        if not self._durable_puts:
+            return self._put_lazily(params, fenced)
         if fenced:
             return self._put_fenced(params, thread_id)
         with self._cursor("put") as cur:
@@ -392,6 +410,25 @@ class PostgresSaver(ClusterSaver):
                 return None
             cur.execute(q.PUT_CHECKPOINT, params, prepare=_prepare(cur))
             return cur.fetchone()
+
+    def _put_lazily(self, params: dict[str, Any], fenced: bool) -> DictRow | None:
+        """The put, committed without waiting for the WAL flush: the fenced put in one
+        statement; a plain one (time travel) in a pipelined transaction."""
+        if fenced:
+            with self._cursor("put") as cur:
+                cur.execute(q.PUT_CHECKPOINT_FENCED_LAZY, params, prepare=_prepare(cur))
+                return cur.fetchone()
+        plain = params["blob_versions"] is None
+        with (
+            self._store_errors("put"),
+            self._source.connection() as conn,
+            conn.pipeline() if self._pipeline else _no_pipeline(),
+            conn.transaction(),
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
+            cur.execute(q.ASYNC_COMMIT)
+            cur.execute(q.PUT_CHECKPOINT_ROW if plain else q.PUT_CHECKPOINT, params)
+            return None if plain else cur.fetchone()
 
     def _put_fenced(self, params: dict[str, Any], thread_id: str) -> DictRow | None:
         # One statement: the function takes the thread's lock, then checks and inserts.
@@ -427,6 +464,11 @@ class PostgresSaver(ClusterSaver):
         if not statements:
             return
         if not self._durable_writes:
+            if len(statements) == 1:
+                (query, params) = statements[0]
+                with self._cursor("put_writes") as cur:
+                    cur.execute(_lazy(query), params, prepare=_prepare(cur))
+                return
             self._run_writes("put_writes", statements)
             return
         # One statement per _MAX_WRITES rows (Postgres' parameter limit), all in one
@@ -691,6 +733,12 @@ class _KnownBlobs:
 
 # Postgres takes at most 65535 parameters per statement; 9 per write.
 _MAX_WRITES = 65535 // 9
+
+
+@functools.lru_cache(maxsize=128)
+def _lazy(statement: bytes) -> bytes:
+    """A single writes statement that commits without waiting for the WAL flush."""
+    return statement.rstrip().rstrip(b";") + b" " + q.LAZY_RETURNING.encode()
 
 
 def _statements(

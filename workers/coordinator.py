@@ -168,7 +168,9 @@ def _open(ctx: WorkerContext, run: Run, graph: Pregel) -> tuple[PregelLoop, bool
     a coordinator that died) re-opens its step instead of applying its input twice.
     """
     command = run.payload.get("input")
-    loop = run_loop(graph, run, ctx.saver.fenced())
+    # every write of the run commits lazily: its end (finish_run) or a step's dispatch
+    # (register_tasks) is a durable commit, and makes all of them durable first
+    loop = run_loop(graph, run, ctx.saver.fenced().lazy())
     if not at_run_start(loop, run):
         # the run saved a checkpoint of its own: it is under way past its input
         if run.status == "queued":
@@ -177,7 +179,7 @@ def _open(ctx: WorkerContext, run: Run, graph: Pregel) -> tuple[PregelLoop, bool
     addressed = (run.payload.get("config") or {}).get("configurable", {}).get("checkpoint_id")
     if addressed and run.status == "queued":
         # an explicit checkpoint_id is time travel: fork from there (not fenced)
-        loop = run_loop(graph, run, ctx.saver, checkpoint_id=addressed)
+        loop = run_loop(graph, run, ctx.saver.lazy(), checkpoint_id=addressed)
     loop.first(command, run_id=run.run_id)
     if run.status == "queued":
         ctx.store.set_running(run.run_id, loop.stop)

@@ -46,6 +46,7 @@ class LocalCluster:
         extra_env: dict[str, str] | None = None,
         pythonpath: Sequence[str] = (),
         startup_timeout: float = 60.0,
+        echo: bool = False,
     ) -> None:
         self.graphs = graphs
         self.n_workers = workers
@@ -53,6 +54,8 @@ class LocalCluster:
         self.extra_env = dict(extra_env or {})
         self.pythonpath = list(pythonpath)
         self.startup_timeout = startup_timeout
+        self.echo = echo
+        """Also print each worker's output, prefixed with its slot (``graphrun dev``)."""
         self.workers: list[WorkerProcess] = []
         self.env: dict[str, str] = {}
 
@@ -165,6 +168,9 @@ class LocalCluster:
                 worker.log.append(line.rstrip())
                 log_file.write(line)
                 log_file.flush()
+                if self.echo:
+                    sys.stdout.write(f"[w{worker.index}] {line}")
+                    sys.stdout.flush()
                 if " ready." in line:
                     worker.ready.set()
 

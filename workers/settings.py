@@ -69,6 +69,11 @@ class Settings(BaseSettings):
         description="HMAC key resume-queue messages must be signed with (their 'signature' "
         "field); unset: unsigned messages are accepted.",
     )
+    ui_token: str | None = Field(
+        default=None,
+        description="The token `graphrun ui` requires (basic auth password or bearer token); "
+        "without one it serves 127.0.0.1 only.",
+    )
     concurrency: int = 2
     inline_single_task: bool = Field(
         default=True,

@@ -28,17 +28,26 @@ def is_graph(obj: Any) -> bool:
 
 
 def is_runnable(obj: Any) -> bool:
-    """Whether ``obj`` is run through ``invoke(input, config)`` / ``ainvoke``, not called.
+    """Whether ``obj`` is run by ``invoke(input, config)`` / ``ainvoke``, not called.
 
-    Compiled graphs, LangChain runnables, a node's chain of steps, and anything else whose
-    class has both methods. Looked up on the class: a mock (whose instances have every
-    attribute) is a plain callable.
+    Compiled graphs and LangChain runnables (a chat model, ``ToolNode``, ``a | b``), as
+    LangGraph runs them, recognised by class without importing LangChain; and objects with
+    both methods that cannot be called (a node's chain of steps). A callable with methods
+    of those names is a function, and a mock (whose instances have every attribute, but
+    its class none of these) is called too.
     """
     cls = type(obj)
+    if isinstance(obj, type) or not (
+        callable(getattr(cls, "invoke", None)) and callable(getattr(cls, "ainvoke", None))
+    ):
+        return False
     return (
-        not isinstance(obj, type)
-        and callable(getattr(cls, "invoke", None))
-        and callable(getattr(cls, "ainvoke", None))
+        hasattr(cls, "get_state")
+        or not callable(obj)
+        or any(
+            c.__name__ == "Runnable" and c.__module__ == "langchain_core.runnables.base"
+            for c in cls.__mro__
+        )
     )
 
 

@@ -10,8 +10,9 @@ last, so it also needs to:
 - read a checkpoint with only some tasks' pending writes
   (:meth:`ClusterSaver.get_task_tuple`), so each of N jobs does not read N writes;
 - save several tasks' writes at once (:meth:`ClusterSaver.put_writes_many`);
-- optionally commit pending writes without waiting for durability
-  (:meth:`ClusterSaver.lazy_writes`) when the caller makes them durable later.
+- optionally commit pending writes, or all writes, without waiting for durability
+  (:meth:`ClusterSaver.lazy_writes`, :meth:`ClusterSaver.lazy`) when the caller makes
+  them durable later.
 
 ``checkpoint_pg.PostgresSaver`` implements it for production and
 :class:`~graphruntime.checkpoint.memory.InMemorySaver` for tests;
@@ -53,6 +54,16 @@ class ClusterSaver(BaseCheckpointSaver):
 
         For a caller that always follows the writes with a durable commit of its
         own (and re-runs the tasks otherwise). The default is this saver itself.
+        """
+        return self
+
+    def lazy(self) -> Self:
+        """This saver, with every write (``put`` too) allowed to commit without waiting
+        for durability.
+
+        For a caller that ends each unit of work with a durable commit of its own
+        before anything outside the store depends on it, and redoes the work from the
+        last durable checkpoint otherwise. The default is this saver itself.
         """
         return self
 

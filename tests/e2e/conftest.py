@@ -21,7 +21,12 @@ from workers.local_cluster import LocalCluster
 ROOT = Path(__file__).resolve().parents[2]
 
 # Modules whose GRAPHS string lists name=module:attribute entries for the workers.
-GRAPH_MODULES = ["tests.e2e.graphs", "tests.e2e.fault_graphs", "tests.e2e.corpus_graphs"]
+GRAPH_MODULES = [
+    "tests.e2e.graphs",
+    "tests.e2e.fault_graphs",
+    "tests.e2e.corpus_graphs",
+    "tests.e2e.ui_graphs",
+]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

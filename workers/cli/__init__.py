@@ -1,5 +1,5 @@
 """``graphrun``: run workers, migrate the database, resume and cancel threads, work the
-inbox, inspect runs. Each command group lives in its own module."""
+inbox (or serve it to approvers), inspect runs. Each command group lives in its own module."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ import sys
 
 import typer
 
+from workers.cli._dead import dead_app
+from workers.cli._dev import dev
 from workers.cli._inbox import cancel, inbox_app
-from workers.cli._runs import resume, runs
+from workers.cli._runs import resume, runs, status
+from workers.cli._ui import ui
 from workers.cli._worker import db_app, worker
 
 __all__ = ("app", "main")
@@ -22,8 +25,12 @@ app.command()(worker)
 app.add_typer(db_app, name="db")
 app.command()(resume)
 app.command()(runs)
+app.command()(status)
+app.add_typer(dead_app, name="dead")
 app.add_typer(inbox_app, name="inbox")
+app.command()(dev)
 app.command()(cancel)
+app.command()(ui)
 
 
 def main() -> None:

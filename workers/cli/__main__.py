@@ -2,4 +2,5 @@ from __future__ import annotations
 
 from workers.cli import main
 
-main()
+if __name__ == "__main__":
+    main()

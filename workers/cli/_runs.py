@@ -62,26 +62,109 @@ def resume(
 
 
 def runs(
-    thread: Annotated[str, typer.Option(help="Thread id.")],
+    thread: Annotated[str | None, typer.Option(help="Only this thread's runs.")] = None,
+    graph: Annotated[str | None, typer.Option(help="Only runs of this graph.")] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(help="queued, running, interrupted, success, error or cancelled."),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only runs created in the last 30s/15m/2h/7d.")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000)] = 50,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
-    """List a thread's runs, newest first."""
+    """Recent runs, newest first, with their errors."""
+    from workers.cli._inbox import parse_age
+    from workers.store import TERMINAL, RunQuery
+
+    if status is not None and status not in {*TERMINAL, "queued", "running"}:
+        fail(f"--status must be one of queued, running, {', '.join(sorted(TERMINAL))}", 2)
+    age = parse_age(since).total_seconds() if since else None
+    query = RunQuery(thread_id=thread, graph=graph, status=status, newer_than=age, limit=limit)
     with connected() as client:
-        rows = client.store.runs_of_thread(thread)
+        rows = client.store.list_runs(query)
     if as_json:
         for row in rows:
             json_line(row)
         return
     table(
-        ("run", "status", "kind", "created", "error"),
+        ("run", "graph", "thread", "status", "kind", "created", "error"),
         [
             (
                 row["run_id"],
+                row["graph"],
+                row["thread_id"],
                 row["status"],
                 row["kind"],
-                row["created_at"],
-                f"{(row['error'] or {}).get('type', '')} {(row['error'] or {}).get('message', '')}",
+                row["created_at"].isoformat(timespec="seconds"),
+                _error_line(row["error"]),
             )
             for row in rows
         ],
     )
+
+
+def _error_line(error: dict[str, Any] | None) -> str:
+    if not error:
+        return ""
+    where = f" (node {error['task']})" if error.get("task") else ""
+    return f"{error.get('type', '')}: {error.get('message', '')}{where}"
+
+
+def status(as_json: Annotated[bool, JsonOption] = False) -> None:
+    """The cluster at a glance: workers alive, queue depths, runs in flight, pending
+    interrupts, dead letters. Exit 1 when no worker is alive."""
+    with connected() as client:
+        settings = client.settings
+        overview = client.store.overview(settings.stale_after)
+        try:
+            depths = client.broker.queue_depths()
+            queues: dict[str, int | None] = {
+                settings.coordinator_queue: depths.coordinator,
+                settings.task_queue: depths.tasks,
+            }
+        except Exception as exc:  # noqa: BLE001 - shown, not fatal: Postgres still answers
+            queues = {settings.coordinator_queue: None, settings.task_queue: None}
+            fail_note = f"broker unreachable: {exc}"
+        else:
+            fail_note = ""
+        dead = dead_letter_count(client)
+    report = {
+        "workers_alive": overview.workers,
+        "queues": queues,
+        "runs_queued": overview.queued,
+        "runs_running": overview.running,
+        "pending_interrupts": overview.pending_interrupts,
+        "overdue_interrupts": overview.overdue,
+        "dead_letters": dead,
+    }
+    if as_json:
+        json_line(report)
+    else:
+        table(
+            ("", ""),
+            [
+                ("workers alive", overview.workers),
+                *((f"queue {name}", "?" if n is None else n) for name, n in queues.items()),
+                ("runs queued", overview.queued),
+                ("runs running", overview.running),
+                ("pending interrupts", overview.pending_interrupts),
+                ("  past their deadline", overview.overdue),
+                ("dead letters", "?" if dead is None else dead),
+            ],
+        )
+        if fail_note:
+            console.print(fail_note, style="yellow", markup=False)
+    if overview.workers == 0:
+        raise typer.Exit(1)
+
+
+def dead_letter_count(client: Any) -> int | None:
+    redis = getattr(client.broker, "redis", None)
+    if redis is None:
+        return None
+    try:
+        return int(redis.llen(client.settings.dead_letters.key))
+    except Exception:  # noqa: BLE001 - a count for display
+        return None

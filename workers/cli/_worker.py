@@ -45,7 +45,10 @@ def worker(
     ] = None,
     hostname: Annotated[
         str | None,
-        typer.Option(help="Celery node name, e.g. coord1@%h (default: <role>-<pid>@<host>)."),
+        typer.Option(
+            help="Celery node name, e.g. coord1@%h, so that workers sharing a host are told "
+            "apart in Flower (default: celery@<host>, what the health checks ping)."
+        ),
     ] = None,
     loglevel: Annotated[str, typer.Option()] = "INFO",
     embedded: EmbeddedOption = False,
@@ -78,11 +81,12 @@ def worker(
         f"--concurrency={concurrency}",
         f"--queues={queues or by_role[role]}",
         f"--loglevel={loglevel}",
-        f"--hostname={hostname or f'{role.value}-{os.getpid()}@%h'}",
         "--pool=prefork",
         "--without-gossip",
         "--without-mingle",
     ]
+    if hostname:
+        argv.append(f"--hostname={hostname}")
     celery_app.worker_main(argv)
 
 

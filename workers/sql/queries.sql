@@ -72,12 +72,19 @@ SELECT run_id FROM graphruntime_runs
 WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running');
 
 -- name: set_running
+-- Soft state, as the leases: committed without waiting for the WAL flush (the
+-- set_config below, local to this statement's transaction). The run's end is a
+-- durable commit and makes it durable; a crash before loses it with the work it
+-- describes, which is redone.
 UPDATE graphruntime_runs
 SET status = 'running', stop = %(stop)s, updated_at = now()
-WHERE run_id = %(run_id)s AND status = 'queued';
+WHERE run_id = %(run_id)s AND status = 'queued'
+  AND set_config('synchronous_commit', 'off', true) IS NOT NULL;
 
 -- name: touch_run
-UPDATE graphruntime_runs SET updated_at = now() WHERE run_id = %(run_id)s;
+UPDATE graphruntime_runs SET updated_at = now()
+WHERE run_id = %(run_id)s
+  AND set_config('synchronous_commit', 'off', true) IS NOT NULL;
 
 -- name: finish_run
 -- One row (rowcount 1) when this call finished the run. Waiting clients LISTEN on
@@ -109,18 +116,23 @@ SELECT graph FROM graphruntime_threads WHERE thread_id = %(thread_id)s
 LIMIT 1;
 
 -- name: acquire_thread
--- Take the thread's lease if it is free, ours, or held by a dead worker.
+-- Take the thread's lease if it is free, ours, or held by a dead worker. Leases are
+-- soft state: committed without waiting for the WAL flush (see set_running); a lease
+-- lost in a crash is taken again, one held after a lost release is taken by its
+-- holder's next job or, once the holder is gone, by anyone.
 UPDATE graphruntime_threads t SET lease_holder = %(worker)s, leased_at = now()
 WHERE t.thread_id = %(thread_id)s
   AND (t.lease_holder IS NULL OR t.lease_holder = %(worker)s
        OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
                       WHERE w.worker = t.lease_holder
                         AND w.heartbeat_at > now() - make_interval(secs => %(stale)s)))
+  AND set_config('synchronous_commit', 'off', true) IS NOT NULL
 RETURNING thread_id;
 
 -- name: release_thread
 UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
-WHERE thread_id = %(thread_id)s AND lease_holder = %(worker)s;
+WHERE thread_id = %(thread_id)s AND lease_holder = %(worker)s
+  AND set_config('synchronous_commit', 'off', true) IS NOT NULL;
 
 -- name: heartbeat
 -- Beats, and frees the worker's task claims that its current job (claim token %(keep)s)
@@ -167,7 +179,8 @@ SELECT task_id, status, error FROM graphruntime_step_tasks
 WHERE run_id = %(run_id)s AND checkpoint_id = %(checkpoint_id)s;
 
 -- name: async_commit
--- Claims are soft state (a lost one only delays a re-send): no WAL flush wait.
+-- For soft state (claims, leases, a run's status) and writes that a later durable
+-- commit makes durable: no WAL flush wait.
 SET LOCAL synchronous_commit TO OFF;
 
 -- name: claim_task
@@ -382,3 +395,25 @@ ORDER BY created_at DESC LIMIT %(limit)s;
 -- name: runs_by_key
 SELECT * FROM graphruntime_runs
 WHERE idempotency_key = %(key)s AND graph = %(graph)s;
+
+-- name: list_runs
+-- Run unprepared: planned with the actual values, the NULL conditions fold away.
+SELECT run_id, thread_id, graph, status, kind, created_at, updated_at, error, origin
+FROM graphruntime_runs
+WHERE (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
+  AND (%(graph)s::text IS NULL OR graph = %(graph)s)
+  AND (%(status)s::text IS NULL OR status = %(status)s)
+  AND (%(age)s::float8 IS NULL OR created_at > now() - make_interval(secs => %(age)s))
+ORDER BY created_at DESC, run_id DESC
+LIMIT %(limit)s;
+
+-- name: overview
+-- What `graphrun status` shows: runs in flight, pending interrupts, live workers.
+SELECT
+    (SELECT count(*) FROM graphruntime_runs WHERE status = 'queued') AS queued,
+    (SELECT count(*) FROM graphruntime_runs WHERE status = 'running') AS running,
+    (SELECT count(*) FROM graphruntime_interrupts) AS pending_interrupts,
+    (SELECT count(*) FROM graphruntime_interrupts WHERE deadline < now()) AS overdue,
+    (SELECT count(*) FROM graphruntime_workers
+     WHERE heartbeat_at > now() - make_interval(secs => %(stale)s)
+       AND worker NOT LIKE 'client:%%') AS workers;

@@ -161,6 +161,31 @@ class InboxQuery:
 
 
 @dataclass(frozen=True)
+class RunQuery:
+    """Filters of a run listing, newest first."""
+
+    thread_id: str | None = None
+    graph: str | None = None
+    status: str | None = None
+    newer_than: float | None = None
+    """Only runs created in the last this many seconds."""
+    limit: int = 50
+
+
+@dataclass(frozen=True)
+class Overview:
+    """The cluster at a glance (``graphrun status``)."""
+
+    queued: int
+    running: int
+    pending_interrupts: int
+    overdue: int
+    """Pending interrupts past their deadline (the sweepers resume them)."""
+    workers: int
+    """Worker processes with a fresh heartbeat."""
+
+
+@dataclass(frozen=True)
 class ExpiredWait:
     """A pending interrupt whose deadline passed."""
 
@@ -249,6 +274,13 @@ class RunStore(Protocol):
         ...
 
     def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]: ...
+
+    def list_runs(self, query: RunQuery) -> list[dict[str, Any]]:
+        """Runs matching ``query``, newest first, as rows (run_id, thread_id, graph, status,
+        kind, created_at, updated_at, error, origin)."""
+        ...
+
+    def overview(self, stale: float) -> Overview: ...
 
     # --- thread leases and worker heartbeats --------------------------------------------
     def bind_thread(self, thread_id: str, graph: str) -> str:

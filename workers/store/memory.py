@@ -31,7 +31,9 @@ from workers.store._model import (
     InboxUpdate,
     NewRun,
     OrphanTask,
+    Overview,
     Run,
+    RunQuery,
     RunStatus,
     StepTask,
 )
@@ -398,6 +400,55 @@ class InMemoryRunStore:
         with self._lock:
             rows = [r for r in reversed(self._thread_runs(thread_id)) if r.kind == "resume"]
             return [self._run(r) for r in rows[:limit]]
+
+    def list_runs(self, query: RunQuery) -> list[dict[str, Any]]:
+        with self._lock:
+            now = self.clock()
+            rows = [
+                r
+                for r in self._state.runs.values()
+                if (query.thread_id is None or r.thread_id == query.thread_id)
+                and (query.graph is None or r.graph == query.graph)
+                and (query.status is None or r.status == query.status)
+                and (
+                    query.newer_than is None
+                    or r.created_at > now - timedelta(seconds=query.newer_than)
+                )
+            ]
+            rows.sort(key=lambda r: (r.created_at, r.run_id), reverse=True)
+            return [
+                {
+                    "run_id": r.run_id,
+                    "thread_id": r.thread_id,
+                    "graph": r.graph,
+                    "status": r.status,
+                    "kind": r.kind,
+                    "created_at": r.created_at,
+                    "updated_at": r.updated_at,
+                    "error": r.error,
+                    "origin": r.origin,
+                }
+                for r in rows[: query.limit]
+            ]
+
+    def overview(self, stale: float) -> Overview:
+        with self._lock:
+            now = self.clock()
+            runs = self._state.runs.values()
+            return Overview(
+                queued=sum(r.status == "queued" for r in runs),
+                running=sum(r.status == "running" for r in runs),
+                pending_interrupts=len(self._state.inbox),
+                overdue=sum(
+                    w.entry.deadline is not None and w.entry.deadline < now
+                    for w in self._state.inbox.values()
+                ),
+                workers=sum(
+                    1
+                    for name, (_host, _pid, _started, beat) in self._state.workers.items()
+                    if not name.startswith("client:") and beat > now - timedelta(seconds=stale)
+                ),
+            )
 
     def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]:
         with self._lock:

@@ -43,7 +43,9 @@ from workers.store._model import (
     InboxUpdate,
     NewRun,
     OrphanTask,
+    Overview,
     Run,
+    RunQuery,
     RunStatus,
     StepTask,
 )
@@ -301,6 +303,28 @@ class PostgresRunStore:
                 query("resume_history"), {"thread_id": thread_id, "limit": limit}
             ).fetchall()
         return [self._run(r) for r in rows]
+
+    def list_runs(self, query_: RunQuery) -> list[dict[str, Any]]:
+        params = {
+            "thread_id": query_.thread_id,
+            "graph": query_.graph,
+            "status": query_.status,
+            "age": query_.newer_than,
+            "limit": query_.limit,
+        }
+        with self._conn("list_runs") as conn:
+            rows: list[dict[str, Any]] = conn.execute(
+                query("list_runs"), params, prepare=False
+            ).fetchall()
+        for row in rows:
+            row["run_id"] = str(row["run_id"])
+        return rows
+
+    def overview(self, stale: float) -> Overview:
+        with self._conn("overview") as conn:
+            row = conn.execute(query("overview"), {"stale": stale}).fetchone()
+        assert row is not None
+        return Overview(**{k: int(v) for k, v in row.items()})
 
     def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]:
         with self._conn("runs_of_thread") as conn:
