@@ -99,7 +99,6 @@ class Pregel(PregelSchemas):
                 f"Pregel() got unexpected keyword arguments: {sorted(deprecated_kwargs)}"
             )
         _reject_unsupported(
-            debug=debug,
             step_timeout=step_timeout,
             node_error_handler_map=node_error_handler_map,
             stream_transformers=stream_transformers,
@@ -125,7 +124,9 @@ class Pregel(PregelSchemas):
         )
         self.interrupt_after_nodes = interrupt_after_nodes
         self.interrupt_before_nodes = interrupt_before_nodes
-        self.debug = False
+        # LangGraph prints debug events to the console when set; graphruntime streams them
+        # with stream_mode="debug" instead and prints nothing
+        self.debug = bool(debug)
         self.checkpointer = checkpointer
         self.store = store
         self.cache = cache
