@@ -30,12 +30,24 @@ def is_graph(obj: Any) -> bool:
 def is_runnable(obj: Any) -> bool:
     """Whether ``obj`` is run by ``invoke(input, config)`` / ``ainvoke``, not called.
 
-    Compiled graphs, and LangChain runnables (a chat model, ``ToolNode``, ``a | b``)
-    as LangGraph runs them; recognised by class, without importing LangChain.
+    Compiled graphs and LangChain runnables (a chat model, ``ToolNode``, ``a | b``), as
+    LangGraph runs them, recognised by class without importing LangChain; and objects with
+    both methods that cannot be called (a node's chain of steps). A callable with methods
+    of those names is a function, and a mock (whose instances have every attribute, but
+    its class none of these) is called too.
     """
-    return is_graph(obj) or any(
-        cls.__name__ == "Runnable" and cls.__module__ == "langchain_core.runnables.base"
-        for cls in type(obj).__mro__
+    cls = type(obj)
+    if isinstance(obj, type) or not (
+        callable(getattr(cls, "invoke", None)) and callable(getattr(cls, "ainvoke", None))
+    ):
+        return False
+    return (
+        hasattr(cls, "get_state")
+        or not callable(obj)
+        or any(
+            c.__name__ == "Runnable" and c.__module__ == "langchain_core.runnables.base"
+            for c in cls.__mro__
+        )
     )
 
 

@@ -16,6 +16,7 @@ RETURN: Final = sys.intern("__return__")
 PUSH: Final = sys.intern("__pregel_push")
 PULL: Final = sys.intern("__pregel_pull")
 SCHEDULED: Final = sys.intern("__scheduled__")
+PREVIOUS: Final = sys.intern("__previous__")
 RUN_MARK: Final = sys.intern("__run__")
 """A null-task write naming the run whose Command was recorded at this step."""
 ROOT: Final = "__root__"
@@ -40,6 +41,7 @@ CONFIG_KEY_CHECKPOINT_NS: Final = "checkpoint_ns"
 CONFIG_KEY_CHECKPOINT_MAP: Final = "checkpoint_map"
 CONFIG_KEY_SEND: Final = "__pregel_send"
 CONFIG_KEY_READ: Final = "__pregel_read"
+CONFIG_KEY_CALL: Final = "__pregel_call"
 CONFIG_KEY_SCRATCHPAD: Final = "__pregel_scratchpad"
 CONFIG_KEY_CHECKPOINTER: Final = "__pregel_checkpointer"
 CONFIG_KEY_STREAM: Final = "__pregel_stream"

@@ -527,13 +527,16 @@ def _compile(
         )
     compiled = CompiledStateGraph(
         nodes=nodes,
-        channel_specs=channels,
+        channels=channels,
+        input_channels=START,
         output_channels=list(builder.schemas[builder.output_schema]),
         stream_channels=list(builder.channels),
+        stream_mode="updates",
         checkpointer=checkpointer,
-        interrupt_before=interrupt_before,
-        interrupt_after=interrupt_after,
+        interrupt_before_nodes=interrupt_before,
+        interrupt_after_nodes=interrupt_after,
         name=name,
+        auto_validate=False,
     )
     compiled.builder = builder
     compiled._output_mapper = make_mapper(builder.output_schema)

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 from xxhash import xxh3_128_hexdigest
 
@@ -236,6 +236,35 @@ def prepare_task(
     return None
 
 
+def prepare_call_task(
+    checkpoint: Checkpoint, caller: PreparedTask, index: int, node: NodeSpec, input: Any, step: int
+) -> PreparedTask:
+    """The task of the ``index``-th ``@task`` call ``caller`` makes in step ``step``.
+
+    Its id depends only on the checkpoint, the caller's namespace and path, and the call's
+    name and index, as LangGraph computes it: a caller that runs again (a resume, a
+    replay on another worker) gets the same ids for the same calls, and so their results.
+    """
+    ns = f"{caller.checkpoint_ns}{NS_SEP}{node.name}" if caller.checkpoint_ns else node.name
+    tid = task_id(
+        checkpoint["id"], ns, str(step), node.name, PUSH, task_path_str(caller.path), str(index)
+    )
+    return PreparedTask(
+        id=tid,
+        name=node.name,
+        path=(PUSH, caller.path, index, True),
+        triggers=(PUSH,),
+        input=input,
+        checkpoint_ns=f"{ns}{NS_END}{tid}",
+        node=node,
+    )
+
+
+def is_call_path(path: Sequence[Any]) -> bool:
+    """A call's path: ``(PUSH, caller's path, index, True)``."""
+    return len(path) == 4 and path[0] == PUSH and path[-1] is True
+
+
 def _prepare_push(
     checkpoint: Checkpoint, packet: Any, idx: int, ctx: StepContext
 ) -> PreparedTask | None:
@@ -299,7 +328,15 @@ def _prepare_pull(
     )
 
 
-def read_channels(channels: Mapping[str, BaseChannel], select: Sequence[str]) -> dict[str, Any]:
+@overload
+def read_channels(channels: Mapping[str, BaseChannel], select: str) -> Any: ...
+@overload
+def read_channels(channels: Mapping[str, BaseChannel], select: Sequence[str]) -> dict[str, Any]: ...
+def read_channels(channels: Mapping[str, BaseChannel], select: str | Sequence[str]) -> Any:
+    """The available values of ``select``: a dict, or one value (None if empty) for a name."""
+    if isinstance(select, str):
+        chan = channels.get(select)
+        return chan.get() if chan is not None and chan.is_available() else None
     return {k: channels[k].get() for k in select if k in channels and channels[k].is_available()}
 
 
@@ -414,8 +451,13 @@ def make_scratchpad(
     parent: Scratchpad | None,
     step: int,
     stop: int,
+    null_resume: Callable[[bool], Any] | None = None,
 ) -> Scratchpad:
-    """Rebuild what ``interrupt()`` needs from the step's pending writes and the resume map."""
+    """Rebuild what ``interrupt()`` needs from the step's pending writes and the resume map.
+
+    ``null_resume``: where the step's unaddressed resume value is taken from, when the
+    caller shares it between tasks (by default, from ``pending_writes``).
+    """
     null_resume_write: PendingWrite | None = None
     resume: list[Any] = []
     for w in pending_writes:
@@ -436,7 +478,16 @@ def make_scratchpad(
         elif first_id in resume_map:
             resume.append(resume_map[first_id])
 
-    def null_resume(consume: bool) -> Any:
+    if null_resume is not None:
+        return Scratchpad(
+            step=step,
+            stop=stop,
+            resume=resume,
+            null_resume=null_resume,
+            previous_interrupts=previous,
+        )
+
+    def take_null_resume(consume: bool) -> Any:
         if null_resume_write is None:
             return parent.get_null_resume(consume) if parent is not None else None
         if consume:
@@ -450,7 +501,7 @@ def make_scratchpad(
         step=step,
         stop=stop,
         resume=resume,
-        null_resume=null_resume,
+        null_resume=take_null_resume,
         previous_interrupts=previous,
     )
 

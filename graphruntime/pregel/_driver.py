@@ -7,6 +7,10 @@ synchronous driver (:func:`drive`), an asynchronous one (:func:`adrive`) and the
 workers' coordinator, whose executor may run a task inline, or dispatch the step's
 tasks as jobs and suspend the run (it raises out of the driver, see
 :class:`StepSuspended`) until the last of them finishes.
+
+An executor that also runs the ``@task`` calls a task makes while it runs implements
+:class:`~graphruntime.pregel._calls.CallExecutor` (``submit_call``); the drivers hand
+it to the loop. Both in-process executors do.
 """
 
 from __future__ import annotations
@@ -14,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import queue
+import threading
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import INTERRUPT
@@ -29,6 +34,8 @@ from graphruntime.errors import (
     is_invalid_resume,
 )
 from graphruntime.pregel._algo import PreparedTask
+from graphruntime.pregel._call import call_outcome, in_async_task
+from graphruntime.pregel._calls import CallExecutor, arun_call
 from graphruntime.pregel._loop import PregelLoop, TaskResult
 from graphruntime.pregel._retry import arun_task, run_task
 from graphruntime.pregel._stream import StreamChunk, StreamSink
@@ -99,10 +106,18 @@ def paused(loop: PregelLoop) -> None:
         loop.emit("updates", {INTERRUPT: ()})
 
 
+def _attach(loop: PregelLoop, executor: object) -> None:
+    """The executor runs the loop's ``@task`` calls too, when it can."""
+    # a method lookup, not isinstance: a runtime-checkable Protocol check is slow
+    if callable(getattr(executor, "submit_call", None)):
+        loop.calls = cast(CallExecutor, executor)
+
+
 def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
     """Run a started loop to its end in this thread, yielding stream chunks as they appear."""
     sink = loop.sink
     body = steps(loop)
+    _attach(loop, executor)
     try:
         yield from sink.drain()
         tasks = next(body)
@@ -145,6 +160,7 @@ async def adrive(
     """
     sink = loop.sink
     body = steps(loop)
+    _attach(loop, executor)
     try:
         await loop.aflush()
         for chunk in sink.drain():
@@ -156,7 +172,7 @@ async def adrive(
                 yield chunk
             results: list[TaskResult] = []
             step = executor.aexecute(loop, tasks)
-            items = _as_they_come(step, sink) if sink.eager else step
+            items = _as_they_come(step, sink) if loop.stream_eager else step
             try:
                 async for item in items:
                     if isinstance(item, TaskResult):
@@ -235,12 +251,60 @@ async def _as_they_come(
             await asyncio.gather(pending, return_exceptions=True)
 
 
+class _CallJob:
+    """A ``@task`` call submitted to a :class:`ThreadExecutor`: run once, by whoever
+    gets to it first, a pool thread or the caller waiting for it (so callers blocked on
+    their calls can never hold every pool thread while the calls wait for one)."""
+
+    def __init__(self, loop: PregelLoop, task: PreparedTask) -> None:
+        self.loop = loop
+        self.task = task
+        self.future: concurrent.futures.Future[Any] = _HelpingFuture(self)
+        self._claimed = False
+        self._claim = threading.Lock()
+
+    def run(self) -> None:
+        with self._claim:
+            if self._claimed:
+                return
+            self._claimed = True
+        loop, task = self.loop, self.task
+        try:
+            outcome = run_task(task, loop.task_config(task), loop.graph.retry_policy)
+            loop.record(task, outcome)
+        except BaseException as failure:  # noqa: BLE001 - handed to the caller
+            self.future.set_exception(failure)
+            return
+        value, error = call_outcome(task) if outcome is None else (None, outcome)
+        if error is not None:
+            self.future.set_exception(error)
+        else:
+            self.future.set_result(value)
+
+
+class _HelpingFuture(concurrent.futures.Future[Any]):
+    """Runs its call in the waiting thread when no pool thread has started it yet."""
+
+    def __init__(self, job: _CallJob) -> None:
+        super().__init__()
+        self._job = job
+
+    def result(self, timeout: float | None = None) -> Any:
+        self._job.run()
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._job.run()
+        return super().exception(timeout)
+
+
 class ThreadExecutor:
     """Runs a step's tasks in this thread (one task) or on up to N threads.
 
     The threads pull from one queue, one future per thread rather than per task: a
     fan-out of thousands of Sends pays no per-task submit/wait overhead. Results come
-    back in completion order; the loop settles them in task order.
+    back in completion order; the loop settles them in task order. ``@task`` calls run
+    on the same pool (see :class:`_CallJob`).
     """
 
     def __init__(self, max_concurrency: int | None = None) -> None:
@@ -248,24 +312,32 @@ class ThreadExecutor:
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: deque[tuple[PreparedTask, RunnableConfig, Sequence[RetryPolicy]]] = deque()
         self._results: queue.SimpleQueue[TaskResult | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._calls: list[_CallJob] = []
+
+    def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.max_workers)
+            return self._pool
 
     def execute(
         self, loop: PregelLoop, tasks: Sequence[PreparedTask]
     ) -> Iterator[TaskResult | None]:
         policy = loop.graph.retry_policy
         sink = loop.sink
-        eager = sink.eager
+        eager = loop.stream_eager
         if len(tasks) == 1 and not eager:
             task = tasks[0]
             yield TaskResult(task, run_task(task, loop.task_config(task), policy))
+            self._finish_calls()
             return
         if not tasks:
             return
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.max_workers)
+        pool = self._executor()
         self._pending.extend((t, loop.task_config(t), policy) for t in tasks)
         for _ in range(min(self.max_workers, len(tasks))):
-            self._pool.submit(self._work)
+            pool.submit(self._work)
         if eager:  # a chunk written while the tasks run wakes this thread to hand it on
             results = self._results
             sink.listener = lambda: results.put(None)
@@ -276,6 +348,7 @@ class ThreadExecutor:
                 if result is not None:
                     remaining -= 1
                 yield result
+            self._finish_calls()
         finally:
             if eager:
                 sink.listener = None
@@ -292,6 +365,26 @@ class ThreadExecutor:
                 outcome = error
             self._results.put(TaskResult(task, outcome))
 
+    def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+        """Run a ``@task`` call on the pool; the caller gets a future of its result."""
+        job = _CallJob(loop, task)
+        with self._lock:
+            self._calls.append(job)
+        self._executor().submit(job.run)
+        if in_async_task():  # an async caller run by a sync graph: it awaits the call
+            return asyncio.wrap_future(job.future)
+        return job.future
+
+    def _finish_calls(self) -> None:
+        """A step ends when its calls do, awaited by their callers or not (as LangGraph)."""
+        while True:
+            with self._lock:
+                jobs, self._calls = self._calls, []
+            if not jobs:
+                return
+            for job in jobs:
+                job.future.exception()  # waits; runs it here if no thread took it yet
+
     def close(self) -> None:
         self._pending.clear()  # a stream closed early stops handing out tasks
         if self._pool is not None:
@@ -299,10 +392,17 @@ class ThreadExecutor:
 
 
 class AsyncioExecutor:
-    """Runs a step's tasks as asyncio tasks, at most ``max_concurrency`` at once."""
+    """Runs a step's tasks as asyncio tasks, at most ``max_concurrency`` at once.
+
+    ``@task`` calls run as asyncio tasks of the same event loop, whether the caller is a
+    coroutine (it gets the task: awaitable, cancellable) or a sync node in a worker
+    thread (it gets a ``concurrent.futures.Future``).
+    """
 
     def __init__(self, max_concurrency: int | None = None) -> None:
         self.semaphore = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        self._event_loop: asyncio.AbstractEventLoop | None = None
+        self._calls: list[asyncio.Future[Any] | concurrent.futures.Future[Any]] = []
 
     async def _run(self, loop: PregelLoop, task: PreparedTask) -> TaskResult:
         policy = loop.graph.retry_policy
@@ -319,6 +419,7 @@ class AsyncioExecutor:
         A task that fails cancels the step's other running tasks (their results are
         not reported); so does cancelling the run or closing its stream.
         """
+        self._event_loop = asyncio.get_running_loop()
         pending = [asyncio.ensure_future(self._run(loop, t)) for t in tasks]
         try:
             for future in asyncio.as_completed(pending):
@@ -332,9 +433,35 @@ class AsyncioExecutor:
                     and not is_invalid_resume(failure)
                 ):
                     break  # the step fails: its other tasks stop
+            else:
+                await self._finish_calls()
         finally:
             running = [future for future in pending if not future.done()]
             for future in running:
                 future.cancel()
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
+
+    def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+        """Run a ``@task`` call on the event loop; the caller gets a future of its result."""
+        event_loop = self._event_loop
+        assert event_loop is not None, "submit_call before aexecute"
+        future: asyncio.Future[Any] | concurrent.futures.Future[Any]
+        if in_async_task() and asyncio.get_running_loop() is event_loop:
+            future = event_loop.create_task(self._run_call(loop, task))
+        else:
+            future = asyncio.run_coroutine_threadsafe(self._run_call(loop, task), event_loop)
+        self._calls.append(future)
+        return future
+
+    async def _finish_calls(self) -> None:
+        """A step ends when its calls do, awaited by their callers or not (as LangGraph)."""
+        while self._calls:
+            calls, self._calls = self._calls, []
+            await asyncio.gather(
+                *(c if isinstance(c, asyncio.Future) else asyncio.wrap_future(c) for c in calls),
+                return_exceptions=True,
+            )
+
+    async def _run_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+        return await arun_call(loop, task)

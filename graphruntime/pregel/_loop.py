@@ -20,6 +20,7 @@ state and the saver I/O around it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,6 +29,7 @@ from typing import Any, Literal, NamedTuple
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import (
     CONF,
+    CONFIG_KEY_CALL,
     CONFIG_KEY_CHECKPOINT_ID,
     CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
@@ -55,6 +57,7 @@ from graphruntime._internal._constants import (
     WRITES_IDX_MAP,
 )
 from graphruntime._internal._scratchpad import Scratchpad
+from graphruntime._internal._typing import MISSING
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
@@ -72,6 +75,7 @@ from graphruntime.pregel._algo import (
     apply_writes,
     create_checkpoint,
     increment,
+    is_call_path,
     local_read,
     make_scratchpad,
     prepare_next_tasks,
@@ -80,13 +84,15 @@ from graphruntime.pregel._algo import (
     task_finished,
     task_path_str,
 )
+from graphruntime.pregel._call import CallSuspended, is_call
+from graphruntime.pregel._calls import CallExecutor, LoopCalls
 from graphruntime.pregel._delta import (
     DeltaTracker,
     aload_channels,
     detached,
     load_channels,
 )
-from graphruntime.pregel._io import map_command, output_updates, output_values
+from graphruntime.pregel._io import map_command, map_input, output_updates, output_values
 from graphruntime.pregel._message_ids import ensure_message_ids
 from graphruntime.pregel._node import GraphSpec
 from graphruntime.pregel._replay import ReplayState
@@ -184,7 +190,7 @@ def task_order(task: PreparedTask) -> str:
     return task_path_str(task.path[:3])
 
 
-class PregelLoop:
+class PregelLoop(LoopCalls):
     """State of one run of one graph (root or nested) on one thread namespace.
 
     ``saved``: the checkpoint tuple an executor already loaded (e.g. with only some
@@ -239,6 +245,18 @@ class PregelLoop:
         self.replaying = False
         self.durability: Durability = options.durability
         self._exit_written: set[str] = set()  # tasks whose writes an "exit" run saves last
+        self.resume_taken_by: str | None = None
+        """The task of this step that took the run's unaddressed ``Command(resume=v)``.
+
+        A distributed executor that runs one step in several processes (a caller, then
+        its calls as jobs, then the caller again) carries it from each process of the run
+        to the next, so no other task takes the same answer.
+        """
+        self.calls: CallExecutor | None = None
+        """Runs the ``@task`` calls tasks make (see :class:`CallExecutor`); set by drivers."""
+        # record() and calls may come from several task threads at once
+        self._lock = threading.RLock()
+        self._call_futures: dict[str, Any] = {}
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
         self.delta = DeltaTracker(graph.channel_specs)
@@ -404,7 +422,8 @@ class PregelLoop:
     # --- streaming ----------------------------------------------------------------------
 
     def emit(self, mode: str, payload: Any) -> None:
-        if payload is None:
+        """Stream ``payload`` in ``mode``; None or MISSING means there is nothing to stream."""
+        if payload is None or payload is MISSING:
             return
         self.sink.put(self.ns_tuple, mode, payload)
         if mode in ("checkpoints", "tasks") and "debug" in self.sink.modes:
@@ -463,6 +482,13 @@ class PregelLoop:
         if self.streams("tasks") and shown(task):
             self.emit("tasks", task_result_payload(task, writes, self.graph.stream_channels))
 
+    def _emit_values(self, writes: bool | Sequence[tuple[str, Any]]) -> None:
+        """A ``values`` chunk when ``writes`` touched an output key (a single key's value may
+        be None, which is still a chunk)."""
+        values = output_values(self.output_keys, writes, self.channels)
+        if values is not MISSING:
+            self.sink.put(self.ns_tuple, "values", values)
+
     def _emit_updates(self, task: PreparedTask, *, cached: bool = False) -> None:
         if not task.node.hidden and "updates" in self.sink.modes:
             self.emit(
@@ -481,6 +507,19 @@ class PregelLoop:
             sink.put(ns, "custom", chunk)
 
         return write
+
+    @property
+    def stream_eager(self) -> bool:
+        """Stream chunks while a step's tasks run, not only between them.
+
+        LangGraph does for an entrypoint (whose ``@task`` calls stream as they finish),
+        and for streams of subgraphs, messages or custom chunks. A nested run's chunks
+        are drained by its root.
+        """
+        sink = self.sink
+        return sink.eager or (
+            sink.parent is None and not self.is_nested and bool(self.graph.stream_eager)
+        )
 
     # --- pending writes -----------------------------------------------------------------
 
@@ -724,8 +763,16 @@ class PregelLoop:
                 keep = self.pending_writes
                 self._put_checkpoint("fork")
                 self.pending_writes = [w for w in keep if w[0] == NULL_TASK_ID]
-            self.emit("values", output_values(self.output_keys, True, self.channels))
+            self._emit_values(True)
         elif (input is not None and not is_command) or command_as_input:
+            # a Command as input goes to the hidden __start__ node, which applies it
+            writes = (
+                [(START, input)]
+                if command_as_input
+                else map_input(self.graph.input_channels, input)
+            )
+            if not writes:
+                raise EmptyInputError(f"Received no input for {self.graph.input_channels}")
             discard = prepare_next_tasks(
                 self.checkpoint,
                 self.channels,
@@ -733,7 +780,7 @@ class PregelLoop:
                 updated_channels=self.updated_channels,
                 for_execution=False,
             )
-            input_writes: list[tuple[str, Any]] = [(START, input)]
+            input_writes = writes
             # saved on the checkpoint the input builds on, for the input checkpoint to
             # replay; a new thread, or one addressed by id, snapshots instead
             self.delta.save_input(
@@ -759,7 +806,7 @@ class PregelLoop:
         elif is_command and not (has_state or null):
             raise EmptyInputError("Received empty Command input")
         elif not resuming_set_by_parent:
-            raise EmptyInputError("Received no input for __start__")
+            raise EmptyInputError(f"Received no input for {self.graph.input_channels}")
         if not self.is_nested and time_travel and replay_bound:
             conf = {**self.config[CONF], CONFIG_KEY_REPLAY_STATE: ReplayState(replay_bound)}
             self.config = {**self.config, CONF: conf}
@@ -883,6 +930,7 @@ class PregelLoop:
             if self.checkpointer is not None and self.streams("checkpoints"):
                 self._emit_checkpoint(self._next_tasks().values())
             return False
+        self._call_futures = {}
         self.tasks = self._next_tasks()
         self._emit_checkpoint(self.tasks.values())
         if not self.tasks:
@@ -913,8 +961,11 @@ class PregelLoop:
         """Prepare only the task at ``path`` of this step (with its saved writes, if finished).
 
         For an executor that runs some of a step's tasks: a fan-out of N tasks then
-        costs O(N) across its executors, not O(N²).
+        costs O(N) across its executors, not O(N²). A ``@task`` call's path re-creates
+        the call by replaying its callers (:meth:`plan_call`).
         """
+        if is_call_path(path):
+            return self.plan_call(path)
         task = prepare_task(self.checkpoint, self.channels, self._step_context(), path)
         if task is None:
             return None
@@ -946,6 +997,20 @@ class PregelLoop:
         """The interrupts a task of this step saved, if it paused."""
         return task_interrupts(self.recorded_writes(task_id))
 
+    def recorded_failure(self, task_id: str) -> BaseException | None:
+        """How a task of this step that did not finish ended: its error, or its interrupt.
+
+        For an executor that ran a ``@task`` call earlier in the same run (a job, in
+        another process): the caller, running again, gets this outcome from the call's
+        future, as it would have in one process, instead of running it again.
+        """
+        writes = self.recorded_writes(task_id)
+        error = next((v for c, v in writes if c == ERROR), None)
+        if error is not None:
+            return error if isinstance(error, BaseException) else Exception(error)
+        interrupts = task_interrupts(writes)
+        return GraphInterrupt(tuple(interrupts)) if interrupts else None
+
     def task_config(self, task: PreparedTask) -> RunnableConfig:
         """The config a task's node sees: its namespace, scratchpad and write callbacks."""
         conf = self.config[CONF]
@@ -957,6 +1022,7 @@ class PregelLoop:
             parent=self.parent_scratchpad,
             step=self.step,
             stop=self.stop,
+            null_resume=self._null_resume(task.id),
         )
         channels = self.channels
 
@@ -979,6 +1045,7 @@ class PregelLoop:
                 },
                 CONFIG_KEY_CUSTOM_WRITER: self.custom_writer(),
                 CONFIG_KEY_RESUME_MAP: self.resume_map,
+                CONFIG_KEY_CALL: self.call_callback(task, scratchpad),
             }
         )
         metadata = {
@@ -1002,8 +1069,44 @@ class PregelLoop:
             config["callbacks"] = callbacks.get_child(f"graph:step:{self.step}")
         return config
 
+    def _null_resume(self, task_id: str) -> Callable[[bool], Any]:
+        """How a task execution takes the step's unaddressed resume value.
+
+        The first task of the step to reach an ``interrupt()`` it has no answer for
+        takes it (:attr:`resume_taken_by`); any other task then interrupts. The task
+        that took it gets it again when it runs again (a caller replayed after its
+        calls), but each execution takes it once.
+        """
+        taken_here = False
+
+        def take(consume: bool) -> Any:
+            nonlocal taken_here
+            with self._lock:
+                write = next(
+                    (w for w in self.pending_writes if w[0] == NULL_TASK_ID and w[1] == RESUME),
+                    None,
+                )
+                if write is not None:
+                    if taken_here or self.resume_taken_by not in (None, task_id):
+                        return None
+                    if consume:
+                        self.resume_taken_by = task_id
+                        taken_here = True
+                    return write[2]
+            if self.parent_scratchpad is not None:
+                return self.parent_scratchpad.get_null_resume(consume)
+            return None
+
+        return take
+
     def record(self, task: PreparedTask, outcome: BaseException | None) -> None:
         """Save a task's outcome as pending writes and stream it."""
+        if outcome is not None and isinstance(outcome, CallSuspended):
+            return  # it runs again once its calls' results are saved
+        with self._lock:
+            self._record(task, outcome)
+
+    def _record(self, task: PreparedTask, outcome: BaseException | None) -> None:
         path = task_order(task)
         if outcome is None:
             writes = _dedupe_resume(task.writes)
@@ -1018,16 +1121,17 @@ class PregelLoop:
             resume = [w for w in _dedupe_resume(task.writes) if w[0] == RESUME]
             writes = [(INTERRUPT, tuple(outcome.interrupts)), *resume]
             self.put_writes(task.id, writes, path)
-            if outcome.interrupts:
+            # a call's interrupt reaches its caller, who shows it
+            if outcome.interrupts and not is_call(task):
                 self.emit("updates", {INTERRUPT: tuple(outcome.interrupts)})
                 values = output_values(self.output_keys, True, self.channels)
-                if values is not None:
+                if isinstance(values, dict):
                     self.emit("values", {**values, INTERRUPT: tuple(outcome.interrupts)})
-        elif isinstance(outcome, Exception):
+                else:  # a single output key: the chunk shows only the interrupts
+                    self.emit("values", {INTERRUPT: tuple(outcome.interrupts)})
+        else:  # a failure, or a cancelled call
             writes = [*task.writes, (ERROR, outcome)]
             self.put_writes(task.id, writes, path)
-        else:
-            return
         self._emit_task_result(task, writes)
 
     def settle(self, results: Sequence[TaskResult]) -> None:
@@ -1062,7 +1166,7 @@ class PregelLoop:
             self.graph.trigger_to_nodes,
         )
         step_writes = [w for t in tasks for w in t.writes]
-        self.emit("values", output_values(self.output_keys, step_writes, self.channels))
+        self._emit_values(step_writes)
         self.pending_writes = []
         self._put_checkpoint("loop")
         self.replaying = False
@@ -1085,10 +1189,11 @@ class PregelLoop:
         """The output of the current state: what a ``values`` chunk of it holds."""
         return output_values(self.output_keys, True, self.channels)
 
-    def values_with_pending(self) -> dict[str, Any] | None:
-        """On an interrupted exit: the state with finished siblings' writes applied."""
+    def values_with_pending(self) -> Any:
+        """On an interrupted exit: the state with finished siblings' writes applied
+        (MISSING when they changed no output key)."""
         if not any(t.writes for t in self.tasks.values()):
-            return None
+            return MISSING
         checkpoint = copy_checkpoint(self.checkpoint)
         channels = {k: c.copy() for k, c in self.channels.items()}
         updated = apply_writes(
@@ -1098,6 +1203,7 @@ class PregelLoop:
             self.get_next_version,
             self.graph.trigger_to_nodes,
         )
-        if updated.isdisjoint(self.output_keys):
-            return None
+        keys = {self.output_keys} if isinstance(self.output_keys, str) else self.output_keys
+        if updated.isdisjoint(keys):
+            return MISSING
         return output_values(self.output_keys, True, channels)

@@ -25,8 +25,10 @@ from graphruntime._internal._constants import (
     NULL_TASK_ID,
     PUSH,
     RESUME,
+    RETURN,
     TASKS,
 )
+from graphruntime._internal._typing import MISSING
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
     CheckpointTuple,
@@ -54,6 +56,7 @@ from graphruntime.pregel._delta import (
     load_channels,
     versions_seen_without_bumps,
 )
+from graphruntime.pregel._io import map_input
 from graphruntime.pregel._message_ids import ensure_message_ids
 from graphruntime.pregel._node import GraphSpec
 from graphruntime.pregel.debug import map_task_result_writes, with_checkpoint_map
@@ -156,6 +159,17 @@ def _step_tasks(
     return checkpoint, channels, tasks
 
 
+def _task_result(keys: str | Sequence[str], writes: list[tuple[str, Any]]) -> Any:
+    """What a finished task produced: a @task call's return value, the value it wrote to
+    a single output key, or its writes to the output keys."""
+    returned = next((v for c, v in writes if c == RETURN), MISSING)
+    if returned is not MISSING:
+        return returned
+    if isinstance(keys, str):
+        return next((v for c, v in writes if c == keys), None)
+    return map_task_result_writes([(c, v) for c, v in writes if c in keys])
+
+
 def snapshot(
     graph: GraphSpec,
     saved: CheckpointTuple,
@@ -187,11 +201,7 @@ def snapshot(
             if (not live or not finished)
             else ()
         )
-        result = (
-            map_task_result_writes([(c, v) for c, v in writes if c in graph.stream_channels])
-            if finished
-            else None
-        )
+        result = _task_result(graph.stream_channels, writes) if finished else None
         state: Any = None
         if task.node.subgraphs:
             child_ns = task.checkpoint_ns
@@ -405,7 +415,7 @@ def _update_superstep(
             apply_writes(checkpoint, channels, applied, get_next_version, graph.trigger_to_nodes)
     updated: set[str] = set()
     if as_node == INPUT:
-        writes: list[tuple[str, Any]] = [(START, values)]
+        writes = map_input(graph.input_channels, values)
         updated = apply_writes(
             checkpoint,
             channels,

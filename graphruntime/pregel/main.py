@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
 import os
+import warnings
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -30,14 +32,18 @@ from graphruntime._internal._constants import (
     INTERRUPT,
     NS_END,
     NS_SEP,
+    TASKS,
 )
-from graphruntime.channels import BaseChannel
+from graphruntime.cache import BaseCache, CachePolicy
+from graphruntime.channels import BaseChannel, Topic
 from graphruntime.checkpoint.base import BaseCheckpointSaver
+from graphruntime.pregel._builder import NodeBuilder, with_name
 from graphruntime.pregel._callbacks import RunHooks, as_runnable, run_hooks
 from graphruntime.pregel._callbacks import astream_events as lc_astream_events
 from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive, drive
 from graphruntime.pregel._loop import ALOAD, LOAD, PregelLoop, RunOptions
 from graphruntime.pregel._node import NodeSpec
+from graphruntime.pregel._schema import PregelSchemas
 from graphruntime.pregel._state import (
     bulk_update_state,
     get_state,
@@ -46,22 +52,37 @@ from graphruntime.pregel._state import (
 )
 from graphruntime.pregel._stream import StreamChunk, StreamSink, stream_part
 from graphruntime.pregel._stream_events import astream_v3, stream_v3
+from graphruntime.pregel._validate import validate_graph, validate_keys
+from graphruntime.store.base import BaseStore
 from graphruntime.stream.run_stream import GraphRunStream
 from graphruntime.types import (
     All,
     Durability,
     GraphOutput,
     RetryPolicy,
+    Send,
     StateSnapshot,
     StateUpdate,
     StreamMode,
 )
+from graphruntime.warnings import LangGraphDeprecatedSinceV10
 
 Checkpointer = BaseCheckpointSaver | bool | None
 
 
-class Pregel:
-    """An executable graph: nodes, channels and the superstep loop that runs them."""
+class Pregel(PregelSchemas):
+    """An executable graph: nodes, channels and the superstep loop that runs them.
+
+    Built by ``StateGraph.compile()`` and ``@entrypoint``, or directly, with LangGraph's
+    low-level API::
+
+        app = Pregel(
+            nodes={"one": NodeBuilder().subscribe_only("a").do(f).write_to("b")},
+            channels={"a": LastValue(int), "b": LastValue(int)},
+            input_channels="a",
+            output_channels="b",
+        )
+    """
 
     _output_mapper: Callable[[Any], Any] | None = None
     """Turns a ``values`` dict into the output schema (v2 streams); set by StateGraph."""
@@ -72,40 +93,120 @@ class Pregel:
     def __init__(
         self,
         *,
-        nodes: Mapping[str, NodeSpec],
-        channel_specs: Mapping[str, BaseChannel],
-        output_channels: Sequence[str],
-        stream_channels: Sequence[str],
+        nodes: Mapping[str, NodeSpec | NodeBuilder],
+        channels: Mapping[str, BaseChannel] | None,
+        auto_validate: bool = True,
+        stream_mode: StreamMode = "values",
+        stream_eager: bool = False,
+        output_channels: str | Sequence[str],
+        stream_channels: str | Sequence[str] | None = None,
+        interrupt_after_nodes: All | Sequence[str] = (),
+        interrupt_before_nodes: All | Sequence[str] = (),
+        input_channels: str | Sequence[str],
+        step_timeout: float | None = None,
+        debug: bool | None = None,
         checkpointer: Checkpointer = None,
-        interrupt_before: All | Sequence[str] = (),
-        interrupt_after: All | Sequence[str] = (),
+        store: BaseStore | None = None,
+        cache: BaseCache[Any] | None = None,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] = (),
+        cache_policy: CachePolicy[Any] | None = None,
+        context_schema: type[Any] | None = None,
+        config: RunnableConfig | None = None,
+        trigger_to_nodes: Mapping[str, Sequence[str]] | None = None,
+        node_error_handler_map: Mapping[str, str] | None = None,
         name: str = "LangGraph",
-        stream_mode: StreamMode = "updates",
-        retry_policy: Sequence[RetryPolicy] = (),
-        stream_transformers: Sequence[Callable[[tuple[str, ...]], Any]] = (),
+        stream_transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
+        **deprecated_kwargs: Any,
     ) -> None:
+        if "config_type" in deprecated_kwargs:
+            warnings.warn(
+                "`config_type` is deprecated and will be removed. Please use `context_schema` "
+                "instead.",
+                category=LangGraphDeprecatedSinceV10,
+                stacklevel=2,
+            )
+            if context_schema is None:
+                context_schema = deprecated_kwargs.pop("config_type")
+            else:
+                deprecated_kwargs.pop("config_type")
+        if deprecated_kwargs:
+            raise TypeError(
+                f"Pregel() got unexpected keyword arguments: {sorted(deprecated_kwargs)}"
+            )
+        _reject_unsupported(
+            step_timeout=step_timeout,
+            node_error_handler_map=node_error_handler_map,
+        )
         if not (checkpointer is None or isinstance(checkpointer, (bool, BaseCheckpointSaver))):
             raise TypeError(
                 "Invalid checkpointer provided. Expected an instance of `BaseCheckpointSaver`, "
                 f"`True`, `False`, or `None`. Received {type(checkpointer).__name__}. "
                 "Pass a proper saver (e.g., InMemorySaver, AsyncPostgresSaver)."
             )
-        self.nodes = dict(nodes)
-        self.channel_specs = dict(channel_specs)
-        self.output_channels = list(output_channels)
-        self.stream_channels = list(stream_channels)
-        self.checkpointer = checkpointer
-        self.interrupt_before_nodes = interrupt_before
-        self.interrupt_after_nodes = interrupt_after
-        self.name = name
+        self.nodes: dict[str, NodeSpec] = with_name(nodes)
+        self.channels: dict[str, BaseChannel] = dict(channels or {})
+        if TASKS in self.channels and not isinstance(self.channels[TASKS], Topic):
+            raise ValueError(f"Channel '{TASKS}' is reserved and cannot be used in the graph.")
+        self.channels.setdefault(TASKS, Topic(Send, accumulate=False, key=TASKS))
         self.stream_mode = stream_mode
-        self.retry_policy = tuple(retry_policy)
-        self.stream_transformers = tuple(stream_transformers)
-        trigger_to_nodes: dict[str, list[str]] = {}
-        for node_name, node in self.nodes.items():
-            for trigger in node.triggers:
-                trigger_to_nodes.setdefault(trigger, []).append(node_name)
-        self.trigger_to_nodes: Mapping[str, Sequence[str]] = trigger_to_nodes
+        self.stream_eager = stream_eager
+        self.output_channels: str | Sequence[str] = _keys(output_channels)
+        self.input_channels: str | Sequence[str] = _keys(input_channels)
+        self.stream_channels: str | Sequence[str] = (
+            _keys(stream_channels)
+            if stream_channels is not None
+            else [k for k in self.channels if k != TASKS]
+        )
+        self.interrupt_after_nodes = interrupt_after_nodes
+        self.interrupt_before_nodes = interrupt_before_nodes
+        # LangGraph prints debug events to the console when set; graphruntime streams them
+        # with stream_mode="debug" instead and prints nothing
+        self.debug = bool(debug)
+        self.checkpointer = checkpointer
+        self.store = store
+        self.cache = cache
+        self.retry_policy: tuple[RetryPolicy, ...] = (
+            (retry_policy,) if isinstance(retry_policy, RetryPolicy) else tuple(retry_policy)
+        )
+        self.cache_policy = cache_policy
+        self.context_schema = context_schema
+        if config is not None:
+            self.config = config
+        self.name = name
+        self.stream_transformers = tuple(stream_transformers or ())
+        self.trigger_to_nodes: Mapping[str, Sequence[str]] = dict(trigger_to_nodes or {})
+        if auto_validate:
+            self.validate()
+        elif not self.trigger_to_nodes:
+            self.trigger_to_nodes = _trigger_to_nodes(self.nodes)
+
+    def validate(self) -> Pregel:
+        """Check that nodes, channels and keys fit together; raises ValueError if not."""
+        validate_graph(
+            self.nodes,
+            self.channels,
+            self.input_channels,
+            self.output_channels,
+            self.stream_channels,
+            self.interrupt_after_nodes,
+            self.interrupt_before_nodes,
+        )
+        self.trigger_to_nodes = _trigger_to_nodes(self.nodes)
+        return self
+
+    @property
+    def channel_specs(self) -> Mapping[str, BaseChannel]:
+        """The channels, as the step machinery reads them."""
+        return self.channels
+
+    @property
+    def stream_channels_list(self) -> Sequence[str]:
+        keys = self.stream_channels
+        return [keys] if isinstance(keys, str) else keys
+
+    @property
+    def stream_channels_asis(self) -> str | Sequence[str]:
+        return self.stream_channels
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -125,7 +226,7 @@ class Pregel:
         subgraphs: bool,
         interrupt_before: All | Sequence[str] | None,
         interrupt_after: All | Sequence[str] | None,
-        output_keys: Sequence[str] | None = None,
+        output_keys: str | Sequence[str] | None = None,
         *,
         is_async: bool = False,
         version: str = "v1",
@@ -133,6 +234,7 @@ class Pregel:
         kwargs: Mapping[str, Any] | None = None,
     ) -> tuple[PregelLoop, bool, RunHooks | None]:
         cfg = ensure_config(merge_configs(self.config, config) if self.config else config)
+        validate_keys(output_keys, self.channels)
         conf = cfg[CONF]
         durability = _durability(durability, kwargs or {}, conf)
         if durability is not None:
@@ -205,7 +307,7 @@ class Pregel:
         self,
         config: RunnableConfig,
         *,
-        output_keys: Sequence[str] | None = None,
+        output_keys: str | Sequence[str] | None = None,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         stop: int | None = None,
@@ -225,8 +327,9 @@ class Pregel:
             raise ValueError("recursion_limit must be at least 1")
         before = interrupt_before or self.interrupt_before_nodes
         after = interrupt_after or self.interrupt_after_nodes
+        keys = self.output_channels if output_keys is None else output_keys
         return RunOptions(
-            output_keys=tuple(self.output_channels if output_keys is None else output_keys),
+            output_keys=keys if isinstance(keys, str) else tuple(keys),
             interrupt_before=before if before == "*" else tuple(before),
             interrupt_after=after if after == "*" else tuple(after),
             recursion_limit=limit,
@@ -278,6 +381,7 @@ class Pregel:
         config: RunnableConfig | None = None,
         *,
         stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        output_keys: str | Sequence[str] | None = None,
         subgraphs: bool = False,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
@@ -298,6 +402,7 @@ class Pregel:
             subgraphs,
             interrupt_before,
             interrupt_after,
+            output_keys,
             version=version,
             durability=durability,
             kwargs=kwargs,
@@ -311,6 +416,7 @@ class Pregel:
         config: RunnableConfig | None = None,
         *,
         stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        output_keys: str | Sequence[str] | None = None,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         version: Literal["v1", "v2"] = "v1",
@@ -327,6 +433,7 @@ class Pregel:
                 input,
                 config,
                 stream_mode=stream_mode,
+                output_keys=output_keys,
                 interrupt_before=interrupt_before,
                 interrupt_after=interrupt_after,
                 version=version,
@@ -340,6 +447,7 @@ class Pregel:
             "values",
             interrupt_before,
             interrupt_after,
+            output_keys,
             durability=durability,
             kwargs=kwargs,
         )
@@ -352,6 +460,7 @@ class Pregel:
         stream_mode: StreamMode,
         interrupt_before: All | Sequence[str] | None,
         interrupt_after: All | Sequence[str] | None,
+        output_keys: str | Sequence[str] | None = None,
         *,
         is_async: bool = False,
         durability: Durability | None = None,
@@ -364,7 +473,7 @@ class Pregel:
             False,
             interrupt_before,
             interrupt_after,
-            self.output_channels,
+            self.output_channels if output_keys is None else output_keys,
             is_async=is_async,
             durability=durability,
             kwargs=kwargs,
@@ -377,6 +486,7 @@ class Pregel:
         config: RunnableConfig | None = None,
         *,
         stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        output_keys: str | Sequence[str] | None = None,
         subgraphs: bool = False,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
@@ -393,6 +503,7 @@ class Pregel:
             subgraphs,
             interrupt_before,
             interrupt_after,
+            output_keys,
             is_async=True,
             version=version,
             durability=durability,
@@ -409,6 +520,7 @@ class Pregel:
         config: RunnableConfig | None = None,
         *,
         stream_mode: StreamMode | Sequence[StreamMode] = "values",
+        output_keys: str | Sequence[str] | None = None,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         version: Literal["v1", "v2"] = "v1",
@@ -421,6 +533,7 @@ class Pregel:
                 input,
                 config,
                 stream_mode=stream_mode,
+                output_keys=output_keys,
                 interrupt_before=interrupt_before,
                 interrupt_after=interrupt_after,
                 version=version,
@@ -434,12 +547,66 @@ class Pregel:
             "values",
             interrupt_before,
             interrupt_after,
+            output_keys,
             is_async=True,
             durability=durability,
             kwargs=kwargs,
         )
         chunks = [c async for c in _arun(loop, input, hooks)]
         return _collect(iter(chunks), loop, "values")
+
+    def batch(
+        self,
+        inputs: Sequence[Any],
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """``invoke`` each input (concurrently, up to the config's ``max_concurrency``)."""
+        if not inputs:
+            return []
+        configs = _configs(config, len(inputs))
+
+        def one(pair: tuple[Any, RunnableConfig | None]) -> Any:
+            try:
+                return self.invoke(pair[0], pair[1], **kwargs)
+            except Exception as exc:
+                if return_exceptions:
+                    return exc
+                raise
+
+        if len(inputs) == 1:
+            return [one((inputs[0], configs[0]))]
+        workers = (configs[0] or {}).get("max_concurrency") or None
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(one, zip(inputs, configs, strict=True)))
+
+    async def abatch(
+        self,
+        inputs: Sequence[Any],
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """Async twin of :meth:`batch`."""
+        configs = _configs(config, len(inputs))
+        limit = (configs[0] or {}).get("max_concurrency") if configs else None
+        semaphore = asyncio.Semaphore(limit) if limit else None
+
+        async def one(value: Any, cfg: RunnableConfig | None) -> Any:
+            if semaphore is None:
+                return await self.ainvoke(value, cfg, **kwargs)
+            async with semaphore:
+                return await self.ainvoke(value, cfg, **kwargs)
+
+        return list(
+            await asyncio.gather(
+                *(one(v, c) for v, c in zip(inputs, configs, strict=True)),
+                return_exceptions=return_exceptions,
+            )
+        )
 
     # --- event streams (see _stream_events.py and _callbacks.py) --------------------------
 
@@ -621,6 +788,38 @@ def _durability(
     return durability
 
 
+def _configs(
+    config: RunnableConfig | Sequence[RunnableConfig] | None, n: int
+) -> list[RunnableConfig | None]:
+    if config is None or isinstance(config, dict):
+        return [config] * n
+    configs: list[RunnableConfig | None] = list(config)
+    if len(configs) != n:
+        raise ValueError(f"batch() got {len(configs)} configs for {n} inputs")
+    return configs
+
+
+def _keys(keys: str | Sequence[str]) -> str | list[str]:
+    return keys if isinstance(keys, str) else list(keys)
+
+
+def _trigger_to_nodes(nodes: Mapping[str, NodeSpec]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for name, node in nodes.items():
+        for trigger in node.triggers:
+            out.setdefault(trigger, []).append(name)
+    return out
+
+
+def _reject_unsupported(**settings: Any) -> None:
+    """Settings graphruntime does not implement: refused, never ignored."""
+    for key, value in settings.items():
+        if value:
+            raise NotImplementedError(
+                f"Pregel({key}=...) is not supported by graphruntime; leave it unset."
+            )
+
+
 def _run(loop: PregelLoop, input: Any, hooks: RunHooks | None) -> Iterator[StreamChunk]:
     executor = ThreadExecutor(loop.config.get("max_concurrency"))
     try:
@@ -689,6 +888,8 @@ def _collect(chunks: Iterator[StreamChunk], loop: PregelLoop, stream_mode: str) 
         if mode == stream_mode:
             latest = payload
     if not loop.is_nested and loop.interrupts:
+        if latest is not None and not isinstance(latest, dict):
+            return {INTERRUPT: list(loop.interrupts)}  # a single output key: the interrupts
         base = {k: v for k, v in (latest or {}).items() if k != INTERRUPT}
         return {**base, INTERRUPT: list(loop.interrupts)}
     if isinstance(latest, dict) and INTERRUPT in latest:

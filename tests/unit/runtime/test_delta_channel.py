@@ -265,7 +265,8 @@ def _input_graph(saver: InMemorySaver) -> Any:
     )
     return Pregel(
         nodes={"count": count},
-        channel_specs={START: DeltaChannel(_extend), "n": LastValue(int)},
+        channels={START: DeltaChannel(_extend), "n": LastValue(int)},
+        input_channels=START,
         output_channels=[START, "n"],
         stream_channels=[START, "n"],
         checkpointer=saver,
