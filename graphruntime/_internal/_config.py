@@ -42,6 +42,30 @@ def ensure_config(*configs: RunnableConfig | None) -> RunnableConfig:
     return out  # type: ignore[return-value]
 
 
+def merge_configs(*configs: RunnableConfig | None) -> RunnableConfig:
+    """Merge configs left to right, as LangGraph's ``merge_configs``.
+
+    Empty values are skipped; ``configurable`` and ``metadata`` merge key-wise, ``tags``
+    and callback lists concatenate, anything else is replaced by the later config.
+    """
+    base: dict[str, Any] = {}
+    for config in configs:
+        if not config:
+            continue
+        for key, value in config.items():
+            if not value:
+                continue
+            current = base.get(key)
+            if key in (CONF, "metadata") and isinstance(value, dict):
+                base[key] = {**current, **value} if current else dict(value)
+            elif isinstance(current, list) and key in ("tags", "callbacks"):
+                base[key] = [*current, *value] if isinstance(value, list) else value
+            else:
+                base[key] = value
+    base.setdefault(CONF, {})
+    return base  # type: ignore[return-value]
+
+
 def patch_config(
     config: RunnableConfig,
     *,

@@ -8,6 +8,7 @@ from graphruntime.channels.binop import BinaryOperatorAggregate
 from graphruntime.channels.ephemeral import EphemeralValue
 from graphruntime.channels.last_value import AnyValue, LastValue, LastValueAfterFinish
 from graphruntime.channels.topic import Topic
+from graphruntime.channels.untracked_value import UntrackedValue
 
 __all__ = (
     "AnyValue",
@@ -19,4 +20,5 @@ __all__ = (
     "NamedBarrierValue",
     "NamedBarrierValueAfterFinish",
     "Topic",
+    "UntrackedValue",
 )

@@ -14,13 +14,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import queue
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Generator, Iterator, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime.errors import (
     ErrorCode,
+    GraphDrained,
     GraphInterrupt,
     GraphRecursionError,
     create_error_message,
@@ -54,6 +56,19 @@ class AsyncStepExecutor(Protocol):
     ) -> AsyncIterator[TaskResult]: ...
 
 
+@runtime_checkable
+class Submitting(Protocol):
+    """An executor that can add a task to the step it is running.
+
+    A task submitted while ``execute``/``aexecute`` is under way is run alongside the
+    others and its result comes out of the same iterator. The drivers use it to start a
+    failed node's error handler at once, while its siblings still run; an executor
+    without it runs the handlers as one more batch once the step's tasks are done.
+    """
+
+    def submit(self, loop: PregelLoop, task: PreparedTask) -> None: ...
+
+
 def recursion_error(loop: PregelLoop) -> GraphRecursionError:
     return GraphRecursionError(
         create_error_message(
@@ -73,10 +88,25 @@ def steps(loop: PregelLoop) -> Generator[list[PreparedTask], list[TaskResult], N
     """
     while loop.plan():
         results = yield loop.runnable_tasks()
+        while handlers := loop.error_handler_tasks(results):
+            results = [*results, *(yield handlers)]
         loop.settle(results)
         loop.close()
     if loop.status == "out_of_steps":
         raise recursion_error(loop)
+    if loop.status == "draining":
+        raise GraphDrained(loop.runtime.drain_reason or "shutdown")
+
+
+def _submit_handler(loop: PregelLoop, executor: object, result: TaskResult) -> None:
+    """Start the error handler of a task that just failed, if the executor can."""
+    if result.recorded or not isinstance(executor, Submitting):
+        return
+    if loop.routes_to_handler(result.task, result.outcome):
+        assert result.outcome is not None
+        handler = loop.error_handler_task(result.task, result.outcome)
+        if handler is not None and not handler.writes:
+            executor.submit(loop, handler)
 
 
 def paused(loop: PregelLoop) -> None:
@@ -101,6 +131,7 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
                 if not result.recorded:
                     loop.record(result.task, result.outcome)
                 results.append(result)
+                _submit_handler(loop, executor, result)
                 yield from sink.drain()
             tasks = body.send(results)
     except StopIteration:
@@ -126,6 +157,7 @@ async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator
                 if not result.recorded:
                     loop.record(result.task, result.outcome)
                 results.append(result)
+                _submit_handler(loop, executor, result)
                 for chunk in sink.drain():
                     yield chunk
             tasks = body.send(results)
@@ -135,6 +167,12 @@ async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator
         paused(loop)
     for chunk in sink.drain():
         yield chunk
+
+
+def _step_timed_out(step_timeout: float | None) -> TimeoutError:
+    return TimeoutError(
+        f"The step did not finish within the graph's step_timeout ({step_timeout}s)"
+    )
 
 
 class ThreadExecutor:
@@ -150,22 +188,54 @@ class ThreadExecutor:
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: deque[tuple[PreparedTask, RunnableConfig, Sequence[RetryPolicy]]] = deque()
         self._results: queue.SimpleQueue[TaskResult] = queue.SimpleQueue()
+        self._inline: deque[PreparedTask] | None = None
+        self._outstanding = 0
 
     def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
         policy = loop.graph.retry_policy
-        if len(tasks) == 1:
-            task = tasks[0]
-            yield TaskResult(task, run_task(task, loop.task_config(task), policy))
+        step_timeout = loop.graph.step_timeout
+        if len(tasks) == 1 and step_timeout is None:
+            # one task runs in this thread, and so do the tasks submitted meanwhile
+            inline: deque[PreparedTask] = deque(tasks)
+            self._inline = inline
+            try:
+                while inline:
+                    task = inline.popleft()
+                    yield TaskResult(task, run_task(task, loop.task_config(task), policy))
+            finally:
+                self._inline = None
             return
         if not tasks:
             return
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.max_workers)
+        self._outstanding = len(tasks)
         self._pending.extend((t, loop.task_config(t), policy) for t in tasks)
         for _ in range(min(self.max_workers, len(tasks))):
-            self._pool.submit(self._work)
-        for _ in range(len(tasks)):
-            yield self._results.get()
+            self._start_worker()
+        deadline = time.monotonic() + step_timeout if step_timeout is not None else None
+        while self._outstanding:
+            try:
+                result = self._results.get(
+                    timeout=None if deadline is None else max(0.0, deadline - time.monotonic())
+                )
+            except queue.Empty:
+                self._pending.clear()
+                raise _step_timed_out(step_timeout) from None
+            self._outstanding -= 1
+            yield result
+
+    def submit(self, loop: PregelLoop, task: PreparedTask) -> None:
+        """Run ``task`` too, in the step being executed (called between two results)."""
+        if self._inline is not None:
+            self._inline.append(task)
+            return
+        self._outstanding += 1
+        self._pending.append((task, loop.task_config(task), loop.graph.retry_policy))
+        self._start_worker()
+
+    def _start_worker(self) -> None:
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.max_workers)
+        self._pool.submit(self._work)
 
     def _work(self) -> None:
         while True:
@@ -190,6 +260,8 @@ class AsyncioExecutor:
 
     def __init__(self, max_concurrency: int | None = None) -> None:
         self.semaphore = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        self._running: set[asyncio.Future[TaskResult]] = set()
+        self._done: asyncio.Queue[asyncio.Future[TaskResult]] | None = None
 
     async def _run(self, loop: PregelLoop, task: PreparedTask) -> TaskResult:
         policy = loop.graph.retry_policy
@@ -198,9 +270,40 @@ class AsyncioExecutor:
         async with self.semaphore:
             return TaskResult(task, await arun_task(task, loop.task_config(task), policy))
 
+    def _start(self, loop: PregelLoop, task: PreparedTask) -> None:
+        done = self._done
+        assert done is not None
+        future = asyncio.ensure_future(self._run(loop, task))
+        self._running.add(future)
+        future.add_done_callback(done.put_nowait)
+
+    def submit(self, loop: PregelLoop, task: PreparedTask) -> None:
+        """Run ``task`` too, in the step being executed (called between two results)."""
+        self._start(loop, task)
+
     async def aexecute(
         self, loop: PregelLoop, tasks: Sequence[PreparedTask]
     ) -> AsyncIterator[TaskResult]:
-        pending = [asyncio.ensure_future(self._run(loop, t)) for t in tasks]
-        for future in asyncio.as_completed(pending):
-            yield await future
+        self._done = asyncio.Queue()
+        running = self._running
+        for task in tasks:
+            self._start(loop, task)
+        step_timeout = loop.graph.step_timeout
+        deadline = time.monotonic() + step_timeout if step_timeout is not None else None
+        try:
+            while running:
+                if deadline is None:
+                    future = await self._done.get()
+                else:
+                    try:
+                        future = await asyncio.wait_for(
+                            self._done.get(), max(0.0, deadline - time.monotonic())
+                        )
+                    except TimeoutError:
+                        raise _step_timed_out(step_timeout) from None
+                running.discard(future)
+                yield future.result()
+        finally:
+            for future in running:
+                future.cancel()
+            running.clear()

@@ -35,11 +35,21 @@ def map_command(cmd: Command[Any]) -> Iterator[tuple[str, str, Any]]:
 
 
 def output_values(
-    output_channels: Sequence[str],
+    output_channels: Sequence[str] | str,
     writes: bool | Sequence[tuple[str, Any]],
     channels: Mapping[str, BaseChannel],
-) -> dict[str, Any] | None:
-    """The ``values`` chunk, if ``writes`` touched an output channel (True: always)."""
+) -> Any:
+    """The ``values`` chunk, if ``writes`` touched an output channel (True: always).
+
+    A single output channel (a graph whose state is one value) gives its bare value,
+    or None while it has none.
+    """
+    if isinstance(output_channels, str):
+        if writes is True or (
+            not isinstance(writes, bool) and any(c == output_channels for c, _ in writes)
+        ):
+            return read_channels(channels, output_channels)
+        return None
     if writes is True or (
         not isinstance(writes, bool) and any(c in output_channels for c, _ in writes)
     ):
@@ -48,7 +58,7 @@ def output_values(
 
 
 def output_updates(
-    output_channels: Sequence[str],
+    output_channels: Sequence[str] | str,
     tasks: Sequence[tuple[str, Sequence[tuple[str, Any]]]],
     *,
     cached: bool = False,
@@ -57,8 +67,12 @@ def output_updates(
     shown = [(name, ww) for name, ww in tasks if ww and ww[0][0] not in (ERROR, INTERRUPT)]
     if not shown:
         return None
-    keys = frozenset(output_channels)
     updated: list[tuple[str, Any]] = []
+    if isinstance(output_channels, str):
+        for name, writes in shown:
+            updated.extend((name, v) for c, v in writes if c == output_channels)
+        return _grouped(shown, updated, cached)
+    keys = frozenset(output_channels)
     for name, writes in shown:
         if not any(c in keys for c, _ in writes):
             continue
@@ -67,6 +81,14 @@ def output_updates(
             updated.extend((name, {c: v}) for c, v in writes if c in keys)
         else:
             updated.append((name, {c: v for c, v in writes if c in keys}))
+    return _grouped(shown, updated, cached)
+
+
+def _grouped(
+    shown: Sequence[tuple[str, Sequence[tuple[str, Any]]]],
+    updated: Sequence[tuple[str, Any]],
+    cached: bool,
+) -> dict[str, Any]:
     grouped: dict[str, Any] = {name: [] for name, _ in shown}
     for name, value in updated:
         grouped[name].append(value)

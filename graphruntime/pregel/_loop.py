@@ -21,6 +21,7 @@ state and the saver I/O around it.
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
@@ -33,9 +34,11 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_CUSTOM_WRITER,
+    CONFIG_KEY_NODE_ERROR,
     CONFIG_KEY_READ,
     CONFIG_KEY_RESUME_MAP,
     CONFIG_KEY_RESUMING,
+    CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
     CONFIG_KEY_SEND,
     CONFIG_KEY_STREAM,
@@ -43,11 +46,13 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_THREAD_ID,
     CONTROL_WRITES,
     ERROR,
+    ERROR_SOURCE_NODE,
     INPUT,
     INTERRUPT,
     NO_WRITES,
     NS_SEP,
     NULL_TASK_ID,
+    PREVIOUS,
     RESUME,
     RUN_MARK,
     WRITES_IDX_MAP,
@@ -62,7 +67,7 @@ from graphruntime.checkpoint.base import (
     empty_checkpoint,
 )
 from graphruntime.constants import START
-from graphruntime.errors import EmptyInputError, GraphBubbleUp, GraphInterrupt
+from graphruntime.errors import EmptyInputError, GraphBubbleUp, GraphInterrupt, NodeError
 from graphruntime.pregel._algo import (
     PreparedTask,
     StepContext,
@@ -73,6 +78,7 @@ from graphruntime.pregel._algo import (
     increment,
     local_read,
     make_scratchpad,
+    prepare_error_handler_task,
     prepare_next_tasks,
     prepare_task,
     should_interrupt,
@@ -88,11 +94,19 @@ from graphruntime.pregel._resume import (
     validate_resume,
     writes_by_task,
 )
+from graphruntime.pregel._runtime import run_runtime, task_runtime
 from graphruntime.pregel._stream import StreamSink
+from graphruntime.runtime import RunControl, Runtime
 from graphruntime.types import All, Command, Interrupt
 
 Status = Literal[
-    "pending", "done", "interrupt_before", "interrupt_after", "out_of_steps", "interrupted"
+    "pending",
+    "done",
+    "interrupt_before",
+    "interrupt_after",
+    "out_of_steps",
+    "interrupted",
+    "draining",
 ]
 
 
@@ -116,6 +130,10 @@ class RunOptions:
 
     A run continued in another process passes the value its first loop computed.
     """
+    context: Any = None
+    """The run's context (``Runtime.context``), already coerced to the graph's schema."""
+    control: RunControl | None = None
+    """Asks the run to stop between steps; a run without one gets its own."""
 
 
 class TaskResult(NamedTuple):
@@ -150,6 +168,14 @@ def _dedupe_resume(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
         if c == RESUME:
             last = i
     return [w for i, w in enumerate(writes) if w[0] != RESUME or i == last]
+
+
+@dataclass(frozen=True, slots=True)
+class _Position:
+    """Where the run is, as managed values read it."""
+
+    step: int
+    stop: int
 
 
 def task_order(task: PreparedTask) -> str:
@@ -200,6 +226,7 @@ class PregelLoop:
         self.replaying = False
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
+        self.runtime: Runtime[Any] = run_runtime(graph, config, options.context, options.control)
         if isinstance(saved, _Load):
             saved = self._read_saved()
         self._load(saved)
@@ -255,11 +282,17 @@ class PregelLoop:
         )
 
     def _step_context(self) -> StepContext:
+        managed = self.graph.managed
         return StepContext(
             nodes=self.graph.nodes,
             trigger_to_nodes=self.graph.trigger_to_nodes,
             parent_ns=self.ns,
             step=self.step,
+            managed_values=(
+                {k: spec.get(_Position(self.step, self.stop)) for k, spec in managed.items()}
+                if managed
+                else {}
+            ),
         )
 
     # --- streaming ----------------------------------------------------------------------
@@ -561,13 +594,89 @@ class PregelLoop:
         if self.pending_writes and not self.replaying:
             for task in self._reattach_finished(self.tasks.values()):
                 self._emit_updates(task, cached=True)
+            self._resume_error_handlers()
         if self.options.interrupt_before and should_interrupt(
             self.checkpoint, self.options.interrupt_before, self.tasks.values()
         ):
             self.status = "interrupt_before"
             self.emit("updates", {INTERRUPT: ()})
             raise GraphInterrupt()
+        # after the breakpoint check: a resume passes the next step's breakpoints, so a
+        # drain in front of one must stop there, or the resumed run would skip it
+        control = self.runtime.control
+        if control is not None and control.drain_requested:
+            self.status = "draining"
+            return False
         return True
+
+    # --- error handlers -----------------------------------------------------------------
+
+    def routes_to_handler(self, task: PreparedTask, outcome: BaseException | None) -> bool:
+        """Whether ``outcome`` is a failure that ``task``'s error handler takes over."""
+        return (
+            isinstance(outcome, Exception)
+            and not isinstance(outcome, GraphBubbleUp)
+            and task.node.error_handler is not None
+            and not task.node.is_error_handler
+        )
+
+    def error_handler_task(self, failed: PreparedTask, error: BaseException) -> PreparedTask | None:
+        """The task of ``failed``'s error handler in this step (registered with it).
+
+        Its id follows from the failed task's, so every process that asks gets the
+        same task; a handler that already finished gets its saved writes back.
+        """
+        name = failed.node.error_handler
+        if name is None or name not in self.graph.nodes:
+            return None
+        task = prepare_error_handler_task(
+            failed,
+            self.graph.nodes[name],
+            NodeError(node=failed.name, error=error),
+            checkpoint_id=self.checkpoint["id"],
+            parent_ns=self.ns,
+            step=self.step,
+        )
+        if task.id in self.tasks:
+            return self.tasks[task.id]
+        self.tasks[task.id] = task
+        if self.pending_writes:
+            self._reattach_finished([task])
+        return task
+
+    def error_handler_tasks(self, results: Sequence[TaskResult]) -> list[PreparedTask]:
+        """Handlers still to run for the step's failures (an executor that could not
+        start them while the step ran gets them here, as one more batch)."""
+        ran = {r.task.id for r in results}
+        out = []
+        for result in results:
+            if not self.routes_to_handler(result.task, result.outcome):
+                continue
+            assert result.outcome is not None
+            handler = self.error_handler_task(result.task, result.outcome)
+            if handler is not None and handler.id not in ran and not handler.writes:
+                out.append(handler)
+        return out
+
+    def _resume_error_handlers(self) -> None:
+        """Tasks that failed into their error handler in an earlier run do not run again:
+        their handler does (unless it finished)."""
+        failed: dict[str, BaseException] = {}
+        for tid, channel, _ in self.pending_writes:
+            if channel == ERROR_SOURCE_NODE and tid in self.tasks:
+                error = next(
+                    (v for t, c, v in self.pending_writes if t == tid and c == ERROR), None
+                )
+                if isinstance(error, BaseException):
+                    failed[tid] = error
+                elif error is not None:
+                    failed[tid] = RuntimeError(str(error))
+        for tid, error in failed.items():
+            task = self.tasks[tid]
+            if task.writes or task.node.error_handler is None:
+                continue
+            task.writes[:] = [(ERROR, error), (ERROR_SOURCE_NODE, task.name)]
+            self.error_handler_task(task, error)
 
     def plan_task(self, path: Sequence[Any]) -> PreparedTask | None:
         """Prepare only the task at ``path`` of this step (with its saved writes, if finished).
@@ -575,12 +684,23 @@ class PregelLoop:
         For an executor that runs some of a step's tasks: a fan-out of N tasks then
         costs O(N) across its executors, not O(N²).
         """
+        if len(path) > 3 and path[3] == "node_error_handler":
+            return self._plan_error_handler(path)
         task = prepare_task(self.checkpoint, self.channels, self._step_context(), path)
         if task is None:
             return None
         self.tasks[task.id] = task
         self._reattach_finished([task])
         return task
+
+    def _plan_error_handler(self, path: Sequence[Any]) -> PreparedTask | None:
+        failed = prepare_task(self.checkpoint, self.channels, self._step_context(), path[:3])
+        if failed is None:
+            return None
+        error = next((v for c, v in self.recorded_writes(failed.id) if c == ERROR), None)
+        if not isinstance(error, BaseException):
+            return None
+        return self.error_handler_task(failed, error)
 
     def _reattach_finished(self, tasks: Collection[PreparedTask]) -> list[PreparedTask]:
         """Give finished tasks their saved output writes back; returns those tasks."""
@@ -618,10 +738,15 @@ class PregelLoop:
             stop=self.stop,
         )
         channels = self.channels
+        managed = self._step_context().managed_values if self.graph.managed else None
 
-        def read(select: Sequence[str], fresh: bool = False) -> dict[str, Any]:
-            return local_read(channels, task.writes, select, fresh=fresh)
+        def read(select: Sequence[str] | str, fresh: bool = False) -> Any:
+            values = local_read(channels, task.writes, select, fresh=fresh)
+            if managed and isinstance(values, dict) and not isinstance(select, str):
+                values.update((k, managed[k]) for k in select if k in managed)
+            return values
 
+        writer = self.custom_writer()
         configurable = {k: v for k, v in conf.items() if k != CONFIG_KEY_CHECKPOINT_ID}
         configurable.update(
             {
@@ -636,10 +761,22 @@ class PregelLoop:
                     **conf.get(CONFIG_KEY_CHECKPOINT_MAP, {}),
                     self.ns: self.checkpoint["id"],
                 },
-                CONFIG_KEY_CUSTOM_WRITER: self.custom_writer(),
+                CONFIG_KEY_CUSTOM_WRITER: writer,
                 CONFIG_KEY_RESUME_MAP: self.resume_map,
+                CONFIG_KEY_RUNTIME: task_runtime(
+                    self.runtime,
+                    task,
+                    writer,
+                    checkpoint_id=self.checkpoint["id"],
+                    thread_id=conf.get(CONFIG_KEY_THREAD_ID),
+                    run_id=self.config.get("run_id"),
+                    previous=self.checkpoint["channel_values"].get(PREVIOUS),
+                    first_attempt=time.time(),
+                ),
             }
         )
+        if task.node_error is not None:
+            configurable[CONFIG_KEY_NODE_ERROR] = task.node_error
         metadata = {
             **self.config.get("metadata", {}),
             "langgraph_step": self.step,
@@ -672,8 +809,15 @@ class PregelLoop:
             if outcome.interrupts:
                 self.emit("updates", {INTERRUPT: tuple(outcome.interrupts)})
                 values = output_values(self.output_keys, True, self.channels)
-                if values is not None:
+                if isinstance(values, dict):
                     self.emit("values", {**values, INTERRUPT: tuple(outcome.interrupts)})
+        elif isinstance(outcome, GraphBubbleUp):
+            pass  # a drain or a Command for a parent graph: nothing of this task is saved
+        elif self.routes_to_handler(task, outcome):
+            # the handler takes the error over: the task's own writes are dropped, and
+            # the marker tells a resumed run to run the handler, not the task again
+            task.writes[:] = [(ERROR, outcome), (ERROR_SOURCE_NODE, task.name)]
+            self.put_writes(task.id, task.writes, path)
         elif isinstance(outcome, Exception):
             self.put_writes(task.id, [*task.writes, (ERROR, outcome)], path)
 
@@ -685,11 +829,17 @@ class PregelLoop:
         """
         ordered = sorted(results, key=lambda r: task_order(r.task))
         for result in ordered:
-            if result.outcome is not None and not isinstance(result.outcome, GraphBubbleUp):
+            if (
+                result.outcome is not None
+                and not isinstance(result.outcome, GraphBubbleUp)
+                and not self.routes_to_handler(result.task, result.outcome)
+            ):
                 raise result.outcome
         for result in ordered:
-            if result.outcome is not None and not isinstance(result.outcome, GraphInterrupt):
-                raise result.outcome  # ParentCommand travelling up
+            if isinstance(result.outcome, GraphBubbleUp) and not isinstance(
+                result.outcome, GraphInterrupt
+            ):
+                raise result.outcome  # a ParentCommand travelling up, a drained subgraph
         paused = [r.outcome for r in ordered if isinstance(r.outcome, GraphInterrupt)]
         if paused:
             self.status = "interrupted"
@@ -728,7 +878,7 @@ class PregelLoop:
         """The output of the current state: what a ``values`` chunk of it holds."""
         return output_values(self.output_keys, True, self.channels)
 
-    def values_with_pending(self) -> dict[str, Any] | None:
+    def values_with_pending(self) -> Any:
         """On an interrupted exit: the state with finished siblings' writes applied."""
         if not any(t.writes for t in self.tasks.values()):
             return None
@@ -741,6 +891,7 @@ class PregelLoop:
             self.get_next_version,
             self.graph.trigger_to_nodes,
         )
-        if updated.isdisjoint(self.output_keys):
+        keys = {self.output_keys} if isinstance(self.output_keys, str) else self.output_keys
+        if updated.isdisjoint(keys):
             return None
         return output_values(self.output_keys, True, channels)

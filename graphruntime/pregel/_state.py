@@ -287,7 +287,7 @@ def update_state(
         node = graph.nodes[as_node]
         task_writes: list[tuple[str, Any]] = []
 
-        def read(select: Any, fresh: bool = False) -> dict[str, Any]:
+        def read(select: Any, fresh: bool = False) -> Any:
             return local_read(channels, task_writes, select, fresh=fresh)
 
         writer_config: RunnableConfig = {**config, CONF: {**conf, CONFIG_KEY_READ: read}}

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
-from graphruntime._internal._config import RunnableConfig, ensure_config
+from graphruntime._internal._config import RunnableConfig, ensure_config, merge_configs
 from graphruntime._internal._constants import (
     CONF,
     CONFIG_KEY_CHECKPOINT_NS,
@@ -27,7 +28,13 @@ from graphruntime.pregel._loop import PregelLoop, RunOptions
 from graphruntime.pregel._node import NodeSpec
 from graphruntime.pregel._state import get_state, get_state_history, update_state
 from graphruntime.pregel._stream import StreamChunk, StreamSink
+from graphruntime.runtime import RunControl
 from graphruntime.types import All, RetryPolicy, StateSnapshot, StreamMode
+
+if TYPE_CHECKING:
+    from graphruntime.cache import BaseCache, CachePolicy
+    from graphruntime.managed.base import ManagedValueSpec
+    from graphruntime.store.base import BaseStore
 
 Checkpointer = BaseCheckpointSaver | bool | None
 
@@ -40,30 +47,71 @@ class Pregel:
         *,
         nodes: Mapping[str, NodeSpec],
         channel_specs: Mapping[str, BaseChannel],
-        output_channels: Sequence[str],
-        stream_channels: Sequence[str],
+        output_channels: Sequence[str] | str,
+        stream_channels: Sequence[str] | str,
         checkpointer: Checkpointer = None,
         interrupt_before: All | Sequence[str] = (),
         interrupt_after: All | Sequence[str] = (),
         name: str = "LangGraph",
         stream_mode: StreamMode = "updates",
-        retry_policy: Sequence[RetryPolicy] = (),
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] = (),
+        managed: Mapping[str, ManagedValueSpec] | None = None,
+        store: BaseStore | None = None,
+        cache: BaseCache[Any] | None = None,
+        cache_policy: CachePolicy[Any] | None = None,
+        context_schema: Any = None,
+        step_timeout: float | None = None,
+        debug: bool = False,
+        config: RunnableConfig | None = None,
     ) -> None:
         self.nodes = dict(nodes)
         self.channel_specs = dict(channel_specs)
-        self.output_channels = list(output_channels)
-        self.stream_channels = list(stream_channels)
+        # a str: the graph's state is that one channel (``__root__``), read as its value
+        self.output_channels: Sequence[str] | str = (
+            output_channels if isinstance(output_channels, str) else list(output_channels)
+        )
+        self.stream_channels: Sequence[str] | str = (
+            stream_channels if isinstance(stream_channels, str) else list(stream_channels)
+        )
         self.checkpointer = checkpointer
         self.interrupt_before_nodes = interrupt_before
         self.interrupt_after_nodes = interrupt_after
         self.name = name
         self.stream_mode = stream_mode
-        self.retry_policy = tuple(retry_policy)
+        self.retry_policy: tuple[RetryPolicy, ...] = (
+            (retry_policy,) if isinstance(retry_policy, RetryPolicy) else tuple(retry_policy)
+        )
+        self.managed: dict[str, ManagedValueSpec] = dict(managed or {})
+        self.store = store
+        self.cache = cache
+        self.cache_policy = cache_policy
+        self.context_schema = context_schema
+        if step_timeout is not None and step_timeout <= 0:
+            raise ValueError("step_timeout must be greater than 0")
+        self.step_timeout = step_timeout
+        self.debug = debug
+        self.config = config
         trigger_to_nodes: dict[str, list[str]] = {}
         for node_name, node in self.nodes.items():
             for trigger in node.triggers:
                 trigger_to_nodes.setdefault(trigger, []).append(node_name)
         self.trigger_to_nodes: Mapping[str, Sequence[str]] = trigger_to_nodes
+
+    @property
+    def channels(self) -> dict[str, BaseChannel | ManagedValueSpec]:
+        """The graph's channels and managed values, by name."""
+        return {**self.channel_specs, **self.managed}
+
+    def copy(self, update: dict[str, Any] | None = None) -> Self:
+        """A shallow copy (nodes and channels shared), with ``update``'s attributes set."""
+        clone = copy.copy(self)
+        for key, value in (update or {}).items():
+            setattr(clone, key, value)
+        return clone
+
+    def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Self:
+        """A copy whose runs merge ``config`` (and ``kwargs`` as config keys) under theirs."""
+        return self.copy({"config": merge_configs(self.config, config, kwargs)})  # type: ignore[arg-type]
 
     # --- plumbing -------------------------------------------------------------------------
 
@@ -83,9 +131,12 @@ class Pregel:
         subgraphs: bool,
         interrupt_before: All | Sequence[str] | None,
         interrupt_after: All | Sequence[str] | None,
-        output_keys: Sequence[str] | None = None,
+        output_keys: Sequence[str] | str | None = None,
+        *,
+        context: Any = None,
+        control: RunControl | None = None,
     ) -> tuple[PregelLoop, bool]:
-        cfg = ensure_config(config)
+        cfg = ensure_config(self.config, config)
         conf = cfg[CONF]
         nested = CONFIG_KEY_TASK_ID in conf
         if nested:
@@ -127,6 +178,8 @@ class Pregel:
                 output_keys=self.stream_channels if output_keys is None else output_keys,
                 interrupt_before=interrupt_before,
                 interrupt_after=interrupt_after,
+                context=context,
+                control=control,
             ),
         )
         return loop, single
@@ -135,15 +188,19 @@ class Pregel:
         self,
         config: RunnableConfig,
         *,
-        output_keys: Sequence[str] | None = None,
+        output_keys: Sequence[str] | str | None = None,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         stop: int | None = None,
+        context: Any = None,
+        control: RunControl | None = None,
     ) -> RunOptions:
         """A run's options, from its config and call arguments.
 
         Call-time breakpoints replace the compiled ones; the recursion limit comes from
-        ``config["recursion_limit"]`` (LangGraph's default otherwise).
+        ``config["recursion_limit"]`` (LangGraph's default otherwise). ``context`` is the
+        run's context (coerced to the graph's ``context_schema``), ``control`` its
+        drain control.
         """
         limit = config.get("recursion_limit")
         if limit is None:
@@ -154,8 +211,11 @@ class Pregel:
             raise ValueError("recursion_limit must be at least 1")
         before = interrupt_before or self.interrupt_before_nodes
         after = interrupt_after or self.interrupt_after_nodes
+        keys = self.output_channels if output_keys is None else output_keys
         return RunOptions(
-            output_keys=tuple(self.output_channels if output_keys is None else output_keys),
+            output_keys=keys if isinstance(keys, str) else tuple(keys),
+            context=coerce_context(self.context_schema, context),
+            control=control,
             interrupt_before=before if before == "*" else tuple(before),
             interrupt_after=after if after == "*" else tuple(after),
             recursion_limit=limit,
@@ -188,15 +248,28 @@ class Pregel:
         input: Any,
         config: RunnableConfig | None = None,
         *,
+        context: Any = None,
         stream_mode: StreamMode | Sequence[StreamMode] | None = None,
         subgraphs: bool = False,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
+        control: RunControl | None = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
-        """Run the graph, yielding chunks in the requested stream mode(s)."""
+        """Run the graph, yielding chunks in the requested stream mode(s).
+
+        ``context`` is the run's context (``runtime.context`` in nodes); ``control`` a
+        :class:`RunControl` to drain the run between steps.
+        """
         loop, single = self._prepare(
-            input, config, stream_mode, subgraphs, interrupt_before, interrupt_after
+            input,
+            config,
+            stream_mode,
+            subgraphs,
+            interrupt_before,
+            interrupt_after,
+            context=context,
+            control=control,
         )
         for chunk in _run(loop, input):
             yield self._shape(chunk, single, subgraphs)
@@ -206,13 +279,17 @@ class Pregel:
         input: Any,
         config: RunnableConfig | None = None,
         *,
+        context: Any = None,
         stream_mode: StreamMode = "values",
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
+        control: RunControl | None = None,
         **kwargs: Any,
     ) -> Any:
         """Run the graph to completion (or interrupt) and return the final output."""
-        loop = self._invoke_loop(input, config, stream_mode, interrupt_before, interrupt_after)
+        loop = self._invoke_loop(
+            input, config, stream_mode, interrupt_before, interrupt_after, context, control
+        )
         return _collect(_run(loop, input), loop, stream_mode)
 
     def _invoke_loop(
@@ -222,6 +299,8 @@ class Pregel:
         stream_mode: StreamMode,
         interrupt_before: All | Sequence[str] | None,
         interrupt_after: All | Sequence[str] | None,
+        context: Any,
+        control: RunControl | None,
     ) -> PregelLoop:
         loop, _single = self._prepare(
             input,
@@ -231,6 +310,8 @@ class Pregel:
             interrupt_before,
             interrupt_after,
             self.output_channels,
+            context=context,
+            control=control,
         )
         _private_sink(loop, stream_mode)
         return loop
@@ -240,15 +321,24 @@ class Pregel:
         input: Any,
         config: RunnableConfig | None = None,
         *,
+        context: Any = None,
         stream_mode: StreamMode | Sequence[StreamMode] | None = None,
         subgraphs: bool = False,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
+        control: RunControl | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """Async twin of :meth:`stream`."""
         loop, single = self._prepare(
-            input, config, stream_mode, subgraphs, interrupt_before, interrupt_after
+            input,
+            config,
+            stream_mode,
+            subgraphs,
+            interrupt_before,
+            interrupt_after,
+            context=context,
+            control=control,
         )
         async for chunk in _arun(loop, input):
             yield self._shape(chunk, single, subgraphs)
@@ -258,13 +348,17 @@ class Pregel:
         input: Any,
         config: RunnableConfig | None = None,
         *,
+        context: Any = None,
         stream_mode: StreamMode = "values",
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
+        control: RunControl | None = None,
         **kwargs: Any,
     ) -> Any:
         """Async twin of :meth:`invoke`."""
-        loop = self._invoke_loop(input, config, stream_mode, interrupt_before, interrupt_after)
+        loop = self._invoke_loop(
+            input, config, stream_mode, interrupt_before, interrupt_after, context, control
+        )
         chunks = [c async for c in _arun(loop, input)]
         return _collect(iter(chunks), loop, stream_mode)
 
@@ -321,6 +415,17 @@ class Pregel:
                 yield name, sub
 
 
+def coerce_context(schema: Any, context: Any) -> Any:
+    """A dict context becomes an instance of a dataclass or pydantic ``context_schema``."""
+    if context is None or schema is None or not isinstance(context, dict):
+        return context
+    if isinstance(schema, type) and (
+        dataclasses.is_dataclass(schema) or hasattr(schema, "model_validate")
+    ):
+        return schema(**context)
+    return context
+
+
 def _run(loop: PregelLoop, input: Any) -> Iterator[StreamChunk]:
     executor = ThreadExecutor(loop.config.get("max_concurrency"))
     try:
@@ -360,7 +465,9 @@ def _collect(chunks: Iterator[StreamChunk], loop: PregelLoop, stream_mode: str) 
         if mode == stream_mode:
             latest = payload
     if not loop.is_nested and loop.interrupts:
-        base = {k: v for k, v in (latest or {}).items() if k != INTERRUPT}
+        base = (
+            {k: v for k, v in latest.items() if k != INTERRUPT} if isinstance(latest, dict) else {}
+        )
         return {**base, INTERRUPT: list(loop.interrupts)}
     if isinstance(latest, dict) and INTERRUPT in latest:
         latest = {k: v for k, v in latest.items() if k != INTERRUPT}
