@@ -6,6 +6,8 @@ and output parameters have defaults.
 
 from __future__ import annotations
 
+from typing import Any
+
 from typing_extensions import TypeVar
 
 __all__ = (
@@ -20,7 +22,7 @@ __all__ = (
     "StateT_contra",
 )
 
-StateT = TypeVar("StateT")
+StateT = TypeVar("StateT", default=Any)
 """The graph's state schema."""
 StateT_co = TypeVar("StateT_co", covariant=True)
 StateT_contra = TypeVar("StateT_contra", contravariant=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Generic, Self
 
-from graphruntime._internal._call import check_signature
+from graphruntime._internal._call import check_signature, is_async_callable
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import NS_END, NS_SEP
 from graphruntime.cache.base import BaseCache
@@ -53,6 +53,28 @@ class _NodeDef:
     """The node that handles this node's failures."""
     is_error_handler: bool = False
     trace_policy: TracePolicy | None = None
+
+    @property
+    def runnable(self) -> Any:
+        """The node's graph, or a view of its callable as LangGraph shows it (``.func``)."""
+        if isinstance(self.action, Pregel):
+            return self.action
+        return _CallableView(self.action)
+
+
+@dataclass(frozen=True)
+class _CallableView:
+    """What LangGraph's ``RunnableCallable`` exposes of a node's function."""
+
+    func: Any
+
+    @property
+    def afunc(self) -> Any:
+        return self.func if is_async_callable(self.func) else None
+
+    @property
+    def name(self) -> str:
+        return _node_name(self.func)
 
 
 @dataclass
@@ -505,8 +527,8 @@ class CompiledStateGraph(Pregel, Generic[StateT, ContextT, InputT, OutputT]):
 
     # --- drawing and schemas (see _draw.py, _jsonschema.py) -------------------------------
 
-    def _erased(self) -> CompiledStateGraph[Any, Any, Any, Any]:
-        return self
+    def _erased(self) -> CompiledStateGraph:
+        return self  # type: ignore[return-value]  # the drawing reads any graph
 
     def get_graph(self, config: RunnableConfig | None = None, *, xray: int | bool = False) -> Graph:
         """The drawable graph; ``xray`` inlines subgraphs (``True``: all levels, ``n``: n)."""

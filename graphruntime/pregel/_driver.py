@@ -16,12 +16,13 @@ import concurrent.futures
 import queue
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime.errors import (
     ErrorCode,
+    GraphBubbleUp,
     GraphDrained,
     GraphInterrupt,
     GraphRecursionError,
@@ -98,6 +99,16 @@ def steps(loop: PregelLoop) -> Generator[list[PreparedTask], list[TaskResult], N
         raise GraphDrained(loop.runtime.drain_reason or "shutdown")
 
 
+def _fails_step(loop: PregelLoop, result: TaskResult) -> bool:
+    """A failure no error handler takes over: the step (and the run) ends with it."""
+    outcome = result.outcome
+    return (
+        isinstance(outcome, Exception)
+        and not isinstance(outcome, GraphBubbleUp)
+        and not loop.routes_to_handler(result.task, outcome)
+    )
+
+
 def _submit_handler(loop: PregelLoop, executor: object, result: TaskResult) -> None:
     """Start the error handler of a task that just failed, if the executor can."""
     if result.recorded or not isinstance(executor, Submitting):
@@ -127,12 +138,20 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
         while True:
             yield from sink.drain()
             results: list[TaskResult] = []
-            for result in executor.execute(loop, tasks):
-                if not result.recorded:
-                    loop.record(result.task, result.outcome)
-                results.append(result)
-                _submit_handler(loop, executor, result)
-                yield from sink.drain()
+            running = executor.execute(loop, tasks)
+            try:
+                for result in running:
+                    if not result.recorded:
+                        loop.record(result.task, result.outcome)
+                    results.append(result)
+                    _submit_handler(loop, executor, result)
+                    yield from sink.drain()
+                    if _fails_step(loop, result):
+                        break  # the step has failed: its other tasks' results do not matter
+            finally:
+                close = getattr(running, "close", None)
+                if close is not None:
+                    close()
             tasks = body.send(results)
     except StopIteration:
         pass
@@ -141,7 +160,9 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
     yield from sink.drain()
 
 
-async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator[StreamChunk]:
+async def adrive(
+    loop: PregelLoop, executor: AsyncStepExecutor
+) -> AsyncGenerator[StreamChunk, None]:
     """Async twin of :func:`drive` (same body: :func:`steps`)."""
     sink = loop.sink
     body = steps(loop)
@@ -153,13 +174,22 @@ async def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncIterator
             for chunk in sink.drain():
                 yield chunk
             results: list[TaskResult] = []
-            async for result in executor.aexecute(loop, tasks):
-                if not result.recorded:
-                    loop.record(result.task, result.outcome)
-                results.append(result)
-                _submit_handler(loop, executor, result)
-                for chunk in sink.drain():
-                    yield chunk
+            running = executor.aexecute(loop, tasks)
+            try:
+                async for result in running:
+                    if not result.recorded:
+                        loop.record(result.task, result.outcome)
+                    results.append(result)
+                    _submit_handler(loop, executor, result)
+                    for chunk in sink.drain():
+                        yield chunk
+                    if _fails_step(loop, result):
+                        break  # the step has failed: its other tasks are cancelled
+            finally:
+                # a closed stream or a failed step stops the tasks still running
+                aclose = getattr(running, "aclose", None)
+                if aclose is not None:
+                    await aclose()
             tasks = body.send(results)
     except StopIteration:
         pass
@@ -186,7 +216,13 @@ class ThreadExecutor:
     def __init__(self, max_concurrency: int | None = None) -> None:
         self.max_workers = max_concurrency or 32
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._pending: deque[tuple[PreparedTask, RunnableConfig, Sequence[RetryPolicy]]] = deque()
+        # each item carries the queue of the step it belongs to: a thread still running a
+        # task of a step that ended early cannot hand its result to the next step
+        self._pending: deque[
+            tuple[
+                PreparedTask, RunnableConfig, Sequence[RetryPolicy], queue.SimpleQueue[TaskResult]
+            ]
+        ] = deque()
         self._results: queue.SimpleQueue[TaskResult] = queue.SimpleQueue()
         self._inline: deque[PreparedTask] | None = None
         self._outstanding = 0
@@ -208,20 +244,27 @@ class ThreadExecutor:
         if not tasks:
             return
         self._outstanding = len(tasks)
-        self._pending.extend((t, loop.task_config(t), policy) for t in tasks)
+        results = self._results = queue.SimpleQueue()
+        self._pending.extend((t, loop.task_config(t), policy, results) for t in tasks)
         for _ in range(min(self.max_workers, len(tasks))):
             self._start_worker()
         deadline = time.monotonic() + step_timeout if step_timeout is not None else None
-        while self._outstanding:
-            try:
-                result = self._results.get(
-                    timeout=None if deadline is None else max(0.0, deadline - time.monotonic())
-                )
-            except queue.Empty:
+        try:
+            while self._outstanding:
+                try:
+                    result = results.get(
+                        timeout=None if deadline is None else max(0.0, deadline - time.monotonic())
+                    )
+                except queue.Empty:
+                    raise _step_timed_out(step_timeout) from None
+                self._outstanding -= 1
+                yield result
+        finally:
+            if self._outstanding:
+                # the step ended early (failed, timed out, stream closed): start nothing
+                # more, and drop what still comes back from threads already running
                 self._pending.clear()
-                raise _step_timed_out(step_timeout) from None
-            self._outstanding -= 1
-            yield result
+                self._outstanding = 0
 
     def submit(self, loop: PregelLoop, task: PreparedTask) -> None:
         """Run ``task`` too, in the step being executed (called between two results)."""
@@ -229,7 +272,7 @@ class ThreadExecutor:
             self._inline.append(task)
             return
         self._outstanding += 1
-        self._pending.append((task, loop.task_config(task), loop.graph.retry_policy))
+        self._pending.append((task, loop.task_config(task), loop.graph.retry_policy, self._results))
         self._start_worker()
 
     def _start_worker(self) -> None:
@@ -240,14 +283,14 @@ class ThreadExecutor:
     def _work(self) -> None:
         while True:
             try:
-                task, config, policy = self._pending.popleft()
+                task, config, policy, results = self._pending.popleft()
             except IndexError:
                 return
             try:
                 outcome = run_task(task, config, policy)
             except BaseException as error:  # noqa: BLE001 - handed to the driving thread
                 outcome = error
-            self._results.put(TaskResult(task, outcome))
+            results.put(TaskResult(task, outcome))
 
     def close(self) -> None:
         self._pending.clear()  # a stream closed early stops handing out tasks
@@ -306,4 +349,7 @@ class AsyncioExecutor:
         finally:
             for future in running:
                 future.cancel()
+            if running:
+                # wait until the cancelled nodes have unwound (their cleanup ran)
+                await asyncio.wait(running)
             running.clear()

@@ -21,6 +21,8 @@ state and the saver I/O around it.
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,9 +57,11 @@ from graphruntime._internal._constants import (
     PREVIOUS,
     RESUME,
     RUN_MARK,
+    TASKS,
     WRITES_IDX_MAP,
 )
 from graphruntime._internal._scratchpad import Scratchpad
+from graphruntime.channels.untracked_value import UntrackedValue
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
@@ -97,7 +101,7 @@ from graphruntime.pregel._resume import (
 from graphruntime.pregel._runtime import run_runtime, task_runtime
 from graphruntime.pregel._stream import StreamSink
 from graphruntime.runtime import RunControl, Runtime
-from graphruntime.types import All, Command, Interrupt
+from graphruntime.types import All, Command, Interrupt, Send
 
 Status = Literal[
     "pending",
@@ -170,6 +174,15 @@ def _dedupe_resume(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return [w for i, w in enumerate(writes) if w[0] != RESUME or i == last]
 
 
+@functools.cache
+def _takes_task_path(saver_type: type[BaseCheckpointSaver]) -> bool:
+    try:
+        params = inspect.signature(saver_type.put_writes).parameters
+    except (TypeError, ValueError):
+        return True
+    return "task_path" in params or len(params) > 4
+
+
 @dataclass(frozen=True, slots=True)
 class _Position:
     """Where the run is, as managed values read it."""
@@ -227,6 +240,9 @@ class PregelLoop:
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
         self.runtime: Runtime[Any] = run_runtime(graph, config, options.context, options.control)
+        self._untracked = frozenset(
+            k for k, spec in graph.channel_specs.items() if isinstance(spec, UntrackedValue)
+        )
         if isinstance(saved, _Load):
             saved = self._read_saved()
         self._load(saved)
@@ -334,8 +350,27 @@ class PregelLoop:
             self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
         self.pending_writes.extend((task_id, c, v) for c, v in writes)
         self._written.add(task_id)
+        if self._untracked:
+            writes = self._without_untracked(writes)
         if self.checkpointer is not None:
-            self.checkpointer.put_writes(self.checkpoint_config, list(writes), task_id, path)
+            if _takes_task_path(type(self.checkpointer)):
+                self.checkpointer.put_writes(self.checkpoint_config, list(writes), task_id, path)
+            else:  # a saver written against the older three-argument contract
+                self.checkpointer.put_writes(self.checkpoint_config, list(writes), task_id)
+
+    def _without_untracked(self, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        """What of ``writes`` is saved: no UntrackedValue, not even inside a Send's state."""
+        return [
+            (c, self._sanitized_send(v) if c == TASKS else v)
+            for c, v in writes
+            if c not in self._untracked
+        ]
+
+    def _sanitized_send(self, packet: Any) -> Any:
+        if not isinstance(packet, Send) or not isinstance(packet.arg, dict):
+            return packet
+        arg = {k: v for k, v in packet.arg.items() if k not in self._untracked}
+        return Send(packet.node, arg, timeout=packet.timeout)
 
     def _put_null_writes(self, writes: Sequence[tuple[str, Any]]) -> None:
         """Null-task writes accumulate over the runs that resume one step.
@@ -388,6 +423,10 @@ class PregelLoop:
             self.step,
             updated_channels=self.updated_channels,
         )
+        if self._untracked and isinstance(
+            sends := self.checkpoint["channel_values"].get(TASKS), list
+        ):
+            self.checkpoint["channel_values"][TASKS] = [self._sanitized_send(p) for p in sends]
         if self.checkpointer is not None:
             # versions changed since the last saved checkpoint: apply_writes has already
             # updated self.checkpoint in place, so compare with what was saved, not with it

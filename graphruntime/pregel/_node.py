@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from graphruntime._internal._config import RunnableConfig
@@ -44,6 +44,10 @@ class NodeSpec:
     trace_policy: TracePolicy | None = None
     """What tracing callbacks record of this node's runs."""
 
+    def copy(self, update: Mapping[str, Any] | None = None) -> NodeSpec:
+        """A copy with ``update``'s fields replaced."""
+        return replace(self, **dict(update or {}))
+
 
 class GraphSpec(Protocol):
     """What running a step needs from a compiled graph (``Pregel`` is one)."""
@@ -55,9 +59,9 @@ class GraphSpec(Protocol):
     @property
     def trigger_to_nodes(self) -> Mapping[str, Sequence[str]]: ...
     @property
-    def stream_channels(self) -> Sequence[str]: ...
+    def stream_channels(self) -> Sequence[str] | str: ...
     @property
-    def output_channels(self) -> Sequence[str]: ...
+    def output_channels(self) -> Sequence[str] | str: ...
     @property
     def retry_policy(self) -> Sequence[RetryPolicy]: ...
     @property

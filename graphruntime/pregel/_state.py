@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from graphruntime._internal._config import RunnableConfig, ensure_config
@@ -132,6 +132,15 @@ def _step_tasks(
     return checkpoint, channels, tasks
 
 
+def _task_result(channels: Sequence[str] | str, writes: Sequence[tuple[str, Any]]) -> Any:
+    if isinstance(channels, str):  # the state is one value: the value the task wrote
+        values = [v for c, v in writes if c == channels]
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else {"$writes": values}
+    return {c: v for c, v in writes if c in channels}
+
+
 def snapshot(
     graph: GraphSpec,
     saved: CheckpointTuple,
@@ -163,7 +172,7 @@ def snapshot(
             if (not live or not finished)
             else ()
         )
-        result = {c: v for c, v in writes if c in graph.stream_channels} if finished else None
+        result = _task_result(graph.stream_channels, writes) if finished else None
         state: Any = None
         if task.node.subgraphs:
             child_config: RunnableConfig = {

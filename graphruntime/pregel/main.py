@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import copy
 import dataclasses
 import os
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from graphruntime._internal._config import RunnableConfig, ensure_config, merge_configs
@@ -340,8 +342,9 @@ class Pregel:
             context=context,
             control=control,
         )
-        async for chunk in _arun(loop, input):
-            yield self._shape(chunk, single, subgraphs)
+        async with contextlib.aclosing(_arun(loop, input)) as chunks:
+            async for chunk in chunks:
+                yield self._shape(chunk, single, subgraphs)
 
     async def ainvoke(
         self,
@@ -361,6 +364,63 @@ class Pregel:
         )
         chunks = [c async for c in _arun(loop, input)]
         return _collect(iter(chunks), loop, stream_mode)
+
+    def batch(
+        self,
+        inputs: Sequence[Any],
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """``invoke`` each input (on threads, ``config["max_concurrency"]`` at once).
+
+        ``config`` is one config for all inputs or one per input; with
+        ``return_exceptions`` a failed run's exception takes its place in the result.
+        """
+        configs = _batch_configs(config, len(inputs))
+        if not inputs:
+            return []
+
+        def one(pair: tuple[Any, RunnableConfig | None]) -> Any:
+            try:
+                return self.invoke(pair[0], pair[1], **kwargs)
+            except Exception as exc:
+                if return_exceptions:
+                    return exc
+                raise
+
+        if len(inputs) == 1:
+            return [one((inputs[0], configs[0]))]
+        workers = (configs[0] or {}).get("max_concurrency") or None
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(one, zip(inputs, configs, strict=True)))
+
+    async def abatch(
+        self,
+        inputs: Sequence[Any],
+        config: RunnableConfig | Sequence[RunnableConfig] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """Async twin of :meth:`batch`: the runs are awaited together."""
+        configs = _batch_configs(config, len(inputs))
+        limit = (configs[0] or {}).get("max_concurrency") if configs else None
+        semaphore = asyncio.Semaphore(limit) if limit else None
+
+        async def one(value: Any, cfg: RunnableConfig | None) -> Any:
+            if semaphore is None:
+                return await self.ainvoke(value, cfg, **kwargs)
+            async with semaphore:
+                return await self.ainvoke(value, cfg, **kwargs)
+
+        return list(
+            await asyncio.gather(
+                *(one(v, c) for v, c in zip(inputs, configs, strict=True)),
+                return_exceptions=return_exceptions,
+            )
+        )
 
     # --- state API (see _state.py) --------------------------------------------------------
 
@@ -415,6 +475,20 @@ class Pregel:
                 yield name, sub
 
 
+def _batch_configs(
+    config: RunnableConfig | Sequence[RunnableConfig] | None, count: int
+) -> list[RunnableConfig | None]:
+    if config is None or isinstance(config, Mapping):
+        return [config] * count
+    configs = list(config)
+    if len(configs) != count:
+        raise ValueError(
+            f"batch() got {len(configs)} configs for {count} inputs: give one config, "
+            "or one per input"
+        )
+    return configs  # type: ignore[return-value]
+
+
 def coerce_context(schema: Any, context: Any) -> Any:
     """A dict context becomes an instance of a dataclass or pydantic ``context_schema``."""
     if context is None or schema is None or not isinstance(context, dict):
@@ -435,10 +509,13 @@ def _run(loop: PregelLoop, input: Any) -> Iterator[StreamChunk]:
         executor.close()
 
 
-async def _arun(loop: PregelLoop, input: Any) -> AsyncIterator[StreamChunk]:
+async def _arun(loop: PregelLoop, input: Any) -> AsyncGenerator[StreamChunk, None]:
     loop.first(input)
-    async for chunk in adrive(loop, AsyncioExecutor(loop.config.get("max_concurrency"))):
-        yield chunk
+    # closing the stream early closes the driver, which cancels the running tasks
+    driver = adrive(loop, AsyncioExecutor(loop.config.get("max_concurrency")))
+    async with contextlib.aclosing(driver) as chunks:
+        async for chunk in chunks:
+            yield chunk
 
 
 def _private_sink(loop: PregelLoop, stream_mode: str) -> None:
