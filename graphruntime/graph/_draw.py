@@ -53,9 +53,7 @@ class _Task(NamedTuple):
     writes: list[tuple[str, Any]]
 
 
-def draw_graph(
-    graph: CompiledStateGraph[Any, Any, Any, Any], config: Any = None, *, xray: int | bool = False
-) -> Graph:
+def draw_graph(graph: CompiledStateGraph, config: Any = None, *, xray: int | bool = False) -> Graph:
     """The drawable graph; ``xray`` inlines subgraphs (``True``: all levels, ``n``: n levels)."""
     subgraphs: dict[str, Graph] = {}
     if xray:
@@ -70,7 +68,7 @@ def draw_graph(
 class _DryRun:
     """One dry run of a compiled graph's superstep loop, collecting edges as it goes."""
 
-    def __init__(self, graph: CompiledStateGraph[Any, Any, Any, Any]) -> None:
+    def __init__(self, graph: CompiledStateGraph) -> None:
         self.graph = graph
         self.builder = graph.builder
         self.channels: dict[str, BaseChannel] = {

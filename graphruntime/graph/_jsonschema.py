@@ -34,17 +34,17 @@ _MODEL_CONFIG = ConfigDict(arbitrary_types_allowed=True, frozen=True, protected_
 _RESERVED = frozenset(name for name in dir(BaseModel) if not name.startswith("_"))
 
 
-def input_jsonschema(graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
+def input_jsonschema(graph: CompiledStateGraph) -> dict[str, Any]:
     builder = graph.builder
     return _state_jsonschema(builder, builder.input_schema, f"{graph.name}Input")
 
 
-def output_jsonschema(graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
+def output_jsonschema(graph: CompiledStateGraph) -> dict[str, Any]:
     builder = graph.builder
     return _state_jsonschema(builder, builder.output_schema, f"{graph.name}Output")
 
 
-def context_jsonschema(graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, Any] | None:
+def context_jsonschema(graph: CompiledStateGraph) -> dict[str, Any] | None:
     schema = graph.builder.context_schema
     if schema is None:
         return None
@@ -57,7 +57,7 @@ def context_jsonschema(graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[st
     )
 
 
-def _state_jsonschema(builder: StateGraph[Any, Any, Any, Any], schema: Any, name: str) -> dict[str, Any]:
+def _state_jsonschema(builder: StateGraph, schema: Any, name: str) -> dict[str, Any]:
     if _is_model(schema):
         return dict(schema.model_json_schema())
     if _is_typeddict(schema):

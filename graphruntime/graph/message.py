@@ -5,21 +5,26 @@ graphruntime module that imports it; ``import graphruntime.graph`` does not.
 
 ``add_messages`` merges message lists by id, ``MessagesState`` is the usual
 ``{"messages": [...]}`` state. The typed serializer stores LangChain's message
-classes by default, so such state checkpoints as is. LangGraph's deprecated
-``MessageGraph`` (a graph whose whole state is one list) and ``push_message``
-(which writes to the ``messages`` stream through LangChain callbacks) are not
-provided: use a ``MessagesState`` graph and return the message from the node.
+classes by default, so such state checkpoints as is. ``MessageGraph`` (a graph whose
+whole state is one message list) is LangGraph's deprecated spelling of
+``StateGraph(Annotated[list[AnyMessage], add_messages])``. ``push_message`` (which
+writes to the ``messages`` stream through LangChain callbacks) is not provided: use
+a ``MessagesState`` graph and return the message from the node.
 """
 
 from __future__ import annotations
 
 import inspect
 import uuid
+import warnings
 from collections.abc import Sequence
 from functools import partial
 from typing import Annotated, Any, Literal, cast
 
 from typing_extensions import TypedDict
+
+from graphruntime import warnings as deprecation
+from graphruntime.graph.state import StateGraph
 
 try:
     from langchain_core.messages import (
@@ -158,3 +163,19 @@ class MessagesState(TypedDict):
     """State with one key, ``messages``, merged by :func:`add_messages`."""
 
     messages: Annotated[list[AnyMessage], add_messages]
+
+
+class MessageGraph(StateGraph):
+    """Deprecated: a graph whose whole state is one message list, merged by add_messages.
+
+    Use a ``StateGraph`` with a ``messages`` key (``MessagesState``) instead.
+    """
+
+    def __init__(self) -> None:
+        warnings.warn(
+            "MessageGraph is deprecated in LangGraph v1.0.0, to be removed in v2.0.0. Please "
+            "use StateGraph with a `messages` key instead.",
+            deprecation.LangGraphDeprecatedSinceV10,
+            stacklevel=2,
+        )
+        super().__init__(Annotated[list[AnyMessage], add_messages])
