@@ -106,7 +106,9 @@ def check_signature(func: Callable[..., Any]) -> None:
 
 def is_graph(obj: Any) -> bool:
     """Whether ``obj`` is a compiled graph (run as a subgraph, not called)."""
-    return hasattr(obj, "invoke") and hasattr(obj, "ainvoke") and hasattr(obj, "get_state")
+    # looked up on the type: a Mock (or any object with __getattr__) has every attribute
+    cls = type(obj)
+    return hasattr(cls, "invoke") and hasattr(cls, "ainvoke") and hasattr(cls, "get_state")
 
 
 def is_async_callable(func: Any) -> bool:

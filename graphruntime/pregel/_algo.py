@@ -82,6 +82,8 @@ class PreparedTask:
     """For an error handler's task: the ``NodeError`` it handles."""
     timeout: Any = None
     """A ``Send``'s own ``TimeoutPolicy`` for this task (else the node's)."""
+    cache_key: Any = None
+    """``(namespace, key, ttl)`` its writes are cached under, when the graph caches it."""
 
 
 @dataclass(frozen=True, slots=True)

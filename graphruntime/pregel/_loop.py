@@ -89,6 +89,7 @@ from graphruntime.pregel._algo import (
     task_finished,
     task_path_str,
 )
+from graphruntime.pregel._cache import cache_key, cacheable
 from graphruntime.pregel._io import map_command, output_updates, output_values
 from graphruntime.pregel._node import GraphSpec
 from graphruntime.pregel._resume import (
@@ -634,6 +635,8 @@ class PregelLoop:
             for task in self._reattach_finished(self.tasks.values()):
                 self._emit_updates(task, cached=True)
             self._resume_error_handlers()
+        if self.graph.cache is not None:
+            self._match_cached(self.tasks.values())
         if self.options.interrupt_before and should_interrupt(
             self.checkpoint, self.options.interrupt_before, self.tasks.values()
         ):
@@ -647,6 +650,29 @@ class PregelLoop:
             self.status = "draining"
             return False
         return True
+
+    # --- cached results -----------------------------------------------------------------
+
+    def _match_cached(self, tasks: Collection[PreparedTask]) -> None:
+        """Tasks whose node caches its results and whose input was seen before take the
+        cached writes instead of running (saved, and streamed as cached)."""
+        cache = self.graph.cache
+        keyed: dict[tuple[tuple[str, ...], str], PreparedTask] = {}
+        for task in tasks:
+            if task.writes or task.node_error is not None:
+                continue
+            policy = task.node.cache_policy or self.graph.cache_policy
+            if policy is None:
+                continue
+            task.cache_key = cache_key(task, policy)
+            keyed[(task.cache_key[0], task.cache_key[1])] = task
+        if not keyed:
+            return
+        for key, writes in cache.get(tuple(keyed)).items():
+            task = keyed[key]
+            task.writes.extend(writes)
+            self.put_writes(task.id, task.writes, task_order(task))
+            self._emit_updates(task, cached=True)
 
     # --- error handlers -----------------------------------------------------------------
 
@@ -842,6 +868,9 @@ class PregelLoop:
             task.writes[:] = writes
             self.put_writes(task.id, writes, path)
             self._emit_updates(task)
+            if task.cache_key is not None and cacheable(writes):
+                namespace, key, ttl = task.cache_key
+                self.graph.cache.set({(namespace, key): (list(writes), ttl)})
         elif isinstance(outcome, GraphInterrupt):
             resume = [w for w in _dedupe_resume(task.writes) if w[0] == RESUME]
             self.put_writes(task.id, [(INTERRUPT, tuple(outcome.interrupts)), *resume], path)

@@ -25,6 +25,7 @@ from graphruntime._internal._constants import (
 )
 from graphruntime.channels import BaseChannel
 from graphruntime.checkpoint.base import BaseCheckpointSaver
+from graphruntime.pregel._cache import namespace
 from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive, drive
 from graphruntime.pregel._loop import PregelLoop, RunOptions
 from graphruntime.pregel._node import NodeSpec
@@ -421,6 +422,26 @@ class Pregel:
                 return_exceptions=return_exceptions,
             )
         )
+
+    # --- cache --------------------------------------------------------------------------
+
+    def _cache_namespaces(self, nodes: Sequence[str] | None) -> list[tuple[str, ...]]:
+        if self.cache is None:
+            raise ValueError("No cache is set for this graph. Cannot clear cache.")
+        names = nodes or list(self.nodes)
+        return [namespace(self.nodes[name]) for name in names if name in self.nodes]
+
+    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Forget the cached results of ``nodes`` (default: every node)."""
+        namespaces = self._cache_namespaces(nodes)
+        assert self.cache is not None
+        self.cache.clear(namespaces)
+
+    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Async twin of :meth:`clear_cache`."""
+        namespaces = self._cache_namespaces(nodes)
+        assert self.cache is not None
+        await self.cache.aclear(namespaces)
 
     # --- state API (see _state.py) --------------------------------------------------------
 
