@@ -8,13 +8,18 @@ VENV := .venv
 PYPROJECT_HASH := $(shell $(PYTHON) -c 'import hashlib; print(hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest()[:16])')
 STAMP := $(VENV)/.installed-$(PYPROJECT_HASH)
 
-.PHONY: demo test
+.PHONY: demo test chaos
 
 demo: $(STAMP)
 	$(VENV)/bin/python -m examples.demo
 
 test: $(STAMP)
 	bash scripts/test.sh
+
+# A long fault-injection run (see tests/chaos/test_chaos.py); CHAOS_SECONDS to change it.
+chaos: $(STAMP)
+	CHAOS_SECONDS=$${CHAOS_SECONDS:-600} $(VENV)/bin/python -m pytest -q -s -p no:cacheprovider \
+		--timeout=$$(( $${CHAOS_SECONDS:-600} + 600 )) tests/chaos
 
 $(STAMP):
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \

@@ -39,8 +39,10 @@ def main() -> None:
         paused = client.invoke("approvals", {"docs": docs}, thread, timeout=120)
         took = time.perf_counter() - started
         pids = Counter(r["worker_pid"] for r in paused["reviews"])
-        print(f"reviewed {len(paused['reviews'])} documents in {took:.2f}s, "
-              f"across worker processes {dict(pids)}")
+        print(
+            f"reviewed {len(paused['reviews'])} documents in {took:.2f}s, "
+            f"across worker processes {dict(pids)}"
+        )
         question = paused["__interrupt__"][0]
         print("paused for a human:", question.value)
         print("state.next:", client.get_state("approvals", thread).next)

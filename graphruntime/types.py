@@ -6,7 +6,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, NamedTuple, TypeVar
 
 from graphruntime._internal._config import RunnableConfig
@@ -274,12 +274,24 @@ class StateSnapshot(NamedTuple):
     interrupts: tuple[Interrupt, ...]
 
 
-def interrupt(value: Any, *, response_schema: Any = None) -> Any:
+def interrupt(
+    value: Any,
+    *,
+    response_schema: Any = None,
+    deadline: timedelta | datetime | None = None,
+    default: Any = None,
+) -> Any:
     """Pause the running node and show ``value`` to the caller.
 
     The first call raises ``GraphInterrupt``; when the thread is resumed with
     ``Command(resume=answer)`` the node runs again from its first line and this
     call returns ``answer``. Several calls in one node are matched by position.
+
+    ``deadline`` (a timedelta from now, or an aware datetime) and ``default`` are
+    graphruntime's: the wait ends at the deadline, and ``default`` answers it. On the
+    workers the sweeper resumes an expired wait with ``default`` (once, as actor
+    ``deadline``); in-process nothing runs by itself: the deadline is stored with the
+    interrupt (``get_state().interrupts[i].deadline``) for the caller to act on.
     """
     from graphruntime._internal._config import get_config
     from graphruntime._internal._constants import (
@@ -291,6 +303,7 @@ def interrupt(value: Any, *, response_schema: Any = None) -> Any:
     from graphruntime.errors import GraphInterrupt, mark_invalid_resume
 
     conf = get_config()["configurable"]
+    until = _deadline(deadline, default)
     adapter = None
     if response_schema is not None and not isinstance(response_schema, dict):
         from pydantic import TypeAdapter
@@ -319,12 +332,42 @@ def interrupt(value: Any, *, response_schema: Any = None) -> Any:
         scratchpad.resume.append(v)
         conf[CONFIG_KEY_SEND]([(RESUME, list(scratchpad.resume))])
         return validated
+    new_id = interrupt_id(conf[CONFIG_KEY_CHECKPOINT_NS], len(scratchpad.resume))
+    if until is not None:
+        # the same wait asked again (its task re-ran): the clock does not restart
+        earlier = scratchpad.previous_interrupts.get(new_id)
+        if earlier is not None and earlier.deadline is not None:
+            until = earlier.deadline
     raise GraphInterrupt(
         (
             Interrupt(
                 value=value,
-                id=interrupt_id(conf[CONFIG_KEY_CHECKPOINT_NS], len(scratchpad.resume)),
+                id=new_id,
                 response_schema=adapter.json_schema() if adapter is not None else response_schema,
+                deadline=until,
+                default=default if until is not None else None,
             ),
         )
     )
+
+
+def _deadline(deadline: timedelta | datetime | None, default: Any) -> datetime | None:
+    """The absolute deadline ``interrupt()`` was given, checked."""
+    if deadline is None:
+        if default is not None:
+            raise ValueError("interrupt(default=...) needs deadline=: the default answers it")
+        return None
+    if default is None:
+        raise ValueError(
+            "interrupt(deadline=...) needs default=: the resume value applied when it passes"
+        )
+    if isinstance(deadline, timedelta):
+        return datetime.now(UTC) + deadline
+    if isinstance(deadline, datetime):
+        if deadline.tzinfo is None:
+            raise ValueError(
+                "interrupt(deadline=...) takes a timedelta or an aware datetime "
+                "(with tzinfo), not a naive one"
+            )
+        return deadline.astimezone(UTC)
+    raise TypeError(f"interrupt(deadline=...) takes a timedelta or a datetime, not {deadline!r}")

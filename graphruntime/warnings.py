@@ -1,7 +1,7 @@
-"""Deprecation warnings, as ``langgraph.warnings``.
+"""Deprecation warnings (as ``langgraph.warnings``): the same classes, for ported filters.
 
-A ported ``pytest.warns(LangGraphDeprecatedSinceV10)`` or ``filterwarnings`` entry
-keeps working: the classes carry the same names and the same version tags.
+Each names the LangGraph version that deprecated the feature and the one expected to
+remove it; ``str()`` says both.
 """
 
 from __future__ import annotations
@@ -15,13 +15,7 @@ __all__ = (
 
 
 class LangGraphDeprecationWarning(DeprecationWarning):
-    """Something still works but is going away.
-
-    Attributes:
-        message: what is deprecated and what to use instead.
-        since: the LangGraph version that deprecated it.
-        expected_removal: the version expected to remove it.
-    """
+    """A deprecated LangGraph feature that graphruntime still provides."""
 
     message: str
     since: tuple[int, int]
@@ -40,28 +34,29 @@ class LangGraphDeprecationWarning(DeprecationWarning):
         self.expected_removal = expected_removal or (since[0] + 1, 0)
 
     def __str__(self) -> str:
+        since, removal = self.since, self.expected_removal
         return (
-            f"{self.message}. Deprecated in LangGraph V{self.since[0]}.{self.since[1]}"
-            f" to be removed in V{self.expected_removal[0]}.{self.expected_removal[1]}."
+            f"{self.message}. Deprecated in LangGraph V{since[0]}.{since[1]} to be removed "
+            f"in V{removal[0]}.{removal[1]}."
         )
 
 
 class LangGraphDeprecatedSinceV05(LangGraphDeprecationWarning):
-    """Deprecated since LangGraph v0.5.0."""
+    """Deprecated since LangGraph 0.5, to be removed in 2.0."""
 
     def __init__(self, message: str, *args: object) -> None:
         super().__init__(message, *args, since=(0, 5), expected_removal=(2, 0))
 
 
 class LangGraphDeprecatedSinceV10(LangGraphDeprecationWarning):
-    """Deprecated since LangGraph v1.0.0."""
+    """Deprecated since LangGraph 1.0, to be removed in 2.0."""
 
     def __init__(self, message: str, *args: object) -> None:
         super().__init__(message, *args, since=(1, 0), expected_removal=(2, 0))
 
 
 class LangGraphDeprecatedSinceV11(LangGraphDeprecationWarning):
-    """Deprecated since LangGraph v1.1.0."""
+    """Deprecated since LangGraph 1.1, to be removed in 3.0."""
 
     def __init__(self, message: str, *args: object) -> None:
         super().__init__(message, *args, since=(1, 1), expected_removal=(3, 0))

@@ -40,11 +40,13 @@ run_stage() {
 # pytest exits 5 when it collected nothing: an empty run overall is a bug, not a pass.
 run_pytest() {
     local fast=0 upstream=0 e2e=0
-    python -m pytest -n "${PYTEST_WORKERS:-2}" -q --ignore=tests/e2e --ignore=tests/upstream "$@" \
+    python -m pytest -n "${PYTEST_WORKERS:-2}" -q --ignore=tests/e2e --ignore=tests/upstream \
+        --ignore=tests/chaos "$@" \
         || fast=$?
     # -rfEX: the parity gaps are xfail by the hundred; list failures, errors and XPASS only.
     python -m pytest -n "${PYTEST_WORKERS:-2}" -q -rfEX tests/upstream "$@" || upstream=$?
-    python -m pytest -q tests/e2e "$@" || e2e=$?
+    # tests/chaos: a short fault-injection round (make chaos runs a long one)
+    CHAOS_SECONDS="${CHAOS_SECONDS:-30}" python -m pytest -q tests/e2e tests/chaos "$@" || e2e=$?
     if [[ $fast -eq 5 && $upstream -eq 5 && $e2e -eq 5 ]]; then
         echo "error: pytest collected no tests; an empty run is a bug (wrong path, -k or -m?)" >&2
         return 5

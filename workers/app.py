@@ -9,7 +9,7 @@ made on first use (``create_app``, or the module attribute ``app`` that
 
 from __future__ import annotations
 
-import json
+import logging
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,10 +24,9 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 from workers.dispatch import QueueDepths
 from workers.errors import BrokerUnavailableError, ConfigurationError
 from workers.messages import TaskMessage
-from workers.settings import Settings
+from workers.settings import Settings, load_settings
 
-DEAD_LETTERS_KEPT = 10_000
-"""Most refused resume messages kept on the dead-letter list (oldest dropped first)."""
+log = logging.getLogger(__name__)
 
 
 def redis_url(settings: Settings) -> str:
@@ -35,10 +34,13 @@ def redis_url(settings: Settings) -> str:
     if settings.redis_url:
         return settings.redis_url
     if settings.embedded:
+        from workers.embedded import data_dir as embedded_dir
         from workers.embedded import redis_url as embedded
 
         url = embedded()
-        sys.stderr.write(f"graphruntime: using the embedded Redis at {url} (development only)\n")
+        sys.stderr.write(
+            f"graphruntime: using the embedded Redis in {embedded_dir()} (development only)\n"
+        )
         return url
     raise ConfigurationError(
         "REDIS_URL is not set: point it at the Redis broker (e.g. redis://redis:6379/0), or "
@@ -54,6 +56,7 @@ def create_app(settings: Settings) -> Celery:
         result_serializer="json",
         accept_content=["json"],
         task_acks_late=True,
+        task_acks_on_failure_or_timeout=True,  # a failed job is recorded, never redelivered
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         task_ignore_result=True,
@@ -78,7 +81,7 @@ def create_app(settings: Settings) -> Celery:
 @cache
 def get_app() -> Celery:
     """The process's app, from the environment's settings (made once)."""
-    return create_app(Settings())
+    return create_app(load_settings())
 
 
 def __getattr__(name: str) -> Any:
@@ -105,17 +108,43 @@ class CeleryBroker:
                 "graphruntime.coordinate", kwargs={"run_id": run_id, "v": 1}, **options
             )
 
-    def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None:
-        """Publish task jobs over one producer (one connection for a whole fan-out)."""
+    def send_coordinates(self, run_ids: Sequence[str]) -> None:
+        queue = self.settings.coordinator_queue
+        with (
+            _broker_errors("send coordinator messages"),
+            self.app.producer_or_acquire() as producer,
+        ):
+            for run_id in run_ids:
+                self.app.send_task(
+                    "graphruntime.coordinate",
+                    kwargs={"run_id": run_id, "v": 1},
+                    queue=queue,
+                    producer=producer,
+                )
+
+    def send_tasks(
+        self,
+        messages: Sequence[TaskMessage],
+        *,
+        delay: float = 0.0,
+        labels: Sequence[str] | None = None,
+    ) -> None:
+        """Publish task jobs over one producer (one connection for a whole fan-out).
+
+        A label becomes the job's Celery ``shadow`` name: Flower and the worker log
+        show ``graph:node`` instead of ``graphruntime.execute``.
+        """
         options: dict[str, Any] = {"countdown": delay} if delay > 0 else {}
+        names = list(labels) if labels is not None else [None] * len(messages)
         with _broker_errors("send task jobs"), self.app.producer_or_acquire() as producer:
-            for message in messages:
+            for message, label in zip(messages, names, strict=True):
                 self.app.send_task(
                     "graphruntime.execute",
                     kwargs=message.model_dump(mode="json"),
                     queue=self.settings.task_queue,
                     task_id=message.job_id,
                     producer=producer,
+                    shadow=label,
                     **options,
                 )
 
@@ -128,12 +157,33 @@ class CeleryBroker:
         return QueueDepths(int(coordinator), int(tasks))
 
     def dead_letter(self, message: str, reason: str) -> None:
-        entry = json.dumps({"message": message, "error": reason})
         with _broker_errors("dead-letter a resume message"):
-            pipe = self.redis.pipeline()
-            pipe.lpush(f"{self.settings.resume_queue}:dead", entry)
-            pipe.ltrim(f"{self.settings.resume_queue}:dead", 0, DEAD_LETTERS_KEPT - 1)
-            pipe.execute()
+            self.settings.dead_letters.push(self.redis, message, reason)
+
+    def check_persistence(self) -> bool:
+        """Whether Redis keeps the resume queue across a restart (AOF on); warns if not.
+
+        Celery's messages can be lost (Postgres holds their truth and the sweeper re-sends
+        them), but a resume message waiting on the queue exists only in Redis.
+        """
+        try:
+            with _broker_errors("read the broker's persistence settings"):
+                found: Any = self.redis.config_get("appendonly").get("appendonly")
+                aof = found.decode() if isinstance(found, bytes) else str(found)
+        except BrokerUnavailableError:
+            return False
+        except redis.exceptions.ResponseError:  # CONFIG disabled (managed Redis): cannot tell
+            log.warning("cannot read Redis' appendonly setting; make sure AOF is on")
+            return False
+        if aof != "yes":
+            log.warning(
+                "Redis runs without AOF (appendonly=%s): resume messages waiting on %s are "
+                "lost if Redis restarts. Turn it on (appendonly yes).",
+                aof,
+                self.settings.resume_queue,
+            )
+            return False
+        return True
 
 
 @contextmanager

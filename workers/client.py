@@ -17,9 +17,10 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from graphruntime.checkpoint import ClusterSaver, check_round_trip
@@ -27,30 +28,54 @@ from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointError
 from graphruntime.pregel import Pregel
 from graphruntime.types import Command, StateSnapshot
+from workers import approvals
 from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunListener, RunWatch
+from workers._requests import check_text, thread_id_of
+from workers.approvals import InboxPage, ResumeOutcome, ResumeRecord
 from workers.dispatch import Broker
 from workers.errors import (
     GraphMismatchError,
     NotDispatchedError,
     RemoteGraphError,
+    RemoteTraceback,
     RunTimeoutError,
     ThreadBusyError,
     is_transient,
 )
 from workers.messages import MAX_NAME, MAX_NOTE
 from workers.registry import GraphRegistry
-from workers.settings import Settings
-from workers.store import NewRun, PostgresRunStore, Run, RunKind, RunStore
+from workers.settings import Settings, load_settings
+from workers.store import InboxUpdate, NewRun, PostgresRunStore, Run, RunKind, RunStore
 
 log = logging.getLogger(__name__)
 
+NO_WORKER_HINT_AFTER = 10.0
+"""Seconds a run may stay queued before the client asks whether any worker is running."""
 
-def rebuild_error(info: dict[str, Any]) -> BaseException:
+
+def rebuild_error(info: dict[str, Any], run_id: str | None = None) -> BaseException:
     """Re-create a node's exception from its recorded type and message.
 
     Only built-in and graphruntime/workers exception classes are re-created; any
-    other type becomes a :class:`RemoteGraphError` subclass with the same name.
+    other type becomes a :class:`RemoteGraphError` subclass with the same name. The
+    worker's traceback is its ``__cause__`` (:class:`RemoteTraceback`), and a note says
+    where it was raised.
     """
+    error = _rebuilt(info)
+    text = info.get("traceback")
+    if isinstance(text, str) and text:
+        error.__cause__ = RemoteTraceback(text)
+    where = [f"run {run_id}"] if run_id else []
+    if info.get("task"):
+        where.append(f"node {info['task']}")
+    if info.get("worker"):
+        where.append(f"worker {info['worker']}")
+    if where:
+        error.add_note("Raised on the workers: " + ", ".join(where))
+    return error
+
+
+def _rebuilt(info: dict[str, Any]) -> BaseException:
     name = str(info.get("type", "Exception"))
     module = str(info.get("module", "builtins"))
     message = str(info.get("message", ""))
@@ -95,7 +120,7 @@ class RunHandle:
         """The run's output, as ``invoke`` returns it; re-raises the run's error."""
         run = self.client.wait_done(self.run_id, timeout)
         if run.status == "error":
-            raise rebuild_error(run.error or {})
+            raise rebuild_error(run.error or {}, run.run_id)
         if run.result_error is not None:
             raise CheckpointError(
                 f"Run {run.run_id} finished, but its result cannot be decoded here: "
@@ -131,7 +156,7 @@ class GraphClient:
         """A client for the cluster the settings (default: the environment) name."""
         from workers.runtime import connect
 
-        ctx = connect(settings or Settings())
+        ctx = connect(settings or load_settings())
         return cls(
             settings=ctx.settings,
             registry=ctx.registry,
@@ -178,10 +203,10 @@ class GraphClient:
         queue message is dead-lettered if its run is refused).
         """
         self.registry.get(graph)  # unknown graph: a clear error, nothing queued
-        thread_id = _thread_id(config)
-        _check_text("idempotency_key", idempotency_key, MAX_NAME)
-        _check_text("actor", actor, MAX_NAME)
-        _check_text("note", note, MAX_NOTE)
+        thread_id = thread_id_of(config)
+        check_text("idempotency_key", idempotency_key, MAX_NAME)
+        check_text("actor", actor, MAX_NAME)
+        check_text("note", note, MAX_NOTE)
         kind: RunKind = "input"
         if isinstance(input, Command):
             kind = "resume" if input.resume is not None else "command"
@@ -251,6 +276,7 @@ class GraphClient:
         # LISTEN first, then read: a run finished after the read is always notified
         with self._watch(run_id, (RUNS_CHANNEL,)) as watch:
             status = "unknown"
+            hint_at: float | None = time.monotonic() + NO_WORKER_HINT_AFTER
             while True:
                 try:
                     run: Run | None = self.store.get_run(run_id)
@@ -268,9 +294,35 @@ class GraphClient:
                     raise RunTimeoutError(
                         f"Run {run_id} is still {status} after {timeout}s; it keeps going. "
                         "Wait on its handle again or read the thread's state."
+                        + (f" {self._no_worker_hint()}" if status == "queued" else "")
                     )
+                if hint_at is not None and now > hint_at:
+                    hint_at = None
+                    if status == "queued":
+                        log.warning(
+                            "run %s is still queued after %.0fs: %s Waiting on.",
+                            run_id,
+                            NO_WORKER_HINT_AFTER,
+                            self._no_worker_hint(),
+                        )
                 remaining = None if deadline is None else deadline - now
                 _wait(watch, remaining)
+
+    def _no_worker_hint(self) -> str:
+        settings = self.settings
+        try:
+            alive = [
+                w
+                for w in self.store.live_workers(settings.stale_after)
+                if not str(w["worker"]).startswith("client:")
+            ]
+        except Exception:  # noqa: BLE001 - a hint must not fail the wait
+            alive = None
+        seen = "" if alive is None else f" ({len(alive)} worker processes beat now)"
+        return (
+            f"Is a worker consuming queue {settings.coordinator_queue!r}{seen}? Start one "
+            f"with `graphrun worker` using the same GRAPHRUNTIME_COORDINATOR_QUEUE and REDIS_URL."
+        )
 
     def _watch(
         self, run_id: str, channels: Sequence[str]
@@ -328,7 +380,7 @@ class GraphClient:
                         yield event.payload if single else (event.mode, event.payload)
                 if run.done and not events:
                     if run.status == "error":
-                        raise rebuild_error(run.error or {})
+                        raise rebuild_error(run.error or {}, run.run_id)
                     return
                 if events:
                     if watch is not None:
@@ -361,7 +413,7 @@ class GraphClient:
         The edit holds the thread's lease (so no coordinator starts a run meanwhile)
         and its checkpoint put is fenced (so it cannot fork the thread).
         """
-        thread_id = _thread_id(config)
+        thread_id = thread_id_of(config)
         self.registry.get(graph)
         bound = self.store.bind_thread(thread_id, graph)
         if bound != graph:
@@ -382,7 +434,12 @@ class GraphClient:
                             addressed = (config.get("configurable") or {}).get("checkpoint_id")
                             saver = self.saver if addressed else self.saver.fenced()
                             compiled = self.registry.get(graph).with_checkpointer(saver)
-                            return compiled.update_state(config, values, as_node)
+                            edited = compiled.update_state(config, values, as_node)
+                            # the edit leaves the interrupts it answered or replaced behind
+                            self.store.replace_inbox(
+                                InboxUpdate(thread_id, graph, _checkpoint_id(edited), []), None
+                            )
+                            return edited
                         busy = True
                     finally:
                         self.store.release_thread(thread_id, self.name)
@@ -395,32 +452,86 @@ class GraphClient:
         finally:
             self.store.remove_worker(self.name)
 
+    # --- approvals -------------------------------------------------------------------------
+
+    def inbox(
+        self,
+        graph: str | None = None,
+        *,
+        where: dict[str, Any] | None = None,
+        node: str | None = None,
+        older_than: timedelta | datetime | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> InboxPage:
+        """A page of pending interrupts across threads, oldest first.
+
+        ``where`` keeps waits whose value contains it (JSON containment, e.g.
+        ``{"team": "ops"}``); ``older_than`` an age or a time; ``cursor`` is the previous
+        page's. Reads the inbox table only, never a checkpoint.
+        """
+        return approvals.inbox(
+            self,
+            graph,
+            where=where,
+            node=node,
+            older_than=older_than,
+            limit=limit,
+            cursor=cursor,
+        )
+
+    def resume_many(
+        self,
+        graph: str,
+        *,
+        value: Any,
+        idempotency_key: str,
+        where: dict[str, Any] | None = None,
+        node: str | None = None,
+        items: Iterable[tuple[str, str]] | None = None,
+        actor: str | None = None,
+        note: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[ResumeOutcome]:
+        """Resume every selected pending interrupt with ``value``: one outcome per thread.
+
+        Safe to repeat: the same ``idempotency_key`` resumes each thread once.
+        """
+        check_text("actor", actor, MAX_NAME)
+        check_text("note", note, MAX_NOTE)
+        return approvals.resume_many(
+            self,
+            graph,
+            value=value,
+            idempotency_key=idempotency_key,
+            where=where,
+            node=node,
+            items=items,
+            actor=actor,
+            note=note,
+            progress=progress,
+        )
+
+    def cancel(
+        self, graph: str, config: RunnableConfig, *, reason: str, actor: str | None = None
+    ) -> list[str]:
+        """Cancel the thread: its queued and running runs end as ``cancelled``, its open
+        tasks can no longer write, its waits leave the inbox. Returns the runs ended."""
+        check_text("actor", actor, MAX_NAME)
+        return approvals.cancel(self, graph, config, reason=reason, actor=actor)
+
+    def resume_history(
+        self, graph: str, config: RunnableConfig, *, limit: int = 50
+    ) -> list[ResumeRecord]:
+        """The thread's resumes, newest first: who, when, which value, which route."""
+        return approvals.resume_history(self, graph, config, limit=limit)
+
 
 def _wait(watch: RunWatch | None, timeout: float | None) -> None:
     if watch is not None:
         watch.wait(timeout)
     else:
         time.sleep(0.005 if timeout is None else max(0.0, min(0.005, timeout)))
-
-
-def _check_text(name: str, value: str | None, limit: int) -> None:
-    if value is None:
-        return
-    if not value or len(value) > limit or "\x00" in value:
-        raise ValueError(
-            f"{name} must be 1 to {limit} characters without NUL, got {len(value)} characters"
-        )
-
-
-def _thread_id(config: RunnableConfig | None) -> str:
-    thread_id = (config or {}).get("configurable", {}).get("thread_id")
-    if not thread_id:
-        raise ValueError(
-            "Checkpointer requires one or more of the following 'configurable' keys: "
-            "thread_id, checkpoint_ns, checkpoint_id"
-        )
-    _check_text("thread_id", str(thread_id), MAX_NAME)
-    return str(thread_id)
 
 
 def _user_config(config: RunnableConfig | None) -> dict[str, Any]:
@@ -432,3 +543,7 @@ def _user_config(config: RunnableConfig | None) -> dict[str, Any]:
         if key in config:
             out[key] = config.get(key)
     return out
+
+
+def _checkpoint_id(config: RunnableConfig) -> str:
+    return str((config.get("configurable") or {}).get("checkpoint_id") or "")

@@ -11,10 +11,13 @@ coordinator again, which re-opens the step and settles it from what the jobs sav
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from graphruntime.checkpoint import SerializerProtocol
 from graphruntime.errors import CheckpointConflict, GraphInterrupt
 from graphruntime.pregel import (
     INTERRUPT,
@@ -27,13 +30,17 @@ from graphruntime.pregel import (
     TaskResult,
     drive,
     run_task_attempt,
+    task_order,
 )
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.dispatch import dispatch_retry, dispatch_step
 from workers.errors import UnknownGraphError, WorkerError, error_info, is_transient
-from workers.store import Run, StepTask
+from workers.store import InboxEntry, InboxUpdate, Run, StepTask
 
 log = logging.getLogger(__name__)
+
+LACKING_GRAPH_DELAY = 5.0
+"""Seconds before a run this worker lacks the graph of is offered again."""
 
 MAX_RUNS_PER_JOB = 16
 """Runs of one thread a coordinator job takes in turn before handing the thread back."""
@@ -51,8 +58,10 @@ class UndecodableRunError(WorkerError):
     """A run whose input this worker cannot decode; the run ends with this error."""
 
 
-def coordinate(ctx: WorkerContext, run_id: str) -> None:
+def coordinate(ctx: WorkerContext, run_id: str) -> list[str]:
     """Advance the thread of ``run_id`` as far as it goes without waiting. Safe to call twice.
+
+    Returns the runs that failed here, one line each (their errors are recorded).
 
     Runs of a thread go in order: whichever job holds the thread's lease advances
     its oldest run, then the next; a job that finds the lease taken leaves its run
@@ -61,17 +70,18 @@ def coordinate(ctx: WorkerContext, run_id: str) -> None:
     store, worker = ctx.store, ctx.worker_name
     run = store.get_run(run_id)
     if run.done:
-        return
+        return []
     thread = run.thread_id
     if not store.acquire_thread(thread, worker, ctx.stale):
-        return
+        return []
     waiting = False
+    failures: list[str] = []
     try:
         for _ in range(MAX_RUNS_PER_JOB):
             current = store.next_run(thread)
             if current is None:
                 break
-            if not advance(ctx, current):
+            if not advance(ctx, current, failures):
                 waiting = True  # on its task jobs: the last one calls us again
                 break
     finally:
@@ -81,9 +91,10 @@ def coordinate(ctx: WorkerContext, run_id: str) -> None:
         following = store.next_run(thread)
         if following is not None:
             ctx.broker.send_coordinate(following.run_id)
+    return failures
 
 
-def advance(ctx: WorkerContext, run: Run) -> bool:
+def advance(ctx: WorkerContext, run: Run, failures: list[str] | None = None) -> bool:
     """Drive one run until it ends (True) or waits for its task jobs (False).
 
     Any failure that is not an outage ends the run with that error, as ``invoke``
@@ -97,10 +108,18 @@ def advance(ctx: WorkerContext, run: Run) -> bool:
         return True
     try:
         graph = ctx.registry.get(run.graph)
-    except UnknownGraphError as exc:
-        _end(ctx, run, "error", error=error_info(exc))
-        return True
+    except UnknownGraphError:
+        # the client knows the graph, this worker does not (a rolling deploy, a worker
+        # pool serving other graphs): leave the run to a worker that has it
+        log.warning(
+            "run %s is of graph %r, which this worker does not serve; left for another worker",
+            run.run_id,
+            run.graph,
+        )
+        ctx.broker.send_coordinate(run.run_id, delay=LACKING_GRAPH_DELAY)
+        return False
     events = RunEvents(ctx, run)
+    loop: PregelLoop | None = None
     try:
         loop, reentering = _open(ctx, run, graph)
         executor = ClusterExecutor(ctx, run, events, reentering=reentering)
@@ -116,16 +135,29 @@ def advance(ctx: WorkerContext, run: Run) -> bool:
     except Exception as exc:
         if is_transient(exc):
             raise
-        log.info("run %s failed: %s", run.run_id, exc, exc_info=True)
+        remote = isinstance(exc, RemoteTaskError)  # its task job logged the traceback
+        log.error(
+            "run %s failed (graph %s, thread %s): %s: %s",
+            run.run_id,
+            run.graph,
+            run.thread_id,
+            exc.info.get("type") if isinstance(exc, RemoteTaskError) else type(exc).__name__,
+            exc,
+            exc_info=None if remote else exc,
+        )
         events.store()
         info = exc.info if isinstance(exc, RemoteTaskError) else error_info(exc)
-        _end(ctx, run, "error", error=info)
+        if failures is not None:
+            failures.append(f"run {run.run_id}: {info.get('type')}: {info.get('message')}")
+        waits = _waits(ctx, run, loop) if loop is not None else None
+        _end(ctx, run, "error", error=info, inbox=waits)
         return True
     events.store()
+    waits = _waits(ctx, run, loop)
     if loop.status in ("interrupted", "interrupt_before", "interrupt_after"):
-        _end(ctx, run, "interrupted", result=_result(loop, events))
+        _end(ctx, run, "interrupted", result=_result(loop, events), inbox=waits)
     else:
-        _end(ctx, run, "success", result=_result(loop, events))
+        _end(ctx, run, "success", result=_result(loop, events), inbox=waits)
     return True
 
 
@@ -188,6 +220,7 @@ class ClusterExecutor:
                     ctx.broker,
                     ctx.settings,
                     run_id=run.run_id,
+                    graph=run.graph,
                     thread_id=run.thread_id,
                     checkpoint_id=checkpoint_id,
                     task=task,
@@ -202,6 +235,7 @@ class ClusterExecutor:
                 ctx.broker,
                 ctx.settings,
                 run_id=run.run_id,
+                graph=run.graph,
                 thread_id=run.thread_id,
                 checkpoint_id=checkpoint_id,
                 tasks=tasks,
@@ -226,6 +260,7 @@ class ClusterExecutor:
                 self.ctx.broker,
                 self.ctx.settings,
                 run_id=self.run.run_id,
+                graph=self.run.graph,
                 thread_id=self.run.thread_id,
                 checkpoint_id=loop.checkpoint["id"],
                 tasks=unsent,
@@ -280,13 +315,53 @@ def _end(
     *,
     result: Any = None,
     error: dict[str, Any] | None = None,
+    inbox: InboxUpdate | None = None,
 ) -> None:
-    ctx.store.finish_run(run.run_id, status, result=result, error=error)
+    ctx.store.finish_run(run.run_id, status, result=result, error=error, inbox=inbox)
     origin = run.origin or {}
     if status == "error" and origin.get("route") == "queue" and origin.get("message"):
         # a resume sent as a queue message: refused messages go to the dead letters
         reason = f"{(error or {}).get('type', 'Error')}: {(error or {}).get('message', '')}"
         ctx.broker.dead_letter(str(origin["message"]), reason)
+
+
+def _waits(ctx: WorkerContext, run: Run, loop: PregelLoop) -> InboxUpdate:
+    """What the thread waits on as the run ends: the pending interrupts of its step."""
+    return InboxUpdate(
+        thread_id=run.thread_id,
+        graph=run.graph,
+        checkpoint_id=loop.checkpoint["id"],
+        entries=inbox_entries(loop, ctx.saver.serde),
+    )
+
+
+def inbox_entries(loop: PregelLoop, serde: SerializerProtocol) -> list[InboxEntry]:
+    """The loaded step's pending interrupts as inbox rows, in task order."""
+    entries: list[InboxEntry] = []
+    seen: set[str] = set()
+    for task in sorted(loop.tasks.values(), key=task_order):
+        for intr in loop.recorded_interrupts(task.id):
+            if intr.id in seen:
+                continue
+            seen.add(intr.id)
+            entries.append(
+                InboxEntry(
+                    interrupt_id=intr.id,
+                    node=task.name,
+                    namespace=task.checkpoint_ns,
+                    value=_json_text(serde, intr.value),
+                    deadline=intr.deadline,
+                    default=serde.dumps_typed(intr.default) if intr.deadline else None,
+                )
+            )
+    return entries
+
+
+def _json_text(serde: SerializerProtocol, value: Any) -> str:
+    kind, data = serde.dumps_typed(value)
+    if kind == "json":
+        return data.decode("utf-8")
+    return json.dumps({"__bytes__": base64.b64encode(data).decode("ascii")})
 
 
 def _result(loop: PregelLoop, events: RunEvents) -> Any:

@@ -9,7 +9,7 @@ queue in unit tests: :class:`workers.testing.InlineBroker`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
 from graphruntime.pregel import PreparedTask, RetryLater
@@ -30,7 +30,19 @@ class Broker(Protocol):
 
     def send_coordinate(self, run_id: str, *, delay: float = 0.0) -> None: ...
 
-    def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None: ...
+    def send_coordinates(self, run_ids: Sequence[str]) -> None:
+        """A coordinator message for each run, over one connection."""
+        ...
+
+    def send_tasks(
+        self,
+        messages: Sequence[TaskMessage],
+        *,
+        delay: float = 0.0,
+        labels: Sequence[str] | None = None,
+    ) -> None:
+        """Task jobs; ``labels`` (one per message) name them for people, e.g. in Flower."""
+        ...
 
     def queue_depths(self) -> QueueDepths: ...
 
@@ -58,21 +70,29 @@ def send_refs(
     refs: Sequence[TaskRef],
     *,
     delay: float = 0.0,
+    graph: str | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> None:
-    """Send task jobs for ``refs`` of one step, chunked."""
+    """Send task jobs for ``refs`` of one step, chunked; ``names``: task id -> node."""
     size = chunk_size(settings, len(refs))
+    chunks = [tuple(refs[i : i + size]) for i in range(0, len(refs), size)]
     broker.send_tasks(
         [
             TaskMessage(
-                run_id=run_id,
-                thread_id=thread_id,
-                checkpoint_id=checkpoint_id,
-                tasks=tuple(refs[i : i + size]),
+                run_id=run_id, thread_id=thread_id, checkpoint_id=checkpoint_id, tasks=chunk
             )
-            for i in range(0, len(refs), size)
+            for chunk in chunks
         ],
         delay=delay,
+        labels=[job_label(graph, names, chunk) for chunk in chunks] if graph else None,
     )
+
+
+def job_label(graph: str, names: Mapping[str, str] | None, refs: Sequence[TaskRef]) -> str:
+    """``graph:node`` (``graph:node x3`` for a chunk; nodes joined by ``+`` if mixed)."""
+    nodes = sorted({(names or {}).get(ref.id, "?") for ref in refs})
+    label = f"{graph}:{'+'.join(nodes)}"
+    return label if len(refs) == 1 else f"{label} x{len(refs)}"
 
 
 def dispatch_step(
@@ -84,6 +104,7 @@ def dispatch_step(
     thread_id: str,
     checkpoint_id: str,
     tasks: Sequence[PreparedTask],
+    graph: str | None = None,
 ) -> None:
     """Register a step's tasks in the barrier and send their jobs.
 
@@ -94,7 +115,10 @@ def dispatch_step(
     new = store.register_tasks(run_id, thread_id, checkpoint_id, [(t.id, t.path) for t in tasks])
     refs = [TaskRef(id=task_id, path=tuple(by_id[task_id].path)) for task_id in new]
     if refs:
-        send_refs(broker, settings, run_id, thread_id, checkpoint_id, refs)
+        names = {t.id: t.name for t in tasks}
+        send_refs(
+            broker, settings, run_id, thread_id, checkpoint_id, refs, graph=graph, names=names
+        )
     store.touch_run(run_id)  # after the send: a failure here must not skip it
 
 
@@ -108,6 +132,7 @@ def dispatch_retry(
     checkpoint_id: str,
     task: PreparedTask,
     retry: RetryLater,
+    graph: str | None = None,
 ) -> None:
     """Send a task's next attempt as a job that starts after the policy's backoff."""
     store.register_tasks(run_id, thread_id, checkpoint_id, [(task.id, task.path)])
@@ -115,7 +140,17 @@ def dispatch_retry(
     hold = retry.delay + 2 * settings.heartbeat_interval
     store.hold_for_retry(run_id, checkpoint_id, task.id, retry.attempts, hold)
     ref = TaskRef(id=task.id, path=tuple(task.path), attempts=retry.attempts)
-    send_refs(broker, settings, run_id, thread_id, checkpoint_id, [ref], delay=retry.delay)
+    send_refs(
+        broker,
+        settings,
+        run_id,
+        thread_id,
+        checkpoint_id,
+        [ref],
+        delay=retry.delay,
+        graph=graph,
+        names={task.id: task.name},
+    )
 
 
 def resend_orphans(broker: Broker, settings: Settings, orphans: Iterable[OrphanTask]) -> int:

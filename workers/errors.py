@@ -19,6 +19,9 @@ WorkerError (GraphRuntimeError)
 
 from __future__ import annotations
 
+import os
+import socket
+import traceback
 from typing import Any
 
 from graphruntime.errors import GraphRuntimeError, InvalidResumeError
@@ -80,6 +83,11 @@ class RemoteGraphError(WorkerError):
         self.type_name = type_name
 
 
+class NodeFailedError(WorkerError):
+    """A job's node (or run) failed; raised by the Celery job after recording it, so
+    the job shows as failed. The run's error holds the node's own exception."""
+
+
 class StoreError(WorkerError):
     """The run store failed an operation; the driver's exception is the ``__cause__``."""
 
@@ -112,9 +120,14 @@ def error_info(
     """A JSON-safe description of a failure; the client rebuilds the exception from it.
 
     ``args`` are kept when they are plain JSON values, so ``KeyError('k')`` comes back
-    as ``KeyError('k')`` and not as a KeyError of its quoted message.
+    as ``KeyError('k')`` and not as a KeyError of its quoted message. ``traceback`` is
+    the worker's formatted traceback (text, the last ``MAX_TRACEBACK`` characters), and
+    ``worker`` the host and process that raised it.
     """
     args = [a for a in exc.args if isinstance(a, (str, int, float, bool)) or a is None]
+    text = "".join(traceback.format_exception(exc))
+    if len(text) > MAX_TRACEBACK:
+        text = "...\n" + text[-MAX_TRACEBACK:]
     return {
         "type": type(exc).__name__,
         "module": type(exc).__module__,
@@ -123,4 +136,21 @@ def error_info(
         "repr": repr(exc),
         "task": task,
         "checkpoint_id": checkpoint_id,
+        "traceback": text,
+        "worker": f"{socket.gethostname()}:{os.getpid()}",
     }
+
+
+MAX_TRACEBACK = 16_384
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an error raised on a worker, as text (the ``__cause__`` of the
+    error the client re-raises, so it prints under it, as concurrent.futures does)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return "\n\n" + self.text.rstrip()

@@ -16,7 +16,7 @@ from graphruntime.errors import GraphInterrupt
 from graphruntime.pregel import RetryLater, run_task_attempt
 from workers._deferred_writes import DeferredWrites
 from workers.context import WorkerContext, at_run_start, run_loop
-from workers.coordinator import coordinate
+from workers.coordinator import LACKING_GRAPH_DELAY, coordinate
 from workers.dispatch import dispatch_retry
 from workers.errors import error_info, is_transient
 from workers.messages import TaskMessage
@@ -25,8 +25,11 @@ from workers.store import EventRow, Run
 log = logging.getLogger(__name__)
 
 
-def execute_tasks(ctx: WorkerContext, msg: TaskMessage, *, redelivered: bool = False) -> None:
+def execute_tasks(ctx: WorkerContext, msg: TaskMessage, *, redelivered: bool = False) -> list[str]:
     """Execute the message's tasks exactly as the in-process loop would; safe to deliver twice.
+
+    Returns what failed here, one line per failed node (all of it recorded already),
+    so the Celery job can end as failed where people look (Flower, the worker log).
 
     Only tasks this job claims run (a task claimed by a live worker, done, or named
     with a path that is not its own is left alone). Writes are upserted and a task's
@@ -36,12 +39,21 @@ def execute_tasks(ctx: WorkerContext, msg: TaskMessage, *, redelivered: bool = F
     store = ctx.store
     run = store.get_run(msg.run_id)
     if run.done:
-        return
+        return []
     if run.thread_id != msg.thread_id:
         log.warning(
             "task job %s names thread %s, not its run's: dropped", msg.job_id, msg.thread_id
         )
-        return
+        return []
+    failures: list[str] = []
+    if run.graph not in ctx.registry.names():
+        log.warning(
+            "task job %s is of graph %r, which this worker does not serve; left for another worker",
+            msg.job_id,
+            run.graph,
+        )
+        ctx.broker.send_tasks([msg], delay=LACKING_GRAPH_DELAY)
+        return []
     refs = [(t.id, t.path, t.attempts) for t in msg.tasks]
     ctx.claim_token = uuid.uuid4().hex
     try:
@@ -52,22 +64,22 @@ def execute_tasks(ctx: WorkerContext, msg: TaskMessage, *, redelivered: bool = F
             # done, held by a live worker, or not this step's: continuing twice is harmless
             if redelivered:
                 ctx.broker.send_coordinate(run.run_id)
-            return
+            return []
         try:
-            completed, remaining = _run_claimed(ctx, run, msg, claimed)
+            completed, remaining = _run_claimed(ctx, run, msg, claimed, failures)
         except Exception as exc:  # not a node's error (that is a write): the run's own failure
             if is_transient(exc):
                 _give_up(ctx, run.run_id, msg.checkpoint_id, claimed)
                 raise
             log.exception("task job %s failed outside its nodes", msg.job_id)
             store.finish_run(run.run_id, "error", error=error_info(exc, None, msg.checkpoint_id))
-            return
+            return [f"run {run.run_id}: {type(exc).__name__}: {exc}"]
     finally:
         ctx.claim_token = None
     if completed and remaining == 0:
         # the last finisher continues the run here: no broker round trip for the barrier
         try:
-            coordinate(ctx, run.run_id)
+            failures.extend(coordinate(ctx, run.run_id))
         except Exception as exc:
             if not is_transient(exc):
                 raise
@@ -78,6 +90,7 @@ def execute_tasks(ctx: WorkerContext, msg: TaskMessage, *, redelivered: bool = F
             ctx.broker.send_coordinate(run.run_id, delay=1.0)
     elif not completed and redelivered:
         ctx.broker.send_coordinate(run.run_id)
+    return failures
 
 
 def _give_up(ctx: WorkerContext, run_id: str, checkpoint_id: str, claimed: list[str]) -> None:
@@ -93,7 +106,7 @@ def _give_up(ctx: WorkerContext, run_id: str, checkpoint_id: str, claimed: list[
 
 
 def _run_claimed(
-    ctx: WorkerContext, run: Run, msg: TaskMessage, claimed: list[str]
+    ctx: WorkerContext, run: Run, msg: TaskMessage, claimed: list[str], failures: list[str]
 ) -> tuple[int, int]:
     """Run the claimed tasks; returns the barrier's (completed here, still open)."""
     graph = ctx.registry.get(run.graph)
@@ -146,6 +159,7 @@ def _run_claimed(
                 ctx.broker,
                 ctx.settings,
                 run_id=run.run_id,
+                graph=run.graph,
                 thread_id=run.thread_id,
                 checkpoint_id=msg.checkpoint_id,
                 task=task,
@@ -156,6 +170,19 @@ def _run_claimed(
         chunks = list(loop.sink.drain())
         events[ref.id] = chunks if streaming else []
         failed = outcome is not None and not isinstance(outcome, GraphInterrupt)
+        if failed:
+            log.error(
+                "node %s failed in run %s (graph %s, thread %s, task %s): %s: %s",
+                task.name,
+                run.run_id,
+                run.graph,
+                run.thread_id,
+                task.id,
+                type(outcome).__name__,
+                outcome,
+                exc_info=outcome,
+            )
+            failures.append(f"node {task.name}: {type(outcome).__name__}: {outcome}")
         outcomes[ref.id] = (
             error_info(outcome, task.name, msg.checkpoint_id)
             if outcome is not None and failed

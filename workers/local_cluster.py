@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -46,6 +46,7 @@ class LocalCluster:
         extra_env: dict[str, str] | None = None,
         pythonpath: Sequence[str] = (),
         startup_timeout: float = 60.0,
+        echo: bool = False,
     ) -> None:
         self.graphs = graphs
         self.n_workers = workers
@@ -53,13 +54,16 @@ class LocalCluster:
         self.extra_env = dict(extra_env or {})
         self.pythonpath = list(pythonpath)
         self.startup_timeout = startup_timeout
+        self.echo = echo
+        """Also print each worker's output, prefixed with its slot (``graphrun dev``)."""
         self.workers: list[WorkerProcess] = []
         self.env: dict[str, str] = {}
 
     # --- services ------------------------------------------------------------------------
 
     def start(self) -> LocalCluster:
-        from checkpoint_pg.embedded import database_url
+        from checkpoint_pg.embedded import data_dir, embedded_url
+        from workers.embedded import data_dir as redis_dir
         from workers.embedded import redis_url
 
         root = str(Path(__file__).resolve().parent.parent)
@@ -72,8 +76,9 @@ class LocalCluster:
         }
         self.env = {
             **os.environ,
-            "DATABASE_URL": database_url(),
-            "REDIS_URL": redis_url(),
+            "DATABASE_URL": os.environ.get("DATABASE_URL")
+            or embedded("Postgres", data_dir() / "pg", embedded_url),
+            "REDIS_URL": os.environ.get("REDIS_URL") or embedded("Redis", redis_dir(), redis_url),
             "GRAPHRUNTIME_GRAPHS": self.graphs,
             "PYTHONPATH": os.pathsep.join(
                 [*self.pythonpath, root, os.environ.get("PYTHONPATH", "")]
@@ -163,6 +168,9 @@ class LocalCluster:
                 worker.log.append(line.rstrip())
                 log_file.write(line)
                 log_file.flush()
+                if self.echo:
+                    sys.stdout.write(f"[w{worker.index}] {line}")
+                    sys.stdout.flush()
                 if " ready." in line:
                     worker.ready.set()
 
@@ -204,3 +212,10 @@ class LocalCluster:
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def embedded(what: str, path: Path, start: Callable[[], str]) -> str:
+    """Start (or join) an embedded service, saying so on stderr with where it lives."""
+    url = start()
+    sys.stderr.write(f"graphruntime: using the embedded {what} in {path} (development only)\n")
+    return url

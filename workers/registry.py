@@ -85,10 +85,16 @@ class GraphRegistry:
                 f"GRAPHRUNTIME_GRAPHS ({known}). Add it there and restart the workers."
             )
         module_name, _, attr = target.partition(":")
-        module = importlib.import_module(module_name)
-        obj: object = module
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        try:
+            obj: object = importlib.import_module(module_name)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+        except Exception as exc:  # an import error, or any error the module raised
+            raise ConfigurationError(
+                f"GRAPHRUNTIME_GRAPHS entry {name}={target} cannot be loaded: "
+                f"{type(exc).__name__}: {exc}. Fix the entry (module:attribute, importable "
+                "on the workers' PYTHONPATH) or remove it."
+            ) from exc
         if isinstance(obj, StateGraph):
             obj = obj.compile()
         if not isinstance(obj, Pregel):

@@ -40,7 +40,6 @@ MAX_MESSAGE_BYTES = 1 << 20
 """Largest resume message accepted (1 MiB); a bigger one is dead-lettered unread."""
 MAX_ATTEMPTS = 5
 """Tries before a message that keeps failing (not for an outage of ours) is dead-lettered."""
-DEAD_LETTERS_KEPT = 10_000
 
 
 def canonical(fields: dict[str, Any]) -> bytes:
@@ -106,7 +105,7 @@ class ResumeListener:
         self.queue = queue
         self.consumer = consumer
         self.processing = f"{queue}:processing:{consumer}"
-        self.dead = f"{queue}:dead"
+        self.dead = client.settings.dead_letters
         self.failures = f"{queue}:failures"
         self.key = client.settings.resume_key
         self._stop = threading.Event()
@@ -161,11 +160,7 @@ class ResumeListener:
         return int(self.redis.hincrby(self.failures, _digest(raw), 1))
 
     def _dead_letter(self, message: str, reason: str) -> None:
-        log.warning("resume message rejected: %s", reason)
-        pipe = self.redis.pipeline()
-        pipe.lpush(self.dead, json.dumps({"message": message, "error": reason}))
-        pipe.ltrim(self.dead, 0, DEAD_LETTERS_KEPT - 1)
-        pipe.execute()
+        self.dead.push(self.redis, message, reason)
 
     def run(self) -> None:
         """Serve until stopped; survives Redis and Postgres outages by backing off."""

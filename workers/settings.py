@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from typing import Any
+
+from pydantic import AliasChoices, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from workers.dead_letters import DeadLetters
+from workers.errors import ConfigurationError
+
+_UNPREFIXED = {"database_url": "DATABASE_URL", "redis_url": "REDIS_URL"}
+
+
+def env_name(field: str) -> str:
+    """The environment variable a setting is read from."""
+    return _UNPREFIXED.get(field.lower(), f"GRAPHRUNTIME_{field.upper()}")
 
 
 class Settings(BaseSettings):
@@ -40,6 +52,18 @@ class Settings(BaseSettings):
     coordinator_queue: str = "graphruntime.coordinator"
     task_queue: str = "graphruntime.tasks"
     resume_queue: str = "graphruntime:resume"
+    dead_letter_max: int = Field(
+        default=10_000,
+        ge=1,
+        description="Most refused resume messages kept on <resume queue>:dead (oldest dropped, "
+        "each drop logged and counted in <resume queue>:dead:dropped).",
+    )
+    dead_letter_message_bytes: int = Field(
+        default=16_384,
+        ge=256,
+        description="Longest message text a dead letter keeps (its digest and size name the "
+        "whole message).",
+    )
     resume_key: str | None = Field(
         default=None,
         description="HMAC key resume-queue messages must be signed with (their 'signature' "
@@ -86,7 +110,41 @@ class Settings(BaseSettings):
         description="Seconds between a worker's sweeps for orphaned tasks and stalled runs.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_empty_values(cls, data: Any) -> Any:
+        """A variable set to nothing is a mistake (a missing secret, a typo in a manifest),
+        not a request for the default: say which one."""
+        if isinstance(data, dict):
+            empty = sorted(
+                env_name(str(key))
+                for key, value in data.items()
+                if isinstance(value, str) and not value.strip()
+            )
+            if empty:
+                raise ValueError(f"{', '.join(empty)} set but empty: give a value or unset it")
+        return data
+
+    @property
+    def dead_letters(self) -> DeadLetters:
+        """Where refused resume messages go, and their bounds."""
+        return DeadLetters(self.resume_queue, self.dead_letter_max, self.dead_letter_message_bytes)
+
     @property
     def stale_after(self) -> float:
         """Seconds without a heartbeat after which a worker process counts as dead."""
         return 2 * self.heartbeat_interval
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment; a bad value is a :class:`ConfigurationError` that
+    names the variable and what is wrong with it."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"])
+            message = error["msg"].removeprefix("Value error, ")
+            problems.append(f"{env_name(where)}: {message}" if where else message)
+        raise ConfigurationError("Bad configuration: " + "; ".join(problems)) from None

@@ -19,6 +19,7 @@ import logging
 import threading
 from typing import NamedTuple
 
+from workers.approvals import resume_expired
 from workers.context import WorkerContext
 from workers.dispatch import resend_orphans
 
@@ -30,10 +31,11 @@ SWEEP_LIMIT = 500
 class SweepResult(NamedTuple):
     tasks_resent: int
     runs_nudged: int
+    deadlines: int = 0
 
 
 def sweep_once(ctx: WorkerContext) -> SweepResult:
-    """One pass: re-send orphaned tasks, nudge stalled runs."""
+    """One pass: re-send orphaned tasks, nudge stalled runs, resume waits past their deadline."""
     settings, store, broker = ctx.settings, ctx.store, ctx.broker
     stale = ctx.stale
     depths = broker.queue_depths()
@@ -48,7 +50,8 @@ def sweep_once(ctx: WorkerContext) -> SweepResult:
     for run_id in stalled:
         log.warning("nudging stalled run %s", run_id)
         broker.send_coordinate(run_id)
-    return SweepResult(resent, len(stalled))
+    deadlines = resume_expired(store, broker, ctx.saver.serde)
+    return SweepResult(resent, len(stalled), deadlines)
 
 
 class Sweeper(threading.Thread):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from celery.signals import (
+    worker_init,
     worker_process_init,
     worker_process_shutdown,
     worker_ready,
@@ -19,7 +21,13 @@ from celery.signals import (
 from workers.app import CeleryBroker, get_app
 from workers.context import WorkerContext
 from workers.coordinator import coordinate
-from workers.errors import MalformedMessageError, RunNotFoundError, is_transient
+from workers.errors import (
+    MalformedMessageError,
+    NodeFailedError,
+    RunNotFoundError,
+    WorkerError,
+    is_transient,
+)
 from workers.executor import execute_tasks
 from workers.heartbeat import Heartbeat
 from workers.messages import CoordinateMessage, TaskMessage, parse
@@ -68,9 +76,11 @@ def coordinate_task(self: Any, **kwargs: Any) -> None:
         return
     with _retry_when_transient(self):
         try:
-            coordinate(_context(), msg.run_id)
+            failures = coordinate(_context(), msg.run_id)
         except RunNotFoundError:
             log.warning("dropping coordinate message for unknown run %s", msg.run_id)
+            return
+    _fail_visibly(failures)
 
 
 @app.task(name="graphruntime.execute", bind=True)  # type: ignore[untyped-decorator]
@@ -84,9 +94,40 @@ def execute_task_job(self: Any, **kwargs: Any) -> None:
     redelivered = bool(request.retries) or bool((request.delivery_info or {}).get("redelivered"))
     with _retry_when_transient(self):
         try:
-            execute_tasks(_context(), msg, redelivered=redelivered)
+            failures = execute_tasks(_context(), msg, redelivered=redelivered)
         except RunNotFoundError:
             log.warning("dropping task message for unknown run %s", msg.run_id)
+            return
+    _fail_visibly(failures)
+
+
+def _fail_visibly(failures: list[str]) -> None:
+    """End the job as FAILURE (Flower, events) when a node or run failed in it.
+
+    Everything is recorded by then; the message is acked like any finished job
+    (``task_acks_on_failure_or_timeout``), never redelivered for this.
+    """
+    if failures:
+        raise NodeFailedError("; ".join(failures))
+
+
+@worker_init.connect  # type: ignore[untyped-decorator]
+def _check_registry(**_: Any) -> None:
+    """Before the pool starts: every registered graph must import, or the worker exits
+    non-zero saying which entry is broken (it must not say "ready" and take work)."""
+    from workers.registry import GraphRegistry
+
+    settings = app.conf.graphruntime_settings
+    try:
+        registry = GraphRegistry.parse(settings.graphs)
+        for name in registry.names():
+            registry.get(name)
+    except WorkerError as exc:  # ConfigurationError: the entry and why
+        log.critical("graphruntime worker cannot start: %s", exc)
+        logging.shutdown()
+        os._exit(3)  # Celery would catch SystemExit here and carry on
+    if not registry.names():
+        log.warning("GRAPHRUNTIME_GRAPHS names no graph: this worker can run nothing")
 
 
 @worker_process_init.connect  # type: ignore[untyped-decorator]
@@ -122,6 +163,7 @@ def _start_background(**_: Any) -> None:
     # not _context(): pool processes forked later must not inherit this process's pool
     settings = app.conf.graphruntime_settings
     broker = CeleryBroker(app, settings)
+    broker.check_persistence()
     ctx = connect(settings, broker=broker)
     heartbeat = Heartbeat(ctx.store, ctx.worker_name, settings.heartbeat_interval)
     heartbeat.start()  # the resume listener's processing list is kept while this beats

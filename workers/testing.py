@@ -15,14 +15,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from graphruntime.checkpoint import InMemorySaver, JsonSerializer
+from graphruntime.checkpoint import ClusterSaver, InMemorySaver, JsonSerializer
 from workers.client import GraphClient
 from workers.context import WorkerContext
 from workers.dispatch import QueueDepths
 from workers.messages import TaskMessage
 from workers.registry import GraphRegistry
 from workers.settings import Settings
-from workers.store import InMemoryRunStore, ManualClock
+from workers.store import InMemoryRunStore, ManualClock, RunStore
 
 __all__ = ("InlineBroker", "InlineCluster", "Job")
 
@@ -36,6 +36,8 @@ class Job:
     message: TaskMessage | None = None
     delay: float = 0.0
     seq: int = 0
+    label: str = ""
+    """What Celery would name the job (its shadow name), e.g. ``graph:node``."""
 
 
 @dataclass
@@ -53,9 +55,21 @@ class InlineBroker:
         self.coordinator.append(job)
         self.sent.append(job)
 
-    def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None:
-        for message in messages:
+    def send_coordinates(self, run_ids: Sequence[str]) -> None:
+        for run_id in run_ids:
+            self.send_coordinate(run_id)
+
+    def send_tasks(
+        self,
+        messages: Sequence[TaskMessage],
+        *,
+        delay: float = 0.0,
+        labels: Sequence[str] | None = None,
+    ) -> None:
+        names = list(labels) if labels is not None else [""] * len(messages)
+        for message, label in zip(messages, names, strict=True):
             job = Job("execute", message.run_id, message, delay=delay, seq=next(self._seq))
+            job.label = label
             self.tasks.append(job)
             self.sent.append(job)
 
@@ -86,12 +100,20 @@ class InlineCluster:
         *,
         settings: Settings | None = None,
         workers: int = 2,
+        stores: Callable[[JsonSerializer], tuple[RunStore, ClusterSaver]] | None = None,
     ) -> None:
+        """``stores``: make the run store and the saver from the workers' serde (default:
+        in memory, on :attr:`clock`); a Postgres pair runs the same logic on real SQL."""
         self.settings = settings or Settings(database_url="memory://", redis_url="memory://")
         self.clock = ManualClock()
         self.serde = JsonSerializer(strict=True)  # as the workers': declared classes only
-        self.store = InMemoryRunStore(self.serde, clock=self.clock)
-        self.saver = InMemorySaver(serde=self.serde)
+        self.store: RunStore
+        self.saver: ClusterSaver
+        if stores is None:
+            self.store = InMemoryRunStore(self.serde, clock=self.clock)
+            self.saver = InMemorySaver(serde=self.serde)
+        else:
+            self.store, self.saver = stores(self.serde)
         self.broker = InlineBroker()
         self.registry = GraphRegistry.of(graphs)
         self.registry.use_serde(self.serde)
@@ -105,6 +127,13 @@ class InlineCluster:
             store=self.store,
             broker=self.broker,
         )
+
+    @property
+    def memory(self) -> InMemoryRunStore:
+        """The in-memory run store (for tests that look inside it)."""
+        if not isinstance(self.store, InMemoryRunStore):
+            raise TypeError("this cluster's run store is not the in-memory one")
+        return self.store
 
     def context(self, name: str) -> WorkerContext:
         return WorkerContext(

@@ -138,7 +138,7 @@ LIMIT %(page_size)s;
 
 -- name: put_checkpoint_row
 -- put_checkpoint for a checkpoint that sends and uses no blob (all its values
--- are inline, the common case): a plain upsert, planned in a few µs.
+-- are inline, the common case): a plain upsert, planned in a few microseconds.
 INSERT INTO graphruntime_checkpoints (checkpoint_id, parent_checkpoint_id, thread_id,
     checkpoint_ns, body, blob_versions, metadata)
 VALUES (%(checkpoint_id)s, %(parent_checkpoint_id)s, %(thread_id)s, %(checkpoint_ns)s,

@@ -111,6 +111,18 @@ def is_graph(obj: Any) -> bool:
     return hasattr(cls, "invoke") and hasattr(cls, "ainvoke") and hasattr(cls, "get_state")
 
 
+def is_runnable(obj: Any) -> bool:
+    """Whether ``obj`` is run by ``invoke(input, config)`` / ``ainvoke``, not called.
+
+    Compiled graphs, and LangChain runnables (a chat model, ``ToolNode``, ``a | b``)
+    as LangGraph runs them; recognised by class, without importing LangChain.
+    """
+    return is_graph(obj) or any(
+        cls.__name__ == "Runnable" and cls.__module__ == "langchain_core.runnables.base"
+        for cls in type(obj).__mro__
+    )
+
+
 def is_async_callable(func: Any) -> bool:
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
         getattr(func, "__call__", None)  # noqa: B004 - a callable instance's async __call__
@@ -159,7 +171,7 @@ def call_sync(func: Callable[..., Any], value: Any, config: RunnableConfig) -> A
     thread; inside a running loop it cannot be awaited from sync code, and the caller
     is told to use the async API.
     """
-    if is_graph(func):
+    if is_runnable(func):
         return func.invoke(value, config)  # type: ignore[attr-defined]
     result = func(value, **injected_kwargs(func, config))
     if inspect.isawaitable(result):
@@ -187,7 +199,7 @@ async def call_async(func: Callable[..., Any], value: Any, config: RunnableConfi
     Async callables are awaited; sync ones run in a worker thread (with the config in
     their context) so they cannot block the event loop.
     """
-    if is_graph(func):
+    if is_runnable(func):
         return await func.ainvoke(value, config)  # type: ignore[attr-defined]
     if is_async_callable(func):
         return await func(value, **injected_kwargs(func, config))

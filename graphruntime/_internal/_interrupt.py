@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from xxhash import xxh3_128_hexdigest
@@ -21,18 +22,35 @@ def interrupt_id(ns: str, answered: int) -> str:
 
 @dataclass(init=False, slots=True)
 class Interrupt:
-    """A pause requested by a node: the value shown to the caller and its id."""
+    """A pause requested by a node: the value shown to the caller and its id.
+
+    ``deadline`` and ``default`` are graphruntime's: set only by
+    ``interrupt(value, deadline=..., default=...)``, they are neither shown in the repr
+    nor compared, so an Interrupt without them is exactly LangGraph's.
+    """
 
     value: Any
     id: str
     response_schema: Any = None
+    deadline: datetime | None = field(default=None, repr=False, compare=False)
+    """When the wait ends (UTC); the workers then resume with ``default``."""
+    default: Any = field(default=None, repr=False, compare=False)
+    """The resume value a deadline applies."""
 
     def __init__(
-        self, value: Any, id: str = _DEFAULT_INTERRUPT_ID, *, response_schema: Any = None
+        self,
+        value: Any,
+        id: str = _DEFAULT_INTERRUPT_ID,
+        *,
+        response_schema: Any = None,
+        deadline: datetime | None = None,
+        default: Any = None,
     ) -> None:
         self.value = value
         self.id = id
         self.response_schema = response_schema
+        self.deadline = deadline
+        self.default = default
 
     @classmethod
     def from_ns(cls, value: Any, ns: str, *, response_schema: Any = None) -> Interrupt:

@@ -24,6 +24,8 @@ class Scratchpad:
     call_counter: int = 0
     interrupt_count: int = 0
     subgraph_count: int = 0
+    previous_interrupts: dict[str, Any] = field(default_factory=dict)
+    """The interrupts this task raised before in this step, by id (their deadlines hold)."""
 
     def interrupt_counter(self) -> int:
         idx = self.interrupt_count

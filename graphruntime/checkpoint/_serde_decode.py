@@ -151,7 +151,13 @@ _REVIVERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "uuid": lambda d: uuid.UUID(hex=d["v"]),
     "decimal": lambda d: Decimal(d["v"]),
     "send": _revive_send,
-    "interrupt": lambda d: Interrupt(d["value"], d["id"], response_schema=d["schema"]),
+    "interrupt": lambda d: Interrupt(
+        d["value"],
+        d["id"],
+        response_schema=d["schema"],
+        deadline=d.get("deadline"),
+        default=d.get("default"),
+    ),
     "command": lambda d: Command(
         graph=d["graph"], update=d["update"], resume=d["resume"], goto=d["goto"]
     ),

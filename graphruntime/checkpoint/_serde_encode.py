@@ -230,12 +230,16 @@ class Encoder:
         return {TAG: "send", "node": obj.node, "arg": arg, "timeout": limits}
 
     def _interrupt(self, obj: Interrupt, depth: int) -> dict[str, Any]:
-        return {
+        out = {
             TAG: "interrupt",
             "value": self._at(obj.value, depth, ".value"),
             "id": obj.id,
             "schema": self._at(obj.response_schema, depth, ".response_schema"),
         }
+        if obj.deadline is not None:
+            out["deadline"] = self._at(obj.deadline, depth, ".deadline")
+            out["default"] = self._at(obj.default, depth, ".default")
+        return out
 
     def _command(self, obj: Command[Any], depth: int) -> dict[str, Any]:
         return {

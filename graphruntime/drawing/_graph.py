@@ -65,6 +65,9 @@ def node_label(id: str, data: Any) -> str:
 
 
 def _json_id(data: Any) -> list[str]:
+    lc_id = getattr(data, "lc_id", None)  # a LangChain runnable names its own class
+    if callable(lc_id):
+        return list(lc_id())
     is_graph = callable(getattr(data, "get_graph", None)) and hasattr(data, "nodes")
     return list(_GRAPH_JSON_ID if is_graph else _CALLABLE_JSON_ID)
 

@@ -219,6 +219,10 @@ class _DryRun:
             )
             if interrupt:
                 metadata["__interrupt"] = interrupt
+            # A node that runs tools (ToolNode) lists them, as LangGraph draws it.
+            tools_by_name = getattr(spec.func, "tools_by_name", None)
+            if isinstance(tools_by_name, Mapping) and tools_by_name:
+                metadata["__tools"] = list(tools_by_name)
             drawn.add_node(_node_data(spec.func), name, metadata=metadata or None)
         for src, dest, conditional, label in sorted(found, key=_sort_key):
             _add_edge(drawn, src, dest, label if label != dest else None, conditional)

@@ -5,11 +5,9 @@ graphruntime module that imports it; ``import graphruntime.graph`` does not.
 
 ``add_messages`` merges message lists by id, ``MessagesState`` is the usual
 ``{"messages": [...]}`` state. The typed serializer stores LangChain's message
-classes by default, so such state checkpoints as is. ``MessageGraph`` (a graph whose
-whole state is one message list) is LangGraph's deprecated spelling of
-``StateGraph(Annotated[list[AnyMessage], add_messages])``. ``push_message`` (which
-writes to the ``messages`` stream through LangChain callbacks) is not provided: use
-a ``MessagesState`` graph and return the message from the node.
+classes by default, so such state checkpoints as is. ``push_message`` sends a
+message to the ``messages`` stream (and the state) from inside a node;
+``MessageGraph`` is LangGraph's deprecated graph whose whole state is one list.
 """
 
 from __future__ import annotations
@@ -23,8 +21,18 @@ from typing import Annotated, Any, Literal, cast
 
 from typing_extensions import TypedDict
 
-from graphruntime import warnings as deprecation
+from graphruntime._internal._config import get_config
+from graphruntime._internal._constants import (
+    CONF,
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_SEND,
+    CONFIG_KEY_STREAM,
+    NS_SEP,
+    PUSH,
+)
 from graphruntime.graph.state import StateGraph
+from graphruntime.pregel import StreamSink
+from graphruntime.warnings import LangGraphDeprecatedSinceV10
 
 try:
     from langchain_core.messages import (
@@ -45,10 +53,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = (
     "REMOVE_ALL_MESSAGES",
     "AnyMessage",
+    "MessageGraph",
     "Messages",
     "MessagesState",
     "RemoveMessage",
     "add_messages",
+    "push_message",
 )
 
 # list[Any]: lists are invariant, and a list[HumanMessage] must pass; every item is
@@ -166,16 +176,56 @@ class MessagesState(TypedDict):
 
 
 class MessageGraph(StateGraph):
-    """Deprecated: a graph whose whole state is one message list, merged by add_messages.
+    """Deprecated: a graph whose whole state is one list of messages (``add_messages``).
 
-    Use a ``StateGraph`` with a ``messages`` key (``MessagesState``) instead.
+    Nodes get the list and return messages to add. Use a ``StateGraph`` with a
+    ``messages`` key (``MessagesState``) instead.
     """
 
     def __init__(self) -> None:
         warnings.warn(
             "MessageGraph is deprecated in LangGraph v1.0.0, to be removed in v2.0.0. Please "
             "use StateGraph with a `messages` key instead.",
-            deprecation.LangGraphDeprecatedSinceV10,
+            category=LangGraphDeprecatedSinceV10,
             stacklevel=2,
         )
         super().__init__(Annotated[list[AnyMessage], add_messages])
+
+
+def _graph_namespace(config: Any) -> tuple[str, ...]:
+    """The namespace of the graph the running task belongs to (its own segment dropped).
+
+    A functional-API call (path ``(PUSH, caller_path, index, True)``) runs in its
+    caller's graph but nests under the caller's segment: one more is dropped per call.
+    """
+    ns = config[CONF].get(CONFIG_KEY_CHECKPOINT_NS) or ""
+    parts = tuple(ns.split(NS_SEP)) if ns else ()
+    path = config.get("metadata", {}).get("langgraph_path", ())
+    drop = 1
+    while len(path) == 4 and path[0] == PUSH and path[-1] is True:
+        drop += 1
+        path = path[1]
+    return parts[: max(len(parts) - drop, 0)]
+
+
+def push_message(
+    message: MessageLikeRepresentation | BaseMessageChunk,
+    *,
+    state_key: str | None = "messages",
+) -> AnyMessage:
+    """Send ``message`` to the ``messages`` stream now, from inside a node.
+
+    It also goes into the state under ``state_key`` (as if the node returned it),
+    unless ``state_key`` is None. The message needs an id, so that the stream and
+    the state can be matched. Returns the message (converted from a message-like).
+    """
+    config = get_config()
+    converted = convert_to_messages([message])[0]
+    if converted.id is None:
+        raise ValueError("Message ID is required")
+    sink = config[CONF].get(CONFIG_KEY_STREAM)
+    if isinstance(sink, StreamSink) and "messages" in sink.modes:
+        sink.put(_graph_namespace(config), "messages", (converted, config.get("metadata", {})))
+    if state_key:
+        config[CONF][CONFIG_KEY_SEND]([(state_key, converted)])
+    return cast(AnyMessage, converted)

@@ -27,6 +27,7 @@ from graphruntime.pregel._loop import LOAD, PregelLoop, RunOptions, TaskResult, 
 from graphruntime.pregel._node import GraphSpec, NodeSpec
 from graphruntime.pregel._resume import is_resume_map, pending_interrupts
 from graphruntime.pregel._retry import RetryLater, arun_task, run_task, run_task_attempt
+from graphruntime.pregel._state import end_pending
 from graphruntime.pregel._stream import StreamChunk, StreamSink
 from graphruntime.pregel.main import Pregel
 
@@ -51,6 +52,7 @@ __all__ = (
     "adrive",
     "arun_task",
     "drive",
+    "end_pending",
     "is_resume_map",
     "paused",
     "pending_interrupts",

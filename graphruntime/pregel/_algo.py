@@ -33,7 +33,7 @@ from graphruntime._internal._constants import (
     RETURN,
     TASKS,
 )
-from graphruntime._internal._interrupt import interrupt_id
+from graphruntime._internal._interrupt import Interrupt, interrupt_id
 from graphruntime._internal._scratchpad import Scratchpad
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels import BaseChannel
@@ -442,10 +442,12 @@ def make_scratchpad(
         if w[0] == NULL_TASK_ID and w[1] == RESUME:
             null_resume_write = w
             break
+    previous: dict[str, Any] = {}
     for w in pending_writes:
-        if w[0] == task_id_ and w[1] == RESUME:
+        if w[0] == task_id_ and w[1] == RESUME and not resume:
             resume = list(w[2]) if isinstance(w[2], list) else [w[2]]
-            break
+        elif w[0] == task_id_ and w[1] == INTERRUPT and isinstance(w[2], tuple | list):
+            previous.update((i.id, i) for i in w[2] if isinstance(i, Interrupt))
     if resume_map and pending_writes:
         next_id = interrupt_id(task_ns, len(resume))
         first_id = interrupt_id(task_ns, 0)
@@ -464,7 +466,13 @@ def make_scratchpad(
                 return None
         return null_resume_write[2]
 
-    return Scratchpad(step=step, stop=stop, resume=resume, null_resume=null_resume)
+    return Scratchpad(
+        step=step,
+        stop=stop,
+        resume=resume,
+        null_resume=null_resume,
+        previous_interrupts=previous,
+    )
 
 
 def task_finished(writes: Sequence[tuple[str, Any]]) -> bool:

@@ -20,9 +20,11 @@ from graphruntime._internal._constants import (
     NS_SEP,
     NULL_TASK_ID,
     RESUME,
+    TASKS,
 )
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
+    CheckpointMetadata,
     CheckpointTuple,
     copy_checkpoint,
     empty_checkpoint,
@@ -324,3 +326,48 @@ def update_state(
         },
         new_versions,
     )
+
+
+def end_pending(
+    graph: GraphSpec,
+    saver: BaseCheckpointSaver,
+    config: RunnableConfig,
+    metadata: dict[str, Any],
+) -> RunnableConfig | None:
+    """Put a checkpoint after the thread's latest in which nothing is left to run.
+
+    The state's values stay; every node counts as having seen them, and queued Sends
+    are dropped, so ``get_state().next`` is empty and a resume finds no interrupt.
+    ``metadata`` is added to the checkpoint's (e.g. why and by whom). Returns the new
+    checkpoint's config, or None for a thread without checkpoints. For executors that
+    end a thread's work (the workers' cancel); give a fenced saver to refuse a thread
+    that moved meanwhile.
+    """
+    config = ensure_config(config)
+    conf = config[CONF]
+    saved = saver.get_tuple(
+        {CONF: {CONFIG_KEY_THREAD_ID: conf.get(CONFIG_KEY_THREAD_ID), CONFIG_KEY_CHECKPOINT_NS: ""}}
+    )
+    if saved is None:
+        return None
+    checkpoint = copy_checkpoint(saved.checkpoint)
+    versions = checkpoint["channel_versions"]
+    before = dict(versions)
+    seen = checkpoint["versions_seen"]
+    for name, node in graph.nodes.items():
+        seen.setdefault(name, {}).update({c: versions[c] for c in node.triggers if c in versions})
+    seen.setdefault(INTERRUPT, {}).update(versions)
+    channels = channels_from_checkpoint(graph.channel_specs, checkpoint)
+    if TASKS in channels and channels[TASKS].is_available() and channels[TASKS].update([]):
+        versions[TASKS] = saver.get_next_version(max(versions.values()), None)
+    step = saved.metadata.get("step", -1) + 1
+    new = create_checkpoint(checkpoint, channels, step, updated_channels=None)
+    new["updated_channels"] = None
+    new_versions = {k: v for k, v in new["channel_versions"].items() if before.get(k) != v}
+    stored: CheckpointMetadata = {
+        "source": "update",
+        "step": step,
+        "parents": dict(saved.metadata.get("parents", {})),
+    }
+    stored.update(metadata)  # type: ignore[typeddict-item]
+    return saver.put(saved.config, new, stored, new_versions)

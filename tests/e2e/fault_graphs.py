@@ -370,8 +370,7 @@ def dead_letters(r: Any, queue: str) -> dict[str, str]:
 
 
 def pending_on(r: Any, queue: str, raw: str | bytes) -> bool:
-    """Whether ``raw`` still waits on the queue or is being handled."""
+    """Whether ``raw`` still waits on the queue or is being handled by a listener."""
     data = raw.encode() if isinstance(raw, str) else raw
-    return any(
-        item == data for name in (queue, f"{queue}:processing") for item in r.lrange(name, 0, -1)
-    )
+    lists = [queue, *r.scan_iter(match=f"{queue}:processing:*")]
+    return any(item == data for name in lists for item in r.lrange(name, 0, -1))

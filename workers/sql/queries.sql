@@ -275,3 +275,132 @@ SELECT pg_notify('graphruntime_events', run_id::text) FROM added;
 -- name: events_after
 SELECT seq, ns, mode, payload_type, payload FROM graphruntime_run_events
 WHERE run_id = %(run_id)s AND seq > %(after)s ORDER BY seq;
+
+-- name: finish_run_inbox
+-- finish_run, and the thread's inbox set to what it waits on now, in one transaction
+-- (only when this call ended the run). A wait still pending keeps its row and its
+-- created_at; the others go.
+WITH done AS (
+    UPDATE graphruntime_runs
+    SET status = %(status)s, result_type = %(result_type)s, result = %(result)s,
+        error = %(error)s, updated_at = now()
+    WHERE run_id = %(run_id)s AND status IN ('queued', 'running')
+    RETURNING run_id, thread_id
+), cleared AS (
+    DELETE FROM graphruntime_interrupts i USING done
+    WHERE i.thread_id = done.thread_id AND NOT (i.interrupt_id = ANY(%(ids)s::text[]))
+), added AS (
+    INSERT INTO graphruntime_interrupts
+        (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
+         deadline, default_type, default_value)
+    SELECT done.thread_id, x.id, %(graph)s, done.run_id, %(checkpoint_id)s, x.node, x.ns,
+           x.value::jsonb, x.deadline, x.dtype, x.dvalue
+    FROM done, unnest(%(ids)s::text[], %(nodes)s::text[], %(nss)s::text[], %(values)s::text[],
+                      %(deadlines)s::timestamptz[], %(dtypes)s::text[], %(dvalues)s::bytea[])
+        AS x(id, node, ns, value, deadline, dtype, dvalue)
+    ON CONFLICT (thread_id, interrupt_id) DO UPDATE
+    SET run_id = EXCLUDED.run_id, checkpoint_id = EXCLUDED.checkpoint_id,
+        node = EXCLUDED.node, namespace = EXCLUDED.namespace, value = EXCLUDED.value,
+        deadline = EXCLUDED.deadline, default_type = EXCLUDED.default_type,
+        default_value = EXCLUDED.default_value
+)
+SELECT pg_notify('graphruntime_runs', run_id::text) FROM done;
+
+-- name: replace_inbox
+-- The thread's inbox set to what it waits on after an edit of its state.
+WITH cleared AS (
+    DELETE FROM graphruntime_interrupts
+    WHERE thread_id = %(thread_id)s AND NOT (interrupt_id = ANY(%(ids)s::text[]))
+)
+INSERT INTO graphruntime_interrupts
+    (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
+     deadline, default_type, default_value)
+SELECT %(thread_id)s, x.id, %(graph)s, %(run_id)s, %(checkpoint_id)s, x.node, x.ns,
+       x.value::jsonb, x.deadline, x.dtype, x.dvalue
+FROM unnest(%(ids)s::text[], %(nodes)s::text[], %(nss)s::text[], %(values)s::text[],
+            %(deadlines)s::timestamptz[], %(dtypes)s::text[], %(dvalues)s::bytea[])
+    AS x(id, node, ns, value, deadline, dtype, dvalue)
+ON CONFLICT (thread_id, interrupt_id) DO UPDATE
+SET run_id = EXCLUDED.run_id, checkpoint_id = EXCLUDED.checkpoint_id,
+    node = EXCLUDED.node, namespace = EXCLUDED.namespace, value = EXCLUDED.value,
+    deadline = EXCLUDED.deadline, default_type = EXCLUDED.default_type,
+    default_value = EXCLUDED.default_value;
+
+-- name: inbox_page
+-- Run unprepared: planned with the actual values, the NULL conditions fold away.
+SELECT i.graph, i.thread_id, i.interrupt_id, i.node, i.namespace, i.value, i.created_at,
+       i.deadline, i.run_id, i.checkpoint_id,
+       EXISTS (SELECT 1 FROM graphruntime_runs r
+               WHERE r.thread_id = i.thread_id AND r.status IN ('queued', 'running'))
+           AS resuming
+FROM graphruntime_interrupts i
+WHERE (%(graph)s::text IS NULL OR i.graph = %(graph)s)
+  AND (%(where)s::jsonb IS NULL OR i.value @> %(where)s::jsonb)
+  AND (%(node)s::text IS NULL OR i.node = %(node)s)
+  AND (%(older_than)s::timestamptz IS NULL OR i.created_at < %(older_than)s)
+  AND (%(age)s::float8 IS NULL OR i.created_at < now() - make_interval(secs => %(age)s))
+  AND (%(after_at)s::timestamptz IS NULL
+       OR (i.created_at, i.thread_id, i.interrupt_id)
+          > (%(after_at)s, %(after_thread)s, %(after_id)s))
+  AND (%(thread_ids)s::text[] IS NULL
+       OR (i.thread_id, i.interrupt_id) IN
+          (SELECT * FROM unnest(%(thread_ids)s::text[], %(interrupt_ids)s::text[])))
+ORDER BY i.created_at, i.thread_id, i.interrupt_id
+LIMIT %(limit)s;
+
+-- name: expired_waits
+-- Pending interrupts past their deadline, of threads with no run under way.
+SELECT i.graph, i.thread_id, i.interrupt_id, i.default_type, i.default_value
+FROM graphruntime_interrupts i
+WHERE i.deadline < now() AND i.default_type IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM graphruntime_runs r
+                  WHERE r.thread_id = i.thread_id AND r.status IN ('queued', 'running'))
+ORDER BY i.deadline LIMIT %(limit)s;
+
+-- name: cancel_thread
+-- The thread's queued and running runs end as cancelled, their open tasks are closed
+-- (nobody re-sends them), and its inbox is cleared, in one transaction.
+WITH cancelled AS (
+    UPDATE graphruntime_runs
+    SET status = 'cancelled', error = %(error)s::jsonb, updated_at = now()
+    WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running')
+    RETURNING run_id
+), closed AS (
+    UPDATE graphruntime_step_tasks t SET status = 'done', done_at = now()
+    FROM cancelled c
+    WHERE t.run_id = c.run_id AND t.status = 'dispatched'
+), cleared AS (
+    DELETE FROM graphruntime_interrupts WHERE thread_id = %(thread_id)s
+)
+SELECT run_id, pg_notify('graphruntime_runs', run_id::text) AS notified FROM cancelled;
+
+-- name: resume_history
+SELECT * FROM graphruntime_runs
+WHERE thread_id = %(thread_id)s AND kind = 'resume'
+ORDER BY created_at DESC LIMIT %(limit)s;
+
+-- name: runs_by_key
+SELECT * FROM graphruntime_runs
+WHERE idempotency_key = %(key)s AND graph = %(graph)s;
+
+-- name: list_runs
+-- Run unprepared: planned with the actual values, the NULL conditions fold away.
+SELECT run_id, thread_id, graph, status, kind, created_at, updated_at, error, origin
+FROM graphruntime_runs
+WHERE (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
+  AND (%(graph)s::text IS NULL OR graph = %(graph)s)
+  AND (%(status)s::text IS NULL OR status = %(status)s)
+  AND (%(age)s::float8 IS NULL OR created_at > now() - make_interval(secs => %(age)s))
+ORDER BY created_at DESC, run_id DESC
+LIMIT %(limit)s;
+
+-- name: overview
+-- What `graphrun status` shows: runs in flight, pending interrupts, live workers.
+SELECT
+    (SELECT count(*) FROM graphruntime_runs WHERE status = 'queued') AS queued,
+    (SELECT count(*) FROM graphruntime_runs WHERE status = 'running') AS running,
+    (SELECT count(*) FROM graphruntime_interrupts) AS pending_interrupts,
+    (SELECT count(*) FROM graphruntime_interrupts WHERE deadline < now()) AS overdue,
+    (SELECT count(*) FROM graphruntime_workers
+     WHERE heartbeat_at > now() - make_interval(secs => %(stale)s)
+       AND worker NOT LIKE 'client:%%') AS workers;

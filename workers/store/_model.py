@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
-RunStatus = Literal["queued", "running", "interrupted", "success", "error"]
+RunStatus = Literal["queued", "running", "interrupted", "success", "error", "cancelled"]
 RunKind = Literal["input", "command", "resume"]
-TERMINAL: frozenset[str] = frozenset({"interrupted", "success", "error"})
+TERMINAL: frozenset[str] = frozenset({"interrupted", "success", "error", "cancelled"})
 EventRow = tuple[tuple[str, ...], str, Any]
 """``(namespace, stream mode, payload)``: one stream chunk of a run."""
 
@@ -100,6 +100,101 @@ class OrphanTask:
     resends: int
 
 
+@dataclass(frozen=True)
+class InboxEntry:
+    """A pending interrupt as the inbox keeps it (see :meth:`RunStore.finish_run`).
+
+    ``value``: the interrupt's value as JSON text (what the serde stores); ``default``
+    the deadline's resume value, typed-serialized.
+    """
+
+    interrupt_id: str
+    node: str
+    namespace: str
+    value: str
+    deadline: datetime | None = None
+    default: tuple[str, bytes] | None = None
+
+
+@dataclass(frozen=True)
+class InboxUpdate:
+    """What a thread waits on now: its graph, checkpoint and pending interrupts."""
+
+    thread_id: str
+    graph: str
+    checkpoint_id: str
+    entries: Sequence[InboxEntry]
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    """One row of the inbox, as listed."""
+
+    graph: str
+    thread_id: str
+    interrupt_id: str
+    node: str
+    namespace: str
+    value: Any
+    created_at: datetime
+    deadline: datetime | None
+    run_id: str
+    checkpoint_id: str
+    resuming: bool
+    """A run of the thread is queued or running (the wait may be answered already)."""
+
+
+@dataclass(frozen=True)
+class InboxQuery:
+    """Filters of an inbox page: the value contains ``where`` (JSON), of ``node``, old."""
+
+    graph: str | None = None
+    where: dict[str, Any] | None = None
+    node: str | None = None
+    older_than: timedelta | datetime | None = None
+    """Created before this time, or longer ago than this age (by the store's clock)."""
+    limit: int = 50
+    after: tuple[datetime, str, str] | None = None
+    """Keyset cursor: the (created_at, thread_id, interrupt_id) of the last row seen."""
+    threads: Sequence[tuple[str, str]] | None = None
+    """Only these (thread_id, interrupt_id)."""
+
+
+@dataclass(frozen=True)
+class RunQuery:
+    """Filters of a run listing, newest first."""
+
+    thread_id: str | None = None
+    graph: str | None = None
+    status: str | None = None
+    newer_than: float | None = None
+    """Only runs created in the last this many seconds."""
+    limit: int = 50
+
+
+@dataclass(frozen=True)
+class Overview:
+    """The cluster at a glance (``graphrun status``)."""
+
+    queued: int
+    running: int
+    pending_interrupts: int
+    overdue: int
+    """Pending interrupts past their deadline (the sweepers resume them)."""
+    workers: int
+    """Worker processes with a fresh heartbeat."""
+
+
+@dataclass(frozen=True)
+class ExpiredWait:
+    """A pending interrupt whose deadline passed."""
+
+    graph: str
+    thread_id: str
+    interrupt_id: str
+    default: tuple[str, bytes]
+
+
 class RunStore(Protocol):
     """Runs, the step barrier, thread leases, heartbeats and stream events."""
 
@@ -138,11 +233,54 @@ class RunStore(Protocol):
         *,
         result: Any = None,
         error: Mapping[str, Any] | None = None,
+        inbox: InboxUpdate | None = None,
     ) -> bool:
-        """End a queued or running run; False if it had already ended."""
+        """End a queued or running run; False if it had already ended.
+
+        ``inbox``: what the thread waits on now; its rows replace the thread's, in the
+        same transaction (and only if this call ended the run).
+        """
+        ...
+
+    def create_runs(
+        self, news: Sequence[NewRun]
+    ) -> list[tuple[Run | None, bool, Exception | None]]:
+        """:meth:`create_run` for many runs in one round trip; per run (run, created, error)."""
+        ...
+
+    def cancel_thread(self, thread_id: str, error: Mapping[str, Any]) -> list[str]:
+        """End the thread's queued and running runs as cancelled, close their open tasks,
+        and clear its inbox, in one transaction; returns the runs cancelled."""
+        ...
+
+    def replace_inbox(self, update: InboxUpdate, run_id: str | None) -> None:
+        """Set the thread's inbox rows (after an edit of its state)."""
+        ...
+
+    def inbox(self, query: InboxQuery) -> list[InboxRow]:
+        """A page of pending interrupts, oldest first."""
+        ...
+
+    def expired_waits(self, limit: int) -> list[ExpiredWait]:
+        """Pending interrupts past their deadline whose thread has no run under way."""
+        ...
+
+    def runs_by_key(self, graph: str, key: str) -> list[Run]:
+        """Every run of the graph created under this idempotency key (any thread)."""
+        ...
+
+    def resume_history(self, thread_id: str, limit: int = 50) -> list[Run]:
+        """The thread's resume runs, newest first (who, when, with what, by which route)."""
         ...
 
     def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]: ...
+
+    def list_runs(self, query: RunQuery) -> list[dict[str, Any]]:
+        """Runs matching ``query``, newest first, as rows (run_id, thread_id, graph, status,
+        kind, created_at, updated_at, error, origin)."""
+        ...
+
+    def overview(self, stale: float) -> Overview: ...
 
     # --- thread leases and worker heartbeats --------------------------------------------
     def bind_thread(self, thread_id: str, graph: str) -> str:

@@ -10,6 +10,7 @@ Postgres, so nothing a caller holds aliases what is stored.
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,15 +18,22 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from graphruntime.checkpoint import JsonSerializer, SerializerProtocol
-from graphruntime.errors import CheckpointError
-from workers.errors import RunNotFoundError
+from graphruntime.errors import CheckpointError, InvalidResumeError
+from workers.errors import RunNotFoundError, WorkerError
 from workers.store._model import (
     TERMINAL,
     Event,
     EventRow,
+    ExpiredWait,
+    InboxEntry,
+    InboxQuery,
+    InboxRow,
+    InboxUpdate,
     NewRun,
     OrphanTask,
+    Overview,
     Run,
+    RunQuery,
     RunStatus,
     StepTask,
 )
@@ -92,6 +100,15 @@ class _Thread:
 
 
 @dataclass
+class _Wait:
+    graph: str
+    run_id: str
+    checkpoint_id: str
+    entry: InboxEntry
+    created_at: datetime
+
+
+@dataclass
 class _State:
     runs: dict[str, _RunRow] = field(default_factory=dict)
     threads: dict[str, _Thread] = field(default_factory=dict)
@@ -101,6 +118,7 @@ class _State:
     events: list[tuple[int, str, tuple[str, ...], str, tuple[str, bytes]]] = field(
         default_factory=list
     )
+    inbox: dict[tuple[str, str], _Wait] = field(default_factory=dict)
 
 
 class InMemoryRunStore:
@@ -255,6 +273,7 @@ class InMemoryRunStore:
         *,
         result: Any = None,
         error: Mapping[str, Any] | None = None,
+        inbox: InboxUpdate | None = None,
     ) -> bool:
         typed = self.serde.dumps_typed(result) if result is not None else None
         with self._lock:
@@ -263,7 +282,173 @@ class InMemoryRunStore:
                 return False
             row.status, row.result, row.updated_at = status, typed, self.clock()
             row.error = dict(error) if error is not None else None
+            if inbox is not None:
+                self._replace_inbox(inbox, run_id)
             return True
+
+    def _replace_inbox(self, update: InboxUpdate, run_id: str | None) -> None:
+        keep = {e.interrupt_id for e in update.entries}
+        inbox = self._state.inbox
+        for key in [k for k in inbox if k[0] == update.thread_id and k[1] not in keep]:
+            del inbox[key]
+        for entry in update.entries:
+            key = (update.thread_id, entry.interrupt_id)
+            created = inbox[key].created_at if key in inbox else self.clock()
+            inbox[key] = _Wait(update.graph, run_id or "", update.checkpoint_id, entry, created)
+
+    def replace_inbox(self, update: InboxUpdate, run_id: str | None) -> None:
+        with self._lock:
+            self._replace_inbox(update, run_id)
+
+    def create_runs(
+        self, news: Sequence[NewRun]
+    ) -> list[tuple[Run | None, bool, Exception | None]]:
+        out: list[tuple[Run | None, bool, Exception | None]] = []
+        for new in news:
+            try:
+                run, created = self.create_run(new)
+            except (WorkerError, InvalidResumeError) as exc:
+                out.append((None, False, exc))
+            else:
+                out.append((run, created, None))
+        return out
+
+    def cancel_thread(self, thread_id: str, error: Mapping[str, Any]) -> list[str]:
+        with self._lock:
+            cancelled = []
+            for row in self._thread_runs(thread_id):
+                if row.status in TERMINAL:
+                    continue
+                row.status, row.error, row.updated_at = "cancelled", dict(error), self.clock()
+                cancelled.append(row.run_id)
+            for task in self._state.tasks.values():
+                if task.run_id in cancelled and task.status == "dispatched":
+                    task.status = "done"
+            for key in [k for k in self._state.inbox if k[0] == thread_id]:
+                del self._state.inbox[key]
+            return cancelled
+
+    def inbox(self, query: InboxQuery) -> list[InboxRow]:
+        with self._lock:
+            active = {r.thread_id for r in self._state.runs.values() if r.status not in TERMINAL}
+            wanted = set(query.threads) if query.threads is not None else None
+            cutoff = query.older_than
+            if isinstance(cutoff, timedelta):
+                cutoff = self.clock() - cutoff
+            rows = []
+            for (thread_id, interrupt_id), wait in self._state.inbox.items():
+                key = (wait.created_at, thread_id, interrupt_id)
+                value = json.loads(wait.entry.value)
+                if query.graph is not None and wait.graph != query.graph:
+                    continue
+                if query.where is not None and not _contains(value, query.where):
+                    continue
+                if query.node is not None and wait.entry.node != query.node:
+                    continue
+                if cutoff is not None and wait.created_at >= cutoff:
+                    continue
+                if query.after is not None and key <= query.after:
+                    continue
+                if wanted is not None and (thread_id, interrupt_id) not in wanted:
+                    continue
+                rows.append(
+                    (
+                        key,
+                        InboxRow(
+                            graph=wait.graph,
+                            thread_id=thread_id,
+                            interrupt_id=interrupt_id,
+                            node=wait.entry.node,
+                            namespace=wait.entry.namespace,
+                            value=value,
+                            created_at=wait.created_at,
+                            deadline=wait.entry.deadline,
+                            run_id=wait.run_id,
+                            checkpoint_id=wait.checkpoint_id,
+                            resuming=thread_id in active,
+                        ),
+                    )
+                )
+            rows.sort(key=lambda r: r[0])
+            return [row for _, row in rows[: query.limit]]
+
+    def expired_waits(self, limit: int) -> list[ExpiredWait]:
+        with self._lock:
+            now = self.clock()
+            active = {r.thread_id for r in self._state.runs.values() if r.status not in TERMINAL}
+            found = [
+                ExpiredWait(wait.graph, thread_id, interrupt_id, wait.entry.default)
+                for (thread_id, interrupt_id), wait in sorted(
+                    self._state.inbox.items(), key=lambda kv: kv[1].entry.deadline or now
+                )
+                if wait.entry.deadline is not None
+                and wait.entry.deadline < now
+                and wait.entry.default is not None
+                and thread_id not in active
+            ]
+            return found[:limit]
+
+    def runs_by_key(self, graph: str, key: str) -> list[Run]:
+        with self._lock:
+            return [
+                self._run(r)
+                for r in self._state.runs.values()
+                if r.graph == graph and r.idempotency_key == key
+            ]
+
+    def resume_history(self, thread_id: str, limit: int = 50) -> list[Run]:
+        with self._lock:
+            rows = [r for r in reversed(self._thread_runs(thread_id)) if r.kind == "resume"]
+            return [self._run(r) for r in rows[:limit]]
+
+    def list_runs(self, query: RunQuery) -> list[dict[str, Any]]:
+        with self._lock:
+            now = self.clock()
+            rows = [
+                r
+                for r in self._state.runs.values()
+                if (query.thread_id is None or r.thread_id == query.thread_id)
+                and (query.graph is None or r.graph == query.graph)
+                and (query.status is None or r.status == query.status)
+                and (
+                    query.newer_than is None
+                    or r.created_at > now - timedelta(seconds=query.newer_than)
+                )
+            ]
+            rows.sort(key=lambda r: (r.created_at, r.run_id), reverse=True)
+            return [
+                {
+                    "run_id": r.run_id,
+                    "thread_id": r.thread_id,
+                    "graph": r.graph,
+                    "status": r.status,
+                    "kind": r.kind,
+                    "created_at": r.created_at,
+                    "updated_at": r.updated_at,
+                    "error": r.error,
+                    "origin": r.origin,
+                }
+                for r in rows[: query.limit]
+            ]
+
+    def overview(self, stale: float) -> Overview:
+        with self._lock:
+            now = self.clock()
+            runs = self._state.runs.values()
+            return Overview(
+                queued=sum(r.status == "queued" for r in runs),
+                running=sum(r.status == "running" for r in runs),
+                pending_interrupts=len(self._state.inbox),
+                overdue=sum(
+                    w.entry.deadline is not None and w.entry.deadline < now
+                    for w in self._state.inbox.values()
+                ),
+                workers=sum(
+                    1
+                    for name, (_host, _pid, _started, beat) in self._state.workers.items()
+                    if not name.startswith("client:") and beat > now - timedelta(seconds=stale)
+                ),
+            )
 
     def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]:
         with self._lock:
@@ -519,3 +704,16 @@ class InMemoryRunStore:
         with self._lock:
             thread = self._state.threads.get(thread_id)
             return thread.lease_holder if thread is not None else None
+
+
+def _contains(value: Any, where: Any) -> bool:
+    """JSON containment, as Postgres' ``@>`` decides it."""
+    if isinstance(where, dict):
+        return isinstance(value, dict) and all(
+            k in value and _contains(value[k], v) for k, v in where.items()
+        )
+    if isinstance(where, list):
+        return isinstance(value, list) and all(
+            any(_contains(item, want) for item in value) for want in where
+        )
+    return bool(value == where and type(value) is type(where))

@@ -15,6 +15,7 @@ import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any, LiteralString
 
 import psycopg
@@ -31,13 +32,20 @@ from workers.errors import (
     RunNotFoundError,
     StoreError,
     StoreUnavailableError,
+    WorkerError,
 )
 from workers.store._model import (
     Event,
     EventRow,
+    ExpiredWait,
+    InboxQuery,
+    InboxRow,
+    InboxUpdate,
     NewRun,
     OrphanTask,
+    Overview,
     Run,
+    RunQuery,
     RunStatus,
     StepTask,
 )
@@ -122,9 +130,9 @@ class PostgresRunStore:
 
     # --- runs ----------------------------------------------------------------------------
 
-    def create_run(self, new: NewRun) -> tuple[Run, bool]:
+    def _new_run_params(self, new: NewRun) -> dict[str, Any]:
         payload_type, payload_bytes = self._dump(new.payload)
-        params = {
+        return {
             "run_id": new.run_id,
             "thread_id": new.thread_id,
             "graph": new.graph,
@@ -135,6 +143,9 @@ class PostgresRunStore:
             "request_digest": new.request_digest,
             "origin": json.dumps(new.origin) if new.origin is not None else None,
         }
+
+    def create_run(self, new: NewRun) -> tuple[Run, bool]:
+        params = self._new_run_params(new)
         with self._conn("create_run") as conn:
             row = conn.execute(query("create_run"), params).fetchone()
             if row is None:
@@ -176,18 +187,144 @@ class PostgresRunStore:
         *,
         result: Any = None,
         error: Mapping[str, Any] | None = None,
+        inbox: InboxUpdate | None = None,
     ) -> bool:
         result_type, result_bytes = self._dump(result) if result is not None else (None, None)
-        params = {
+        params: dict[str, Any] = {
             "run_id": run_id,
             "status": status,
             "result_type": result_type,
             "result": result_bytes,
             "error": json.dumps(dict(error)) if error is not None else None,
         }
+        name = "finish_run"
+        if inbox is not None:
+            name = "finish_run_inbox"
+            params.update(_inbox_params(inbox))
         with self._conn("finish_run") as conn:
-            cur = conn.execute(query("finish_run"), params)
+            cur = conn.execute(query(name), params)
             return bool(cur.rowcount > 0)
+
+    def create_runs(
+        self, news: Sequence[NewRun]
+    ) -> list[tuple[Run | None, bool, Exception | None]]:
+        """Pipelined create_run statements, one round trip; refusals explained one by one."""
+        if not news:
+            return []
+        params = [self._new_run_params(new) for new in news]
+        with self._conn("create_runs") as conn, conn.cursor() as cur:
+            cur.executemany(query("create_run"), params, returning=True)
+            rows: list[Any] = []
+            while True:
+                rows.append(cur.fetchone())
+                if not cur.nextset():
+                    break
+        out: list[tuple[Run | None, bool, Exception | None]] = []
+        for new, row in zip(news, rows, strict=True):
+            if row is not None:
+                out.append((self._run(row), True, None))
+                continue
+            try:
+                run, created = self.create_run(new)
+            except (WorkerError, InvalidResumeError) as exc:
+                out.append((None, False, exc))
+            else:
+                out.append((run, created, None))
+        return out
+
+    def cancel_thread(self, thread_id: str, error: Mapping[str, Any]) -> list[str]:
+        params = {"thread_id": thread_id, "error": json.dumps(dict(error))}
+        with self._conn("cancel_thread") as conn, conn.transaction():
+            rows = conn.execute(query("cancel_thread"), params).fetchall()
+        return [str(r["run_id"]) for r in rows]
+
+    def replace_inbox(self, update: InboxUpdate, run_id: str | None) -> None:
+        params = {**_inbox_params(update), "thread_id": update.thread_id, "run_id": run_id}
+        with self._conn("replace_inbox") as conn:
+            conn.execute(query("replace_inbox"), params)
+
+    def inbox(self, query_: InboxQuery) -> list[InboxRow]:
+        after = query_.after
+        threads = query_.threads
+        age = query_.older_than
+        params = {
+            "graph": query_.graph,
+            "where": json.dumps(query_.where) if query_.where is not None else None,
+            "node": query_.node,
+            "older_than": None if isinstance(age, timedelta) else age,
+            "age": age.total_seconds() if isinstance(age, timedelta) else None,
+            "after_at": after[0] if after else None,
+            "after_thread": after[1] if after else None,
+            "after_id": after[2] if after else None,
+            "thread_ids": [t for t, _ in threads] if threads is not None else None,
+            "interrupt_ids": [i for _, i in threads] if threads is not None else None,
+            "limit": query_.limit,
+        }
+        with self._conn("inbox") as conn:
+            rows = conn.execute(query("inbox_page"), params, prepare=False).fetchall()
+        return [
+            InboxRow(
+                graph=r["graph"],
+                thread_id=r["thread_id"],
+                interrupt_id=r["interrupt_id"],
+                node=r["node"],
+                namespace=r["namespace"],
+                value=r["value"],
+                created_at=r["created_at"],
+                deadline=r["deadline"],
+                run_id=str(r["run_id"]),
+                checkpoint_id=r["checkpoint_id"],
+                resuming=r["resuming"],
+            )
+            for r in rows
+        ]
+
+    def expired_waits(self, limit: int) -> list[ExpiredWait]:
+        with self._conn("expired_waits") as conn:
+            rows = conn.execute(query("expired_waits"), {"limit": limit}).fetchall()
+        return [
+            ExpiredWait(
+                r["graph"],
+                r["thread_id"],
+                r["interrupt_id"],
+                (r["default_type"], bytes(r["default_value"])),
+            )
+            for r in rows
+        ]
+
+    def runs_by_key(self, graph: str, key: str) -> list[Run]:
+        with self._conn("runs_by_key") as conn:
+            rows = conn.execute(query("runs_by_key"), {"graph": graph, "key": key}).fetchall()
+        return [self._run(r) for r in rows]
+
+    def resume_history(self, thread_id: str, limit: int = 50) -> list[Run]:
+        with self._conn("resume_history") as conn:
+            rows = conn.execute(
+                query("resume_history"), {"thread_id": thread_id, "limit": limit}
+            ).fetchall()
+        return [self._run(r) for r in rows]
+
+    def list_runs(self, query_: RunQuery) -> list[dict[str, Any]]:
+        params = {
+            "thread_id": query_.thread_id,
+            "graph": query_.graph,
+            "status": query_.status,
+            "age": query_.newer_than,
+            "limit": query_.limit,
+        }
+        with self._conn("list_runs") as conn:
+            rows: list[dict[str, Any]] = conn.execute(
+                query("list_runs"), params, prepare=False
+            ).fetchall()
+        for row in rows:
+            row["run_id"] = str(row["run_id"])
+        return rows
+
+    def overview(self, stale: float) -> Overview:
+        with self._conn("overview") as conn:
+            row = conn.execute(query("overview"), {"stale": stale}).fetchone()
+        assert row is not None
+        return Overview(**{k: int(v) for k, v in row.items()})
 
     def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]:
         with self._conn("runs_of_thread") as conn:
@@ -407,6 +544,22 @@ class PostgresRunStore:
             )
             for r in rows
         ]
+
+
+def _inbox_params(update: InboxUpdate) -> dict[str, Any]:
+    """The inbox rows of an update as the statements' parallel arrays."""
+    entries = update.entries
+    return {
+        "graph": update.graph,
+        "checkpoint_id": update.checkpoint_id,
+        "ids": [e.interrupt_id for e in entries],
+        "nodes": [e.node for e in entries],
+        "nss": [e.namespace for e in entries],
+        "values": [e.value for e in entries],
+        "deadlines": [e.deadline for e in entries],
+        "dtypes": [e.default[0] if e.default else None for e in entries],
+        "dvalues": [e.default[1] if e.default else None for e in entries],
+    }
 
 
 def refused_as(new: NewRun, why: Mapping[str, Any]) -> str:

@@ -6,6 +6,7 @@ workers do, while the client waits on them.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -35,7 +36,16 @@ class NoBroker:
     def send_coordinate(self, run_id: str, *, delay: float = 0.0) -> None:
         pass
 
-    def send_tasks(self, messages: Sequence[TaskMessage], *, delay: float = 0.0) -> None:
+    def send_coordinates(self, run_ids: Sequence[str]) -> None:
+        pass
+
+    def send_tasks(
+        self,
+        messages: Sequence[TaskMessage],
+        *,
+        delay: float = 0.0,
+        labels: Sequence[str] | None = None,
+    ) -> None:
         pass
 
     def queue_depths(self) -> QueueDepths:
@@ -294,3 +304,27 @@ def test_update_state_refuses_another_graphs_thread(
     store.bind_thread(thread_id, "other")
     with pytest.raises(GraphMismatchError, match="belongs to graph 'other'"):
         client.update_state("chain", {"configurable": {"thread_id": thread_id}}, {"steps": []})
+
+
+def test_a_run_nobody_takes_makes_the_client_ask_for_a_worker(
+    client: GraphClient, store: PostgresRunStore, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    import workers.client as client_module
+
+    monkeypatch.setattr(client_module, "NO_WORKER_HINT_AFTER", 0.2)
+    run_id = new_run(store)
+    with (
+        caplog.at_level("WARNING", logger="workers.client"),
+        pytest.raises(RunTimeoutError, match="Is a worker consuming queue") as caught,
+    ):
+        client.wait_done(run_id, timeout=1.0)
+    assert "graphruntime.coordinator" in str(caught.value)
+    assert re.search(r"\(\d+ worker processes beat now\)", str(caught.value))
+    (warning,) = [r for r in caplog.records if "still queued" in r.getMessage()]
+    assert run_id in warning.getMessage()
+    # a run that is running gets no such hint: its worker is there
+    busy = new_run(store)
+    store.set_running(busy, 0)
+    with pytest.raises(RunTimeoutError) as caught:
+        client.wait_done(busy, timeout=0.5)
+    assert "Is a worker" not in str(caught.value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections import Counter
+from datetime import timedelta
 from typing import Annotated, Any, TypedDict
 
 from graphruntime.graph import END, START, StateGraph
@@ -137,4 +138,23 @@ def failing(calls: Calls) -> Pregel:
     g = StateGraph(Log)
     g.add_node("boom", boom)
     g.add_edge(START, "boom")
+    return g.compile()
+
+
+def ticket(calls: Calls, deadline: timedelta | None = None) -> Pregel:
+    """One question per thread, about a team's ticket; optionally with a deadline."""
+
+    def ask(state: Log) -> dict[str, Any]:
+        team = state["items"][0]
+        calls.hit(f"ask:{team}")
+        question = {"team": team, "ticket": state["items"][1]}
+        if deadline is None:
+            answer = interrupt(question)
+        else:
+            answer = interrupt(question, deadline=deadline, default="auto-approved")
+        return {"decision": str(answer)}
+
+    g = StateGraph(Log)
+    g.add_node("ask", ask)
+    g.add_edge(START, "ask")
     return g.compile()

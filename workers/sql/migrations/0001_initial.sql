@@ -3,7 +3,7 @@
 -- Version 1 is the schema that workers/sql/schema.sql created before the workers had
 -- numbered migrations. It is written with IF NOT EXISTS throughout so that it also
 -- applies to a database that old schema.sql already set up: there it changes nothing
--- and only records version 1. Later changes go in new files (0002_…), plain DDL.
+-- and only records version 1. Later changes go in new files (0002_...), plain DDL.
 --
 -- Code older than these migrations serialized its schema.sql under the advisory lock
 -- (4242, 1); taking it too keeps a not yet upgraded host's setup() from racing this.

@@ -1,0 +1,169 @@
+"""The operator's CLI on a real cluster: status, runs, dead letters, and graphrun dev."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.fault_graphs import redis_for, resume_message
+from tests.e2e.test_cli import _graphrun
+from workers.client import GraphClient
+from workers.embedded import _alive
+from workers.local_cluster import LocalCluster
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _json_lines(out: subprocess.CompletedProcess[str]) -> list[Any]:
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def _until(check: Any, timeout: float = 60.0) -> Any:
+    give_up = time.monotonic() + timeout
+    while time.monotonic() < give_up:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s")
+
+
+def test_status_and_runs(cluster: LocalCluster, client: GraphClient, thread: Any) -> None:
+    client.invoke("chain", {"steps": []}, thread, timeout=60)
+    (status,) = _json_lines(_graphrun(cluster, "status", "--json"))
+    assert status["workers_alive"] >= 2
+    assert set(status["queues"]) == {
+        cluster.env["GRAPHRUNTIME_COORDINATOR_QUEUE"],
+        cluster.env["GRAPHRUNTIME_TASK_QUEUE"],
+    }
+    assert status["dead_letters"] >= 0
+    tid = thread["configurable"]["thread_id"]
+    rows = _json_lines(_graphrun(cluster, "runs", "--thread", tid, "--json"))
+    assert [(r["graph"], r["status"]) for r in rows] == [("chain", "success")]
+    recent = _json_lines(
+        _graphrun(
+            cluster, "runs", "--graph", "chain", "--status", "success", "--since", "10m", "--json"
+        )
+    )
+    assert tid in {r["thread_id"] for r in recent}
+    assert {r["status"] for r in recent} == {"success"}
+    bad = _graphrun(cluster, "runs", "--status", "nonsense")
+    assert bad.returncode == 2
+    assert "--status must be one of" in bad.stderr
+
+
+def test_dead_letters_list_replay_and_purge(
+    cluster: LocalCluster, client: GraphClient, thread: Any
+) -> None:
+    redis = redis_for(cluster.env["REDIS_URL"])
+    queue = cluster.env["GRAPHRUNTIME_RESUME_QUEUE"]
+    tid = thread["configurable"]["thread_id"]
+    # a resume for a thread that is not paused yet: refused, dead-lettered
+    early = resume_message("fan", tid, "ship", key=f"early-{uuid.uuid4()}")
+    poison = "{not json " + uuid.uuid4().hex
+    redis.lpush(queue, early)
+    redis.lpush(queue, poison)
+
+    def both_listed() -> dict[str, Any] | None:
+        out = _graphrun(cluster, "dead", "list", "--json", "--limit", "1000")
+        found = {e["message"]: e for e in _json_lines(out) if e["message"] in (early, poison)}
+        return found if len(found) == 2 else None
+
+    listed = _until(both_listed)
+    assert "InvalidResumeError" in listed[early]["error"]
+    # the thread pauses now; the early resume, replayed, applies
+    client.invoke("fan", {"n": 2}, thread, timeout=60)
+    sha = listed[early]["sha256"][:16]
+    replayed = _json_lines(_graphrun(cluster, "dead", "replay", "--sha256", sha, "--json"))
+    assert replayed == [{"replayed": 1, "skipped": []}]
+    _until(lambda: client.get_state("fan", thread).values.get("decision") == "ship")
+    purged = _json_lines(
+        _graphrun(cluster, "dead", "purge", "--sha256", listed[poison]["sha256"], "--json")
+    )
+    assert purged == [{"purged": 1}]
+    left = {e["message"] for e in _json_lines(_graphrun(cluster, "dead", "list", "--json"))}
+    assert early not in left
+    assert poison not in left
+    none = _graphrun(cluster, "dead", "purge", "--sha256", "ffffffffffff")
+    assert none.returncode == 1
+    assert "no dead letter" in none.stderr
+    neither = _graphrun(cluster, "dead", "replay")
+    assert neither.returncode == 2
+
+
+def test_graphrun_dev_runs_a_cluster_until_interrupted(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(
+        GRAPHRUNTIME_DATA_DIR=str(tmp_path / "data"),
+        GRAPHRUNTIME_GRAPHS="chain=tests.e2e.graphs:chain_graph",
+        PYTHONPATH=str(ROOT),
+        COLUMNS="300",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workers.cli", "dev", "--workers", "1"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        give_up = time.monotonic() + 120
+        while time.monotonic() < give_up:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "Ctrl-C stops" in line:
+                break
+        banner = "".join(lines)
+        assert "Ctrl-C stops" in banner, banner[-3000:]
+        sock = tmp_path / "data" / "redis" / "redis.sock"
+        assert f"redis-cli -s {sock} LPUSH graphruntime:resume" in banner
+        pids = [int(p) for p in banner.split("(pids ", 1)[1].split(")", 1)[0].split(", ")]
+        # a client in "another shell" reaches it with the printed settings
+        from workers.settings import Settings
+
+        url = banner.split("export DATABASE_URL='", 1)[1].split("'", 1)[0]
+        client = GraphClient.from_env(
+            Settings(
+                database_url=url,
+                redis_url=f"redis+socket://{sock}",
+                graphs="chain=tests.e2e.graphs:chain_graph",
+            )
+        )
+        try:
+            out = client.invoke(
+                "chain", {"steps": []}, {"configurable": {"thread_id": "d"}}, timeout=60
+            )
+            assert out["steps"]
+        finally:
+            client.close()
+        os.kill(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+        for pid in pids:
+            _until(lambda pid=pid: not _pid_alive(pid), timeout=30)
+        _until(lambda: not _alive(sock), timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

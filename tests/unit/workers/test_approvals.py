@@ -1,0 +1,323 @@
+"""The inbox, bulk resume, deadlines, cancel and the audit trail, on an in-memory cluster."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from graphruntime.config import RunnableConfig
+from graphruntime.graph import START, StateGraph
+from graphruntime.types import Command, Send, interrupt
+from tests.unit.workers.graphs import Calls, Log, fan, ticket
+from workers.errors import UnknownGraphError
+from workers.sweeper import sweep_once
+from workers.testing import InlineCluster
+
+MakeCluster = Callable[..., InlineCluster]
+
+
+@pytest.fixture
+def make_cluster() -> MakeCluster:
+    """In-memory clusters; tests/integration runs the same tests on Postgres."""
+    return InlineCluster
+
+
+def thread(name: str | None = None) -> RunnableConfig:
+    return {"configurable": {"thread_id": name or f"t-{uuid.uuid4()}"}}
+
+
+def paused(cluster: InlineCluster, n: int, teams: tuple[str, ...] = ("ops", "sales")) -> list[str]:
+    """``n`` threads of ``ticket`` waiting, teams in turn; their thread ids in order."""
+    ids = []
+    for i in range(n):
+        cfg = thread(f"t{i:03d}")
+        cluster.run("ticket", {"items": [teams[i % len(teams)], f"T-{i}"]}, cfg)
+        cluster.clock.advance(1)
+        ids.append(cfg["configurable"]["thread_id"])
+    return ids
+
+
+def test_the_inbox_lists_every_pending_wait_oldest_first_with_its_value(
+    make_cluster: MakeCluster,
+) -> None:
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    ids = paused(cluster, 3)
+    page = cluster.client.inbox("ticket")
+    assert [w.thread_id for w in page.items] == ids
+    assert [w.value for w in page.items] == [
+        {"team": "ops", "ticket": "T-0"},
+        {"team": "sales", "ticket": "T-1"},
+        {"team": "ops", "ticket": "T-2"},
+    ]
+    assert page.cursor is None
+    state = cluster.client.get_state("ticket", thread("t001"))
+    assert page.items[1].interrupt_id == state.interrupts[0].id
+    assert {w.node for w in page.items} == {"ask"}
+
+
+def test_inbox_filters_on_value_fields_and_node(make_cluster: MakeCluster) -> None:
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    ids = paused(cluster, 6)
+    ops = cluster.client.inbox("ticket", where={"team": "ops"})
+    assert [w.thread_id for w in ops.items] == ids[0::2]
+    assert (
+        cluster.client.inbox("ticket", where={"team": "ops", "ticket": "T-2"}).items[0].thread_id
+        == ids[2]
+    )
+    assert cluster.client.inbox("ticket", node="other").items == []
+
+
+def test_inbox_filters_on_age(make_cluster: MakeCluster) -> None:
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    ids = paused(cluster, 6)
+    # six threads paused one clock second apart; the newest is 1 s old
+    old = cluster.client.inbox("ticket", older_than=timedelta(seconds=3.5))
+    assert [w.thread_id for w in old.items] == ids[:3]
+    at = cluster.client.inbox("ticket").items[2].created_at
+    assert [w.thread_id for w in cluster.client.inbox("ticket", older_than=at).items] == ids[:2]
+
+
+def test_inbox_pages_with_a_cursor_cover_every_wait_once(make_cluster: MakeCluster) -> None:
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    ids = paused(cluster, 7)
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        page = cluster.client.inbox("ticket", limit=3, cursor=cursor)
+        seen.extend(w.thread_id for w in page.items)
+        pages += 1
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert seen == ids
+    assert pages == 3
+
+
+def test_inbox_refuses_bad_requests_with_a_clear_error(make_cluster: MakeCluster) -> None:
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    with pytest.raises(UnknownGraphError):
+        cluster.client.inbox("nope")
+    with pytest.raises(ValueError, match="cursor"):
+        cluster.client.inbox("ticket", cursor="not-a-cursor")
+    with pytest.raises(ValueError, match="limit"):
+        cluster.client.inbox("ticket", limit=0)
+    with pytest.raises(ValueError, match="aware"):
+        cluster.client.inbox("ticket", older_than=datetime(2026, 1, 1))
+
+
+def test_resume_many_answers_every_selected_wait_once(make_cluster: MakeCluster) -> None:
+    calls = Calls()
+    cluster = make_cluster({"ticket": ticket(calls)})
+    ids = paused(cluster, 6)
+    outcomes = cluster.client.resume_many(
+        "ticket",
+        where={"team": "ops"},
+        value="approved",
+        idempotency_key="ops-friday",
+        actor="alice",
+        note="weekly sweep",
+    )
+    assert sorted(o.thread_id for o in outcomes) == ids[0::2]
+    assert {o.outcome for o in outcomes} == {"applied"}
+    cluster.deliver()
+    for i, thread_id in enumerate(ids):
+        state = cluster.client.get_state("ticket", thread(thread_id))
+        if i % 2 == 0:
+            assert state.values["decision"] == "approved"
+            assert state.next == ()
+        else:
+            assert "decision" not in state.values
+    assert [w.thread_id for w in cluster.client.inbox("ticket").items] == ids[1::2]
+    (record,) = cluster.client.resume_history("ticket", thread(ids[0]))
+    assert (record.actor, record.note, record.route, record.status) == (
+        "alice",
+        "weekly sweep",
+        "client",
+        "success",
+    )
+    assert list(record.value.values()) == ["approved"]
+
+
+def test_resume_many_run_twice_applies_once(make_cluster: MakeCluster) -> None:
+    calls = Calls()
+    cluster = make_cluster({"ticket": ticket(calls)})
+    ids = paused(cluster, 4)
+    first = cluster.client.resume_many("ticket", where={}, value="ok", idempotency_key="k1")
+    again = cluster.client.resume_many("ticket", where={}, value="ok", idempotency_key="k1")
+    assert {o.outcome for o in first} == {"applied"}
+    assert sorted(o.thread_id for o in again) == sorted(ids)
+    assert {o.outcome for o in again} == {"already applied"}
+    assert {o.run_id for o in again} == {o.run_id for o in first}
+    cluster.deliver()
+    third = cluster.client.resume_many("ticket", where={}, value="ok", idempotency_key="k1")
+    assert {o.outcome for o in third} == {"already applied"}
+    # each node body ran twice: the first ask, and once more on its one resume
+    assert all(calls.counts[f"ask:{team}"] == 4 for team in ("ops", "sales"))
+
+
+def test_resume_many_by_items_reports_waits_that_are_not_pending(make_cluster: MakeCluster) -> None:
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    paused(cluster, 2)
+    waits = cluster.client.inbox("ticket").items
+    outcomes = cluster.client.resume_many(
+        "ticket",
+        items=[(waits[0].thread_id, waits[0].interrupt_id), ("t000", "no-such-interrupt")],
+        value="yes",
+        idempotency_key="pick",
+    )
+    by = {(o.thread_id, o.outcome) for o in outcomes}
+    assert ("t000", "applied") in by
+    assert ("t000", "not pending") in by
+    with pytest.raises(ValueError, match="not both"):
+        cluster.client.resume_many("ticket", value="x", idempotency_key="k", where={}, items=[])
+    with pytest.raises(ValueError, match="None"):
+        cluster.client.resume_many("ticket", value=None, idempotency_key="k", where={})
+
+
+def test_a_thread_answered_by_a_human_first_is_a_conflict_not_a_second_resume(
+    make_cluster: MakeCluster,
+) -> None:
+    calls = Calls()
+    cluster = make_cluster({"ticket": ticket(calls)})
+    ids = paused(cluster, 2)
+    wait = cluster.client.inbox("ticket").items[0]
+    cluster.client.submit("ticket", Command(resume={wait.interrupt_id: "human"}), thread(ids[0]))
+    assert cluster.client.inbox("ticket").items[0].resuming
+    outcomes = {
+        o.thread_id: o
+        for o in cluster.client.resume_many("ticket", where={}, value="bulk", idempotency_key="b")
+    }
+    assert outcomes[ids[0]].outcome == "conflict"
+    assert outcomes[ids[1]].outcome == "applied"
+    cluster.deliver()
+    assert cluster.client.get_state("ticket", thread(ids[0])).values["decision"] == "human"
+    assert cluster.client.get_state("ticket", thread(ids[1])).values["decision"] == "bulk"
+
+
+def _now(cluster: InlineCluster) -> None:
+    """Put the store's clock at wall time: interrupt() computes deadlines from it."""
+    cluster.clock.now = datetime.now(UTC)
+
+
+def test_a_deadline_resumes_the_wait_with_its_default_once_across_sweepers(
+    make_cluster: MakeCluster,
+) -> None:
+    calls = Calls()
+    cluster = make_cluster({"ticket": ticket(calls, deadline=timedelta(minutes=5))}, workers=3)
+    _now(cluster)
+    cluster.run("ticket", {"items": ["ops", "T-1"]}, thread("late"))
+    cluster.run("ticket", {"items": ["ops", "T-2"]}, thread("answered"))
+    (wait,) = [w for w in cluster.client.inbox("ticket").items if w.thread_id == "late"]
+    assert wait.deadline is not None
+    assert timedelta(minutes=4) < wait.deadline - cluster.clock.now < timedelta(minutes=6)
+    assert sweep_once(cluster.workers[0]).deadlines == 0
+    waits = {w.thread_id: w.interrupt_id for w in cluster.client.inbox("ticket").items}
+    (done,) = cluster.client.resume_many(
+        "ticket", items=[("answered", waits["answered"])], value="human", idempotency_key="h"
+    )
+    assert done.outcome == "applied"
+    cluster.deliver()
+    cluster.clock.advance(301)
+    cluster.beat()
+    made = [sweep_once(ctx).deadlines for ctx in cluster.workers]
+    assert sum(made) == 1  # three sweepers, one resume
+    cluster.deliver()
+    state = cluster.client.get_state("ticket", thread("late"))
+    assert state.values["decision"] == "auto-approved"
+    (record,) = cluster.client.resume_history("ticket", thread("late"))
+    assert (record.route, record.actor, record.status) == ("deadline", "deadline", "success")
+    assert cluster.client.inbox("ticket").items == []
+    assert sum(sweep_once(ctx).deadlines for ctx in cluster.workers) == 0
+
+
+def two_questions() -> Any:
+    """Two tasks of one step, each waiting with a deadline."""
+
+    def split(state: Log) -> list[Send]:
+        return [Send("ask", {"item": item}) for item in state["items"]]
+
+    def ask(task: dict[str, Any]) -> dict[str, Any]:
+        answer = interrupt({"item": task["item"]}, deadline=timedelta(minutes=5), default="-")
+        return {"log": [f"{task['item']}={answer}"]}
+
+    g = StateGraph(Log)
+    g.add_node("ask", ask)
+    g.add_conditional_edges(START, split)
+    return g.compile()
+
+
+def test_a_wait_asked_again_keeps_its_first_deadline(make_cluster: MakeCluster) -> None:
+    """Answering one of two waits re-runs the other's task: its clock does not restart."""
+    cluster = make_cluster({"q": two_questions()})
+    _now(cluster)
+    cluster.run("q", {"items": ["a", "b"]}, thread("x"))
+    before = {w.value["item"]: w for w in cluster.client.inbox("q").items}
+    time.sleep(0.01)  # interrupt() reads the wall clock
+    (done,) = cluster.client.resume_many(
+        "q", items=[("x", before["a"].interrupt_id)], value="yes", idempotency_key="a"
+    )
+    cluster.deliver()
+    assert cluster.store.get_run(str(done.run_id)).status == "interrupted"
+    (left,) = cluster.client.inbox("q").items
+    assert left.interrupt_id == before["b"].interrupt_id
+    assert left.deadline == before["b"].deadline
+    assert left.created_at == before["b"].created_at
+
+
+def test_an_edit_of_the_state_takes_the_waits_it_left_out_of_the_inbox(
+    make_cluster: MakeCluster,
+) -> None:
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    (tid,) = paused(cluster, 1)
+    assert len(cluster.client.inbox("ticket").items) == 1
+    cluster.client.update_state("ticket", thread(tid), {"log": ["edited"]})
+    assert cluster.client.get_state("ticket", thread(tid)).interrupts == ()
+    assert cluster.client.inbox("ticket").items == []
+
+
+def test_cancel_during_a_fan_out_ends_the_run_and_no_task_writes(make_cluster: MakeCluster) -> None:
+    calls = Calls()
+    cluster = make_cluster({"fan": fan(calls)})
+    cfg = thread()
+    handle = cluster.client.submit("fan", {"items": ["a", "b", "c"], "log": []}, cfg)
+    cluster.deliver(limit=1)  # the fan-out step is dispatched
+    assert len(cluster.broker.tasks) == 3
+    ended = cluster.client.cancel("fan", cfg, reason="wrong input", actor="bob")
+    assert ended == [handle.run_id]
+    cluster.deliver()
+    assert not any(k.startswith("work") for k in calls.counts)
+    assert calls.counts["join"] == 0
+    run = cluster.store.get_run(handle.run_id)
+    assert run.status == "cancelled"
+    assert run.error is not None
+    assert "wrong input" in run.error["message"]
+    state = cluster.client.get_state("fan", cfg)
+    assert state.next == ()
+    assert state.metadata is not None
+    assert state.metadata["cancelled"]["actor"] == "bob"
+    assert "decision" not in state.values
+    # the thread takes new input afterwards
+    out = cluster.run("fan", {"items": ["d"]}, cfg)
+    assert out["decision"] == "d"
+
+
+def test_cancel_a_waiting_thread_clears_its_inbox_and_refuses_its_resume(
+    make_cluster: MakeCluster,
+) -> None:
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    (tid,) = paused(cluster, 1)
+    wait = cluster.client.inbox("ticket").items[0]
+    assert cluster.client.cancel("ticket", thread(tid), reason="duplicate ticket") == []
+    assert cluster.client.inbox("ticket").items == []
+    late = cluster.client.submit("ticket", Command(resume={wait.interrupt_id: "yes"}), thread(tid))
+    cluster.deliver()
+    with pytest.raises(Exception, match="interrupt"):
+        late.wait(0)
+    with pytest.raises(ValueError, match="reason"):
+        cluster.client.cancel("ticket", thread(tid), reason="")

@@ -1,0 +1,433 @@
+"""Approvals at scale: the inbox of pending interrupts, bulk resume, cancel, the audit trail.
+
+These are :class:`~workers.client.GraphClient` methods (``inbox``, ``resume_many``,
+``cancel``, ``resume_history``); the logic lives here so the client stays small. Every
+resume they make goes through the same path as ``GraphClient.submit``: a queued run,
+checked against the thread when it starts, idempotent by key, audited with its actor.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from graphruntime.checkpoint import SerializerProtocol, check_round_trip
+from graphruntime.config import RunnableConfig
+from graphruntime.errors import InvalidResumeError
+from graphruntime.pregel import end_pending
+from graphruntime.types import Command
+from workers._requests import thread_id_of
+from workers.dispatch import Broker
+from workers.errors import (
+    GraphMismatchError,
+    NotDispatchedError,
+    ResumeConflictError,
+    is_transient,
+)
+from workers.messages import MAX_NAME, MAX_NOTE
+from workers.store import InboxQuery, InboxRow, InboxUpdate, NewRun, Run, RunStore
+
+if TYPE_CHECKING:
+    from workers.client import GraphClient
+
+log = logging.getLogger(__name__)
+
+MAX_PAGE = 1000
+"""Largest inbox page; bulk operations page through everything with it."""
+
+
+@dataclass(frozen=True)
+class Wait:
+    """One pending interrupt: a thread waiting for a human."""
+
+    graph: str
+    thread_id: str
+    interrupt_id: str
+    node: str
+    namespace: str
+    value: Any
+    created_at: datetime
+    deadline: datetime | None
+    run_id: str
+    resuming: bool
+    """A run of the thread is queued or running: the wait may be answered already."""
+
+
+class InboxPage(NamedTuple):
+    items: list[Wait]
+    cursor: str | None
+    """Pass it back for the next page; None when this page was the last."""
+
+
+Outcome = Literal["applied", "already applied", "conflict", "not pending"]
+
+
+@dataclass(frozen=True)
+class ResumeOutcome:
+    """What a bulk resume did to one thread."""
+
+    thread_id: str
+    interrupt_ids: tuple[str, ...]
+    outcome: Outcome
+    run_id: str | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class ResumeRecord:
+    """One resume of a thread, for the audit trail."""
+
+    run_id: str
+    created_at: datetime
+    status: str
+    route: str | None
+    actor: str | None
+    note: str | None
+    value: Any
+    error: dict[str, Any] | None
+
+
+def encode_cursor(row: InboxRow) -> str:
+    raw = json.dumps([row.created_at.isoformat(), row.thread_id, row.interrupt_id])
+    return base64.urlsafe_b64encode(raw.encode()).decode("ascii")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str, str]:
+    try:
+        at, thread_id, interrupt_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return datetime.fromisoformat(at), str(thread_id), str(interrupt_id)
+    except (ValueError, TypeError) as exc:
+        raise ValueError("Bad inbox cursor: pass back the cursor a previous page returned") from exc
+
+
+def _wait(row: InboxRow) -> Wait:
+    return Wait(
+        graph=row.graph,
+        thread_id=row.thread_id,
+        interrupt_id=row.interrupt_id,
+        node=row.node,
+        namespace=row.namespace,
+        value=row.value,
+        created_at=row.created_at,
+        deadline=row.deadline,
+        run_id=row.run_id,
+        resuming=row.resuming,
+    )
+
+
+def _older_than(value: timedelta | datetime | None) -> timedelta | datetime | None:
+    if isinstance(value, datetime) and value.tzinfo is None:
+        raise ValueError("older_than takes a timedelta (an age) or an aware datetime")
+    if isinstance(value, timedelta) and value < timedelta(0):
+        raise ValueError("older_than is an age: a timedelta of zero or more")
+    return value
+
+
+def inbox(
+    client: GraphClient,
+    graph: str | None = None,
+    *,
+    where: dict[str, Any] | None = None,
+    node: str | None = None,
+    older_than: timedelta | datetime | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> InboxPage:
+    """A page of pending interrupts, oldest first; filter on the value's fields (``where``:
+    JSON containment), the node and the age."""
+    if graph is not None:
+        client.registry.get(graph)  # an unknown graph is an error, not an empty inbox
+    if not 1 <= limit <= MAX_PAGE:
+        raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+    if where is not None and not isinstance(where, dict):
+        raise ValueError('where is a JSON object the value must contain, e.g. {"team": "ops"}')
+    rows = client.store.inbox(
+        InboxQuery(
+            graph=graph,
+            where=where,
+            node=node,
+            older_than=_older_than(older_than),
+            limit=limit,
+            after=decode_cursor(cursor) if cursor else None,
+        )
+    )
+    more = encode_cursor(rows[-1]) if len(rows) == limit else None
+    return InboxPage([_wait(r) for r in rows], more)
+
+
+def _targets(
+    client: GraphClient,
+    graph: str,
+    where: dict[str, Any] | None,
+    node: str | None,
+    items: Sequence[tuple[str, str]] | None,
+) -> list[InboxRow]:
+    rows: list[InboxRow] = []
+    after: tuple[datetime, str, str] | None = None
+    while True:
+        page = client.store.inbox(
+            InboxQuery(
+                graph=graph,
+                where=where,
+                node=node,
+                limit=MAX_PAGE,
+                after=after,
+                threads=list(items) if items is not None else None,
+            )
+        )
+        rows.extend(page)
+        if len(page) < MAX_PAGE:
+            return rows
+        last = page[-1]
+        after = (last.created_at, last.thread_id, last.interrupt_id)
+
+
+def resume_many(
+    client: GraphClient,
+    graph: str,
+    *,
+    value: Any,
+    idempotency_key: str,
+    where: dict[str, Any] | None = None,
+    node: str | None = None,
+    items: Iterable[tuple[str, str]] | None = None,
+    actor: str | None = None,
+    note: str | None = None,
+    route: str = "client",
+    progress: Callable[[int, int], None] | None = None,
+) -> list[ResumeOutcome]:
+    """Resume many pending interrupts with one value; one outcome per thread.
+
+    Select them by ``where`` (the value contains it; ``{}`` is every wait of the graph)
+    and ``node``, or name them as ``items`` ``(thread_id, interrupt_id)``. Each thread
+    gets one resume run answering its selected waits, under a key derived from
+    ``idempotency_key``: running the same call again changes nothing (its threads
+    report "already applied").
+    """
+    client.registry.get(graph)
+    if (where is None) == (items is None):
+        raise ValueError("resume_many takes where= (a JSON filter; {} for all) or items=, not both")
+    if value is None:
+        raise ValueError("value is the resume value; None resumes nothing")
+    if not idempotency_key or len(idempotency_key) > MAX_NAME - 5:
+        raise ValueError(f"idempotency_key must be 1 to {MAX_NAME - 5} characters")
+    check_round_trip(value, client.saver.serde)
+    key = f"bulk:{idempotency_key}"
+    wanted = [(str(t), str(i)) for t, i in items] if items is not None else None
+    done = {run.thread_id: run for run in client.store.runs_by_key(graph, key)}
+    rows = _targets(client, graph, where, node, wanted)
+    by_thread: dict[str, list[str]] = {}
+    for row in rows:
+        if row.thread_id not in done:
+            by_thread.setdefault(row.thread_id, []).append(row.interrupt_id)
+    outcomes: list[ResumeOutcome] = [
+        ResumeOutcome(t, (), "already applied", run.run_id) for t, run in done.items()
+    ]
+    if wanted is not None:
+        pending = {(r.thread_id, r.interrupt_id) for r in rows}
+        outcomes.extend(
+            ResumeOutcome(t, (i,), "not pending", detail="no such pending interrupt")
+            for t, i in wanted
+            if (t, i) not in pending and t not in done
+        )
+    origin: dict[str, Any] = {"route": route, "bulk": idempotency_key}
+    if actor is not None:
+        origin["actor"] = actor
+    if note is not None:
+        origin["note"] = note
+    news = [
+        resume_run(client.saver.serde, graph, thread_id, dict.fromkeys(ids, value), key, origin)
+        for thread_id, ids in by_thread.items()
+    ]
+    created: list[str] = []
+    total = len(news)
+    for start in range(0, total, MAX_PAGE):
+        batch = news[start : start + MAX_PAGE]
+        for new, (run, fresh, error) in zip(batch, client.store.create_runs(batch), strict=True):
+            ids = tuple(by_thread[new.thread_id])
+            if error is not None:
+                kind: Outcome = (
+                    "conflict"
+                    if isinstance(error, ResumeConflictError | GraphMismatchError)
+                    else "not pending"
+                    if isinstance(error, InvalidResumeError)
+                    else "conflict"
+                )
+                outcomes.append(ResumeOutcome(new.thread_id, ids, kind, detail=str(error)))
+            elif run is not None:
+                if fresh:
+                    created.append(run.run_id)
+                outcomes.append(
+                    ResumeOutcome(
+                        new.thread_id, ids, "applied" if fresh else "already applied", run.run_id
+                    )
+                )
+        if progress is not None:
+            progress(min(start + MAX_PAGE, total), total)
+    if created:
+        try:
+            client.broker.send_coordinates(created)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            raise NotDispatchedError(
+                f"{len(created)} resume runs are recorded, but the broker could not be "
+                f"reached ({exc}); a worker's sweeper sends them when it is back. Do not "
+                "resume again with another key.",
+                created[0],
+            ) from exc
+    return outcomes
+
+
+def resume_run(
+    serde: SerializerProtocol,
+    graph: str,
+    thread_id: str,
+    resume: dict[str, Any],
+    key: str,
+    origin: dict[str, Any],
+) -> NewRun:
+    """A queued resume run answering ``resume`` (interrupt id -> value) on one thread."""
+    payload = {
+        "input": Command(resume=resume),
+        "config": {"configurable": {"thread_id": thread_id}},
+        "stream_modes": [],
+        "subgraphs": False,
+        "interrupt_before": None,
+        "interrupt_after": None,
+    }
+    kind, data = serde.dumps_typed(payload)
+    return NewRun(
+        run_id=str(uuid.uuid4()),
+        thread_id=thread_id,
+        graph=graph,
+        kind="resume",
+        payload=payload,
+        idempotency_key=key,
+        request_digest=hashlib.sha256(
+            graph.encode() + b"\0" + kind.encode() + b"\0" + data
+        ).hexdigest(),
+        origin=origin,
+    )
+
+
+def cancel(
+    client: GraphClient,
+    graph: str,
+    config: RunnableConfig,
+    *,
+    reason: str,
+    actor: str | None = None,
+) -> list[str]:
+    """End the thread's queued and running runs and its pending waits; returns the runs.
+
+    Their runs end as ``cancelled``, their open tasks are closed and the inbox rows go,
+    in one transaction. Then a checkpoint with nothing left to run is put on the thread
+    (fenced: any job still working on it can no longer save a checkpoint, and its
+    pending writes belong to a checkpoint the thread has left), whose metadata says
+    who cancelled and why.
+    """
+    client.registry.get(graph)
+    thread_id = thread_id_of(config)
+    if not reason or len(reason) > MAX_NOTE:
+        raise ValueError(f"reason must be 1 to {MAX_NOTE} characters")
+    bound = client.store.bind_thread(thread_id, graph)
+    if bound != graph:
+        raise GraphMismatchError(
+            f"Thread {thread_id!r} belongs to graph {bound!r}, not {graph!r}; nothing was changed."
+        )
+    cancelled_by = {"reason": reason, "actor": actor}
+    error = {
+        "type": "RunCancelled",
+        "module": "workers.errors",
+        "message": f"Cancelled: {reason}",
+        "args": [f"Cancelled: {reason}"],
+        "actor": actor,
+    }
+    runs = client.store.cancel_thread(thread_id, error)
+    compiled = client.registry.get(graph)
+    fenced = client.saver.fenced()
+    pinned: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    for _ in range(20):  # a job may still save the step it was on: retry on the new head
+        try:
+            end_pending(compiled, fenced, pinned, {"cancelled": {**cancelled_by, "runs": runs}})
+            break
+        except Exception as exc:
+            from graphruntime.errors import CheckpointConflict
+
+            if not isinstance(exc, CheckpointConflict):
+                raise
+    client.store.replace_inbox(InboxUpdate(thread_id, graph, "", []), None)
+    return runs
+
+
+def resume_history(
+    client: GraphClient, graph: str, config: RunnableConfig, *, limit: int = 50
+) -> list[ResumeRecord]:
+    """Who resumed the thread, when, with what value, and by which route; newest first."""
+    client.registry.get(graph)
+    records = []
+    for run in client.store.resume_history(thread_id_of(config), limit):
+        records.append(_record(run))
+    return records
+
+
+def _record(run: Run) -> ResumeRecord:
+    origin = run.origin or {}
+    command = run.payload.get("input")
+    value = command.resume if isinstance(command, Command) else None
+    return ResumeRecord(
+        run_id=run.run_id,
+        created_at=run.created_at,
+        status=run.status,
+        route=origin.get("route"),
+        actor=origin.get("actor"),
+        note=origin.get("note"),
+        value=value,
+        error=run.error,
+    )
+
+
+DEADLINE_BATCH = 500
+
+
+def resume_expired(
+    store: RunStore, broker: Broker, serde: SerializerProtocol, limit: int = DEADLINE_BATCH
+) -> int:
+    """Resume the waits whose deadline passed with their default; returns the runs made.
+
+    Each thread gets one resume run answering its expired waits, under a key named by
+    them: every sweeper of the cluster may find the same waits, and only one run is
+    made (the others get it back, or a conflict if a human answered first).
+    """
+    per_thread: dict[tuple[str, str], dict[str, Any]] = {}
+    for wait in store.expired_waits(limit):
+        default = serde.loads_typed(wait.default)
+        per_thread.setdefault((wait.graph, wait.thread_id), {})[wait.interrupt_id] = default
+    news = []
+    for (graph, thread_id), resume in per_thread.items():
+        ids = ",".join(sorted(resume))
+        key = "deadline:" + hashlib.sha256(ids.encode()).hexdigest()[:32]
+        origin = {"route": "deadline", "actor": "deadline", "note": "deadline passed"}
+        news.append(resume_run(serde, graph, thread_id, resume, key, origin))
+    created = []
+    for new, (run, fresh, error) in zip(news, store.create_runs(news), strict=True):
+        if error is not None:
+            log.info("deadline resume of thread %s not made: %s", new.thread_id, error)
+        elif run is not None and fresh:
+            log.info(
+                "deadline passed on thread %s: resumed with its default (run %s)",
+                new.thread_id,
+                run.run_id,
+            )
+            created.append(run.run_id)
+    if created:
+        broker.send_coordinates(created)
+    return len(created)

@@ -1,0 +1,91 @@
+"""``graphrun dev``: embedded Postgres and Redis plus workers, in the foreground."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import Annotated, Any
+
+import typer
+
+from workers.cli._output import console, fail
+from workers.errors import WorkerError
+
+
+def dev(
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes to start.")] = 2,
+    concurrency: Annotated[int, typer.Option(min=1, help="Pool processes per worker.")] = 1,
+    graphs: Annotated[
+        str | None,
+        typer.Option(help="name=module:attribute entries (default: GRAPHRUNTIME_GRAPHS)."),
+    ] = None,
+) -> None:
+    """Run a development cluster here: embedded Postgres and Redis (under the project's
+    .data, or GRAPHRUNTIME_DATA_DIR) and N celery workers, until Ctrl-C stops them all."""
+    from workers.local_cluster import LocalCluster
+    from workers.settings import load_settings
+
+    try:
+        settings = load_settings(**({"graphs": graphs} if graphs else {}))
+    except WorkerError as exc:
+        fail(f"{type(exc).__name__}: {exc}", 2)
+    if not settings.graphs:
+        fail("no graphs: pass --graphs name=module:attribute or set GRAPHRUNTIME_GRAPHS", 2)
+    cluster = LocalCluster(
+        settings.graphs,
+        workers=workers,
+        concurrency=concurrency,
+        pythonpath=[os.getcwd()],
+        # the default queue names, so clients and `graphrun` in other shells reach them
+        extra_env={
+            "GRAPHRUNTIME_COORDINATOR_QUEUE": settings.coordinator_queue,
+            "GRAPHRUNTIME_TASK_QUEUE": settings.task_queue,
+            "GRAPHRUNTIME_RESUME_QUEUE": settings.resume_queue,
+        },
+        echo=True,
+    )
+    stop = threading.Event()
+
+    def interrupted(*_: Any) -> None:
+        stop.set()
+
+    failed = False
+    previous = signal.signal(signal.SIGINT, interrupted)
+    signal.signal(signal.SIGTERM, interrupted)
+    try:
+        try:
+            cluster.start()
+        except RuntimeError as exc:
+            fail(str(exc), 1)
+        env = cluster.env
+        sock = env["REDIS_URL"].removeprefix("redis+socket://")
+        console.print(
+            "\n[bold]graphruntime dev cluster[/bold] (development only): "
+            f"{workers} workers (pids {', '.join(str(w.pid) for w in cluster.workers)}), "
+            f"graphs {settings.graphs}\n"
+            "In another shell, to reach it:\n"
+            f"  export DATABASE_URL='{env['DATABASE_URL']}'\n"
+            f"  export REDIS_URL='{env['REDIS_URL']}'\n"
+            f"  export GRAPHRUNTIME_GRAPHS='{settings.graphs}'\n"
+            "A resume message, by hand:\n"
+            f"  redis-cli -s {sock} LPUSH {settings.resume_queue} "
+            '\'{"graph": "G", "thread_id": "T", "resume": "yes", "idempotency_key": "K"}\'\n'
+            "Ctrl-C stops the workers (and the embedded services, if nothing else uses them).",
+            highlight=False,
+        )
+        while not stop.wait(0.5):
+            dead = [w for w in cluster.workers if w.proc.poll() is not None]
+            if dead:
+                console.print(
+                    f"worker {dead[0].index} exited with {dead[0].proc.returncode}; stopping",
+                    style="red",
+                )
+                failed = True
+                break
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        cluster.stop()
+        console.print("stopped")
+    if failed:
+        raise typer.Exit(1)

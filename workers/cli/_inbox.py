@@ -1,0 +1,249 @@
+"""``graphrun inbox`` (list, resume, history) and ``graphrun cancel``."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+import typer
+from rich.progress import Progress
+
+from workers.cli._output import (
+    JsonOption,
+    connected,
+    console,
+    fail,
+    json_line,
+    parse_json,
+    table,
+)
+from workers.errors import NotDispatchedError
+
+inbox_app = typer.Typer(
+    help="Pending interrupts: list, resume in bulk, audit.", no_args_is_help=True
+)
+
+_AGE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+GraphOption = Annotated[str | None, typer.Option("--graph", help="Registered graph name.")]
+
+
+def parse_age(text: str) -> timedelta:
+    match = _AGE.match(text.strip())
+    if not match:
+        fail(f"--older-than takes an age like 30s, 15m, 2h or 7d, got {text!r}", 2)
+    return timedelta(seconds=float(match[1]) * _UNIT[match[2]])
+
+
+def _where(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    where = parse_json("--where", text)
+    if not isinstance(where, dict):
+        fail('--where is a JSON object the value must contain, e.g. \'{"team": "ops"}\'', 2)
+    return where
+
+
+def _short(value: Any, width: int = 60) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _age(at: datetime) -> str:
+    seconds = int((datetime.now(UTC) - at).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{max(seconds, 0)}s"
+
+
+@inbox_app.command("list")
+def list_waits(
+    graph: GraphOption = None,
+    where: Annotated[
+        str | None, typer.Option(help='Keep values containing this JSON, e.g. \'{"team": "ops"}\'.')
+    ] = None,
+    node: Annotated[str | None, typer.Option(help="Only waits of this node.")] = None,
+    older_than: Annotated[
+        str | None, typer.Option("--older-than", help="Only waits older than 30s/15m/2h/7d.")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="Rows per page.")] = 50,
+    cursor: Annotated[str | None, typer.Option(help="The next-page cursor printed before.")] = None,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Pending interrupts, oldest first: thread, interrupt id, node, age, deadline, value."""
+    age = parse_age(older_than) if older_than else None
+    with connected() as client:
+        page = client.inbox(
+            graph, where=_where(where), node=node, older_than=age, limit=limit, cursor=cursor
+        )
+    if as_json:
+        for wait in page.items:
+            json_line(wait)
+        if page.cursor:
+            json_line({"next_cursor": page.cursor})
+        return
+    table(
+        ("graph", "thread", "interrupt", "node", "age", "deadline", "value"),
+        [
+            (
+                w.graph,
+                w.thread_id,
+                w.interrupt_id,
+                w.node,
+                _age(w.created_at) + (" (resuming)" if w.resuming else ""),
+                w.deadline.isoformat(timespec="seconds") if w.deadline else "",
+                _short(w.value),
+            )
+            for w in page.items
+        ],
+    )
+    if page.cursor:
+        console.print(f"next page: --cursor {page.cursor}", markup=False, highlight=False)
+
+
+def _item(text: str) -> tuple[str, str]:
+    thread, sep, interrupt = text.rpartition(":")
+    if not sep or not thread or not interrupt:
+        fail(f"--item is THREAD_ID:INTERRUPT_ID, got {text!r}", 2)
+    return thread, interrupt
+
+
+@inbox_app.command("resume")
+def resume_waits(
+    graph: Annotated[str, typer.Option(help="Registered graph name.")],
+    value: Annotated[str, typer.Option(help="The resume value as JSON (quote a string).")],
+    key: Annotated[
+        str, typer.Option(help="Idempotency key: running the same command again changes nothing.")
+    ],
+    where: Annotated[
+        str | None,
+        typer.Option(help="Resume the waits whose value contains this JSON; {} for all."),
+    ] = None,
+    item: Annotated[
+        list[str] | None, typer.Option(help="THREAD_ID:INTERRUPT_ID to resume (repeatable).")
+    ] = None,
+    node: Annotated[str | None, typer.Option(help="Only waits of this node.")] = None,
+    actor: Annotated[str | None, typer.Option(help="Who resumes (kept with each run).")] = None,
+    note: Annotated[str | None, typer.Option(help="Why (kept with each run).")] = None,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Resume many pending interrupts with one value; one outcome per thread.
+
+    Outcomes: applied, already applied (this key did it before), conflict (another
+    resume got there first), not pending. Exit 0 when every thread is applied or was
+    already; 1 when some were not; 3 when the runs are recorded but the broker was
+    unreachable (a worker's sweeper sends them).
+    """
+    if (where is None) == (not item):
+        fail("give --where (a JSON filter; '{}' for all) or --item, not both", 2)
+    resume_value = parse_json("--value", value)
+    items = [_item(i) for i in item] if item else None
+    with connected() as client:
+        try:
+            if as_json:
+                outcomes = client.resume_many(
+                    graph,
+                    value=resume_value,
+                    idempotency_key=key,
+                    where=_where(where),
+                    node=node,
+                    items=items,
+                    actor=actor,
+                    note=note,
+                )
+            else:
+                with Progress(console=console, transient=True) as bar:
+                    task = bar.add_task("resuming", total=None)
+
+                    def progress(done: int, total: int) -> None:
+                        bar.update(task, completed=done, total=total)
+
+                    outcomes = client.resume_many(
+                        graph,
+                        value=resume_value,
+                        idempotency_key=key,
+                        where=_where(where),
+                        node=node,
+                        items=items,
+                        actor=actor,
+                        note=note,
+                        progress=progress,
+                    )
+        except NotDispatchedError as exc:
+            fail(f"{type(exc).__name__}: {exc}", 3, style="yellow")
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome.outcome] = counts.get(outcome.outcome, 0) + 1
+        if as_json:
+            json_line(outcome)
+    others = [o for o in outcomes if o.outcome != "applied"]
+    if not as_json:
+        if others:
+            table(
+                ("thread", "outcome", "run", "detail"),
+                [(o.thread_id, o.outcome, o.run_id, o.detail) for o in others],
+                title="threads not newly applied",
+            )
+        summary = (
+            ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "nothing pending"
+        )
+        console.print(f"{len(outcomes)} threads: {summary}", markup=False)
+    if set(counts) - {"applied", "already applied"}:
+        raise typer.Exit(1)
+
+
+@inbox_app.command("history")
+def history(
+    graph: Annotated[str, typer.Option(help="Registered graph name.")],
+    thread: Annotated[str, typer.Option(help="Thread id.")],
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Who resumed the thread, when, with what value and by which route; newest first."""
+    with connected() as client:
+        records = client.resume_history(graph, {"configurable": {"thread_id": thread}}, limit=limit)
+    if as_json:
+        for record in records:
+            json_line(record)
+        return
+    table(
+        ("when", "route", "actor", "value", "status", "note", "run"),
+        [
+            (
+                r.created_at.isoformat(timespec="seconds"),
+                r.route,
+                r.actor,
+                _short(r.value, 40),
+                r.status + (f": {r.error.get('message')}" if r.error else ""),
+                r.note,
+                r.run_id,
+            )
+            for r in records
+        ],
+    )
+
+
+def cancel(
+    graph: Annotated[str, typer.Option(help="Registered graph name.")],
+    thread: Annotated[str, typer.Option(help="Thread id.")],
+    reason: Annotated[str, typer.Option(help="Why (kept in the thread's state).")],
+    actor: Annotated[str | None, typer.Option(help="Who cancels.")] = None,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Cancel a thread: its queued and running runs end as cancelled, its open tasks can
+    no longer write, its waits leave the inbox, and its state says who and why."""
+    with connected() as client:
+        runs = client.cancel(
+            graph, {"configurable": {"thread_id": thread}}, reason=reason, actor=actor
+        )
+    if as_json:
+        json_line({"thread_id": thread, "cancelled_runs": runs})
+    else:
+        console.print(
+            f"thread {thread} cancelled ({len(runs)} run(s) ended: {', '.join(runs) or 'none'})",
+            markup=False,
+        )

@@ -1,0 +1,170 @@
+"""``graphrun resume`` and ``graphrun runs``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from workers.cli._output import JsonOption, connected, console, fail, json_line, parse_json, table
+
+
+def resume(
+    graph: Annotated[str, typer.Option(help="Registered graph name.")],
+    thread: Annotated[str, typer.Option(help="Thread id.")],
+    value: Annotated[str, typer.Option(help="Resume value as JSON (a string must be quoted).")],
+    key: Annotated[
+        str | None, typer.Option(help="Idempotency key: the same key applies once.")
+    ] = None,
+    actor: Annotated[str | None, typer.Option(help="Who resumes (kept with the run).")] = None,
+    note: Annotated[str | None, typer.Option(help="Why (kept with the run).")] = None,
+    wait: Annotated[
+        bool, typer.Option(help="Wait for the resumed run and print its result.")
+    ] = True,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Resume an interrupted thread (checked against its pending interrupts when it runs).
+
+    A map of interrupt id to value resumes several waits of the thread (``graphrun inbox
+    list`` shows the ids). Exit codes: 0 applied (or queued, with --no-wait); 1 refused or
+    failed (nothing was changed); 3 recorded but not yet sent to the broker (a worker's
+    sweeper sends it).
+    """
+    from graphruntime.types import Command
+    from workers.errors import NotDispatchedError
+
+    resume_value: Any = parse_json("--value", value)
+    with connected() as client:
+        try:
+            handle = client.submit(
+                graph,
+                Command(resume=resume_value),
+                {"configurable": {"thread_id": thread}},
+                idempotency_key=key,
+                actor=actor,
+                note=note,
+                route="cli",
+            )
+            if not as_json:
+                state = "new" if handle.created else "already submitted"
+                console.print(f"run {handle.run_id} ({state})", markup=False)
+            result = handle.wait() if wait else None
+        except NotDispatchedError as exc:
+            fail(f"{type(exc).__name__}: {exc}", 3, style="yellow")
+        except Exception as exc:  # noqa: BLE001 - shown to the operator, exit non-zero
+            fail(f"{type(exc).__name__}: {exc}", 1)
+    if as_json:
+        json_line({"run_id": handle.run_id, "created": handle.created, "result": result})
+    elif wait:
+        console.print(result)
+    else:
+        console.print("queued: it is checked against the thread when it runs")
+
+
+def runs(
+    thread: Annotated[str | None, typer.Option(help="Only this thread's runs.")] = None,
+    graph: Annotated[str | None, typer.Option(help="Only runs of this graph.")] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(help="queued, running, interrupted, success, error or cancelled."),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only runs created in the last 30s/15m/2h/7d.")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000)] = 50,
+    as_json: Annotated[bool, JsonOption] = False,
+) -> None:
+    """Recent runs, newest first, with their errors."""
+    from workers.cli._inbox import parse_age
+    from workers.store import TERMINAL, RunQuery
+
+    if status is not None and status not in {*TERMINAL, "queued", "running"}:
+        fail(f"--status must be one of queued, running, {', '.join(sorted(TERMINAL))}", 2)
+    age = parse_age(since).total_seconds() if since else None
+    query = RunQuery(thread_id=thread, graph=graph, status=status, newer_than=age, limit=limit)
+    with connected() as client:
+        rows = client.store.list_runs(query)
+    if as_json:
+        for row in rows:
+            json_line(row)
+        return
+    table(
+        ("run", "graph", "thread", "status", "kind", "created", "error"),
+        [
+            (
+                row["run_id"],
+                row["graph"],
+                row["thread_id"],
+                row["status"],
+                row["kind"],
+                row["created_at"].isoformat(timespec="seconds"),
+                _error_line(row["error"]),
+            )
+            for row in rows
+        ],
+    )
+
+
+def _error_line(error: dict[str, Any] | None) -> str:
+    if not error:
+        return ""
+    where = f" (node {error['task']})" if error.get("task") else ""
+    return f"{error.get('type', '')}: {error.get('message', '')}{where}"
+
+
+def status(as_json: Annotated[bool, JsonOption] = False) -> None:
+    """The cluster at a glance: workers alive, queue depths, runs in flight, pending
+    interrupts, dead letters. Exit 1 when no worker is alive."""
+    with connected() as client:
+        settings = client.settings
+        overview = client.store.overview(settings.stale_after)
+        try:
+            depths = client.broker.queue_depths()
+            queues: dict[str, int | None] = {
+                settings.coordinator_queue: depths.coordinator,
+                settings.task_queue: depths.tasks,
+            }
+        except Exception as exc:  # noqa: BLE001 - shown, not fatal: Postgres still answers
+            queues = {settings.coordinator_queue: None, settings.task_queue: None}
+            fail_note = f"broker unreachable: {exc}"
+        else:
+            fail_note = ""
+        dead = dead_letter_count(client)
+    report = {
+        "workers_alive": overview.workers,
+        "queues": queues,
+        "runs_queued": overview.queued,
+        "runs_running": overview.running,
+        "pending_interrupts": overview.pending_interrupts,
+        "overdue_interrupts": overview.overdue,
+        "dead_letters": dead,
+    }
+    if as_json:
+        json_line(report)
+    else:
+        table(
+            ("", ""),
+            [
+                ("workers alive", overview.workers),
+                *((f"queue {name}", "?" if n is None else n) for name, n in queues.items()),
+                ("runs queued", overview.queued),
+                ("runs running", overview.running),
+                ("pending interrupts", overview.pending_interrupts),
+                ("  past their deadline", overview.overdue),
+                ("dead letters", "?" if dead is None else dead),
+            ],
+        )
+        if fail_note:
+            console.print(fail_note, style="yellow", markup=False)
+    if overview.workers == 0:
+        raise typer.Exit(1)
+
+
+def dead_letter_count(client: Any) -> int | None:
+    redis = getattr(client.broker, "redis", None)
+    if redis is None:
+        return None
+    try:
+        return int(redis.llen(client.settings.dead_letters.key))
+    except Exception:  # noqa: BLE001 - a count for display
+        return None
