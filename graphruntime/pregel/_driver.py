@@ -111,10 +111,9 @@ def _fails_step(loop: PregelLoop, result: TaskResult) -> bool:
 
 def _submit_handler(loop: PregelLoop, executor: object, result: TaskResult) -> None:
     """Start the error handler of a task that just failed, if the executor can."""
-    if result.recorded or not isinstance(executor, Submitting):
+    if result.recorded or result.outcome is None:
         return
-    if loop.routes_to_handler(result.task, result.outcome):
-        assert result.outcome is not None
+    if loop.routes_to_handler(result.task, result.outcome) and isinstance(executor, Submitting):
         handler = loop.error_handler_task(result.task, result.outcome)
         if handler is not None and not handler.writes:
             executor.submit(loop, handler)

@@ -85,10 +85,14 @@ def task_runtime(
         run_id=str(run_id) if run_id else None,
         node_first_attempt_time=first_attempt,
     )
-    if writer is None and previous is None:
-        return runtime.override(execution_info=info)
-    return runtime.override(
+    # built field by field: dataclasses.replace costs more, and this runs for every task
+    return Runtime(
+        context=runtime.context,
+        store=runtime.store,
+        stream_writer=runtime.stream_writer if writer is None else writer,
+        heartbeat=runtime.heartbeat,
+        previous=runtime.previous if previous is None else previous,
         execution_info=info,
-        **({"stream_writer": writer} if writer is not None else {}),
-        **({"previous": previous} if previous is not None else {}),
+        server_info=runtime.server_info,
+        control=runtime.control,
     )
