@@ -175,6 +175,16 @@ def _dedupe_resume(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return [w for i, w in enumerate(writes) if w[0] != RESUME or i == last]
 
 
+_HANDLER_MARK = "node_error_handler"
+
+
+def _saved_error(value: Any) -> BaseException | None:
+    """A failure as saved with the task: the exception, or the text a saver kept of it."""
+    if value is None or isinstance(value, BaseException):
+        return value
+    return RuntimeError(str(value))
+
+
 @functools.cache
 def _takes_task_path(saver_type: type[BaseCheckpointSaver]) -> bool:
     try:
@@ -729,13 +739,11 @@ class PregelLoop:
         failed: dict[str, BaseException] = {}
         for tid, channel, _ in self.pending_writes:
             if channel == ERROR_SOURCE_NODE and tid in self.tasks:
-                error = next(
-                    (v for t, c, v in self.pending_writes if t == tid and c == ERROR), None
+                error = _saved_error(
+                    next((v for t, c, v in self.pending_writes if t == tid and c == ERROR), None)
                 )
-                if isinstance(error, BaseException):
+                if error is not None:
                     failed[tid] = error
-                elif error is not None:
-                    failed[tid] = RuntimeError(str(error))
         for tid, error in failed.items():
             task = self.tasks[tid]
             if task.writes or task.node.error_handler is None:
@@ -749,8 +757,8 @@ class PregelLoop:
         For an executor that runs some of a step's tasks: a fan-out of N tasks then
         costs O(N) across its executors, not O(N²).
         """
-        if len(path) > 3 and path[3] == "node_error_handler":
-            return self._plan_error_handler(path)
+        if _HANDLER_MARK in path:  # (*failed task's path, "node_error_handler", False)
+            return self._plan_error_handler(path[: list(path).index(_HANDLER_MARK)])
         task = prepare_task(self.checkpoint, self.channels, self._step_context(), path)
         if task is None:
             return None
@@ -758,14 +766,14 @@ class PregelLoop:
         self._reattach_finished([task])
         return task
 
-    def _plan_error_handler(self, path: Sequence[Any]) -> PreparedTask | None:
-        failed = prepare_task(self.checkpoint, self.channels, self._step_context(), path[:3])
+    def _plan_error_handler(self, failed_path: Sequence[Any]) -> PreparedTask | None:
+        failed = prepare_task(self.checkpoint, self.channels, self._step_context(), failed_path)
         if failed is None:
             return None
-        error = next((v for c, v in self.recorded_writes(failed.id) if c == ERROR), None)
-        if not isinstance(error, BaseException):
-            return None
-        return self.error_handler_task(failed, error)
+        error = _saved_error(
+            next((v for c, v in self.recorded_writes(failed.id) if c == ERROR), None)
+        )
+        return None if error is None else self.error_handler_task(failed, error)
 
     def _reattach_finished(self, tasks: Collection[PreparedTask]) -> list[PreparedTask]:
         """Give finished tasks their saved output writes back; returns those tasks."""
