@@ -15,6 +15,7 @@ from graphruntime._internal._interrupt import Interrupt, interrupt_id
 
 if TYPE_CHECKING:
     from graphruntime.cache import CachePolicy as CachePolicy
+    from graphruntime.pregel import PreparedTask as PregelExecutableTask
 
 Interrupt.__module__ = __name__  # its public home; defined below types so errors can use it
 
@@ -25,6 +26,7 @@ __all__ = (
     "Durability",
     "Interrupt",
     "Overwrite",
+    "PregelExecutableTask",
     "PregelTask",
     "RetryPolicy",
     "Send",
@@ -39,11 +41,19 @@ __all__ = (
 )
 
 
+# LangGraph's names for types that live in higher layers here: CachePolicy with the cache
+# (its default key goes through the checkpoint serde), a step's executable task with the
+# step machinery. Loaded on first use, so this module imports neither.
+_ELSEWHERE = {
+    "CachePolicy": ("graphruntime.cache", "CachePolicy"),
+    "PregelExecutableTask": ("graphruntime.pregel", "PreparedTask"),
+}
+
+
 def __getattr__(name: str) -> Any:
-    # CachePolicy lives with the cache (its default key goes through the checkpoint
-    # serde, a layer above this module); LangGraph users import it from here.
-    if name == "CachePolicy":
-        return importlib.import_module("graphruntime.cache").CachePolicy
+    if name in _ELSEWHERE:
+        module, attr = _ELSEWHERE[name]
+        return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
