@@ -21,8 +21,6 @@ state and the saver I/O around it.
 from __future__ import annotations
 
 import copy
-import functools
-import inspect
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,7 +59,6 @@ from graphruntime._internal._constants import (
     WRITES_IDX_MAP,
 )
 from graphruntime._internal._scratchpad import Scratchpad
-from graphruntime.channels.untracked_value import UntrackedValue
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
@@ -71,7 +68,7 @@ from graphruntime.checkpoint.base import (
     empty_checkpoint,
 )
 from graphruntime.constants import START
-from graphruntime.errors import EmptyInputError, GraphBubbleUp, GraphInterrupt, NodeError
+from graphruntime.errors import EmptyInputError, GraphBubbleUp, GraphInterrupt
 from graphruntime.pregel._algo import (
     PreparedTask,
     StepContext,
@@ -82,14 +79,22 @@ from graphruntime.pregel._algo import (
     increment,
     local_read,
     make_scratchpad,
-    prepare_error_handler_task,
     prepare_next_tasks,
     prepare_task,
     should_interrupt,
     task_finished,
     task_path_str,
 )
-from graphruntime.pregel._cache import cache_key, cacheable
+from graphruntime.pregel._cache import cacheable
+from graphruntime.pregel._handlers import (
+    HANDLER_MARK,
+    error_handler_task,
+    error_handler_tasks,
+    match_cached,
+    plan_error_handler,
+    resume_error_handlers,
+    routes_to_handler,
+)
 from graphruntime.pregel._io import map_command, output_updates, output_values
 from graphruntime.pregel._node import GraphSpec
 from graphruntime.pregel._resume import (
@@ -100,9 +105,15 @@ from graphruntime.pregel._resume import (
     writes_by_task,
 )
 from graphruntime.pregel._runtime import run_runtime, task_runtime
+from graphruntime.pregel._saved import (
+    sanitized_send,
+    takes_task_path,
+    untracked_keys,
+    without_untracked,
+)
 from graphruntime.pregel._stream import StreamSink
 from graphruntime.runtime import RunControl, Runtime
-from graphruntime.types import All, Command, Interrupt, Send
+from graphruntime.types import All, Command, Interrupt
 
 Status = Literal[
     "pending",
@@ -175,25 +186,6 @@ def _dedupe_resume(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return [w for i, w in enumerate(writes) if w[0] != RESUME or i == last]
 
 
-_HANDLER_MARK = "node_error_handler"
-
-
-def _saved_error(value: Any) -> BaseException | None:
-    """A failure as saved with the task: the exception, or the text a saver kept of it."""
-    if value is None or isinstance(value, BaseException):
-        return value
-    return RuntimeError(str(value))
-
-
-@functools.cache
-def _takes_task_path(saver_type: type[BaseCheckpointSaver]) -> bool:
-    try:
-        params = inspect.signature(saver_type.put_writes).parameters
-    except (TypeError, ValueError):
-        return True
-    return "task_path" in params or len(params) > 4
-
-
 @dataclass(frozen=True, slots=True)
 class _Position:
     """Where the run is, as managed values read it."""
@@ -251,9 +243,7 @@ class PregelLoop:
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
         self.runtime: Runtime[Any] = run_runtime(graph, config, options.context, options.control)
-        self._untracked = frozenset(
-            k for k, spec in graph.channel_specs.items() if isinstance(spec, UntrackedValue)
-        )
+        self._untracked = untracked_keys(graph.channel_specs)
         if isinstance(saved, _Load):
             saved = self._read_saved()
         self._load(saved)
@@ -322,6 +312,9 @@ class PregelLoop:
             ),
         )
 
+    step_context = _step_context
+    """The algorithm's view of this step (for the step's helpers, see _handlers.py)."""
+
     # --- streaming ----------------------------------------------------------------------
 
     def emit(self, mode: str, payload: Any) -> None:
@@ -336,6 +329,8 @@ class PregelLoop:
                     self.graph.stream_channels, [(task.name, task.writes)], cached=cached
                 ),
             )
+
+    emit_updates = _emit_updates
 
     def custom_writer(self) -> Callable[[Any], None] | None:
         if "custom" not in self.sink.modes:
@@ -362,26 +357,12 @@ class PregelLoop:
         self.pending_writes.extend((task_id, c, v) for c, v in writes)
         self._written.add(task_id)
         if self._untracked:
-            writes = self._without_untracked(writes)
+            writes = without_untracked(writes, self._untracked)
         if self.checkpointer is not None:
-            if _takes_task_path(type(self.checkpointer)):
+            if takes_task_path(type(self.checkpointer)):
                 self.checkpointer.put_writes(self.checkpoint_config, list(writes), task_id, path)
             else:  # a saver written against the older three-argument contract
                 self.checkpointer.put_writes(self.checkpoint_config, list(writes), task_id)
-
-    def _without_untracked(self, writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
-        """What of ``writes`` is saved: no UntrackedValue, not even inside a Send's state."""
-        return [
-            (c, self._sanitized_send(v) if c == TASKS else v)
-            for c, v in writes
-            if c not in self._untracked
-        ]
-
-    def _sanitized_send(self, packet: Any) -> Any:
-        if not isinstance(packet, Send) or not isinstance(packet.arg, dict):
-            return packet
-        arg = {k: v for k, v in packet.arg.items() if k not in self._untracked}
-        return Send(packet.node, arg, timeout=packet.timeout)
 
     def _put_null_writes(self, writes: Sequence[tuple[str, Any]]) -> None:
         """Null-task writes accumulate over the runs that resume one step.
@@ -437,7 +418,9 @@ class PregelLoop:
         if self._untracked and isinstance(
             sends := self.checkpoint["channel_values"].get(TASKS), list
         ):
-            self.checkpoint["channel_values"][TASKS] = [self._sanitized_send(p) for p in sends]
+            self.checkpoint["channel_values"][TASKS] = [
+                sanitized_send(p, self._untracked) for p in sends
+            ]
         if self.checkpointer is not None:
             # versions changed since the last saved checkpoint: apply_writes has already
             # updated self.checkpoint in place, so compare with what was saved, not with it
@@ -644,9 +627,9 @@ class PregelLoop:
         if self.pending_writes and not self.replaying:
             for task in self._reattach_finished(self.tasks.values()):
                 self._emit_updates(task, cached=True)
-            self._resume_error_handlers()
+            resume_error_handlers(self)
         if self.graph.cache is not None:
-            self._match_cached(self.tasks.values())
+            match_cached(self, self.tasks.values())
         if self.options.interrupt_before and should_interrupt(
             self.checkpoint, self.options.interrupt_before, self.tasks.values()
         ):
@@ -661,95 +644,24 @@ class PregelLoop:
             return False
         return True
 
-    # --- cached results -----------------------------------------------------------------
-
-    def _match_cached(self, tasks: Collection[PreparedTask]) -> None:
-        """Tasks whose node caches its results and whose input was seen before take the
-        cached writes instead of running (saved, and streamed as cached)."""
-        cache = self.graph.cache
-        keyed: dict[tuple[tuple[str, ...], str], PreparedTask] = {}
-        for task in tasks:
-            if task.writes or task.node_error is not None:
-                continue
-            policy = task.node.cache_policy or self.graph.cache_policy
-            if policy is None:
-                continue
-            task.cache_key = cache_key(task, policy)
-            keyed[(task.cache_key[0], task.cache_key[1])] = task
-        if not keyed:
-            return
-        for key, writes in cache.get(tuple(keyed)).items():
-            task = keyed[key]
-            task.writes.extend(writes)
-            self.put_writes(task.id, task.writes, task_order(task))
-            self._emit_updates(task, cached=True)
-
-    # --- error handlers -----------------------------------------------------------------
+    # --- cached results and error handlers (see _handlers.py) ---------------------------
 
     def routes_to_handler(self, task: PreparedTask, outcome: BaseException | None) -> bool:
         """Whether ``outcome`` is a failure that ``task``'s error handler takes over."""
-        return (
-            isinstance(outcome, Exception)
-            and not isinstance(outcome, GraphBubbleUp)
-            and task.node.error_handler is not None
-            and not task.node.is_error_handler
-        )
+        return routes_to_handler(task, outcome)
 
     def error_handler_task(self, failed: PreparedTask, error: BaseException) -> PreparedTask | None:
-        """The task of ``failed``'s error handler in this step (registered with it).
+        """The task of ``failed``'s error handler in this step, registered with the step.
 
         Its id follows from the failed task's, so every process that asks gets the
         same task; a handler that already finished gets its saved writes back.
         """
-        name = failed.node.error_handler
-        if name is None or name not in self.graph.nodes:
-            return None
-        task = prepare_error_handler_task(
-            failed,
-            self.graph.nodes[name],
-            NodeError(node=failed.name, error=error),
-            checkpoint_id=self.checkpoint["id"],
-            parent_ns=self.ns,
-            step=self.step,
-        )
-        if task.id in self.tasks:
-            return self.tasks[task.id]
-        self.tasks[task.id] = task
-        if self.pending_writes:
-            self._reattach_finished([task])
-        return task
+        return error_handler_task(self, failed, error)
 
     def error_handler_tasks(self, results: Sequence[TaskResult]) -> list[PreparedTask]:
         """Handlers still to run for the step's failures (an executor that could not
         start them while the step ran gets them here, as one more batch)."""
-        ran = {r.task.id for r in results}
-        out = []
-        for result in results:
-            if not self.routes_to_handler(result.task, result.outcome):
-                continue
-            assert result.outcome is not None
-            handler = self.error_handler_task(result.task, result.outcome)
-            if handler is not None and handler.id not in ran and not handler.writes:
-                out.append(handler)
-        return out
-
-    def _resume_error_handlers(self) -> None:
-        """Tasks that failed into their error handler in an earlier run do not run again:
-        their handler does (unless it finished)."""
-        failed: dict[str, BaseException] = {}
-        for tid, channel, _ in self.pending_writes:
-            if channel == ERROR_SOURCE_NODE and tid in self.tasks:
-                error = _saved_error(
-                    next((v for t, c, v in self.pending_writes if t == tid and c == ERROR), None)
-                )
-                if error is not None:
-                    failed[tid] = error
-        for tid, error in failed.items():
-            task = self.tasks[tid]
-            if task.writes or task.node.error_handler is None:
-                continue
-            task.writes[:] = [(ERROR, error), (ERROR_SOURCE_NODE, task.name)]
-            self.error_handler_task(task, error)
+        return error_handler_tasks(self, results)
 
     def plan_task(self, path: Sequence[Any]) -> PreparedTask | None:
         """Prepare only the task at ``path`` of this step (with its saved writes, if finished).
@@ -757,23 +669,14 @@ class PregelLoop:
         For an executor that runs some of a step's tasks: a fan-out of N tasks then
         costs O(N) across its executors, not O(N²).
         """
-        if _HANDLER_MARK in path:  # (*failed task's path, "node_error_handler", False)
-            return self._plan_error_handler(path[: list(path).index(_HANDLER_MARK)])
+        if HANDLER_MARK in path:  # (*failed task's path, "node_error_handler", False)
+            return plan_error_handler(self, path[: list(path).index(HANDLER_MARK)])
         task = prepare_task(self.checkpoint, self.channels, self._step_context(), path)
         if task is None:
             return None
         self.tasks[task.id] = task
         self._reattach_finished([task])
         return task
-
-    def _plan_error_handler(self, failed_path: Sequence[Any]) -> PreparedTask | None:
-        failed = prepare_task(self.checkpoint, self.channels, self._step_context(), failed_path)
-        if failed is None:
-            return None
-        error = _saved_error(
-            next((v for c, v in self.recorded_writes(failed.id) if c == ERROR), None)
-        )
-        return None if error is None else self.error_handler_task(failed, error)
 
     def _reattach_finished(self, tasks: Collection[PreparedTask]) -> list[PreparedTask]:
         """Give finished tasks their saved output writes back; returns those tasks."""
@@ -785,6 +688,8 @@ class PregelLoop:
                 task.writes.extend(w for w in writes if w[0] not in CONTROL_WRITES)
                 reattached.append(task)
         return reattached
+
+    reattach_finished = _reattach_finished
 
     def runnable_tasks(self) -> list[PreparedTask]:
         """The step's tasks that still have to run, in task order."""
@@ -889,7 +794,7 @@ class PregelLoop:
                     self.emit("values", {**values, INTERRUPT: tuple(outcome.interrupts)})
         elif isinstance(outcome, GraphBubbleUp):
             pass  # a drain or a Command for a parent graph: nothing of this task is saved
-        elif self.routes_to_handler(task, outcome):
+        elif routes_to_handler(task, outcome):
             # the handler takes the error over: the task's own writes are dropped, and
             # the marker tells a resumed run to run the handler, not the task again
             task.writes[:] = [(ERROR, outcome), (ERROR_SOURCE_NODE, task.name)]
@@ -908,7 +813,7 @@ class PregelLoop:
             if (
                 result.outcome is not None
                 and not isinstance(result.outcome, GraphBubbleUp)
-                and not self.routes_to_handler(result.task, result.outcome)
+                and not routes_to_handler(result.task, result.outcome)
             ):
                 raise result.outcome
         for result in ordered:
