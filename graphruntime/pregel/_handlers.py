@@ -118,6 +118,13 @@ def plan_error_handler(loop: PregelLoop, failed_path: Sequence[Any]) -> Prepared
     if failed is None:
         return None
     error = saved_error(next((v for c, v in loop.recorded_writes(failed.id) if c == ERROR), None))
+    if error is None and loop.checkpointer is not None:
+        # a job loads only its own tasks' writes: the failure is the failed task's
+        saved = loop.checkpointer.get_tuple(loop.checkpoint_config)
+        writes = saved.pending_writes if saved is not None else None
+        error = saved_error(
+            next((v for t, c, v in writes or () if t == failed.id and c == ERROR), None)
+        )
     return None if error is None else error_handler_task(loop, failed, error)
 
 
