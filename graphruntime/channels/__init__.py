@@ -9,6 +9,7 @@ from graphruntime.channels.delta import DeltaChannel
 from graphruntime.channels.ephemeral import EphemeralValue
 from graphruntime.channels.last_value import AnyValue, LastValue, LastValueAfterFinish
 from graphruntime.channels.topic import Topic
+from graphruntime.channels.untracked_value import UntrackedValue
 
 __all__ = (
     "AnyValue",
@@ -21,4 +22,5 @@ __all__ = (
     "NamedBarrierValue",
     "NamedBarrierValueAfterFinish",
     "Topic",
+    "UntrackedValue",
 )

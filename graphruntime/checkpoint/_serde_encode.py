@@ -224,7 +224,11 @@ class Encoder:
         except Refusal as exc:
             exc.path.append(".arg")
             raise
-        return {TAG: "send", "node": obj.node, "arg": arg}
+        if obj.timeout is None:
+            return {TAG: "send", "node": obj.node, "arg": arg}
+        t = obj.timeout  # coerced: seconds as floats, or None
+        limits = [t.run_timeout, t.idle_timeout, t.refresh_on]
+        return {TAG: "send", "node": obj.node, "arg": arg, "timeout": limits}
 
     def _interrupt(self, obj: Interrupt, depth: int) -> dict[str, Any]:
         out = {

@@ -18,7 +18,9 @@ from typing import Any, Protocol, overload
 from xxhash import xxh3_128_hexdigest
 
 from graphruntime._internal._constants import (
+    CONTROL_WRITES,
     ERROR,
+    ERROR_SOURCE_NODE,
     INTERRUPT,
     NO_WRITES,
     NS_END,
@@ -77,6 +79,12 @@ class PreparedTask:
     checkpoint_ns: str
     node: NodeSpec
     writes: list[tuple[str, Any]] = field(default_factory=list)
+    node_error: Any = None
+    """For an error handler's task: the ``NodeError`` it handles."""
+    timeout: Any = None
+    """A ``Send``'s own ``TimeoutPolicy`` for this task (else the node's)."""
+    cache_key: Any = None
+    """``(namespace, key, ttl)`` its writes are cached under, when the graph caches it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +95,8 @@ class StepContext:
     trigger_to_nodes: Mapping[str, Sequence[str]]
     parent_ns: str
     step: int
+    managed_values: Mapping[str, Any] = field(default_factory=dict)
+    """The graph's managed values at this step (``remaining_steps``...), by key."""
 
 
 def increment(current: int | None, channel: None = None) -> int:
@@ -280,6 +290,32 @@ def _prepare_push(
         input=packet.arg,
         checkpoint_ns=f"{ns}{NS_END}{tid}",
         node=ctx.nodes[packet.node],
+        timeout=packet.timeout,
+    )
+
+
+def prepare_error_handler_task(
+    failed: PreparedTask,
+    handler: NodeSpec,
+    error: Any,
+    *,
+    checkpoint_id: str,
+    parent_ns: str,
+    step: int,
+) -> PreparedTask:
+    """The task that runs ``failed``'s error handler, in the same step, on its input."""
+    name = handler.name
+    ns = f"{parent_ns}{NS_SEP}{name}" if parent_ns else name
+    tid = task_id(checkpoint_id, ns, str(step), name, PUSH, "node_error_handler", failed.id)
+    return PreparedTask(
+        id=tid,
+        name=name,
+        path=(*failed.path[:3], "node_error_handler", False),
+        triggers=(PUSH,),
+        input=failed.input,
+        checkpoint_ns=f"{ns}{NS_END}{tid}",
+        node=handler,
+        node_error=error,
     )
 
 
@@ -315,6 +351,9 @@ def _prepare_pull(
         value: Any = chan.get()
     else:
         value = read_channels(channels, node.input_keys)
+        if ctx.managed_values:
+            managed = ctx.managed_values
+            value.update((k, managed[k]) for k in node.input_keys if k in managed)
     if for_execution and node.mapper is not None:
         value = node.mapper(value)
     return PreparedTask(
@@ -343,19 +382,20 @@ def read_channels(channels: Mapping[str, BaseChannel], select: str | Sequence[st
 def local_read(
     channels: Mapping[str, BaseChannel],
     writes: Sequence[tuple[str, Any]],
-    select: Sequence[str],
+    select: Sequence[str] | str,
     *,
     fresh: bool,
-) -> dict[str, Any]:
+) -> Any:
     """State as a router sees it: with only this task's own writes applied (``fresh``)."""
     if not fresh:
         return read_channels(channels, select)
+    keys = [select] if isinstance(select, str) else select
     updated: dict[str, list[Any]] = defaultdict(list)
     for chan, value in writes:
-        if chan in select:
+        if chan in keys:
             updated[chan].append(value)
     local: dict[str, BaseChannel] = {}
-    for key in select:
+    for key in keys:
         if key not in channels:
             continue
         copy = channels[key].copy()
@@ -364,7 +404,7 @@ def local_read(
     return read_channels(local, select)
 
 
-_SKIP_WRITES = frozenset({NO_WRITES, PUSH, RESUME, INTERRUPT, RETURN, ERROR})
+_SKIP_WRITES = frozenset({NO_WRITES, PUSH, RESUME, INTERRUPT, RETURN, ERROR, ERROR_SOURCE_NODE})
 
 
 def apply_writes(
@@ -508,4 +548,4 @@ def make_scratchpad(
 
 def task_finished(writes: Sequence[tuple[str, Any]]) -> bool:
     """A task is done when it saved at least one output (non-control) write."""
-    return any(c not in (INTERRUPT, RESUME, ERROR, "__scheduled__") for c, _ in writes)
+    return any(c not in CONTROL_WRITES for c, _ in writes)

@@ -19,15 +19,17 @@ import asyncio
 import concurrent.futures
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, cast, runtime_checkable
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import INTERRUPT
 from graphruntime.errors import (
     ErrorCode,
     GraphBubbleUp,
+    GraphDrained,
     GraphInterrupt,
     GraphRecursionError,
     create_error_message,
@@ -70,6 +72,19 @@ class AsyncStepExecutor(Protocol):
     ) -> AsyncIterator[TaskResult]: ...
 
 
+@runtime_checkable
+class Submitting(Protocol):
+    """An executor that can add a task to the step it is running.
+
+    A task submitted while ``execute``/``aexecute`` is under way is run alongside the
+    others and its result comes out of the same iterator. The drivers use it to start a
+    failed node's error handler at once, while its siblings still run; an executor
+    without it runs the handlers as one more batch once the step's tasks are done.
+    """
+
+    def submit(self, loop: PregelLoop, task: PreparedTask) -> None: ...
+
+
 def recursion_error(loop: PregelLoop) -> GraphRecursionError:
     return GraphRecursionError(
         create_error_message(
@@ -89,10 +104,36 @@ def steps(loop: PregelLoop) -> Generator[list[PreparedTask], list[TaskResult], N
     """
     while loop.plan():
         results = yield loop.runnable_tasks()
+        while handlers := loop.error_handler_tasks(results):
+            results = [*results, *(yield handlers)]
         loop.settle(results)
         loop.close()
     if loop.status == "out_of_steps":
         raise recursion_error(loop)
+    if loop.status == "draining":
+        raise GraphDrained(loop.runtime.drain_reason or "shutdown")
+
+
+def _fails_step(loop: PregelLoop, result: TaskResult) -> bool:
+    """A failure no error handler takes over: the step (and the run) ends with it."""
+    outcome = result.outcome
+    return (
+        isinstance(outcome, Exception)
+        and not isinstance(outcome, GraphBubbleUp)
+        # a bad answer to one interrupt: the others answered still finish
+        and not is_invalid_resume(outcome)
+        and not loop.routes_to_handler(result.task, outcome)
+    )
+
+
+def _submit_handler(loop: PregelLoop, executor: object, result: TaskResult) -> None:
+    """Start the error handler of a task that just failed, if the executor can."""
+    if result.recorded or result.outcome is None:
+        return
+    if loop.routes_to_handler(result.task, result.outcome) and isinstance(executor, Submitting):
+        handler = loop.error_handler_task(result.task, result.outcome)
+        if handler is not None and not handler.writes:
+            executor.submit(loop, handler)
 
 
 def paused(loop: PregelLoop) -> None:
@@ -114,7 +155,11 @@ def _attach(loop: PregelLoop, executor: object) -> None:
 
 
 def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
-    """Run a started loop to its end in this thread, yielding stream chunks as they appear."""
+    """Run a started loop to its end in this thread, yielding stream chunks as they appear.
+
+    A step waits for every task, a failed one's siblings too: a thread cannot be
+    cancelled, and the writes of siblings that finish are kept (as on the workers).
+    """
     sink = loop.sink
     body = steps(loop)
     _attach(loop, executor)
@@ -124,14 +169,21 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
         while True:
             yield from sink.drain()
             results: list[TaskResult] = []
-            for result in executor.execute(loop, tasks):
-                if result is None:
+            running = executor.execute(loop, tasks)
+            try:
+                for result in running:
+                    if result is None:
+                        yield from sink.drain()
+                        continue
+                    if not result.recorded:
+                        loop.record(result.task, result.outcome)
+                    results.append(result)
+                    _submit_handler(loop, executor, result)
                     yield from sink.drain()
-                    continue
-                if not result.recorded:
-                    loop.record(result.task, result.outcome)
-                results.append(result)
-                yield from sink.drain()
+            finally:
+                close = getattr(running, "close", None)
+                if close is not None:
+                    close()
             tasks = body.send(results)
     except StopIteration:
         loop.exit(None)
@@ -180,12 +232,15 @@ async def adrive(
                             loop.record(item.task, item.outcome)
                             await loop.aflush()
                         results.append(item)
+                        _submit_handler(loop, executor, item)
                         for chunk in sink.drain():
                             yield chunk
+                        if _fails_step(loop, item):
+                            break  # the step has failed: its other tasks are cancelled
                     else:
                         yield item
             finally:
-                # a stream closed early (or cancelled) stops the step's running tasks
+                # a closed stream, a cancelled run or a failed step stops the running tasks
                 aclose = getattr(items, "aclose", None)
                 if aclose is not None:
                     await aclose()
@@ -298,6 +353,12 @@ class _HelpingFuture(concurrent.futures.Future[Any]):
         return super().exception(timeout)
 
 
+def _step_timed_out(step_timeout: float | None) -> TimeoutError:
+    return TimeoutError(
+        f"The step did not finish within the graph's step_timeout ({step_timeout}s)"
+    )
+
+
 class ThreadExecutor:
     """Runs a step's tasks in this thread (one task) or on up to N threads.
 
@@ -310,8 +371,19 @@ class ThreadExecutor:
     def __init__(self, max_concurrency: int | None = None) -> None:
         self.max_workers = max_concurrency or 32
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._pending: deque[tuple[PreparedTask, RunnableConfig, Sequence[RetryPolicy]]] = deque()
+        # each item carries the queue of the step it belongs to: a thread still running a
+        # task of a step that ended early cannot hand its result to the next step
+        self._pending: deque[
+            tuple[
+                PreparedTask,
+                RunnableConfig,
+                Sequence[RetryPolicy],
+                queue.SimpleQueue[TaskResult | None],
+            ]
+        ] = deque()
         self._results: queue.SimpleQueue[TaskResult | None] = queue.SimpleQueue()
+        self._inline: deque[PreparedTask] | None = None
+        self._outstanding = 0
         self._lock = threading.Lock()
         self._calls: list[_CallJob] = []
 
@@ -325,45 +397,76 @@ class ThreadExecutor:
         self, loop: PregelLoop, tasks: Sequence[PreparedTask]
     ) -> Iterator[TaskResult | None]:
         policy = loop.graph.retry_policy
+        step_timeout = loop.graph.step_timeout
         sink = loop.sink
         eager = loop.stream_eager
-        if len(tasks) == 1 and not eager:
-            task = tasks[0]
-            yield TaskResult(task, run_task(task, loop.task_config(task), policy))
-            self._finish_calls()
+        if len(tasks) == 1 and step_timeout is None and not eager:
+            # one task runs in this thread, and so do the tasks submitted meanwhile
+            inline: deque[PreparedTask] = deque(tasks)
+            self._inline = inline
+            try:
+                while inline:
+                    task = inline.popleft()
+                    yield TaskResult(task, run_task(task, loop.task_config(task), policy))
+                self._finish_calls()
+            finally:
+                self._inline = None
             return
         if not tasks:
             return
-        pool = self._executor()
-        self._pending.extend((t, loop.task_config(t), policy) for t in tasks)
+        self._outstanding = len(tasks)
+        results: queue.SimpleQueue[TaskResult | None] = queue.SimpleQueue()
+        self._results = results
+        self._pending.extend((t, loop.task_config(t), policy, results) for t in tasks)
         for _ in range(min(self.max_workers, len(tasks))):
-            pool.submit(self._work)
+            self._start_worker()
         if eager:  # a chunk written while the tasks run wakes this thread to hand it on
-            results = self._results
             sink.listener = lambda: results.put(None)
+        deadline = time.monotonic() + step_timeout if step_timeout is not None else None
         try:
-            remaining = len(tasks)
-            while remaining:
-                result = self._results.get()
+            while self._outstanding:
+                try:
+                    result = results.get(
+                        timeout=None if deadline is None else max(0.0, deadline - time.monotonic())
+                    )
+                except queue.Empty:
+                    raise _step_timed_out(step_timeout) from None
                 if result is not None:
-                    remaining -= 1
+                    self._outstanding -= 1
                 yield result
             self._finish_calls()
         finally:
             if eager:
                 sink.listener = None
+            if self._outstanding:
+                # the step ended early (failed, timed out, stream closed): start nothing
+                # more, and drop what still comes back from threads already running
+                self._pending.clear()
+                self._outstanding = 0
+
+    def submit(self, loop: PregelLoop, task: PreparedTask) -> None:
+        """Run ``task`` too, in the step being executed (called between two results)."""
+        if self._inline is not None:
+            self._inline.append(task)
+            return
+        self._outstanding += 1
+        self._pending.append((task, loop.task_config(task), loop.graph.retry_policy, self._results))
+        self._start_worker()
+
+    def _start_worker(self) -> None:
+        self._executor().submit(self._work)
 
     def _work(self) -> None:
         while True:
             try:
-                task, config, policy = self._pending.popleft()
+                task, config, policy, results = self._pending.popleft()
             except IndexError:
                 return
             try:
                 outcome = run_task(task, config, policy)
             except BaseException as error:  # noqa: BLE001 - handed to the driving thread
                 outcome = error
-            self._results.put(TaskResult(task, outcome))
+            results.put(TaskResult(task, outcome))
 
     def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
         """Run a ``@task`` call on the pool; the caller gets a future of its result."""
@@ -401,6 +504,8 @@ class AsyncioExecutor:
 
     def __init__(self, max_concurrency: int | None = None) -> None:
         self.semaphore = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        self._running: set[asyncio.Future[TaskResult]] = set()
+        self._done: asyncio.Queue[asyncio.Future[TaskResult]] | None = None
         self._event_loop: asyncio.AbstractEventLoop | None = None
         self._calls: list[asyncio.Future[Any] | concurrent.futures.Future[Any]] = []
 
@@ -411,36 +516,54 @@ class AsyncioExecutor:
         async with self.semaphore:
             return TaskResult(task, await arun_task(task, loop.task_config(task), policy))
 
+    def _start(self, loop: PregelLoop, task: PreparedTask) -> None:
+        done = self._done
+        assert done is not None
+        future = asyncio.ensure_future(self._run(loop, task))
+        self._running.add(future)
+        future.add_done_callback(done.put_nowait)
+
+    def submit(self, loop: PregelLoop, task: PreparedTask) -> None:
+        """Run ``task`` too, in the step being executed (called between two results)."""
+        self._start(loop, task)
+
     async def aexecute(
         self, loop: PregelLoop, tasks: Sequence[PreparedTask]
     ) -> AsyncIterator[TaskResult]:
-        """Yields results as tasks finish.
-
-        A task that fails cancels the step's other running tasks (their results are
-        not reported); so does cancelling the run or closing its stream.
-        """
+        """Yields results as tasks finish; closing it (a failed step, a closed stream, a
+        cancelled run) cancels the tasks still running and waits for them to unwind."""
         self._event_loop = asyncio.get_running_loop()
-        pending = [asyncio.ensure_future(self._run(loop, t)) for t in tasks]
+        self._done = asyncio.Queue()
+        running = self._running
+        for task in tasks:
+            self._start(loop, task)
+        step_timeout = loop.graph.step_timeout
+        deadline = time.monotonic() + step_timeout if step_timeout is not None else None
         try:
-            for future in asyncio.as_completed(pending):
-                result = await future
-                yield result
-                failure = result.outcome
-                if (
-                    isinstance(failure, Exception)
-                    and not isinstance(failure, GraphBubbleUp)
-                    # a bad answer to one interrupt: the others answered still finish
-                    and not is_invalid_resume(failure)
-                ):
-                    break  # the step fails: its other tasks stop
-            else:
-                await self._finish_calls()
+            while running:
+                if deadline is None:
+                    future = await self._done.get()
+                else:
+                    try:
+                        future = await asyncio.wait_for(
+                            self._done.get(), max(0.0, deadline - time.monotonic())
+                        )
+                    except TimeoutError:
+                        raise _step_timed_out(step_timeout) from None
+                if future not in running:
+                    continue
+                running.discard(future)
+                if future.cancelled():
+                    continue
+                yield future.result()
+            await self._finish_calls()
         finally:
-            running = [future for future in pending if not future.done()]
             for future in running:
                 future.cancel()
             if running:
-                await asyncio.gather(*running, return_exceptions=True)
+                # wait until the cancelled nodes have unwound (their cleanup ran)
+                await asyncio.wait(running)
+            running.clear()
 
     def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
         """Run a ``@task`` call on the event loop; the caller gets a future of its result."""

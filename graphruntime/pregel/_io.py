@@ -114,6 +114,14 @@ def output_updates(
             updated.extend((name, {c: v}) for c, v in writes if c in keys)
         else:
             updated.append((name, {c: v for c, v in writes if c in keys}))
+    return _grouped(shown, updated, cached)
+
+
+def _grouped(
+    shown: Sequence[tuple[str, Sequence[tuple[str, Any]]]],
+    updated: Sequence[tuple[str, Any]],
+    cached: bool,
+) -> dict[str, Any]:
     grouped: dict[str, Any] = {name: [] for name, _ in shown}
     for name, value in updated:
         grouped[name].append(value)

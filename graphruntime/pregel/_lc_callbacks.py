@@ -99,7 +99,10 @@ def _streams_only_its_graph(handler: object) -> bool:
 def _lifecycle_status(loop: PregelLoop) -> GraphLifecycleStatus:
     # a node's interrupt leaves the loop "interrupted"; LangGraph reports it as pending
     status = loop.status
-    return "pending" if status == "interrupted" else status
+    # a drained run stopped between steps with work left: pending, as an interrupted one
+    if status == "interrupted" or status == "draining":
+        return "pending"
+    return status
 
 
 class RunCallbacks:

@@ -21,6 +21,7 @@ state and the saver I/O around it.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,10 +36,12 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_CUSTOM_WRITER,
+    CONFIG_KEY_NODE_ERROR,
     CONFIG_KEY_READ,
     CONFIG_KEY_REPLAY_STATE,
     CONFIG_KEY_RESUME_MAP,
     CONFIG_KEY_RESUMING,
+    CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
     CONFIG_KEY_SEND,
     CONFIG_KEY_STREAM,
@@ -46,14 +49,17 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_THREAD_ID,
     CONTROL_WRITES,
     ERROR,
+    ERROR_SOURCE_NODE,
     INPUT,
     INTERRUPT,
     NO_WRITES,
     NS_END,
     NS_SEP,
     NULL_TASK_ID,
+    PREVIOUS,
     RESUME,
     RUN_MARK,
+    TASKS,
     WRITES_IDX_MAP,
 )
 from graphruntime._internal._scratchpad import Scratchpad
@@ -84,6 +90,7 @@ from graphruntime.pregel._algo import (
     task_finished,
     task_path_str,
 )
+from graphruntime.pregel._cache import cacheable
 from graphruntime.pregel._call import CallSuspended, is_call
 from graphruntime.pregel._calls import CallExecutor, LoopCalls
 from graphruntime.pregel._delta import (
@@ -91,6 +98,15 @@ from graphruntime.pregel._delta import (
     aload_channels,
     detached,
     load_channels,
+)
+from graphruntime.pregel._handlers import (
+    HANDLER_MARK,
+    error_handler_task,
+    error_handler_tasks,
+    match_cached,
+    plan_error_handler,
+    resume_error_handlers,
+    routes_to_handler,
 )
 from graphruntime.pregel._io import map_command, map_input, output_updates, output_values
 from graphruntime.pregel._message_ids import ensure_message_ids
@@ -103,13 +119,27 @@ from graphruntime.pregel._resume import (
     validate_resume,
     writes_by_task,
 )
+from graphruntime.pregel._runtime import run_runtime, task_runtime
+from graphruntime.pregel._saved import (
+    sanitized_send,
+    takes_task_path,
+    untracked_keys,
+    without_untracked,
+)
 from graphruntime.pregel._stream import StreamSink
 from graphruntime.pregel._task_events import shown, task_payload, task_result_payload
 from graphruntime.pregel.debug import map_debug_checkpoint
+from graphruntime.runtime import RunControl, Runtime
 from graphruntime.types import All, Command, Durability, Interrupt
 
 Status = Literal[
-    "pending", "done", "interrupt_before", "interrupt_after", "out_of_steps", "interrupted"
+    "pending",
+    "done",
+    "interrupt_before",
+    "interrupt_after",
+    "out_of_steps",
+    "interrupted",
+    "draining",
 ]
 
 
@@ -149,6 +179,10 @@ class RunOptions:
     """``"exit"`` saves only the run's last checkpoint (and its pending writes), when
     the run ends; ``"sync"`` and ``"async"`` save every step before the next starts
     (saves here never overlap the next step, which satisfies both)."""
+    context: Any = None
+    """The run's context (``Runtime.context``), already coerced to the graph's schema."""
+    control: RunControl | None = None
+    """Asks the run to stop between steps; a run without one gets its own."""
 
 
 class TaskResult(NamedTuple):
@@ -183,6 +217,14 @@ def _dedupe_resume(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
         if c == RESUME:
             last = i
     return [w for i, w in enumerate(writes) if w[0] != RESUME or i == last]
+
+
+@dataclass(frozen=True, slots=True)
+class _Position:
+    """Where the run is, as managed values read it."""
+
+    step: int
+    stop: int
 
 
 def task_order(task: PreparedTask) -> str:
@@ -259,6 +301,8 @@ class PregelLoop(LoopCalls):
         self._call_futures: dict[str, Any] = {}
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
+        self.runtime: Runtime[Any] = run_runtime(graph, config, options.context, options.control)
+        self._untracked = untracked_keys(graph.channel_specs)
         self.delta = DeltaTracker(graph.channel_specs)
         # an async run queues its saver calls here; its driver awaits them in order
         self._deferred: list[_SaverCall] | None = None
@@ -412,12 +456,21 @@ class PregelLoop(LoopCalls):
         )
 
     def _step_context(self) -> StepContext:
+        managed = self.graph.managed
         return StepContext(
             nodes=self.graph.nodes,
             trigger_to_nodes=self.graph.trigger_to_nodes,
             parent_ns=self.ns,
             step=self.step,
+            managed_values=(
+                {k: spec.get(_Position(self.step, self.stop)) for k, spec in managed.items()}
+                if managed
+                else {}
+            ),
         )
+
+    step_context = _step_context
+    """The algorithm's view of this step (for the step's helpers, see _handlers.py)."""
 
     # --- streaming ----------------------------------------------------------------------
 
@@ -498,6 +551,8 @@ class PregelLoop(LoopCalls):
                 ),
             )
 
+    emit_updates = _emit_updates
+
     def custom_writer(self) -> Callable[[Any], None] | None:
         if "custom" not in self.sink.modes:
             return None
@@ -535,11 +590,26 @@ class PregelLoop(LoopCalls):
             self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
         self.pending_writes.extend((task_id, c, v) for c, v in writes)
         self._written.add(task_id)
+        if self._untracked:
+            writes = without_untracked(writes, self._untracked)
         if self.durability == "exit":
             self._exit_written.add(task_id)
         elif self.checkpointer is not None:
-            self._saver_call("put_writes", self.checkpoint_config, list(writes), task_id, path)
+            self._put_task_writes(self.checkpoint_config, writes, task_id, path)
             self.delta.saved(task_id, writes)
+
+    def _put_task_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        path: str,
+    ) -> None:
+        assert self.checkpointer is not None
+        if takes_task_path(type(self.checkpointer)):
+            self._saver_call("put_writes", config, list(writes), task_id, path)
+        else:  # a saver written against the older three-argument contract
+            self._saver_call("put_writes", config, list(writes), task_id)
 
     def _put_input_writes(self, *args: Any) -> None:
         self._saver_call("put_writes", *args)
@@ -619,6 +689,12 @@ class PregelLoop(LoopCalls):
 
     def _save_checkpoint(self) -> None:
         """Save the current checkpoint, child of the last one saved."""
+        if self._untracked and isinstance(
+            sends := self.checkpoint["channel_values"].get(TASKS), list
+        ):
+            self.checkpoint["channel_values"][TASKS] = [
+                sanitized_send(p, self._untracked) for p in sends
+            ]
         if self.checkpointer is not None:
             # versions changed since the last saved checkpoint: apply_writes has already
             # updated self.checkpoint in place, so compare with what was saved, not with it
@@ -685,7 +761,7 @@ class PregelLoop(LoopCalls):
                 writes.sort(key=lambda w: w[0] in WRITES_IDX_MAP)
             task = self.tasks.get(task_id)
             path = task_order(task) if task is not None else ""
-            self._saver_call("put_writes", self.checkpoint_config, writes, task_id, path)
+            self._put_task_writes(self.checkpoint_config, writes, task_id, path)
             self.delta.saved(task_id, writes)
         self._exit_written.clear()
 
@@ -939,11 +1015,20 @@ class PregelLoop(LoopCalls):
         cached = []
         if self.pending_writes and not self.replaying:
             cached = self._reattach_finished(self.tasks.values())
+            resume_error_handlers(self)
+        if self.graph.cache is not None:
+            match_cached(self, self.tasks.values())
         if self.options.interrupt_before and should_interrupt(
             self.checkpoint, self.options.interrupt_before, self.tasks.values()
         ):
             self.status = "interrupt_before"
             raise GraphInterrupt()
+        # after the breakpoint check: a resume passes the next step's breakpoints, so a
+        # drain in front of one must stop there, or the resumed run would skip it
+        control = self.runtime.control
+        if control is not None and control.drain_requested:
+            self.status = "draining"
+            return False
         self._emit_tasks(self.tasks.values())
         for task in cached:
             self._emit_updates(task, cached=True)
@@ -957,6 +1042,25 @@ class PregelLoop(LoopCalls):
             updated_channels=self.updated_channels,
         )
 
+    # --- cached results and error handlers (see _handlers.py) ---------------------------
+
+    def routes_to_handler(self, task: PreparedTask, outcome: BaseException | None) -> bool:
+        """Whether ``outcome`` is a failure that ``task``'s error handler takes over."""
+        return routes_to_handler(task, outcome)
+
+    def error_handler_task(self, failed: PreparedTask, error: BaseException) -> PreparedTask | None:
+        """The task of ``failed``'s error handler in this step, registered with the step.
+
+        Its id follows from the failed task's, so every process that asks gets the
+        same task; a handler that already finished gets its saved writes back.
+        """
+        return error_handler_task(self, failed, error)
+
+    def error_handler_tasks(self, results: Sequence[TaskResult]) -> list[PreparedTask]:
+        """Handlers still to run for the step's failures (an executor that could not
+        start them while the step ran gets them here, as one more batch)."""
+        return error_handler_tasks(self, results)
+
     def plan_task(self, path: Sequence[Any]) -> PreparedTask | None:
         """Prepare only the task at ``path`` of this step (with its saved writes, if finished).
 
@@ -966,6 +1070,8 @@ class PregelLoop(LoopCalls):
         """
         if is_call_path(path):
             return self.plan_call(path)
+        if HANDLER_MARK in path:  # (*failed task's path, "node_error_handler", False)
+            return plan_error_handler(self, path[: list(path).index(HANDLER_MARK)])
         task = prepare_task(self.checkpoint, self.channels, self._step_context(), path)
         if task is None:
             return None
@@ -984,6 +1090,8 @@ class PregelLoop(LoopCalls):
                 reattached.append(task)
                 self.delta.handed_back(task.id)
         return reattached
+
+    reattach_finished = _reattach_finished
 
     def runnable_tasks(self) -> list[PreparedTask]:
         """The step's tasks that still have to run, in task order."""
@@ -1025,10 +1133,15 @@ class PregelLoop(LoopCalls):
             null_resume=self._null_resume(task.id),
         )
         channels = self.channels
+        managed = self._step_context().managed_values if self.graph.managed else None
 
-        def read(select: Sequence[str], fresh: bool = False) -> dict[str, Any]:
-            return local_read(channels, task.writes, select, fresh=fresh)
+        def read(select: Sequence[str] | str, fresh: bool = False) -> Any:
+            values = local_read(channels, task.writes, select, fresh=fresh)
+            if managed and isinstance(values, dict) and not isinstance(select, str):
+                values.update((k, managed[k]) for k in select if k in managed)
+            return values
 
+        writer = self.custom_writer()
         configurable = {k: v for k, v in conf.items() if k != CONFIG_KEY_CHECKPOINT_ID}
         configurable.update(
             {
@@ -1043,11 +1156,23 @@ class PregelLoop(LoopCalls):
                     **conf.get(CONFIG_KEY_CHECKPOINT_MAP, {}),
                     self.ns: self.checkpoint["id"],
                 },
-                CONFIG_KEY_CUSTOM_WRITER: self.custom_writer(),
+                CONFIG_KEY_CUSTOM_WRITER: writer,
                 CONFIG_KEY_RESUME_MAP: self.resume_map,
                 CONFIG_KEY_CALL: self.call_callback(task, scratchpad),
+                CONFIG_KEY_RUNTIME: task_runtime(
+                    self.runtime,
+                    task,
+                    writer,
+                    checkpoint_id=self.checkpoint["id"],
+                    thread_id=conf.get(CONFIG_KEY_THREAD_ID),
+                    run_id=self.config.get("run_id"),
+                    previous=self.checkpoint["channel_values"].get(PREVIOUS),
+                    first_attempt=time.time(),
+                ),
             }
         )
+        if task.node_error is not None:
+            configurable[CONFIG_KEY_NODE_ERROR] = task.node_error
         metadata = {
             **self.config.get("metadata", {}),
             "langgraph_step": self.step,
@@ -1117,6 +1242,9 @@ class PregelLoop(LoopCalls):
             task.writes[:] = writes
             self.put_writes(task.id, writes, path)
             self._emit_updates(task)
+            if task.cache_key is not None and cacheable(writes):
+                namespace, key, ttl = task.cache_key
+                self.graph.cache.set({(namespace, key): (list(writes), ttl)})
         elif isinstance(outcome, GraphInterrupt):
             resume = [w for w in _dedupe_resume(task.writes) if w[0] == RESUME]
             writes = [(INTERRUPT, tuple(outcome.interrupts)), *resume]
@@ -1129,6 +1257,14 @@ class PregelLoop(LoopCalls):
                     self.emit("values", {**values, INTERRUPT: tuple(outcome.interrupts)})
                 else:  # a single output key: the chunk shows only the interrupts
                     self.emit("values", {INTERRUPT: tuple(outcome.interrupts)})
+        elif isinstance(outcome, GraphBubbleUp):
+            return  # a drain or a Command for a parent graph: nothing of this task is saved
+        elif routes_to_handler(task, outcome):
+            # the handler takes the error over: the task's own writes are dropped, and
+            # the marker tells a resumed run to run the handler, not the task again
+            task.writes[:] = [(ERROR, outcome), (ERROR_SOURCE_NODE, task.name)]
+            writes = task.writes
+            self.put_writes(task.id, writes, path)
         else:  # a failure, or a cancelled call
             writes = [*task.writes, (ERROR, outcome)]
             self.put_writes(task.id, writes, path)
@@ -1142,11 +1278,17 @@ class PregelLoop(LoopCalls):
         """
         ordered = sorted(results, key=lambda r: task_order(r.task))
         for result in ordered:
-            if result.outcome is not None and not isinstance(result.outcome, GraphBubbleUp):
+            if (
+                result.outcome is not None
+                and not isinstance(result.outcome, GraphBubbleUp)
+                and not routes_to_handler(result.task, result.outcome)
+            ):
                 raise result.outcome
         for result in ordered:
-            if result.outcome is not None and not isinstance(result.outcome, GraphInterrupt):
-                raise result.outcome  # ParentCommand travelling up
+            if isinstance(result.outcome, GraphBubbleUp) and not isinstance(
+                result.outcome, GraphInterrupt
+            ):
+                raise result.outcome  # a ParentCommand travelling up, a drained subgraph
         paused = [r.outcome for r in ordered if isinstance(r.outcome, GraphInterrupt)]
         if paused:
             self.status = "interrupted"

@@ -44,7 +44,7 @@ class PregelSchemas:
     """The schema methods of a ``Pregel`` graph (a mixin: it reads the graph's attributes)."""
 
     name: str
-    channels: dict[str, BaseChannel]
+    channel_specs: dict[str, BaseChannel]
     input_channels: str | Sequence[str]
     output_channels: str | Sequence[str]
     context_schema: type[Any] | None
@@ -55,18 +55,18 @@ class PregelSchemas:
     @property
     def InputType(self) -> Any:
         keys = self.input_channels
-        return value_type(self.channels[keys]) if isinstance(keys, str) else dict[str, Any]
+        return value_type(self.channel_specs[keys]) if isinstance(keys, str) else dict[str, Any]
 
     @property
     def OutputType(self) -> Any:
         keys = self.output_channels
-        return value_type(self.channels[keys]) if isinstance(keys, str) else dict[str, Any]
+        return value_type(self.channel_specs[keys]) if isinstance(keys, str) else dict[str, Any]
 
     def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
-        return _model(self.get_name("Input"), self.channels, self.input_channels)
+        return _model(self.get_name("Input"), self.channel_specs, self.input_channels)
 
     def get_output_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
-        return _model(self.get_name("Output"), self.channels, self.output_channels)
+        return _model(self.get_name("Output"), self.channel_specs, self.output_channels)
 
     @property
     def input_schema(self) -> type[BaseModel]:

@@ -165,8 +165,11 @@ def _task_result(keys: str | Sequence[str], writes: list[tuple[str, Any]]) -> An
     returned = next((v for c, v in writes if c == RETURN), MISSING)
     if returned is not MISSING:
         return returned
-    if isinstance(keys, str):
-        return next((v for c, v in writes if c == keys), None)
+    if isinstance(keys, str):  # the state is one value: the value the task wrote
+        values = [v for c, v in writes if c == keys]
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else {"$writes": values}
     return map_task_result_writes([(c, v) for c, v in writes if c in keys])
 
 
@@ -442,7 +445,7 @@ def _update_superstep(
 
             def read(
                 select: Any, fresh: bool = False, _writes: list[tuple[str, Any]] = task_writes
-            ) -> dict[str, Any]:
+            ) -> Any:
                 return local_read(channels, _writes, select, fresh=fresh)
 
             writer_config: RunnableConfig = {**config, CONF: {**conf, CONFIG_KEY_READ: read}}

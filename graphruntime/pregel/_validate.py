@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from graphruntime._internal._constants import RESERVED, TASKS
 from graphruntime.channels import BaseChannel
@@ -16,7 +17,7 @@ def _known(channels: Mapping[str, BaseChannel]) -> str:
 
 def validate_graph(
     nodes: Mapping[str, NodeSpec],
-    channels: Mapping[str, BaseChannel],
+    channels: Mapping[str, BaseChannel | Any],
     input_channels: str | Sequence[str],
     output_channels: str | Sequence[str],
     stream_channels: str | Sequence[str],

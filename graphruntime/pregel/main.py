@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
+import dataclasses
 import os
 import warnings
 from collections.abc import (
@@ -17,7 +18,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import aclosing
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 from graphruntime._internal._config import RunnableConfig, ensure_config, merge_configs
 from graphruntime._internal._constants import (
@@ -38,6 +39,7 @@ from graphruntime.cache import BaseCache, CachePolicy
 from graphruntime.channels import BaseChannel, Topic
 from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.pregel._builder import NodeBuilder, with_name
+from graphruntime.pregel._cache import namespace
 from graphruntime.pregel._callbacks import RunHooks, as_runnable, run_hooks
 from graphruntime.pregel._callbacks import astream_events as lc_astream_events
 from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive, drive
@@ -53,6 +55,7 @@ from graphruntime.pregel._state import (
 from graphruntime.pregel._stream import StreamChunk, StreamSink, stream_part
 from graphruntime.pregel._stream_events import astream_v3, stream_v3
 from graphruntime.pregel._validate import validate_graph, validate_keys
+from graphruntime.runtime import RunControl
 from graphruntime.store.base import BaseStore
 from graphruntime.stream.run_stream import GraphRunStream
 from graphruntime.types import (
@@ -66,6 +69,9 @@ from graphruntime.types import (
     StreamMode,
 )
 from graphruntime.warnings import LangGraphDeprecatedSinceV10
+
+if TYPE_CHECKING:
+    from graphruntime.managed.base import ManagedValueSpec
 
 Checkpointer = BaseCheckpointSaver | bool | None
 
@@ -133,10 +139,9 @@ class Pregel(PregelSchemas):
             raise TypeError(
                 f"Pregel() got unexpected keyword arguments: {sorted(deprecated_kwargs)}"
             )
-        _reject_unsupported(
-            step_timeout=step_timeout,
-            node_error_handler_map=node_error_handler_map,
-        )
+        _reject_unsupported(node_error_handler_map=node_error_handler_map)
+        if step_timeout is not None and step_timeout <= 0:
+            raise ValueError("step_timeout must be greater than 0")
         if not (checkpointer is None or isinstance(checkpointer, (bool, BaseCheckpointSaver))):
             raise TypeError(
                 "Invalid checkpointer provided. Expected an instance of `BaseCheckpointSaver`, "
@@ -144,10 +149,11 @@ class Pregel(PregelSchemas):
                 "Pass a proper saver (e.g., InMemorySaver, AsyncPostgresSaver)."
             )
         self.nodes: dict[str, NodeSpec] = with_name(nodes)
-        self.channels: dict[str, BaseChannel] = dict(channels or {})
-        if TASKS in self.channels and not isinstance(self.channels[TASKS], Topic):
+        all_channels: dict[str, BaseChannel | ManagedValueSpec] = dict(channels or {})
+        if TASKS in all_channels and not isinstance(all_channels[TASKS], Topic):
             raise ValueError(f"Channel '{TASKS}' is reserved and cannot be used in the graph.")
-        self.channels.setdefault(TASKS, Topic(Send, accumulate=False, key=TASKS))
+        all_channels.setdefault(TASKS, Topic(Send, accumulate=False, key=TASKS))
+        self.channels = all_channels
         self.stream_mode = stream_mode
         self.stream_eager = stream_eager
         self.output_channels: str | Sequence[str] = _keys(output_channels)
@@ -155,13 +161,14 @@ class Pregel(PregelSchemas):
         self.stream_channels: str | Sequence[str] = (
             _keys(stream_channels)
             if stream_channels is not None
-            else [k for k in self.channels if k != TASKS]
+            else [k for k in self.channel_specs if k != TASKS]
         )
         self.interrupt_after_nodes = interrupt_after_nodes
         self.interrupt_before_nodes = interrupt_before_nodes
         # LangGraph prints debug events to the console when set; graphruntime streams them
         # with stream_mode="debug" instead and prints nothing
         self.debug = bool(debug)
+        self.step_timeout = step_timeout
         self.checkpointer = checkpointer
         self.store = store
         self.cache = cache
@@ -195,9 +202,26 @@ class Pregel(PregelSchemas):
         return self
 
     @property
-    def channel_specs(self) -> Mapping[str, BaseChannel]:
-        """The channels, as the step machinery reads them."""
-        return self.channels
+    def channels(self) -> dict[str, BaseChannel | ManagedValueSpec]:
+        """The graph's channels and managed values, by name (as LangGraph's)."""
+        return {**self.channel_specs, **self.managed}
+
+    @channels.setter
+    def channels(self, value: Mapping[str, BaseChannel | ManagedValueSpec]) -> None:
+        # the step machinery reads channels and managed values apart, on every step
+        self.channel_specs: dict[str, BaseChannel] = {
+            k: v for k, v in value.items() if isinstance(v, BaseChannel)
+        }
+        self.managed: dict[str, ManagedValueSpec] = {
+            k: v for k, v in value.items() if not isinstance(v, BaseChannel)
+        }
+
+    def copy(self, update: dict[str, Any] | None = None) -> Self:
+        """A shallow copy (nodes and channels shared), with ``update``'s attributes set."""
+        clone = copy.copy(self)
+        for key, value in (update or {}).items():
+            setattr(clone, key, value)
+        return clone
 
     @property
     def stream_channels_list(self) -> Sequence[str]:
@@ -232,9 +256,11 @@ class Pregel(PregelSchemas):
         version: str = "v1",
         durability: Durability | None = None,
         kwargs: Mapping[str, Any] | None = None,
+        context: Any = None,
+        control: RunControl | None = None,
     ) -> tuple[PregelLoop, bool, RunHooks | None]:
         cfg = ensure_config(merge_configs(self.config, config) if self.config else config)
-        validate_keys(output_keys, self.channels)
+        validate_keys(output_keys, self.channel_specs)
         conf = cfg[CONF]
         durability = _durability(durability, kwargs or {}, conf)
         if durability is not None:
@@ -290,6 +316,8 @@ class Pregel(PregelSchemas):
                 interrupt_before=interrupt_before,
                 interrupt_after=interrupt_after,
                 durability=durability or "async",
+                context=context,
+                control=control,
             ),
             saved=ALOAD if is_async else LOAD,
         )
@@ -312,11 +340,15 @@ class Pregel(PregelSchemas):
         interrupt_after: All | Sequence[str] | None = None,
         stop: int | None = None,
         durability: Durability = "async",
+        context: Any = None,
+        control: RunControl | None = None,
     ) -> RunOptions:
         """A run's options, from its config and call arguments.
 
         Call-time breakpoints replace the compiled ones; the recursion limit comes from
-        ``config["recursion_limit"]`` (LangGraph's default otherwise).
+        ``config["recursion_limit"]`` (LangGraph's default otherwise). ``context`` is the
+        run's context (coerced to the graph's ``context_schema``), ``control`` its
+        drain control.
         """
         limit = config.get("recursion_limit")
         if limit is None:
@@ -330,6 +362,8 @@ class Pregel(PregelSchemas):
         keys = self.output_channels if output_keys is None else output_keys
         return RunOptions(
             output_keys=keys if isinstance(keys, str) else tuple(keys),
+            context=coerce_context(self.context_schema, context),
+            control=control,
             interrupt_before=before if before == "*" else tuple(before),
             interrupt_after=after if after == "*" else tuple(after),
             recursion_limit=limit,
@@ -380,6 +414,8 @@ class Pregel(PregelSchemas):
         input: Any,
         config: RunnableConfig | None = None,
         *,
+        context: Any = None,
+        control: RunControl | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] | None = None,
         output_keys: str | Sequence[str] | None = None,
         subgraphs: bool = False,
@@ -406,6 +442,8 @@ class Pregel(PregelSchemas):
             version=version,
             durability=durability,
             kwargs=kwargs,
+            context=context,
+            control=control,
         )
         for chunk in _run(loop, input, hooks):
             yield shape(chunk, single)
@@ -415,6 +453,8 @@ class Pregel(PregelSchemas):
         input: Any,
         config: RunnableConfig | None = None,
         *,
+        context: Any = None,
+        control: RunControl | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] = "values",
         output_keys: str | Sequence[str] | None = None,
         interrupt_before: All | Sequence[str] | None = None,
@@ -438,6 +478,8 @@ class Pregel(PregelSchemas):
                 interrupt_after=interrupt_after,
                 version=version,
                 durability=durability,
+                context=context,
+                control=control,
                 **kwargs,
             )
             return _collect_parts(parts, stream_mode, version)
@@ -450,6 +492,8 @@ class Pregel(PregelSchemas):
             output_keys,
             durability=durability,
             kwargs=kwargs,
+            context=context,
+            control=control,
         )
         return _collect(_run(loop, input, hooks), loop, "values")
 
@@ -465,6 +509,8 @@ class Pregel(PregelSchemas):
         is_async: bool = False,
         durability: Durability | None = None,
         kwargs: Mapping[str, Any] | None = None,
+        context: Any = None,
+        control: RunControl | None = None,
     ) -> tuple[PregelLoop, RunHooks | None]:
         loop, _single, hooks = self._prepare(
             input,
@@ -477,6 +523,8 @@ class Pregel(PregelSchemas):
             is_async=is_async,
             durability=durability,
             kwargs=kwargs,
+            context=context,
+            control=control,
         )
         return loop, hooks
 
@@ -485,6 +533,8 @@ class Pregel(PregelSchemas):
         input: Any,
         config: RunnableConfig | None = None,
         *,
+        context: Any = None,
+        control: RunControl | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] | None = None,
         output_keys: str | Sequence[str] | None = None,
         subgraphs: bool = False,
@@ -508,6 +558,8 @@ class Pregel(PregelSchemas):
             version=version,
             durability=durability,
             kwargs=kwargs,
+            context=context,
+            control=control,
         )
         # closing the stream closes the run at once: its running tasks are cancelled
         async with aclosing(_arun(loop, input, hooks)) as chunks:
@@ -519,6 +571,8 @@ class Pregel(PregelSchemas):
         input: Any,
         config: RunnableConfig | None = None,
         *,
+        context: Any = None,
+        control: RunControl | None = None,
         stream_mode: StreamMode | Sequence[StreamMode] = "values",
         output_keys: str | Sequence[str] | None = None,
         interrupt_before: All | Sequence[str] | None = None,
@@ -538,6 +592,8 @@ class Pregel(PregelSchemas):
                 interrupt_after=interrupt_after,
                 version=version,
                 durability=durability,
+                context=context,
+                control=control,
                 **kwargs,
             )
             return _collect_parts([p async for p in parts], stream_mode, version)
@@ -551,6 +607,8 @@ class Pregel(PregelSchemas):
             is_async=True,
             durability=durability,
             kwargs=kwargs,
+            context=context,
+            control=control,
         )
         chunks = [c async for c in _arun(loop, input, hooks)]
         return _collect(iter(chunks), loop, "values")
@@ -607,6 +665,26 @@ class Pregel(PregelSchemas):
                 return_exceptions=return_exceptions,
             )
         )
+
+    # --- cache --------------------------------------------------------------------------
+
+    def _cache_namespaces(self, nodes: Sequence[str] | None) -> list[tuple[str, ...]]:
+        if self.cache is None:
+            raise ValueError("No cache is set for this graph. Cannot clear cache.")
+        names = nodes or list(self.nodes)
+        return [namespace(self.nodes[name]) for name in names if name in self.nodes]
+
+    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Forget the cached results of ``nodes`` (default: every node)."""
+        namespaces = self._cache_namespaces(nodes)
+        assert self.cache is not None
+        self.cache.clear(namespaces)
+
+    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Async twin of :meth:`clear_cache`."""
+        namespaces = self._cache_namespaces(nodes)
+        assert self.cache is not None
+        await self.cache.aclear(namespaces)
 
     # --- event streams (see _stream_events.py and _callbacks.py) --------------------------
 
@@ -818,6 +896,17 @@ def _reject_unsupported(**settings: Any) -> None:
             raise NotImplementedError(
                 f"Pregel({key}=...) is not supported by graphruntime; leave it unset."
             )
+
+
+def coerce_context(schema: Any, context: Any) -> Any:
+    """A dict context becomes an instance of a dataclass or pydantic ``context_schema``."""
+    if context is None or schema is None or not isinstance(context, dict):
+        return context
+    if isinstance(schema, type) and (
+        dataclasses.is_dataclass(schema) or hasattr(schema, "model_validate")
+    ):
+        return schema(**context)
+    return context
 
 
 def _run(loop: PregelLoop, input: Any, hooks: RunHooks | None) -> Iterator[StreamChunk]:

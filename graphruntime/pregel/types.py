@@ -1,33 +1,35 @@
-"""Deprecated home of some of :mod:`graphruntime.types` (as ``langgraph.pregel.types``)."""
+"""Deprecated: the types moved to :mod:`graphruntime.types` (as ``langgraph.pregel.types``)."""
 
 from __future__ import annotations
 
-from warnings import warn
+import warnings
 
-from graphruntime.cache import CachePolicy
+from graphruntime import warnings as deprecation
 from graphruntime.types import (
     All,
+    CachePolicy,
     PregelTask,
     RetryPolicy,
     StateSnapshot,
     StreamMode,
+    StreamWriter,
     default_retry_on,
 )
-from graphruntime.warnings import LangGraphDeprecatedSinceV10
 
-__all__ = [
+__all__ = (
     "All",
     "CachePolicy",
     "PregelTask",
     "RetryPolicy",
     "StateSnapshot",
     "StreamMode",
+    "StreamWriter",
     "default_retry_on",
-]
+)
 
-warn(
-    "Importing from graphruntime.pregel.types is deprecated. "
-    "Please use 'from graphruntime.types import ...' instead.",
-    LangGraphDeprecatedSinceV10,
+warnings.warn(
+    "Importing from langgraph.pregel.types is deprecated. "
+    "Please use 'from langgraph.types import ...' instead.",
+    deprecation.LangGraphDeprecatedSinceV10,
     stacklevel=2,
 )

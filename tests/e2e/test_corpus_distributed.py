@@ -78,6 +78,32 @@ KNOWN_DISTRIBUTED_BUGS: dict[str, str] = {
         "GraphClient has no bulk_update_state (the remote runtime does not forward it): "
         "workers/client.py would apply it through the saver as update_state does"
     ),
+    "error_handlers": (
+        "a handler on the workers gets NodeError.error rebuilt from the error's saved text "
+        "(RuntimeError('boom 1') as the message), not the exception the node raised"
+    ),
+    "error_handler_resumes": (
+        "a handler that raises on the workers does not fail the run: its error is not "
+        "reported back to the coordinator (workers/executor.py)"
+    ),
+    "node_attempts": (
+        "the scenario's node appends execution_info to a list in the test process; on the "
+        "workers the node runs in another process and the list stays empty"
+    ),
+    "node_cache": "GraphClient has no clear_cache (RemoteGraph does not forward it)",
+    "node_timeout": (
+        "the workers run tasks with the sync run_task_attempt, which refuses a node "
+        "TimeoutPolicy: timeouts need the async driver (workers/executor.py)"
+    ),
+    "run_control_drain": (
+        "RunControl is an in-process object: GraphClient cannot pass it, and the drained "
+        "run's resume with no input fails on the coordinator with EmptyInputError"
+    ),
+    "runtime_context": "GraphClient does not forward context= to the workers' runs",
+    "store_injection": (
+        "compile(store=InMemoryStore()) lives in the test process; the workers' graph has "
+        "its own (or none), so nodes' writes never reach the caller's store"
+    ),
     "stream_tasks_checkpoints_debug": (
         "the coordinator puts run_id in the run config's metadata, so the tasks/debug "
         "streams' task events carry metadata={'run_id': ...} that LangGraph's do not "
