@@ -28,7 +28,13 @@ import zlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
-from graphruntime.checkpoint import ChannelVersions, Checkpoint, JsonSerializer, SerializerProtocol
+from graphruntime.checkpoint import (
+    ChannelVersions,
+    Checkpoint,
+    DeltaSnapshot,
+    JsonSerializer,
+    SerializerProtocol,
+)
 from graphruntime.errors import CheckpointError
 
 __all__ = (
@@ -114,7 +120,9 @@ def encode_checkpoint(
             out.ref_keys.append(key)
             continue
         kind, data = values_serde.dumps_typed(value)
-        if can_inline and kind == "json" and len(data) <= INLINE_MAX:
+        # A DeltaSnapshot is always a blob: where a DeltaChannel's history walk
+        # stops must be visible to SQL (blob_versions), not hidden in the body.
+        if can_inline and kind == "json" and len(data) <= INLINE_MAX and t is not DeltaSnapshot:
             inline[channel] = value
             continue
         blob_versions[channel] = key

@@ -15,6 +15,7 @@ __all__ = (
     "ASYNC_COMMIT",
     "CREATE_MIGRATIONS_TABLE",
     "DELETE_THREAD",
+    "DELTA_HISTORY",
     "GET_CHECKPOINT",
     "GET_TASK_WRITES",
     "INSERT_WRITES",
@@ -70,4 +71,5 @@ INSERT_WRITES = _QUERIES["insert_writes"]
 UPSERT_WRITES = _QUERIES["upsert_writes"]
 WRITE_ROW = _QUERIES["write_row"]
 DELETE_THREAD = _QUERIES["delete_thread"]
+DELTA_HISTORY = _QUERIES["delta_history"]
 PRUNE_THREAD = _QUERIES["prune_thread"]

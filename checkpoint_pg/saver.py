@@ -17,7 +17,7 @@ import functools
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext, suppress
 from typing import Any, Literal, NamedTuple
 
@@ -28,6 +28,7 @@ from psycopg.rows import DictRow, dict_row
 from checkpoint_pg import _queries as q
 from checkpoint_pg._codec import blob_version_key, decode_body, encode_checkpoint, task_key
 from checkpoint_pg._connection import Conn, ConnectionSource
+from checkpoint_pg._history import HistoryRows
 from checkpoint_pg.errors import (
     CheckpointStoreError,
     CheckpointStoreUnavailable,
@@ -42,6 +43,7 @@ from graphruntime.checkpoint import (
     CheckpointMetadata,
     CheckpointTuple,
     ClusterSaver,
+    DeltaChannelHistory,
     JsonSerializer,
     PendingWrite,
     SerializerProtocol,
@@ -221,6 +223,59 @@ class PostgresSaver(ClusterSaver):
             cur.execute(q.GET_CHECKPOINT, params, prepare=_prepare(cur))
             row = cur.fetchone()
         return None if row is None else self._load(thread_id, checkpoint_ns, row)
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The contract's parent-chain walk, in one statement (a recursive CTE).
+
+        The walk of each channel stops at the nearest blob, or at the nearest
+        ancestor that may hold the value inline in its body; if that one turns out
+        not to, the walk goes on from there in one more statement that reads the
+        remaining bodies (only for data the runtime did not write: it counts every
+        DeltaChannel in every checkpoint's metadata until it stores a snapshot,
+        always as a blob).
+        """
+        if not channels:
+            return {}
+        rows = HistoryRows(channels, self.serde.loads_typed, self._inline_values)
+        thread_id, checkpoint_ns = config_key(config)
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id is not None and _as_uuid(checkpoint_id) is None:
+            return rows.result()  # not an id this saver could have stored
+        continues = rows.add(
+            self._delta_rows(thread_id, checkpoint_ns, checkpoint_id, channels, thorough=False)
+        )
+        for start, depth, walking in continues:
+            found = self._delta_rows(thread_id, checkpoint_ns, start, walking, thorough=True)
+            rows.add(found, depth, thorough=True)
+        return rows.result()
+
+    def _delta_rows(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str | None,
+        channels: Sequence[str],
+        *,
+        thorough: bool,
+    ) -> builtins.list[DictRow]:
+        params = {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+            "channels": builtins.list(dict.fromkeys(channels)),
+            "thorough": thorough,
+        }
+        with self._cursor("get_delta_channel_history") as cur:
+            cur.execute(q.DELTA_HISTORY, params, prepare=_prepare(cur))
+            return cur.fetchall()
+
+    def _inline_values(self, checkpoint_id: str, body: bytes) -> dict[str, Any]:
+        checkpoint = decode_body(
+            checkpoint_id, body, None, None, None, values_serde=self.serde, json_serde=self._json
+        )
+        return checkpoint["channel_values"]
 
     def list(
         self,
@@ -472,8 +527,9 @@ class PostgresSaver(ClusterSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Store a task's writes; ``task_path`` is not stored (order is insertion order)."""
-        statements = self._write_statements(config, writes, task_id)
+        """Store a task's writes. ``get_tuple`` returns them in insertion order;
+        ``task_path`` orders a step's writes in DeltaChannel history."""
+        statements = self._write_statements(config, writes, task_id, task_path)
         if not statements:
             return
         if not self._durable_writes:
@@ -529,8 +585,8 @@ class PostgresSaver(ClusterSaver):
     ) -> builtins.list[tuple[bytes, builtins.list[Any]]]:
         inserts: builtins.list[builtins.list[Any]] = []
         statements: builtins.list[tuple[bytes, builtins.list[Any]]] = []
-        for config, writes, task_id, _path in batch:
-            upsert, rows = self._write_params(config, writes, task_id)
+        for config, writes, task_id, task_path in batch:
+            upsert, rows = self._write_params(config, writes, task_id, task_path)
             if upsert:  # rows keep the batch's order (their seq)
                 statements.extend(_statements(False, inserts))
                 statements.extend(_statements(True, rows))
@@ -558,13 +614,21 @@ class PostgresSaver(ClusterSaver):
                 cur.execute(query, params, prepare=_prepare(cur))
 
     def _write_statements(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
     ) -> builtins.list[tuple[bytes, builtins.list[Any]]]:
-        upsert, rows = self._write_params(config, writes, task_id)
+        upsert, rows = self._write_params(config, writes, task_id, task_path)
         return _statements(upsert, rows)
 
     def _write_params(
-        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
     ) -> tuple[bool, builtins.list[builtins.list[Any]]]:
         """Whether the writes are upserted, and one parameter list per row."""
         thread_id, checkpoint_ns, checkpoint_id, upsert, rows = write_rows(config, writes)
@@ -573,8 +637,10 @@ class PostgresSaver(ClusterSaver):
         dumps = self.serde.dumps_typed
         task_uuid, task_name = task_key(task_id)
         key = (thread_id, checkpoint_ns, _require_uuid(checkpoint_id, "checkpoint_id"), task_uuid)
+        path = task_path or None
         return upsert, [
-            [*key, task_name, idx, channel, *dumps(value)] for idx, (channel, value) in rows.items()
+            [*key, task_name, path, idx, channel, *dumps(value)]
+            for idx, (channel, value) in rows.items()
         ]
 
     def delete_thread(self, thread_id: str) -> None:
@@ -604,7 +670,9 @@ class PostgresSaver(ClusterSaver):
         deleted. A kept checkpoint whose parent is deleted gets no parent, so
         history ends there. One statement per thread, so a thread is never seen
         half pruned. Runs appending meanwhile are safe; forking from a
-        checkpoint being deleted is not (its values may be gone).
+        checkpoint being deleted is not (its values may be gone). A thread that
+        uses a DeltaChannel is refused (CheckpointError) and left whole, as in
+        LangGraph: its state is rebuilt from the writes of older checkpoints.
 
         LangGraph's call shape works too: ``prune(["t1", "t2"])`` keeps the
         latest checkpoint of each, ``strategy="delete"`` deletes the threads.
@@ -635,6 +703,13 @@ class PostgresSaver(ClusterSaver):
             cur.execute(q.PRUNE_THREAD, params, prepare=False)
             row = cur.fetchone()
         assert row is not None
+        if row["delta_thread"]:
+            raise CheckpointError(
+                f"prune(keep_latest) left thread {thread_id!r} whole: it uses a DeltaChannel, "
+                "whose values are rebuilt from the writes of older checkpoints, so dropping "
+                "them would silently change its state. Threads listed before it were "
+                "pruned. Delete it (strategy='delete') or keep its history."
+            )
         return PruneResult(row["checkpoints"], row["writes"], row["blobs"])
 
     # -- async twins: the sync methods on a worker thread --------------------------
@@ -655,6 +730,13 @@ class PostgresSaver(ClusterSaver):
 
         for item in await asyncio.to_thread(fetch):
             yield item
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await asyncio.to_thread(
+            self.get_delta_channel_history, config=config, channels=channels
+        )
 
     async def aput(
         self,
@@ -775,8 +857,8 @@ class _KnownBlobs:
             self._keys.pop(key, None)
 
 
-# Postgres takes at most 65535 parameters per statement; 9 per write.
-_MAX_WRITES = 65535 // 9
+# Postgres takes at most 65535 parameters per statement; 10 per write.
+_MAX_WRITES = 65535 // 10
 
 
 @functools.lru_cache(maxsize=128)

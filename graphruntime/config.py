@@ -1,6 +1,8 @@
-"""Access to the running node's config and stream writer (as ``langgraph.config``)."""
+"""Access to the running node's config, store and stream writer (as ``langgraph.config``)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from graphruntime._internal._config import (
     RunnableConfig,
@@ -8,5 +10,22 @@ from graphruntime._internal._config import (
     get_config,
     get_stream_writer,
 )
+from graphruntime._internal._constants import CONF, CONFIG_KEY_RUNTIME
 
-__all__ = ("RunnableConfig", "StreamWriter", "get_config", "get_stream_writer")
+if TYPE_CHECKING:
+    from graphruntime.store.base import BaseStore
+
+__all__ = ("RunnableConfig", "StreamWriter", "get_config", "get_store", "get_stream_writer")
+
+
+def get_store() -> BaseStore:
+    """The store of the running graph (``compile(store=...)``); only inside a node.
+
+    Raises:
+        RuntimeError: called outside a running graph.
+    """
+    runtime: Any = get_config()[CONF].get(CONFIG_KEY_RUNTIME)
+    if runtime is None:
+        raise RuntimeError("get_store() called outside of a running graph")
+    store: BaseStore = runtime.store
+    return store

@@ -7,6 +7,7 @@ callers can catch "anything graphruntime raised" in one clause::
     ├── GraphBubbleUp                 control flow, never shown to users as a failure
     │   ├── GraphInterrupt            a node called interrupt() / a static breakpoint fired
     │   │   └── NodeInterrupt         deprecated LangGraph spelling, kept for ports
+    │   ├── GraphDrained              RunControl.request_drain(): stopped between steps
     │   └── ParentCommand             Command(graph=Command.PARENT) travelling upwards
     ├── GraphRecursionError           also a RecursionError, as in LangGraph
     ├── InvalidUpdateError            a write a channel cannot take
@@ -15,20 +16,26 @@ callers can catch "anything graphruntime raised" in one clause::
     │   └── AmbiguousResumeError      a plain resume, several interrupts pending (a RuntimeError)
     ├── GraphValidationError          a graph that cannot compile (also a ValueError)
     ├── EmptyChannelError             reading a channel that has no value
+    ├── NodeTimeoutError              a node attempt ran past its TimeoutPolicy
+    ├── NodeCancelledError            a node raised asyncio.CancelledError itself
     └── CheckpointError               raised by checkpoint savers
         ├── CheckpointConflict        a writer holding a stale head
         └── SerializationError        a value the serializer refuses to write or read
 
 Where LangGraph raises a built-in type (``ValueError``, ``RuntimeError``) we
 raise a subclass of both, so ported ``except`` clauses keep working.
+:class:`NodeError` is not an exception: it is what a node's error handler is given.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from graphruntime import warnings as deprecation
 from graphruntime._internal._interrupt import Interrupt
 
 if TYPE_CHECKING:
@@ -42,16 +49,21 @@ __all__ = (
     "EmptyInputError",
     "ErrorCode",
     "GraphBubbleUp",
+    "GraphDrained",
     "GraphInterrupt",
     "GraphRecursionError",
     "GraphRuntimeError",
     "GraphValidationError",
     "InvalidResumeError",
     "InvalidUpdateError",
+    "NodeCancelledError",
+    "NodeError",
     "NodeInterrupt",
+    "NodeTimeoutError",
     "ParentCommand",
     "SerializationError",
     "create_error_message",
+    "is_invalid_resume",
 )
 
 
@@ -91,7 +103,24 @@ class NodeInterrupt(GraphInterrupt):
     """Deprecated: raise ``interrupt(value)`` instead."""
 
     def __init__(self, value: Any, id: str | None = None) -> None:
+        warnings.warn(
+            "NodeInterrupt is deprecated. Please use `langgraph.types.interrupt` instead.",
+            deprecation.LangGraphDeprecatedSinceV10,
+            stacklevel=2,
+        )
         super().__init__([Interrupt(value=value, id=id or "placeholder-id")])
+
+
+class GraphDrained(GraphBubbleUp):
+    """The run stopped between two steps because ``RunControl.request_drain()`` was called.
+
+    The last finished step is checkpointed: invoke the thread again with ``None`` to
+    carry on from there.
+    """
+
+    def __init__(self, reason: str = "shutdown") -> None:
+        self.reason = reason
+        super().__init__(f"Graph drained: {reason}")
 
 
 class ParentCommand(GraphBubbleUp):
@@ -151,3 +180,98 @@ class SerializationError(CheckpointError):
 
     The message names where in the value the problem is and what to do about it.
     """
+
+
+class NodeTimeoutError(GraphRuntimeError):
+    """A node attempt exceeded its ``TimeoutPolicy`` (``run_timeout`` or ``idle_timeout``).
+
+    Not a built-in ``TimeoutError`` (an ``OSError``), so the default ``RetryPolicy``
+    retries it. ``kind`` and ``timeout`` say which limit fired; both configured
+    limits are kept.
+    """
+
+    node: str
+    timeout: float
+    run_timeout: float | None
+    idle_timeout: float | None
+    elapsed: float
+    kind: Literal["idle", "run"]
+
+    def __init__(
+        self,
+        node: str,
+        elapsed: float,
+        *,
+        kind: Literal["idle", "run"],
+        idle_timeout: float | None = None,
+        run_timeout: float | None = None,
+    ) -> None:
+        if kind == "idle":
+            if idle_timeout is None:
+                raise ValueError("idle_timeout is required when kind='idle'")
+            self.timeout = idle_timeout
+            message = (
+                f"Node '{node}' exceeded its idle timeout of {idle_timeout:.3f}s without "
+                f"making progress (elapsed: {elapsed:.3f}s)."
+            )
+        elif kind == "run":
+            if run_timeout is None:
+                raise ValueError("run_timeout is required when kind='run'")
+            self.timeout = run_timeout
+            message = (
+                f"Node '{node}' exceeded its run timeout of {run_timeout:.3f}s "
+                f"(elapsed: {elapsed:.3f}s)."
+            )
+        else:
+            raise ValueError("kind must be 'idle' or 'run'")
+        super().__init__(message)
+        self.node = node
+        self.elapsed = elapsed
+        self.kind = kind
+        self.idle_timeout = idle_timeout
+        self.run_timeout = run_timeout
+
+
+class NodeCancelledError(GraphRuntimeError):
+    """A node's own code raised ``asyncio.CancelledError``.
+
+    Cancellation by the runtime (a sibling failed, the caller cancelled the run) stays
+    a ``CancelledError``; a node that raises it itself has failed, like any node that
+    raises, and its run fails with this error.
+    """
+
+    node: str
+
+    def __init__(self, node: str, message: str | None = None) -> None:
+        super().__init__(message or f"Node {node!r} raised asyncio.CancelledError")
+        self.node = node
+
+
+@dataclass(frozen=True, slots=True)
+class NodeError:
+    """What a node's error handler is told: which node failed, and with what.
+
+    A handler gets it by naming a parameter ``error: NodeError``.
+    """
+
+    node: str
+    """The node whose execution failed."""
+    error: BaseException
+    """What it raised (after its retries ran out)."""
+
+
+_INVALID_RESUME = "_graphruntime_invalid_resume"
+
+
+def mark_invalid_resume(error: BaseException) -> None:
+    """Flag ``error`` as raised by a resume value its interrupt's schema refused."""
+    setattr(error, _INVALID_RESUME, True)
+
+
+def is_invalid_resume(error: BaseException) -> bool:
+    """Whether ``error`` was raised because a resume value did not match ``response_schema``.
+
+    ``interrupt()`` raises the validation error in that case; a caller (a tool node)
+    uses this to tell it apart from its own invalid arguments.
+    """
+    return getattr(error, _INVALID_RESUME, False) is True

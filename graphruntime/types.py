@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -15,6 +16,10 @@ from graphruntime._internal._config import RunnableConfig, StreamWriter
 from graphruntime._internal._fields import update_as_tuples
 from graphruntime._internal._interrupt import Interrupt, interrupt_id
 
+if TYPE_CHECKING:
+    from graphruntime.cache import CachePolicy as CachePolicy
+    from graphruntime.pregel import PreparedTask as PregelExecutableTask
+
 Interrupt.__module__ = __name__  # its public home; defined below types so errors can use it
 
 if TYPE_CHECKING:
@@ -22,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "All",
+    "CachePolicy",
     "CheckpointPayload",
     "CheckpointStreamPart",
     "CheckpointTask",
@@ -34,31 +40,73 @@ __all__ = (
     "Interrupt",
     "MessagesStreamPart",
     "Overwrite",
+    "PregelExecutableTask",
     "PregelTask",
     "RetryPolicy",
     "Send",
     "StateSnapshot",
+    "StateUpdate",
     "StreamMode",
     "StreamPart",
     "StreamWriter",
     "TaskPayload",
     "TaskResultPayload",
     "TasksStreamPart",
+    "TimeoutPolicy",
+    "TracePolicy",
     "UpdatesStreamPart",
     "ValuesStreamPart",
     "default_retry_on",
     "interrupt",
+    "omit_payload",
 )
+
+
+# LangGraph's names for types that live in higher layers here: CachePolicy with the cache
+# (its default key goes through the checkpoint serde), a step's executable task with the
+# step machinery. Loaded on first use, so this module imports neither.
+_ELSEWHERE = {
+    "CachePolicy": ("graphruntime.cache", "CachePolicy"),
+    "PregelExecutableTask": ("graphruntime.pregel", "PreparedTask"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ELSEWHERE:
+        module, attr = _ELSEWHERE[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 All = Literal["*"]
 StreamMode = Literal["values", "updates", "custom", "debug", "messages", "checkpoints", "tasks"]
 Durability = Literal["sync", "async", "exit"]
+"""When a run saves: ``"sync"`` each step before the next starts, ``"async"`` each step
+while the next runs, ``"exit"`` only the run's last checkpoint."""
+
+
+def _http_status(exc: Exception) -> int | bool | None:
+    """The status of an HTTP client's error (httpx, requests): False when it is not one."""
+    for cls in type(exc).__mro__:
+        module = cls.__module__.split(".")[0]
+        if (module, cls.__name__) in (("httpx", "HTTPStatusError"), ("requests", "HTTPError")):
+            response = getattr(exc, "response", None)
+            status = getattr(response, "status_code", None) if response is not None else None
+            return status if isinstance(status, int) else None
+    return False
 
 
 def default_retry_on(exc: Exception) -> bool:
-    """LangGraph's default: retry everything but programming errors and most OS errors."""
+    """LangGraph's default: retry everything but programming errors and most OS errors.
+
+    An HTTP client's status error (httpx, requests) is retried on a 5xx status, or when
+    there is no response at all.
+    """
     if isinstance(exc, ConnectionError):
         return True
+    status = _http_status(exc)
+    if status is not False:
+        return status is None or 500 <= status < 600
     return not isinstance(
         exc,
         (
@@ -91,23 +139,109 @@ class RetryPolicy(NamedTuple):
     )
 
 
+def _timeout_seconds(value: float | timedelta | None, *, field: str) -> float | None:
+    if value is None:
+        return None
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if seconds <= 0:
+        raise ValueError(f"{field} must be greater than 0")
+    return seconds
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutPolicy:
+    """Time limits for each attempt of a node (async nodes only).
+
+    Args:
+        run_timeout: a wall-clock cap in seconds; progress does not extend it.
+        idle_timeout: the longest an attempt may go without progress (a write, a
+            streamed chunk, ``runtime.heartbeat()``).
+        refresh_on: ``"auto"``: any progress refreshes ``idle_timeout``;
+            ``"heartbeat"``: only ``runtime.heartbeat()`` does.
+
+    A number or a ``timedelta`` given where a policy is expected is a ``run_timeout``.
+    An attempt past its limit is cancelled and fails with ``NodeTimeoutError``, which
+    the node's ``RetryPolicy`` may retry.
+    """
+
+    run_timeout: float | timedelta | None = None
+    idle_timeout: float | timedelta | None = None
+    refresh_on: Literal["auto", "heartbeat"] = "auto"
+
+    @classmethod
+    def coerce(cls, value: float | timedelta | TimeoutPolicy | None) -> TimeoutPolicy | None:
+        """Normalize ``value`` to a policy with limits in seconds (None: no limit)."""
+        if value is None:
+            return None
+        if not isinstance(value, TimeoutPolicy):
+            if isinstance(value, bool) or not isinstance(value, int | float | timedelta):
+                raise TypeError(
+                    f"A timeout is a number of seconds, a timedelta or a TimeoutPolicy, "
+                    f"got {value!r}"
+                )
+            value = cls(run_timeout=value)
+        if value.refresh_on not in ("auto", "heartbeat"):
+            raise ValueError("refresh_on must be 'auto' or 'heartbeat'")
+        run = _timeout_seconds(value.run_timeout, field="run_timeout")
+        idle = _timeout_seconds(value.idle_timeout, field="idle_timeout")
+        if run is None and idle is None:
+            return None
+        if value.run_timeout is run and value.idle_timeout is idle:
+            return value  # already coerced (frozen: safe to share)
+        return cls(run_timeout=run, idle_timeout=idle, refresh_on=value.refresh_on)
+
+
+@dataclass(frozen=True, slots=True)
+class TracePolicy:
+    """What a node's own trace run records (tracing callbacks only; never execution).
+
+    Args:
+        process_inputs: maps the node's input to what its trace run records.
+        process_outputs: maps the node's output to what its trace run records.
+    """
+
+    process_inputs: Callable[[Any], Any] | None = None
+    process_outputs: Callable[[Any], Any] | None = None
+
+
+def omit_payload(_value: Any) -> dict[str, Any]:
+    """A ``TracePolicy`` processor that records an empty payload."""
+    return {}
+
+
 class Send:
     """A packet for ``node`` with its own input ``arg``: one task in the next step."""
 
-    __slots__ = ("node", "arg")
+    __slots__ = ("node", "arg", "timeout")
 
-    def __init__(self, /, node: str, arg: Any) -> None:
+    def __init__(
+        self,
+        /,
+        node: str,
+        arg: Any,
+        *,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
+    ) -> None:
         self.node = node
         self.arg = arg
+        self.timeout = TimeoutPolicy.coerce(timeout)
+        """This task's time limits; None: the target node's own."""
 
     def __hash__(self) -> int:
-        return hash((self.node, repr(self.arg)))
+        return hash((self.node, repr(self.arg), self.timeout))
 
     def __repr__(self) -> str:
-        return f"Send(node={self.node!r}, arg={self.arg!r})"
+        if self.timeout is None:
+            return f"Send(node={self.node!r}, arg={self.arg!r})"
+        return f"Send(node={self.node!r}, arg={self.arg!r}, timeout={self.timeout!r})"
 
     def __eq__(self, value: object) -> bool:
-        return isinstance(value, Send) and self.node == value.node and self.arg == value.arg
+        return (
+            isinstance(value, Send)
+            and self.node == value.node
+            and self.arg == value.arg
+            and self.timeout == value.timeout
+        )
 
 
 N = TypeVar("N", bound=Hashable)
@@ -154,6 +288,14 @@ class PregelTask(NamedTuple):
     interrupts: tuple[Interrupt, ...] = ()
     state: RunnableConfig | StateSnapshot | None = None
     result: Any | None = None
+
+
+class StateUpdate(NamedTuple):
+    """One update of ``bulk_update_state``: ``values`` as if ``as_node`` returned them."""
+
+    values: dict[str, Any] | None
+    as_node: str | None = None
+    task_id: str | None = None
 
 
 class StateSnapshot(NamedTuple):
@@ -380,7 +522,7 @@ def interrupt(
         CONFIG_KEY_SEND,
         RESUME,
     )
-    from graphruntime.errors import GraphInterrupt
+    from graphruntime.errors import GraphInterrupt, mark_invalid_resume
 
     conf = get_config()["configurable"]
     until = _deadline(deadline, default)
@@ -391,7 +533,13 @@ def interrupt(
         adapter = TypeAdapter(response_schema)
 
     def validate(v: Any) -> Any:
-        return adapter.validate_python(v) if adapter is not None else v
+        if adapter is None:
+            return v
+        try:
+            return adapter.validate_python(v)
+        except ValueError as exc:  # pydantic's ValidationError
+            mark_invalid_resume(exc)
+            raise
 
     scratchpad = conf[CONFIG_KEY_SCRATCHPAD]
     idx = scratchpad.interrupt_counter()

@@ -215,7 +215,7 @@ SET LOCAL synchronous_commit TO OFF;
 -- The rows placeholder becomes write_row once per write (composed by the saver): scalar
 -- parameters cost the client half the CPU of array parameters.
 INSERT INTO graphruntime_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_name,
-    idx, channel, type, value)
+    task_path, idx, channel, type, value)
 VALUES {rows}
 ON CONFLICT DO NOTHING;
 
@@ -223,7 +223,7 @@ ON CONFLICT DO NOTHING;
 -- Control writes (all channels in WRITES_IDX_MAP) replace the stored row but
 -- keep its seq, so the write keeps its place in the insertion order.
 INSERT INTO graphruntime_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_name,
-    idx, channel, type, value)
+    task_path, idx, channel, type, value)
 VALUES {rows}
 ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
     channel = EXCLUDED.channel,
@@ -231,7 +231,121 @@ ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SE
     value = EXCLUDED.value;
 
 -- name: write_row
-(%s, %s, %s, %s, %s, %s, %s, %s, %s)
+(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+
+-- name: delta_history
+-- get_delta_channel_history in one statement: walk the parent chain of a checkpoint
+-- (the latest of the namespace when checkpoint_id is NULL), excluding the checkpoint
+-- itself, and return, per requested channel, the writes saved on each ancestor down
+-- to the one where the channel's walk ends, plus what ends it.
+--
+-- chain.walking: the channels whose walk reaches this ancestor (its writes count);
+-- chain.ending: those of them whose walk ends here. A walk ends at a blob
+-- (blob_versions has the channel; the saver always stores a DeltaSnapshot as a
+-- blob). A value can also be inline in the body, which SQL cannot read; so unless
+-- %(thorough)s, a walk also ends at an ancestor whose metadata does not count the
+-- channel in counters_since_delta_snapshot (the runtime counts every DeltaChannel in
+-- every checkpoint that holds no snapshot of it): such an ancestor comes back with
+-- its body, for the saver to look; if the value is not there, the saver asks again,
+-- thorough, from that ancestor. A thorough walk ends at blobs only and returns every
+-- ancestor's body.
+--
+-- Rows, by kind: 'w' a write (depth = the ancestor's distance from the target),
+-- 's' a blob ending a walk, 'b' an ancestor's body, with its id and the channels it
+-- may end (thorough: every channel walking there).
+WITH RECURSIVE target AS (
+    SELECT t.parent_checkpoint_id
+    FROM graphruntime_checkpoints t
+    WHERE t.thread_id = %(thread_id)s AND t.checkpoint_ns = %(checkpoint_ns)s
+        AND t.checkpoint_id = coalesce(%(checkpoint_id)s::uuid, (
+            SELECT h.checkpoint_id FROM graphruntime_checkpoints h
+            WHERE h.thread_id = %(thread_id)s AND h.checkpoint_ns = %(checkpoint_ns)s
+            ORDER BY h.checkpoint_id DESC LIMIT 1
+        ))
+), chain (checkpoint_id, parent_id, depth, blob_versions, walking, ending) AS (
+    SELECT a.checkpoint_id, a.parent_checkpoint_id, 1, a.blob_versions, w.walking,
+        CASE WHEN NOT (%(thorough)s::boolean OR coalesce(a.blob_versions ?| w.walking, false))
+                AND coalesce(a.metadata -> 'counters_since_delta_snapshot' ?& w.walking, false)
+            THEN '{}'::text[]  -- the common ancestor: no walk ends here
+            ELSE ARRAY(
+                SELECT ch FROM unnest(w.walking) AS ch
+                WHERE coalesce(a.blob_versions ? ch, false)
+                    OR NOT (%(thorough)s::boolean
+                        OR coalesce(a.metadata -> 'counters_since_delta_snapshot' ? ch, false))
+            )
+        END
+    FROM target t
+    CROSS JOIN LATERAL (SELECT %(channels)s::text[] AS walking) w
+    CROSS JOIN LATERAL (
+        SELECT p.checkpoint_id, p.parent_checkpoint_id, p.blob_versions, p.metadata
+        FROM graphruntime_checkpoints p
+        WHERE p.thread_id = %(thread_id)s AND p.checkpoint_ns = %(checkpoint_ns)s
+            AND p.checkpoint_id = t.parent_checkpoint_id
+        OFFSET 0
+    ) a
+    UNION ALL
+    SELECT a.checkpoint_id, a.parent_checkpoint_id, c.depth + 1, a.blob_versions, w.walking,
+        CASE WHEN NOT (%(thorough)s::boolean OR coalesce(a.blob_versions ?| w.walking, false))
+                AND coalesce(a.metadata -> 'counters_since_delta_snapshot' ?& w.walking, false)
+            THEN '{}'::text[]  -- the common ancestor: no walk ends here
+            ELSE ARRAY(
+                SELECT ch FROM unnest(w.walking) AS ch
+                WHERE coalesce(a.blob_versions ? ch, false)
+                    OR NOT (%(thorough)s::boolean
+                        OR coalesce(a.metadata -> 'counters_since_delta_snapshot' ? ch, false))
+            )
+        END
+    FROM chain c
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN cardinality(c.ending) = 0 THEN c.walking
+            ELSE ARRAY(SELECT ch FROM unnest(c.walking) AS ch WHERE ch <> ALL (c.ending))
+        END AS walking
+    ) w
+    -- one index lookup per ancestor (OFFSET 0 keeps the planner from hashing the table)
+    CROSS JOIN LATERAL (
+        SELECT p.checkpoint_id, p.parent_checkpoint_id, p.blob_versions, p.metadata
+        FROM graphruntime_checkpoints p
+        WHERE p.thread_id = %(thread_id)s AND p.checkpoint_ns = %(checkpoint_ns)s
+            AND p.checkpoint_id = c.parent_id
+        OFFSET 0
+    ) a
+    WHERE cardinality(w.walking) > 0
+)
+SELECT 'w' AS kind, c.depth, wr.channel, coalesce(wr.task_name, wr.task_id::text) AS task_id,
+    wr.task_path, wr.idx, wr.type, wr.value, NULL::text AS checkpoint_id,
+    NULL::text[] AS channels
+FROM chain c
+CROSS JOIN LATERAL (
+    SELECT x.channel, x.task_name, x.task_id, x.task_path, x.idx, x.type, x.value
+    FROM graphruntime_writes x
+    WHERE x.thread_id = %(thread_id)s AND x.checkpoint_ns = %(checkpoint_ns)s
+        AND x.checkpoint_id = c.checkpoint_id
+    OFFSET 0
+) wr
+WHERE wr.channel = ANY (c.walking)
+UNION ALL
+SELECT 's', c.depth, e.ch, NULL, NULL, NULL, bl.type, bl.value, NULL, NULL
+FROM chain c
+CROSS JOIN LATERAL unnest(c.ending) AS e (ch)
+CROSS JOIN LATERAL (
+    SELECT b.type, b.value FROM graphruntime_blobs b
+    WHERE b.thread_id = %(thread_id)s AND b.checkpoint_ns = %(checkpoint_ns)s
+        AND b.channel = e.ch AND b.version = c.blob_versions ->> e.ch
+    OFFSET 0
+) bl
+UNION ALL
+SELECT 'b', c.depth, NULL, NULL, NULL, NULL, NULL, a.body, c.checkpoint_id::text,
+    CASE WHEN %(thorough)s::boolean THEN c.walking ELSE c.ending END
+FROM chain c
+CROSS JOIN LATERAL (
+    SELECT p.body FROM graphruntime_checkpoints p
+    WHERE p.thread_id = %(thread_id)s AND p.checkpoint_ns = %(checkpoint_ns)s
+        AND p.checkpoint_id = c.checkpoint_id
+    OFFSET 0
+) a
+WHERE %(thorough)s::boolean OR EXISTS (
+    SELECT 1 FROM unnest(c.ending) AS e (ch) WHERE NOT coalesce(c.blob_versions ? e.ch, false)
+);
 
 -- name: lazy_returning
 -- Appended to a single writes statement of PostgresSaver.lazy()/lazy_writes(): the
@@ -260,11 +374,19 @@ SELECT
 -- checkpoint was taken under (metadata.parents[""]) is deleted. A kept
 -- checkpoint whose parent is deleted is left without a parent. One statement:
 -- every part reads the same snapshot, so rows committed meanwhile are kept.
-WITH ranked AS (
+-- A thread that uses a DeltaChannel (its metadata counts snapshots) is left
+-- whole and reported (delta_thread): its values are rebuilt from older
+-- checkpoints' writes.
+WITH delta AS (
+    SELECT EXISTS (
+        SELECT 1 FROM graphruntime_checkpoints
+        WHERE thread_id = %(thread_id)s AND metadata ? 'counters_since_delta_snapshot'
+    ) AS used
+), ranked AS (
     SELECT checkpoint_ns, checkpoint_id, metadata -> 'parents' ->> '' AS root,
         row_number() OVER (PARTITION BY checkpoint_ns ORDER BY checkpoint_id DESC) AS rank
     FROM graphruntime_checkpoints
-    WHERE thread_id = %(thread_id)s
+    WHERE thread_id = %(thread_id)s AND NOT (SELECT used FROM delta)
 ), dropped_roots AS (
     SELECT checkpoint_id::text AS checkpoint_id FROM ranked
     WHERE checkpoint_ns = '' AND rank > %(keep_last)s
@@ -318,4 +440,5 @@ WITH ranked AS (
 SELECT
     (SELECT count(*) FROM deleted_checkpoints) AS checkpoints,
     (SELECT count(*) FROM deleted_writes) AS writes,
-    (SELECT count(*) FROM deleted_blobs) AS blobs;
+    (SELECT count(*) FROM deleted_blobs) AS blobs,
+    (SELECT used FROM delta) AS delta_thread;

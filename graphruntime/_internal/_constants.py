@@ -16,6 +16,9 @@ RETURN: Final = sys.intern("__return__")
 PUSH: Final = sys.intern("__pregel_push")
 PULL: Final = sys.intern("__pregel_pull")
 SCHEDULED: Final = sys.intern("__scheduled__")
+ERROR_SOURCE_NODE: Final = sys.intern("__error_source_node__")
+"""Saved with a failed task's error when its node has an error handler: the node's name."""
+PREVIOUS: Final = sys.intern("__previous__")
 RUN_MARK: Final = sys.intern("__run__")
 """A null-task write naming the run whose Command was recorded at this step."""
 ROOT: Final = "__root__"
@@ -26,10 +29,23 @@ NS_SEP: Final = "|"
 NS_END: Final = ":"
 
 RESERVED: Final = frozenset(
-    {INTERRUPT, RESUME, ERROR, NO_WRITES, TASKS, RETURN, SCHEDULED, PUSH, PULL, INPUT, RUN_MARK}
+    {
+        INTERRUPT,
+        RESUME,
+        ERROR,
+        ERROR_SOURCE_NODE,
+        NO_WRITES,
+        TASKS,
+        RETURN,
+        SCHEDULED,
+        PUSH,
+        PULL,
+        INPUT,
+        RUN_MARK,
+    }
 )
 # writes that only record control flow; a task with only these did not finish
-CONTROL_WRITES: Final = frozenset({INTERRUPT, RESUME, ERROR, SCHEDULED})
+CONTROL_WRITES: Final = frozenset({INTERRUPT, RESUME, ERROR, SCHEDULED, ERROR_SOURCE_NODE})
 WRITES_IDX_MAP: Final = {ERROR: -1, SCHEDULED: -2, INTERRUPT: -3, RESUME: -4}
 
 # --- config["configurable"] keys the runtime sets for nodes and subgraphs ---
@@ -40,6 +56,7 @@ CONFIG_KEY_CHECKPOINT_NS: Final = "checkpoint_ns"
 CONFIG_KEY_CHECKPOINT_MAP: Final = "checkpoint_map"
 CONFIG_KEY_SEND: Final = "__pregel_send"
 CONFIG_KEY_READ: Final = "__pregel_read"
+CONFIG_KEY_CALL: Final = "__pregel_call"
 CONFIG_KEY_SCRATCHPAD: Final = "__pregel_scratchpad"
 CONFIG_KEY_CHECKPOINTER: Final = "__pregel_checkpointer"
 CONFIG_KEY_STREAM: Final = "__pregel_stream"
@@ -50,5 +67,10 @@ CONFIG_KEY_RUNTIME: Final = "__pregel_runtime"
 CONFIG_KEY_CUSTOM_WRITER: Final = "__pregel_custom_writer"
 CONFIG_KEY_NODE_FINISHED: Final = "__pregel_node_finished"
 CONFIG_KEY_DURABILITY: Final = "__pregel_durability"
+CONFIG_KEY_REPLAY_STATE: Final = "__pregel_replay_state"
+CONFIG_KEY_NODE_ERROR: Final = "__pregel_node_error"
+"""An error handler's ``NodeError``: which node failed, with what."""
+CONFIG_KEY_CACHE: Final = "__pregel_cache"
+CACHE_NS_WRITES: Final = "__pregel_ns_writes"
 
 DEFAULT_RECURSION_LIMIT: Final = 10007

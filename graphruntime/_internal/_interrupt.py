@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from xxhash import xxh3_128_hexdigest
 
+from graphruntime import warnings as deprecation
 from graphruntime._internal._constants import NS_SEP
 
 _DEFAULT_INTERRUPT_ID = "placeholder-id"
@@ -51,5 +53,15 @@ class Interrupt:
         self.default = default
 
     @classmethod
-    def from_ns(cls, value: Any, ns: str) -> Interrupt:
-        return cls(value=value, id=interrupt_id(ns, 0))
+    def from_ns(cls, value: Any, ns: str, *, response_schema: Any = None) -> Interrupt:
+        return cls(value=value, id=interrupt_id(ns, 0), response_schema=response_schema)
+
+    @property
+    def interrupt_id(self) -> str:
+        """Deprecated: use ``id``."""
+        warnings.warn(
+            "`interrupt_id` is deprecated. Use `id` instead.",
+            deprecation.LangGraphDeprecatedSinceV10,
+            stacklevel=2,
+        )
+        return self.id

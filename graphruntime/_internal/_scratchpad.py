@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,11 @@ class Scratchpad:
     subgraph_count: int = 0
     previous_interrupts: dict[str, Any] = field(default_factory=dict)
     """The interrupts this task raised before in this step, by id (their deadlines hold)."""
+    calls: Iterator[int] = field(default_factory=itertools.count, repr=False)
+    """Numbers a task's ``@task`` calls in call order (atomic: calls may come from threads)."""
+
+    def next_call(self) -> int:
+        return next(self.calls)
 
     def interrupt_counter(self) -> int:
         idx = self.interrupt_count

@@ -50,6 +50,16 @@ class BaseChannel(ABC):
             return False
         return True
 
+    @property
+    def ValueType(self) -> Any:
+        """The type of the channel's value."""
+        return self.typ
+
+    @property
+    def UpdateType(self) -> Any:
+        """The type of one write to the channel."""
+        return self.typ
+
     def copy(self) -> Self:
         return self.from_checkpoint(self.checkpoint())
 

@@ -20,6 +20,14 @@ class Topic(BaseChannel):
         self.accumulate = accumulate
         self.values: list[Any] = []
 
+    @property
+    def ValueType(self) -> Any:
+        return Sequence[self.typ]  # type: ignore[name-defined]
+
+    @property
+    def UpdateType(self) -> Any:
+        return self.typ | list.__class_getitem__(self.typ)
+
     def from_checkpoint(self, checkpoint: Any) -> Self:
         new = self.__class__(self.typ, self.accumulate, self.key)
         if checkpoint is not MISSING:

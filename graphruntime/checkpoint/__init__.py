@@ -13,14 +13,17 @@ from graphruntime.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
     PendingWrite,
     copy_checkpoint,
     empty_checkpoint,
     get_checkpoint_id,
+    writes_sort_key,
 )
 from graphruntime.checkpoint.cluster import ClusterSaver, WriteBatch
 from graphruntime.checkpoint.memory import InMemorySaver, MemorySaver
 from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol, check_round_trip
+from graphruntime.checkpoint.serde.types import DeltaSnapshot
 
 __all__ = (
     "LATEST_VERSION",
@@ -31,6 +34,8 @@ __all__ = (
     "CheckpointMetadata",
     "CheckpointTuple",
     "ClusterSaver",
+    "DeltaChannelHistory",
+    "DeltaSnapshot",
     "InMemorySaver",
     "JsonSerializer",
     "MemorySaver",
@@ -44,4 +49,5 @@ __all__ = (
     "parse_allowed_classes",
     "schema_classes",
     "uuid6",
+    "writes_sort_key",
 )

@@ -16,8 +16,9 @@ from zoneinfo import ZoneInfo
 from graphruntime.checkpoint._serde_classes import ClassRegistry
 from graphruntime.checkpoint._serde_encode import MAX_DEPTH, TAG
 from graphruntime.checkpoint._serde_kinds import DATACLASS, ENUM, NAMEDTUPLE, PYDANTIC
+from graphruntime.checkpoint._snapshot import DeltaSnapshot
 from graphruntime.errors import CheckpointError, SerializationError
-from graphruntime.types import Command, Interrupt, Overwrite, Send
+from graphruntime.types import Command, Interrupt, Overwrite, Send, TimeoutPolicy
 
 __all__ = ("MAX_JSON_DEPTH", "check_depth", "make_object_hook")
 
@@ -116,6 +117,14 @@ def _revive_datetime(d: dict[str, Any]) -> datetime:
     return _revive_clock(datetime.fromisoformat(d["v"]), d)
 
 
+def _revive_send(d: dict[str, Any]) -> Send:
+    if "timeout" not in d:
+        return Send(d["node"], d["arg"])
+    run, idle, refresh_on = d["timeout"]
+    policy = TimeoutPolicy(run_timeout=run, idle_timeout=idle, refresh_on=refresh_on)
+    return Send(d["node"], d["arg"], timeout=policy)
+
+
 def _revive_time(d: dict[str, Any]) -> time:
     return _revive_clock(time.fromisoformat(d["v"]), d)
 
@@ -142,7 +151,7 @@ _REVIVERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "timedelta": lambda d: timedelta(*d["v"]),
     "uuid": lambda d: uuid.UUID(hex=d["v"]),
     "decimal": lambda d: Decimal(d["v"]),
-    "send": lambda d: Send(d["node"], d["arg"]),
+    "send": _revive_send,
     "interrupt": lambda d: Interrupt(
         d["value"],
         d["id"],
@@ -154,6 +163,7 @@ _REVIVERS: dict[str, Callable[[dict[str, Any]], Any]] = {
         graph=d["graph"], update=d["update"], resume=d["resume"], goto=d["goto"]
     ),
     "overwrite": lambda d: Overwrite(d["v"]),
+    "delta": lambda d: DeltaSnapshot(d["v"]),
 }
 
 

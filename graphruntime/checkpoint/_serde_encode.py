@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from graphruntime.checkpoint._serde_classes import ClassRegistry
 from graphruntime.checkpoint._serde_kinds import DATACLASS, ENUM, NAMEDTUPLE, PYDANTIC, Refusal
+from graphruntime.checkpoint._snapshot import DeltaSnapshot
 from graphruntime.types import Command, Interrupt, Overwrite, Send
 
 __all__ = ("MAX_DEPTH", "TAG", "Encoder", "format_path", "tag_non_finite")
@@ -223,7 +224,11 @@ class Encoder:
         except Refusal as exc:
             exc.path.append(".arg")
             raise
-        return {TAG: "send", "node": obj.node, "arg": arg}
+        if obj.timeout is None:
+            return {TAG: "send", "node": obj.node, "arg": arg}
+        t = obj.timeout  # coerced: seconds as floats, or None
+        limits = [t.run_timeout, t.idle_timeout, t.refresh_on]
+        return {TAG: "send", "node": obj.node, "arg": arg, "timeout": limits}
 
     def _interrupt(self, obj: Interrupt, depth: int) -> dict[str, Any]:
         out = {
@@ -248,6 +253,9 @@ class Encoder:
 
     def _overwrite(self, obj: Overwrite, depth: int) -> dict[str, Any]:
         return {TAG: "overwrite", "v": self._at(obj.value, depth, ".value")}
+
+    def _delta_snapshot(self, obj: DeltaSnapshot, depth: int) -> dict[str, Any]:
+        return {TAG: "delta", "v": self._at(obj.value, depth, ".value")}
 
 
 def _enc_datetime(obj: datetime) -> dict[str, Any]:
@@ -306,6 +314,7 @@ _BUILTINS: dict[type, Callable[[Encoder, Any, int], Any]] = {
     Interrupt: Encoder._interrupt,
     Command: Encoder._command,
     Overwrite: Encoder._overwrite,
+    DeltaSnapshot: Encoder._delta_snapshot,
 }
 
 

@@ -75,7 +75,7 @@ def class_name(cls: type) -> str:
 _SUPPORTED = (
     "None, bool, int, float, str, bytes, bytearray, list, tuple, set, frozenset, dict, "
     "datetime, date, time, timedelta, UUID, Decimal, Enum members, pydantic v2 models, "
-    "dataclasses, NamedTuples, Send, Interrupt, Command and Overwrite"
+    "dataclasses, NamedTuples, Send, Interrupt, Command, Overwrite and DeltaSnapshot"
 )
 _BUILTIN_BASES = (
     dict,

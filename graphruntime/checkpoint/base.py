@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal, NamedTuple, TypedDict
+from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import NULL_TASK_ID as NULL_TASK_ID
@@ -27,12 +27,14 @@ __all__ = (
     "Checkpoint",
     "CheckpointMetadata",
     "CheckpointTuple",
+    "DeltaChannelHistory",
     "PendingWrite",
     "checkpoint_config",
     "config_key",
     "copy_checkpoint",
     "empty_checkpoint",
     "get_checkpoint_id",
+    "writes_sort_key",
 )
 
 LATEST_VERSION = 4
@@ -70,6 +72,13 @@ class CheckpointMetadata(TypedDict, total=False):
     """-1 for the first input checkpoint, then 0, 1, … per superstep."""
     parents: dict[str, str]
     """``{parent checkpoint_ns: parent checkpoint id}``; empty at the root."""
+    counters_since_delta_snapshot: dict[str, tuple[int, int]]
+    """``{channel: (updates, supersteps)}`` since each DeltaChannel's last snapshot.
+
+    ``updates``: supersteps that wrote the channel; ``supersteps``: all of them.
+    Only non-zero entries are kept; absent on threads without DeltaChannels. Stored
+    as JSON, so the pairs read back as 2-element lists. (LangGraph beta.)
+    """
 
 
 class CheckpointTuple(NamedTuple):
@@ -80,6 +89,32 @@ class CheckpointTuple(NamedTuple):
     metadata: CheckpointMetadata
     parent_config: RunnableConfig | None = None
     pending_writes: list[PendingWrite] | None = None
+
+
+class DeltaChannelHistory(TypedDict):
+    """What one channel contributed along a checkpoint's parent chain.
+
+    Returned per channel by :meth:`BaseCheckpointSaver.get_delta_channel_history`.
+    """
+
+    writes: list[PendingWrite]
+    """The channel's writes saved on the ancestors walked, oldest first; within one
+    checkpoint in :func:`writes_sort_key` order. The target's own writes (pending
+    for its next step) are not included."""
+    seed: NotRequired[Any]
+    """The value stored at the nearest ancestor that has one (a ``DeltaSnapshot``,
+    or a plain value stored before the key became a DeltaChannel); absent when the
+    walk reached the root without one: start empty."""
+
+
+def writes_sort_key(task_path: str, task_id: str = "", idx: int = 0) -> tuple[str, str, int]:
+    """The order a superstep's writes apply in, and so the order history replays them.
+
+    Live execution applies a step's tasks by task path, so a replay must too, or an
+    order-sensitive reducer rebuilds a different value. Writes saved without a path
+    (input, ``update_state``, a Command) sort first, by task id.
+    """
+    return (task_path, task_id, idx)
 
 
 def empty_checkpoint() -> Checkpoint:
@@ -215,6 +250,55 @@ class BaseCheckpointSaver(ABC):
             n = int(current)
         return f"{n + 1:032}.{random.random():016}"
 
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Each channel's writes and seed along the parent chain of ``config``'s checkpoint.
+
+        Walks the ancestors of the target (``config``'s ``checkpoint_id``, else the
+        latest), following each checkpoint's parent, not ``list()``: on a forked
+        thread only the target's own branch counts. Per channel, collects the writes
+        saved on each ancestor for that channel, and stops at the nearest ancestor
+        whose ``channel_values`` has the channel (its value is the ``seed``; that
+        ancestor's own writes are still collected: they produced its child). The
+        target's own writes are never included. An unknown target gives every
+        channel no writes and no seed.
+
+        This default walks :meth:`get_tuple` once for all channels, replaying each
+        checkpoint's writes in the order ``get_tuple`` returns them; savers that
+        store the task path override it to order a step's writes by
+        :func:`writes_sort_key`, and to read the chain in fewer round trips.
+        """
+        if not channels:
+            return {}
+        walk = _HistoryWalk(channels)
+        target = self.get_tuple(config)
+        cursor = target.parent_config if target is not None else None
+        while cursor is not None and walk.open:
+            found = self.get_tuple(cursor)
+            if found is None:
+                break
+            walk.visit(found.checkpoint["channel_values"], found.pending_writes or ())
+            cursor = found.parent_config
+        return walk.result()
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Async :meth:`get_delta_channel_history` (walks :meth:`aget_tuple`)."""
+        if not channels:
+            return {}
+        walk = _HistoryWalk(channels)
+        target = await self.aget_tuple(config)
+        cursor = target.parent_config if target is not None else None
+        while cursor is not None and walk.open:
+            found = await self.aget_tuple(cursor)
+            if found is None:
+                break
+            walk.visit(found.checkpoint["channel_values"], found.pending_writes or ())
+            cursor = found.parent_config
+        return walk.result()
+
     # -- async twins: override in savers doing I/O --------------------------
 
     async def aget(self, config: RunnableConfig) -> Checkpoint | None:
@@ -273,6 +357,34 @@ def config_key(config: RunnableConfig) -> tuple[str, str]:
             'pass e.g. {"configurable": {"thread_id": "my-thread"}}'
         )
     return str(thread_id), str(configurable.get("checkpoint_ns", "") or "")
+
+
+class _HistoryWalk:
+    """Accumulates :class:`DeltaChannelHistory` entries, newest ancestor first."""
+
+    def __init__(self, channels: Sequence[str]) -> None:
+        self.channels = list(channels)
+        self.open = set(channels)
+        self.newest_first: dict[str, list[PendingWrite]] = {c: [] for c in channels}
+        self.seeds: dict[str, Any] = {}
+
+    def visit(self, values: Mapping[str, Any], writes: Sequence[PendingWrite]) -> None:
+        """One ancestor: its values and its writes, in the order they apply."""
+        for write in reversed(writes):
+            if write[1] in self.open:
+                self.newest_first[write[1]].append(write)
+        for channel in [c for c in self.open if c in values]:
+            self.seeds[channel] = values[channel]
+            self.open.discard(channel)
+
+    def result(self) -> dict[str, DeltaChannelHistory]:
+        out: dict[str, DeltaChannelHistory] = {}
+        for channel in self.channels:
+            entry: DeltaChannelHistory = {"writes": self.newest_first[channel][::-1]}
+            if channel in self.seeds:
+                entry["seed"] = self.seeds[channel]
+            out[channel] = entry
+        return out
 
 
 class WriteRows(NamedTuple):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, NamedTuple
 
@@ -20,11 +20,13 @@ from graphruntime.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
     PendingWrite,
     checkpoint_config,
     config_key,
     get_checkpoint_id,
     write_rows,
+    writes_sort_key,
 )
 from graphruntime.checkpoint.cluster import ClusterSaver
 from graphruntime.checkpoint.serde import SerializerProtocol
@@ -195,6 +197,59 @@ class InMemorySaver(ClusterSaver):
             ),
             pending_writes=pending,
         )
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The parent-chain walk of the contract, in one pass under the lock.
+
+        A step's writes replay in :func:`writes_sort_key` order (task path, task id,
+        index), the order the step applied them in, whatever order they were saved in.
+        """
+        if not channels:
+            return {}
+        thread_id, checkpoint_ns = config_key(config)
+        open_ = set(channels)
+        # newest ancestor first: (serialized writes of the open channels, seeds found)
+        visited: list[tuple[list[_StoredWrite], dict[str, Typed]]] = []
+        with self._lock:
+            rows = self.storage.get(thread_id, {}).get(checkpoint_ns, {})
+            target_id = get_checkpoint_id(config) or max(rows, default=None)
+            target = rows.get(target_id) if target_id is not None else None
+            cursor = target.parent_id if target is not None else None
+            while cursor is not None and open_:
+                row = rows.get(cursor)
+                if row is None:
+                    break
+                stored = self.writes.get((thread_id, checkpoint_ns, cursor), {})
+                ordered = sorted(
+                    stored.items(), key=lambda kv: writes_sort_key(kv[1].task_path, *kv[0])
+                )
+                writes = [w for _, w in ordered if w.channel in open_]
+                seeds: dict[str, Typed] = {}
+                for channel in open_:
+                    version = row.versions.get(channel)
+                    blob = None
+                    if version is not None:
+                        blob = self.blobs.get((thread_id, checkpoint_ns, channel, version))
+                    if blob is not None and blob[0] != _EMPTY[0]:
+                        seeds[channel] = blob
+                open_.difference_update(seeds)
+                visited.append((writes, seeds))
+                cursor = row.parent_id
+        loads = self.serde.loads_typed
+        history: dict[str, DeltaChannelHistory] = {c: {"writes": []} for c in channels}
+        for writes, seeds in reversed(visited):  # oldest first
+            for channel, blob in seeds.items():
+                history[channel]["seed"] = loads(blob)
+            for w in writes:
+                history[w.channel]["writes"].append((w.task_id, w.channel, loads(w.value)))
+        return history
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return self.get_delta_channel_history(config=config, channels=channels)
 
     # -- writes --------------------------------------------------------------
 

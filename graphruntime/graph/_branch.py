@@ -12,6 +12,7 @@ from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import CONF, CONFIG_KEY_READ, TASKS
 from graphruntime.constants import END, START
 from graphruntime.errors import InvalidUpdateError
+from graphruntime.graph._schema import first_param_schema
 from graphruntime.types import Send
 
 
@@ -21,6 +22,8 @@ class BranchSpec:
 
     path: Callable[..., Any]
     ends: dict[Hashable, str] | None
+    input_schema: Any = None
+    """The state type the router's first parameter declares; it reads the state as that."""
 
     @classmethod
     def from_path(
@@ -39,10 +42,10 @@ class BranchSpec:
                     ends = {name: name for name in get_args(rtn)}
             except Exception:  # noqa: BLE001 - unresolvable hints just mean "no path map"
                 ends = None
-        return cls(path=path, ends=ends)
+        return cls(path=path, ends=ends, input_schema=first_param_schema(path))
 
     def writer(
-        self, read_keys: Sequence[str], mapper: Callable[[dict[str, Any]], Any] | None
+        self, read_keys: Sequence[str] | str, mapper: Callable[[dict[str, Any]], Any] | None
     ) -> Callable[[Any, RunnableConfig], Any]:
         """The node writer that evaluates this router on the task's fresh state.
 
@@ -54,8 +57,8 @@ class BranchSpec:
             value: Any = config[CONF][CONFIG_KEY_READ](read_keys, True)
             if mapper is not None:
                 value = mapper(value)
-            elif isinstance(output, dict):
-                value = {**output, **value}
+            elif self.input_schema is None and isinstance(output, dict) and isinstance(value, dict):
+                value = {**output, **value}  # the node's extra keys reach its router
             if is_async_callable(self.path):
                 return self._aroute(value, config)
             return self.destinations(call_sync(self.path, value, config))

@@ -32,6 +32,7 @@ from graphruntime._internal._constants import (
 )
 from graphruntime.graph.state import StateGraph
 from graphruntime.pregel import StreamSink
+from graphruntime.pregel._message_ids import MESSAGES_REDUCER
 from graphruntime.warnings import LangGraphDeprecatedSinceV10
 
 try:
@@ -58,6 +59,7 @@ __all__ = (
     "MessagesState",
     "RemoveMessage",
     "add_messages",
+    "messages_delta_reducer",
     "push_message",
 )
 
@@ -167,6 +169,52 @@ def _as_messages(value: Messages) -> list[BaseMessage]:
         message_chunk_to_message(m) if isinstance(m, BaseMessageChunk) else m
         for m in convert_to_messages(cast(Sequence[MessageLikeRepresentation], items))
     ]
+
+
+def messages_delta_reducer(state: list[Any], writes: Sequence[Any]) -> list[AnyMessage]:
+    """The batch reducer of a messages ``DeltaChannel`` (LangGraph's experimental
+    ``_messages_delta_reducer``)::
+
+        messages: Annotated[list, DeltaChannel(messages_delta_reducer)]
+
+    Folds a whole batch of writes in one pass: a list write adds its items, any
+    other write is one message; message-likes (dicts, strings, pairs) become
+    messages; an id already present replaces that message, a ``RemoveMessage``
+    drops it, others append. Batching-invariant, as a DeltaChannel requires. Unlike
+    :func:`add_messages` it does not handle ``REMOVE_ALL_MESSAGES`` nor refuse an
+    unknown ``RemoveMessage`` id; ids are given before writes are saved.
+    """
+    flat: list[Any] = []
+    for write in writes:
+        if isinstance(write, list):
+            flat.extend(write)
+        else:
+            flat.append(write)
+    current: list[Any] = (
+        list(state)
+        if state and isinstance(state[0], BaseMessage)
+        else convert_to_messages(cast(Sequence[MessageLikeRepresentation], state))
+    )
+    position = {m.id: i for i, m in enumerate(current) if m.id is not None}
+    result: list[Any] = list(current)
+    for message in convert_to_messages(cast(Sequence[MessageLikeRepresentation], flat)):
+        found = position.get(message.id) if message.id is not None else None
+        if isinstance(message, RemoveMessage):
+            if found is not None:
+                result[found] = None
+                del position[message.id]
+        elif found is not None:
+            result[found] = message
+        else:
+            if message.id is not None:
+                position[message.id] = len(result)
+            result.append(message)
+    return [m for m in result if m is not None]
+
+
+setattr(messages_delta_reducer, MESSAGES_REDUCER, True)
+_messages_delta_reducer = messages_delta_reducer
+"""LangGraph's name."""
 
 
 class MessagesState(TypedDict):

@@ -3,57 +3,133 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Self
+from datetime import timedelta
+from typing import Any, Generic, Self
 
+from graphruntime._internal._call import check_signature, is_async_callable
 from graphruntime._internal._config import RunnableConfig
-from graphruntime._internal._constants import NS_END, NS_SEP, TASKS
-from graphruntime._internal._fields import object_as_updates
-from graphruntime.channels import (
-    BaseChannel,
-    EphemeralValue,
-    LastValueAfterFinish,
-    NamedBarrierValue,
-    NamedBarrierValueAfterFinish,
-    Topic,
-)
+from graphruntime._internal._constants import NS_END, NS_SEP
+from graphruntime.cache.base import BaseCache
+from graphruntime.channels import BaseChannel, LastValue
 from graphruntime.checkpoint.base import BaseCheckpointSaver
-from graphruntime.constants import END, START, TAG_HIDDEN
+from graphruntime.constants import END, START
 from graphruntime.drawing import Graph
-from graphruntime.errors import (
-    ErrorCode,
-    GraphValidationError,
-    InvalidUpdateError,
-    ParentCommand,
-    create_error_message,
-)
+from graphruntime.errors import GraphValidationError
 from graphruntime.graph._branch import BranchSpec
+from graphruntime.graph._compile import compile_graph, find_subgraph
 from graphruntime.graph._schema import (
     first_param_schema,
     make_mapper,
-    schema_channels,
+    schema_fields,
+    warn_invalid_state_schema,
 )
-from graphruntime.pregel._node import NodeSpec, Writer
+from graphruntime.managed.base import ManagedValueSpec
 from graphruntime.pregel.main import Pregel
-from graphruntime.types import All, Command, RetryPolicy, Send
+from graphruntime.store.base import BaseStore
+from graphruntime.types import All, CachePolicy, RetryPolicy, TimeoutPolicy, TracePolicy
+from graphruntime.typing import ContextT, InputT, OutputT, StateT
+from graphruntime.warnings import LangGraphDeprecatedSinceV05, LangGraphDeprecatedSinceV10
+
+__all__ = ("CompiledStateGraph", "StateGraph", "find_subgraph")
 
 logger = logging.getLogger(__name__)
+
+DEFAULT_ERROR_HANDLER = "__default_error_handler__"
+_MISSING: Any = object()
 
 
 @dataclass
 class _NodeDef:
+    """One node as added to the builder; compile() turns it into a ``NodeSpec``."""
+
     action: Any
     input_schema: Any
-    retry_policy: tuple[RetryPolicy, ...]
+    retry_policy: tuple[RetryPolicy, ...] | None
     metadata: dict[str, Any]
     defer: bool
     destinations: Any = None
+    cache_policy: CachePolicy[Any] | None = None
+    timeout: TimeoutPolicy | None = None
+    error_handler: str | None = None
+    """The node that handles this node's failures."""
+    is_error_handler: bool = False
+    trace_policy: TracePolicy | None = None
+
+    @property
+    def runnable(self) -> Any:
+        """The node's graph, or a view of its callable as LangGraph shows it (``.func``)."""
+        if isinstance(self.action, Pregel):
+            return self.action
+        return _CallableView(self.action)
 
 
-class StateGraph:
-    """A graph whose nodes read and write a shared state (as ``langgraph.graph.StateGraph``)."""
+@dataclass(frozen=True)
+class _CallableView:
+    """What LangGraph's ``RunnableCallable`` exposes of a node's function."""
+
+    func: Any
+
+    @property
+    def afunc(self) -> Any:
+        return self.func if is_async_callable(self.func) else None
+
+    @property
+    def name(self) -> str:
+        return _node_name(self.func)
+
+
+@dataclass
+class _NodeDefaults:
+    """``set_node_defaults``: policies every node gets unless it sets its own."""
+
+    retry_policy: tuple[RetryPolicy, ...] | None = None
+    cache_policy: CachePolicy[Any] | None = None
+    error_handler: Any = None
+    timeout: TimeoutPolicy | None = None
+
+
+def _policies(retry: RetryPolicy | Sequence[RetryPolicy] | None) -> tuple[RetryPolicy, ...] | None:
+    if retry is None:
+        return None
+    return (retry,) if isinstance(retry, RetryPolicy) else tuple(retry)
+
+
+def _deprecated(kwargs: dict[str, Any], name: str, message: str, category: type[Warning]) -> Any:
+    value = kwargs.pop(name, _MISSING)
+    if value is not _MISSING:
+        warnings.warn(message, category, stacklevel=3)
+    return value
+
+
+def _reject_unknown(kwargs: dict[str, Any], where: str) -> None:
+    if kwargs:
+        names = ", ".join(sorted(kwargs))
+        raise TypeError(f"{where} got unexpected keyword argument(s): {names}")
+
+
+def _node_name(action: Any) -> str:
+    name = getattr(action, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    name = getattr(action, "__name__", None)
+    return name if isinstance(name, str) else type(action).__name__
+
+
+class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
+    """A graph whose nodes read and write a shared state (as ``langgraph.graph.StateGraph``).
+
+    Args:
+        state_schema: the state: a TypedDict, dataclass or pydantic model (one channel
+            per field), or any other type (``list``, ``Annotated[list, add]``): the
+            whole state is one value.
+        context_schema: the run's context (``invoke(..., context=...)``), given to nodes
+            as ``runtime.context``.
+        input_schema / output_schema: what a run takes and returns (default: the state).
+    """
 
     def __init__(
         self,
@@ -64,32 +140,101 @@ class StateGraph:
         output_schema: Any = None,
         **kwargs: Any,
     ) -> None:
-        input_schema = input_schema or kwargs.pop("input", None)
-        output_schema = output_schema or kwargs.pop("output", None)
+        config_schema = _deprecated(
+            kwargs,
+            "config_schema",
+            "`config_schema` is deprecated and will be removed. Please use `context_schema` "
+            "instead.",
+            LangGraphDeprecatedSinceV10,
+        )
+        if config_schema is not _MISSING and context_schema is None:
+            context_schema = config_schema
+        input_ = _deprecated(
+            kwargs,
+            "input",
+            "`input` is deprecated and will be removed. Please use `input_schema` instead.",
+            LangGraphDeprecatedSinceV05,
+        )
+        if input_ is not _MISSING and input_schema is None:
+            input_schema = input_
+        output = _deprecated(
+            kwargs,
+            "output",
+            "`output` is deprecated and will be removed. Please use `output_schema` instead.",
+            LangGraphDeprecatedSinceV05,
+        )
+        if output is not _MISSING and output_schema is None:
+            output_schema = output
+        _reject_unknown(kwargs, "StateGraph()")
         self.state_schema = state_schema
         self.context_schema = context_schema
         self.input_schema = input_schema or state_schema
         self.output_schema = output_schema or state_schema
         self.channels: dict[str, BaseChannel] = {}
-        self.schemas: dict[Any, dict[str, BaseChannel]] = {}
+        self.managed: dict[str, ManagedValueSpec] = {}
+        self.schemas: dict[Any, dict[str, BaseChannel | ManagedValueSpec]] = {}
         self.nodes: dict[str, _NodeDef] = {}
         self.edges: set[tuple[str, str]] = set()
         self.waiting_edges: set[tuple[tuple[str, ...], str]] = set()
         self.branches: defaultdict[str, dict[str, BranchSpec]] = defaultdict(dict)
         self.compiled = False
-        for schema in (self.state_schema, self.input_schema, self.output_schema):
-            self._add_schema(schema)
+        self._node_defaults = _NodeDefaults()
+        self._add_schema(self.state_schema)
+        self._add_schema(self.input_schema, allow_managed=False)
+        self._add_schema(self.output_schema, allow_managed=False)
 
-    def _add_schema(self, schema: Any) -> None:
+    def _add_schema(self, schema: Any, allow_managed: bool = True) -> None:
         if schema in self.schemas:
             return
-        channels = schema_channels(schema)
-        self.schemas[schema] = channels
+        warn_invalid_state_schema(schema)
+        channels, managed = schema_fields(schema)
+        if managed and not allow_managed:
+            raise GraphValidationError(
+                f"Invalid managed channels detected in {getattr(schema, '__name__', '')}: "
+                f"{', '.join(managed)}. Managed channels are not permitted in Input/Output "
+                "schema."
+            )
+        self.schemas[schema] = {**channels, **managed}
         for key, channel in channels.items():
             if key not in self.channels:
                 self.channels[key] = channel
+            elif type(self.channels[key]) is not type(channel) and not isinstance(
+                channel, LastValue
+            ):
+                raise GraphValidationError(f"Channel '{key}' already exists with a different type")
+        for key, spec in managed.items():
+            if key in self.managed and self.managed[key] is not spec:
+                raise GraphValidationError(
+                    f"Managed value '{key}' already exists with a different type"
+                )
+            self.managed[key] = spec
 
     # --- building -------------------------------------------------------------------------
+
+    def set_node_defaults(
+        self,
+        *,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        cache_policy: CachePolicy[Any] | None = None,
+        error_handler: Callable[..., Any] | None = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
+    ) -> Self:
+        """Policies for every node that does not set its own, applied at ``compile()``.
+
+        ``retry_policy`` and ``timeout`` also apply to error handlers; ``cache_policy``
+        and ``error_handler`` only to regular nodes (a handler never handles itself).
+        Subgraphs do not inherit them.
+        """
+        defaults = self._node_defaults
+        if retry_policy is not None:
+            defaults.retry_policy = _policies(retry_policy)
+        if cache_policy is not None:
+            defaults.cache_policy = cache_policy
+        if error_handler is not None:
+            defaults.error_handler = error_handler
+        if timeout is not None:
+            defaults.timeout = TimeoutPolicy.coerce(timeout)
+        return self
 
     def add_node(
         self,
@@ -100,16 +245,40 @@ class StateGraph:
         metadata: dict[str, Any] | None = None,
         input_schema: Any = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
-        destinations: Any = None,
+        cache_policy: CachePolicy[Any] | None = None,
+        error_handler: Callable[..., Any] | None = None,
+        destinations: dict[str, str] | tuple[str, ...] | None = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
+        trace_policy: TracePolicy | None = None,
         **kwargs: Any,
     ) -> Self:
-        """Add a node: a function of the state, an async function, or a compiled graph."""
-        input_schema = input_schema or kwargs.pop("input", None)
+        """Add a node: a function of the state, an async function, or a compiled graph.
+
+        ``error_handler`` runs in the same step when the node fails for good (after its
+        retries); it gets the node's input and, as ``error: NodeError``, what failed.
+        ``timeout`` limits each attempt of an async node.
+        """
+        retry = _deprecated(
+            kwargs,
+            "retry",
+            "`retry` is deprecated and will be removed. Please use `retry_policy` instead.",
+            LangGraphDeprecatedSinceV05,
+        )
+        if retry is not _MISSING and retry_policy is None:
+            retry_policy = retry
+        input_ = _deprecated(
+            kwargs,
+            "input",
+            "`input` is deprecated and will be removed. Please use `input_schema` instead.",
+            LangGraphDeprecatedSinceV05,
+        )
+        if input_ is not _MISSING and input_schema is None:
+            input_schema = input_
+        _reject_unknown(kwargs, "add_node()")
+        coerced_timeout = TimeoutPolicy.coerce(timeout)
         if not isinstance(node, str):
             action = node
-            node = getattr(action, "name", None) or getattr(action, "__name__", None)
-            if node is None:
-                raise GraphValidationError("Node name must be provided if action is not a function")
+            node = _node_name(action)
         if action is None:
             raise GraphValidationError(f"Node `{node}` needs an action (a function or a graph).")
         if self.compiled:
@@ -126,14 +295,33 @@ class StateGraph:
                 raise GraphValidationError(
                     f"'{character}' is a reserved character and is not allowed in the node names."
                 )
-        schema = input_schema or first_param_schema(action) or self.state_schema
-        self._add_schema(schema)
-        if isinstance(retry_policy, RetryPolicy):
-            policies: tuple[RetryPolicy, ...] = (retry_policy,)
-        else:
-            policies = tuple(retry_policy or ())
+        check_signature(action)
+        inferred = None if input_schema is not None else first_param_schema(action)
+        schema = input_schema or inferred or self.state_schema
+        handler_name: str | None = None
+        if error_handler is not None:
+            handler_name = f"__error_handler__{node}"
+            if handler_name in self.nodes:
+                raise GraphValidationError(
+                    f"Auto-generated error handler node `{handler_name}` already exists."
+                )
+            check_signature(error_handler)
+            self.nodes[handler_name] = _NodeDef(
+                error_handler, schema, None, {}, False, is_error_handler=True
+            )
+        if input_schema is not None or inferred is not None:
+            self._add_schema(schema)
         self.nodes[node] = _NodeDef(
-            action, schema, policies, dict(metadata or {}), defer, destinations
+            action,
+            schema,
+            _policies(retry_policy),
+            dict(metadata or {}),
+            defer,
+            destinations,
+            cache_policy=cache_policy,
+            timeout=coerced_timeout,
+            error_handler=handler_name,
+            trace_policy=trace_policy,
         )
         return self
 
@@ -164,7 +352,11 @@ class StateGraph:
         path: Callable[..., Any],
         path_map: dict[Hashable, str] | list[str] | None = None,
     ) -> Self:
-        """Route from ``source`` by calling ``path`` on the state after ``source`` ran."""
+        """Route from ``source`` by calling ``path`` on the state after ``source`` ran.
+
+        ``path`` reads the state as its first parameter's type says (a schema class), or
+        as ``source`` reads it.
+        """
         name = getattr(path, "__name__", None) or "condition"
         if name == "<lambda>":
             name = "condition" if "condition" not in self.branches[source] else name
@@ -172,7 +364,10 @@ class StateGraph:
             raise GraphValidationError(
                 f"Branch with name `{name}` already exists for node `{source}`"
             )
-        self.branches[source][name] = BranchSpec.from_path(path, path_map)
+        branch = BranchSpec.from_path(path, path_map)
+        self.branches[source][name] = branch
+        if branch.input_schema is not None:
+            self._add_schema(branch.input_schema)
         return self
 
     def add_sequence(self, nodes: Sequence[Callable[..., Any] | tuple[str, Any]]) -> Self:
@@ -244,19 +439,68 @@ class StateGraph:
         self.compiled = True
         return self
 
+    def _apply_node_defaults(self) -> None:
+        """Give every node the defaults it does not override (once, at compile)."""
+        defaults = self._node_defaults
+        if defaults.error_handler is not None:
+            existing = self.nodes.get(DEFAULT_ERROR_HANDLER)
+            if existing is None or existing.action is not defaults.error_handler:
+                if existing is not None:
+                    raise GraphValidationError(
+                        f"Auto-generated default error handler node `{DEFAULT_ERROR_HANDLER}` "
+                        "already exists."
+                    )
+                check_signature(defaults.error_handler)
+                self.nodes[DEFAULT_ERROR_HANDLER] = _NodeDef(
+                    defaults.error_handler,
+                    self.state_schema,
+                    None,
+                    {},
+                    False,
+                    is_error_handler=True,
+                )
+        for spec in self.nodes.values():
+            if not spec.is_error_handler:
+                if defaults.error_handler is not None and spec.error_handler is None:
+                    spec.error_handler = DEFAULT_ERROR_HANDLER
+                if defaults.cache_policy is not None and spec.cache_policy is None:
+                    spec.cache_policy = defaults.cache_policy
+            if defaults.retry_policy is not None and spec.retry_policy is None:
+                spec.retry_policy = defaults.retry_policy
+            if defaults.timeout is not None and spec.timeout is None:
+                spec.timeout = defaults.timeout
+
     # --- compile --------------------------------------------------------------------------
 
     def compile(
         self,
         checkpointer: BaseCheckpointSaver | bool | None = None,
         *,
+        cache: BaseCache[Any] | None = None,
+        store: BaseStore | None = None,
         interrupt_before: All | Sequence[str] | None = None,
         interrupt_after: All | Sequence[str] | None = None,
         debug: bool = False,
         name: str | None = None,
         **kwargs: Any,
-    ) -> CompiledStateGraph:
-        """Validate the graph and turn it into an executable :class:`CompiledStateGraph`."""
+    ) -> CompiledStateGraph[StateT, ContextT, InputT, OutputT]:
+        """Validate the graph and turn it into an executable :class:`CompiledStateGraph`.
+
+        Args:
+            checkpointer: a saver; ``True`` (a subgraph that keeps its own history under
+                its parent's saver), ``False`` (never checkpoint), None (inherit).
+            cache: where cached node results live (nodes with a ``cache_policy``).
+            store: the long-term store nodes get as ``store``/``runtime.store``.
+        """
+        _reject_unknown(kwargs, "compile()")
+        if checkpointer not in (None, True, False) and not isinstance(
+            checkpointer, BaseCheckpointSaver
+        ):
+            raise TypeError(
+                "Invalid checkpointer provided. Expected an instance of `BaseCheckpointSaver`, "
+                f"`True`, `False`, or `None`. Received {type(checkpointer).__name__}. Pass a "
+                "proper saver (e.g., InMemorySaver, PostgresSaver)."
+            )
         interrupt_before = interrupt_before or []
         interrupt_after = interrupt_after or []
         self.validate(
@@ -265,21 +509,38 @@ class StateGraph:
                 *(interrupt_after if interrupt_after != "*" else []),
             ]
         )
-        return _compile(self, checkpointer, interrupt_before, interrupt_after, name or "LangGraph")
+        self._apply_node_defaults()
+        compiled = CompiledStateGraph[StateT, ContextT, InputT, OutputT](
+            **compile_graph(self),
+            checkpointer=checkpointer,
+            interrupt_before_nodes=interrupt_before,
+            interrupt_after_nodes=interrupt_after,
+            name=name or "LangGraph",
+            store=store,
+            cache=cache,
+            context_schema=self.context_schema,
+            debug=debug,
+        )
+        compiled.builder = self
+        compiled._output_mapper = make_mapper(self.output_schema, compiled.output_channels)
+        return compiled
 
 
-class CompiledStateGraph(Pregel):
+class CompiledStateGraph(Pregel, Generic[StateT, ContextT, InputT, OutputT]):
     """A compiled :class:`StateGraph`; run with ``invoke``/``stream``."""
 
-    builder: StateGraph
+    builder: StateGraph[StateT, ContextT, InputT, OutputT]
 
     # --- drawing and schemas (see _draw.py, _jsonschema.py) -------------------------------
+
+    def _erased(self) -> CompiledStateGraph:
+        return self  # type: ignore[return-value]  # the drawing reads any graph
 
     def get_graph(self, config: RunnableConfig | None = None, *, xray: int | bool = False) -> Graph:
         """The drawable graph; ``xray`` inlines subgraphs (``True``: all levels, ``n``: n)."""
         from graphruntime.graph._draw import draw_graph
 
-        return draw_graph(self, config, xray=xray)
+        return draw_graph(self._erased(), config, xray=xray)
 
     async def aget_graph(
         self, config: RunnableConfig | None = None, *, xray: int | bool = False
@@ -289,191 +550,33 @@ class CompiledStateGraph(Pregel):
     def get_input_jsonschema(self, config: RunnableConfig | None = None) -> dict[str, Any]:
         from graphruntime.graph._jsonschema import input_jsonschema
 
-        return input_jsonschema(self)
+        return input_jsonschema(self._erased())
 
     def get_output_jsonschema(self, config: RunnableConfig | None = None) -> dict[str, Any]:
         from graphruntime.graph._jsonschema import output_jsonschema
 
-        return output_jsonschema(self)
+        return output_jsonschema(self._erased())
 
     def get_context_jsonschema(self) -> dict[str, Any] | None:
         from graphruntime.graph._jsonschema import context_jsonschema
 
-        return context_jsonschema(self)
+        return context_jsonschema(self._erased())
 
-
-def _state_writer(output_keys: frozenset[str]) -> Writer:
-    def updates(value: Any) -> list[tuple[str, Any]]:
-        if value is None:
-            return []
-        if isinstance(value, dict):
-            return [(k, v) for k, v in value.items() if k in output_keys]
-        if isinstance(value, Command):
-            if value.graph == Command.PARENT:
-                return []
-            return [(k, v) for k, v in value._update_as_tuples() if k in output_keys]
-        if (
-            isinstance(value, (list, tuple))
-            and value
-            and any(isinstance(i, Command) for i in value)
-        ):
-            out: list[tuple[str, Any]] = []
-            for item in value:
-                if isinstance(item, Command):
-                    if item.graph != Command.PARENT:
-                        out.extend((k, v) for k, v in item._update_as_tuples() if k in output_keys)
-                else:
-                    out.extend(updates(item))
-            return out
-        as_updates = object_as_updates(value, sorted(output_keys))
-        if as_updates is not None:
-            return as_updates
-        raise InvalidUpdateError(
-            create_error_message(
-                message=f"Expected dict, got {value}",
-                error_code=ErrorCode.INVALID_GRAPH_NODE_RETURN_VALUE,
-            )
+    def config_schema(self, *, include: Sequence[str] | None = None) -> Any:
+        """Deprecated: the context schema (use ``get_context_jsonschema``)."""
+        warnings.warn(
+            "`config_schema` is deprecated. Use `get_context_jsonschema` for the relevant "
+            "schema instead.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=2,
         )
+        return self.builder.context_schema if self.builder.context_schema is not None else {}
 
-    def control(value: Any) -> list[tuple[str, Any]]:
-        if isinstance(value, Send):
-            return [(TASKS, value)]
-        commands: list[Command[Any]] = []
-        if isinstance(value, Command):
-            commands.append(value)
-        elif isinstance(value, (list, tuple)):
-            commands.extend(c for c in value if isinstance(c, Command))
-        out: list[tuple[str, Any]] = []
-        for command in commands:
-            if command.graph == Command.PARENT:
-                raise ParentCommand(command)
-            goto = [command.goto] if isinstance(command.goto, (Send, str)) else command.goto
-            for target in goto:
-                if isinstance(target, Send):
-                    out.append((TASKS, target))
-                elif isinstance(target, str) and target != END:
-                    out.append((f"branch:to:{target}", None))
-        return out
-
-    def write(value: Any, config: RunnableConfig) -> list[tuple[str, Any]]:
-        return [*updates(value), *control(value)]
-
-    return write
-
-
-def find_subgraph(action: Any) -> Pregel | None:
-    """The compiled graph a node runs: the node itself, or one its function refers to."""
-    if isinstance(action, Pregel):
-        return action if action.checkpointer is not False else None
-    func = getattr(action, "__func__", action)
-    code = getattr(func, "__code__", None)
-    if code is None:
-        return None
-    names: dict[str, Any] = {}
-    closure = getattr(func, "__closure__", None) or ()
-    for name, cell in zip(code.co_freevars, closure, strict=False):
-        try:
-            names[name] = cell.cell_contents
-        except ValueError:  # empty cell
-            continue
-    globals_ = getattr(func, "__globals__", {})
-    for name in code.co_names:
-        if name in globals_:
-            names.setdefault(name, globals_[name])
-    for value in names.values():
-        if isinstance(value, Pregel) and value.checkpointer is not False:
-            return value
-    return None
-
-
-def _static(writes: list[tuple[str, Any]]) -> Writer:
-    frozen = list(writes)
-
-    def write(value: Any, config: RunnableConfig) -> list[tuple[str, Any]]:
-        return frozen
-
-    return write
-
-
-def _compile(
-    builder: StateGraph,
-    checkpointer: BaseCheckpointSaver | bool | None,
-    interrupt_before: All | Sequence[str],
-    interrupt_after: All | Sequence[str],
-    name: str,
-) -> CompiledStateGraph:
-    channels: dict[str, BaseChannel] = dict(builder.channels)
-    channels[START] = EphemeralValue(builder.input_schema, key=START)
-    channels[TASKS] = Topic(Send, accumulate=False, key=TASKS)
-    all_keys = frozenset(builder.channels)
-    start_keys = frozenset(builder.schemas[builder.input_schema])
-    triggers: dict[str, list[str]] = {START: [START]}
-    writers: dict[str, list[Writer]] = {START: [_state_writer(start_keys)]}
-    for node, spec in builder.nodes.items():
-        branch_channel = f"branch:to:{node}"
-        channels[branch_channel] = (
-            LastValueAfterFinish(Any, key=branch_channel)
-            if spec.defer
-            else EphemeralValue(Any, guard=False, key=branch_channel)
+    def get_config_jsonschema(self, *, include: Sequence[str] | None = None) -> Any:
+        """Deprecated: use ``get_context_jsonschema``."""
+        warnings.warn(
+            "`get_config_jsonschema` is deprecated. Use `get_context_jsonschema` instead.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=2,
         )
-        triggers[node] = [branch_channel]
-        writers[node] = [_state_writer(all_keys)]
-    for start, end in sorted(builder.edges):
-        if end != END:
-            writers[start].append(_static([(f"branch:to:{end}", None)]))
-    for starts, end in sorted(builder.waiting_edges):
-        if end == END:
-            continue
-        chan = f"join:{'+'.join(starts)}:{end}"
-        barrier_cls = (
-            NamedBarrierValueAfterFinish if builder.nodes[end].defer else NamedBarrierValue
-        )
-        channels[chan] = barrier_cls(str, set(starts), key=chan)
-        triggers[end].append(chan)
-        for start in starts:
-            writers[start].append(_static([(chan, start)]))
-    for start, branches in builder.branches.items():
-        schema = (
-            builder.nodes[start].input_schema if start in builder.nodes else builder.state_schema
-        )
-        keys = list(builder.schemas[schema])
-        for branch in branches.values():
-            writers[start].append(branch.writer(keys, make_mapper(schema)))
-    nodes: dict[str, NodeSpec] = {
-        START: NodeSpec(
-            name=START,
-            func=None,
-            triggers=(START,),
-            input_keys=START,
-            writers=tuple(writers[START]),
-            tags=(TAG_HIDDEN,),
-            hidden=True,
-        )
-    }
-    for node, spec in builder.nodes.items():
-        input_keys = tuple(builder.schemas[spec.input_schema])
-        sub = find_subgraph(spec.action)
-        nodes[node] = NodeSpec(
-            name=node,
-            func=spec.action,
-            triggers=tuple(triggers[node]),
-            input_keys=input_keys,
-            writers=tuple(writers[node]),
-            mapper=make_mapper(spec.input_schema),
-            retry_policy=spec.retry_policy,
-            metadata=spec.metadata,
-            subgraphs=(sub,) if sub is not None else (),
-        )
-    compiled = CompiledStateGraph(
-        nodes=nodes,
-        channel_specs=channels,
-        output_channels=list(builder.schemas[builder.output_schema]),
-        stream_channels=list(builder.channels),
-        checkpointer=checkpointer,
-        interrupt_before=interrupt_before,
-        interrupt_after=interrupt_after,
-        name=name,
-    )
-    compiled.builder = builder
-    compiled._output_mapper = make_mapper(builder.output_schema)
-    return compiled
+        return self.get_context_jsonschema()

@@ -4,13 +4,20 @@
 drives: ``first``/``open_step``, ``plan``, ``record``, ``settle``, ``close``. Tasks run
 through one retry loop (``run_task``, ``arun_task``, ``run_task_attempt``), and
 :func:`steps` is the loop body shared by the in-process drivers (``drive``,
-``adrive``) and the workers' coordinator.
+``adrive``) and the workers' coordinator. ``@task`` calls a task makes while it runs
+are tasks of the same step: the loop prepares them (``PregelLoop.call``, and
+``plan_task`` re-creates one from its path), a :class:`CallExecutor` runs them.
+
+``Pregel`` and ``NodeBuilder`` are LangGraph's low-level graph API.
 """
 
 from __future__ import annotations
 
 from graphruntime._internal._constants import INTERRUPT
 from graphruntime.pregel._algo import PreparedTask, task_finished
+from graphruntime.pregel._builder import NodeBuilder
+from graphruntime.pregel._call import CallSuspended, done_future, failed_future
+from graphruntime.pregel._calls import CallExecutor
 from graphruntime.pregel._driver import (
     AsyncioExecutor,
     AsyncStepExecutor,
@@ -36,7 +43,10 @@ __all__ = (
     "LOAD",
     "AsyncStepExecutor",
     "AsyncioExecutor",
+    "CallExecutor",
+    "CallSuspended",
     "GraphSpec",
+    "NodeBuilder",
     "NodeSpec",
     "Pregel",
     "PregelLoop",
@@ -51,8 +61,10 @@ __all__ = (
     "ThreadExecutor",
     "adrive",
     "arun_task",
+    "done_future",
     "drive",
     "end_pending",
+    "failed_future",
     "is_resume_map",
     "paused",
     "pending_interrupts",

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import binascii
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 from xxhash import xxh3_128_hexdigest
 
 from graphruntime._internal._constants import (
+    CONTROL_WRITES,
     ERROR,
+    ERROR_SOURCE_NODE,
     INTERRUPT,
     NO_WRITES,
     NS_END,
@@ -37,6 +39,7 @@ from graphruntime._internal._typing import MISSING
 from graphruntime.channels import BaseChannel
 from graphruntime.checkpoint._id import uuid6
 from graphruntime.checkpoint.base import LATEST_VERSION, Checkpoint, PendingWrite
+from graphruntime.pregel._delta import snapshot_values
 from graphruntime.pregel._node import NodeSpec
 from graphruntime.types import All, Send
 
@@ -76,6 +79,12 @@ class PreparedTask:
     checkpoint_ns: str
     node: NodeSpec
     writes: list[tuple[str, Any]] = field(default_factory=list)
+    node_error: Any = None
+    """For an error handler's task: the ``NodeError`` it handles."""
+    timeout: Any = None
+    """A ``Send``'s own ``TimeoutPolicy`` for this task (else the node's)."""
+    cache_key: Any = None
+    """``(namespace, key, ttl)`` its writes are cached under, when the graph caches it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +95,8 @@ class StepContext:
     trigger_to_nodes: Mapping[str, Sequence[str]]
     parent_ns: str
     step: int
+    managed_values: Mapping[str, Any] = field(default_factory=dict)
+    """The graph's managed values at this step (``remaining_steps``...), by key."""
 
 
 def increment(current: int | None, channel: None = None) -> int:
@@ -131,25 +142,48 @@ def create_checkpoint(
     step: int,
     *,
     updated_channels: set[str] | None = None,
+    snapshot: Collection[str] = (),
+    get_next_version: GetNextVersion | None = None,
+    stored_versions: Mapping[str, Any] | None = None,
+    trigger_to_nodes: Mapping[str, Sequence[str]] | None = None,
+    checkpoint_id: str | None = None,
 ) -> Checkpoint:
-    """A new checkpoint (fresh time-ordered id) holding the channels' current values."""
+    """A new checkpoint (fresh time-ordered id) holding the channels' current values.
+
+    ``snapshot``: DeltaChannels to store as a ``DeltaSnapshot`` (see
+    :func:`graphruntime.pregel._delta.snapshot_values`, which may bump their versions
+    past ``stored_versions``, the last saved ones).
+    """
+    versions = dict(checkpoint["channel_versions"])
+    versions_seen = {k: dict(v) for k, v in checkpoint["versions_seen"].items()}
     if channels is None:
         values = dict(checkpoint["channel_values"])
     else:
         values = {}
         for k, ch in channels.items():
-            if k not in checkpoint["channel_versions"]:
+            if k not in versions:
                 continue
             v = ch.checkpoint()
             if v is not MISSING:
                 values[k] = v
+        if snapshot:
+            versions_seen = snapshot_values(
+                values,
+                versions,
+                versions_seen,
+                channels,
+                snapshot,
+                get_next_version=get_next_version,
+                stored_versions=stored_versions,
+                trigger_to_nodes=trigger_to_nodes or {},
+            )
     return {
         "v": LATEST_VERSION,
-        "id": str(uuid6(clock_seq=step)),
+        "id": checkpoint_id or str(uuid6(clock_seq=step)),
         "ts": datetime.now(UTC).isoformat(),
         "channel_values": values,
-        "channel_versions": dict(checkpoint["channel_versions"]),
-        "versions_seen": {k: dict(v) for k, v in checkpoint["versions_seen"].items()},
+        "channel_versions": versions,
+        "versions_seen": versions_seen,
         "updated_channels": sorted(updated_channels) if updated_channels is not None else None,
     }
 
@@ -212,6 +246,35 @@ def prepare_task(
     return None
 
 
+def prepare_call_task(
+    checkpoint: Checkpoint, caller: PreparedTask, index: int, node: NodeSpec, input: Any, step: int
+) -> PreparedTask:
+    """The task of the ``index``-th ``@task`` call ``caller`` makes in step ``step``.
+
+    Its id depends only on the checkpoint, the caller's namespace and path, and the call's
+    name and index, as LangGraph computes it: a caller that runs again (a resume, a
+    replay on another worker) gets the same ids for the same calls, and so their results.
+    """
+    ns = f"{caller.checkpoint_ns}{NS_SEP}{node.name}" if caller.checkpoint_ns else node.name
+    tid = task_id(
+        checkpoint["id"], ns, str(step), node.name, PUSH, task_path_str(caller.path), str(index)
+    )
+    return PreparedTask(
+        id=tid,
+        name=node.name,
+        path=(PUSH, caller.path, index, True),
+        triggers=(PUSH,),
+        input=input,
+        checkpoint_ns=f"{ns}{NS_END}{tid}",
+        node=node,
+    )
+
+
+def is_call_path(path: Sequence[Any]) -> bool:
+    """A call's path: ``(PUSH, caller's path, index, True)``."""
+    return len(path) == 4 and path[0] == PUSH and path[-1] is True
+
+
 def _prepare_push(
     checkpoint: Checkpoint, packet: Any, idx: int, ctx: StepContext
 ) -> PreparedTask | None:
@@ -227,6 +290,32 @@ def _prepare_push(
         input=packet.arg,
         checkpoint_ns=f"{ns}{NS_END}{tid}",
         node=ctx.nodes[packet.node],
+        timeout=packet.timeout,
+    )
+
+
+def prepare_error_handler_task(
+    failed: PreparedTask,
+    handler: NodeSpec,
+    error: Any,
+    *,
+    checkpoint_id: str,
+    parent_ns: str,
+    step: int,
+) -> PreparedTask:
+    """The task that runs ``failed``'s error handler, in the same step, on its input."""
+    name = handler.name
+    ns = f"{parent_ns}{NS_SEP}{name}" if parent_ns else name
+    tid = task_id(checkpoint_id, ns, str(step), name, PUSH, "node_error_handler", failed.id)
+    return PreparedTask(
+        id=tid,
+        name=name,
+        path=(*failed.path[:3], "node_error_handler", False),
+        triggers=(PUSH,),
+        input=failed.input,
+        checkpoint_ns=f"{ns}{NS_END}{tid}",
+        node=handler,
+        node_error=error,
     )
 
 
@@ -262,6 +351,9 @@ def _prepare_pull(
         value: Any = chan.get()
     else:
         value = read_channels(channels, node.input_keys)
+        if ctx.managed_values:
+            managed = ctx.managed_values
+            value.update((k, managed[k]) for k in node.input_keys if k in managed)
     if for_execution and node.mapper is not None:
         value = node.mapper(value)
     return PreparedTask(
@@ -275,26 +367,35 @@ def _prepare_pull(
     )
 
 
-def read_channels(channels: Mapping[str, BaseChannel], select: Sequence[str]) -> dict[str, Any]:
+@overload
+def read_channels(channels: Mapping[str, BaseChannel], select: str) -> Any: ...
+@overload
+def read_channels(channels: Mapping[str, BaseChannel], select: Sequence[str]) -> dict[str, Any]: ...
+def read_channels(channels: Mapping[str, BaseChannel], select: str | Sequence[str]) -> Any:
+    """The available values of ``select``: a dict, or one value (None if empty) for a name."""
+    if isinstance(select, str):
+        chan = channels.get(select)
+        return chan.get() if chan is not None and chan.is_available() else None
     return {k: channels[k].get() for k in select if k in channels and channels[k].is_available()}
 
 
 def local_read(
     channels: Mapping[str, BaseChannel],
     writes: Sequence[tuple[str, Any]],
-    select: Sequence[str],
+    select: Sequence[str] | str,
     *,
     fresh: bool,
-) -> dict[str, Any]:
+) -> Any:
     """State as a router sees it: with only this task's own writes applied (``fresh``)."""
     if not fresh:
         return read_channels(channels, select)
+    keys = [select] if isinstance(select, str) else select
     updated: dict[str, list[Any]] = defaultdict(list)
     for chan, value in writes:
-        if chan in select:
+        if chan in keys:
             updated[chan].append(value)
     local: dict[str, BaseChannel] = {}
-    for key in select:
+    for key in keys:
         if key not in channels:
             continue
         copy = channels[key].copy()
@@ -303,7 +404,7 @@ def local_read(
     return read_channels(local, select)
 
 
-_SKIP_WRITES = frozenset({NO_WRITES, PUSH, RESUME, INTERRUPT, RETURN, ERROR})
+_SKIP_WRITES = frozenset({NO_WRITES, PUSH, RESUME, INTERRUPT, RETURN, ERROR, ERROR_SOURCE_NODE})
 
 
 def apply_writes(
@@ -390,8 +491,13 @@ def make_scratchpad(
     parent: Scratchpad | None,
     step: int,
     stop: int,
+    null_resume: Callable[[bool], Any] | None = None,
 ) -> Scratchpad:
-    """Rebuild what ``interrupt()`` needs from the step's pending writes and the resume map."""
+    """Rebuild what ``interrupt()`` needs from the step's pending writes and the resume map.
+
+    ``null_resume``: where the step's unaddressed resume value is taken from, when the
+    caller shares it between tasks (by default, from ``pending_writes``).
+    """
     null_resume_write: PendingWrite | None = None
     resume: list[Any] = []
     for w in pending_writes:
@@ -412,7 +518,16 @@ def make_scratchpad(
         elif first_id in resume_map:
             resume.append(resume_map[first_id])
 
-    def null_resume(consume: bool) -> Any:
+    if null_resume is not None:
+        return Scratchpad(
+            step=step,
+            stop=stop,
+            resume=resume,
+            null_resume=null_resume,
+            previous_interrupts=previous,
+        )
+
+    def take_null_resume(consume: bool) -> Any:
         if null_resume_write is None:
             return parent.get_null_resume(consume) if parent is not None else None
         if consume:
@@ -426,11 +541,11 @@ def make_scratchpad(
         step=step,
         stop=stop,
         resume=resume,
-        null_resume=null_resume,
+        null_resume=take_null_resume,
         previous_interrupts=previous,
     )
 
 
 def task_finished(writes: Sequence[tuple[str, Any]]) -> bool:
     """A task is done when it saved at least one output (non-control) write."""
-    return any(c not in (INTERRUPT, RESUME, ERROR, "__scheduled__") for c, _ in writes)
+    return any(c not in CONTROL_WRITES for c, _ in writes)

@@ -6,7 +6,15 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from graphruntime._internal._constants import ERROR, INTERRUPT, NULL_TASK_ID, RESUME, TASKS
+from graphruntime._internal._constants import (
+    ERROR,
+    INTERRUPT,
+    NULL_TASK_ID,
+    RESUME,
+    RETURN,
+    TASKS,
+)
+from graphruntime._internal._typing import MISSING
 from graphruntime.channels import BaseChannel
 from graphruntime.constants import START
 from graphruntime.errors import InvalidUpdateError
@@ -34,32 +42,71 @@ def map_command(cmd: Command[Any]) -> Iterator[tuple[str, str, Any]]:
             yield (NULL_TASK_ID, k, v)
 
 
+def map_input(input_channels: str | Sequence[str], chunk: Any) -> list[tuple[str, Any]]:
+    """A run's input → writes: the whole value to a single input channel, or a dict's
+    entries to the input channels they name (other keys are not inputs: rejected)."""
+    if chunk is None:
+        return []
+    if isinstance(input_channels, str):
+        return [(input_channels, chunk)]
+    if not isinstance(chunk, dict):
+        raise TypeError(f"Expected chunk to be a dict, got {type(chunk).__name__}")
+    unknown = [k for k in chunk if k not in input_channels]
+    if unknown:
+        raise InvalidUpdateError(
+            f"Input keys {unknown} are not input channels of this graph: {list(input_channels)}"
+        )
+    return list(chunk.items())
+
+
 def output_values(
-    output_channels: Sequence[str],
+    output_channels: str | Sequence[str],
     writes: bool | Sequence[tuple[str, Any]],
     channels: Mapping[str, BaseChannel],
-) -> dict[str, Any] | None:
-    """The ``values`` chunk, if ``writes`` touched an output channel (True: always)."""
+) -> Any:
+    """The ``values`` chunk, if ``writes`` touched an output channel (True: always).
+
+    A single output channel (a string) gives its value as it is (None when empty);
+    several give a dict of the available ones. Returns MISSING when nothing is due.
+    """
+    if isinstance(output_channels, str):
+        if writes is True or (
+            not isinstance(writes, bool) and any(c == output_channels for c, _ in writes)
+        ):
+            return read_channels(channels, output_channels)
+        return MISSING
     if writes is True or (
         not isinstance(writes, bool) and any(c in output_channels for c, _ in writes)
     ):
         return read_channels(channels, output_channels)
-    return None
+    return MISSING
 
 
 def output_updates(
-    output_channels: Sequence[str],
+    output_channels: str | Sequence[str],
     tasks: Sequence[tuple[str, Sequence[tuple[str, Any]]]],
     *,
     cached: bool = False,
 ) -> dict[str, Any] | None:
-    """The ``updates`` chunk for finished tasks: ``{node: {key: value}}``."""
+    """The ``updates`` chunk for finished tasks: ``{node: {key: value}}``.
+
+    A ``@task`` call shows its return value; with a single output channel a node
+    shows the value it wrote there.
+    """
     shown = [(name, ww) for name, ww in tasks if ww and ww[0][0] not in (ERROR, INTERRUPT)]
     if not shown:
         return None
-    keys = frozenset(output_channels)
+    single = output_channels if isinstance(output_channels, str) else None
+    keys = frozenset(output_channels) if single is None else frozenset()
     updated: list[tuple[str, Any]] = []
     for name, writes in shown:
+        returned = next((v for c, v in writes if c == RETURN), MISSING)
+        if returned is not MISSING:
+            updated.append((name, returned))
+            continue
+        if single is not None:
+            updated.extend((name, v) for c, v in writes if c == single)
+            continue
         if not any(c in keys for c, _ in writes):
             continue
         counts = Counter(c for c, _ in writes if c in keys)
@@ -67,6 +114,14 @@ def output_updates(
             updated.extend((name, {c: v}) for c, v in writes if c in keys)
         else:
             updated.append((name, {c: v for c, v in writes if c in keys}))
+    return _grouped(shown, updated, cached)
+
+
+def _grouped(
+    shown: Sequence[tuple[str, Sequence[tuple[str, Any]]]],
+    updated: Sequence[tuple[str, Any]],
+    cached: bool,
+) -> dict[str, Any]:
     grouped: dict[str, Any] = {name: [] for name, _ in shown}
     for name, value in updated:
         grouped[name].append(value)

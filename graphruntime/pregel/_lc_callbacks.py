@@ -15,7 +15,7 @@ the chat models and runnables it calls report under it.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
 from langchain_core.callbacks.manager import (
@@ -28,6 +28,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 from graphruntime._internal._call import call_async, call_sync, is_graph
 from graphruntime._internal._config import RunnableConfig, var_config
 from graphruntime._internal._constants import CONF, CONFIG_KEY_RESUMING
+from graphruntime._internal._typing import MISSING
 from graphruntime.callbacks import (
     GraphInterruptEvent,
     GraphLifecycleStatus,
@@ -38,7 +39,10 @@ from graphruntime.callbacks import (
 from graphruntime.pregel._io import output_values
 from graphruntime.pregel._lc_messages import StreamMessagesHandler, StreamMessagesHandlerV2
 from graphruntime.pregel._lc_tools import StreamToolCallHandler
-from graphruntime.pregel._loop import PregelLoop
+
+if TYPE_CHECKING:
+    # annotations only: the loop reaches this module through a task's node call
+    from graphruntime.pregel._loop import PregelLoop
 
 __all__ = ("RunCallbacks", "acall_traced", "as_runnable", "astream_events", "call_traced")
 
@@ -95,7 +99,10 @@ def _streams_only_its_graph(handler: object) -> bool:
 def _lifecycle_status(loop: PregelLoop) -> GraphLifecycleStatus:
     # a node's interrupt leaves the loop "interrupted"; LangGraph reports it as pending
     status = loop.status
-    return "pending" if status == "interrupted" else status
+    # a drained run stopped between steps with work left: pending, as an interrupted one
+    if status == "interrupted" or status == "draining":
+        return "pending"
+    return status
 
 
 class RunCallbacks:
@@ -194,7 +201,7 @@ class RunCallbacks:
     def _output(self) -> Any:
         """The run's output; paused, with the writes of the step's finished tasks."""
         loop = self.loop
-        if loop.status == "interrupted" and (pending := loop.values_with_pending()) is not None:
+        if loop.status == "interrupted" and (pending := loop.values_with_pending()) is not MISSING:
             return pending
         return output_values(loop.graph.output_channels, True, loop.channels)
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime.channels import BaseChannel
-from graphruntime.types import RetryPolicy
+from graphruntime.types import RetryPolicy, TimeoutPolicy, TracePolicy
 
 Write = tuple[str, Any]
 Writer = Callable[[Any, RunnableConfig], Sequence[Write]]
@@ -34,6 +34,19 @@ class NodeSpec:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     subgraphs: tuple[Any, ...] = ()
     hidden: bool = False
+    cache_policy: Any = None
+    """The node's ``CachePolicy``: its results are cached under a key of its input."""
+    timeout: TimeoutPolicy | None = None
+    """Limits on each attempt (async nodes only)."""
+    error_handler: str | None = None
+    """The node that runs, in the same step, when this one fails for good."""
+    is_error_handler: bool = False
+    trace_policy: TracePolicy | None = None
+    """What tracing callbacks record of this node's runs."""
+
+    def copy(self, update: Mapping[str, Any] | None = None) -> NodeSpec:
+        """A copy with ``update``'s fields replaced."""
+        return replace(self, **dict(update or {}))
 
 
 class GraphSpec(Protocol):
@@ -46,8 +59,24 @@ class GraphSpec(Protocol):
     @property
     def trigger_to_nodes(self) -> Mapping[str, Sequence[str]]: ...
     @property
-    def stream_channels(self) -> Sequence[str]: ...
+    def input_channels(self) -> str | Sequence[str]: ...
     @property
-    def output_channels(self) -> Sequence[str]: ...
+    def stream_channels(self) -> str | Sequence[str]: ...
+    @property
+    def output_channels(self) -> str | Sequence[str]: ...
+    @property
+    def stream_eager(self) -> bool: ...
     @property
     def retry_policy(self) -> Sequence[RetryPolicy]: ...
+    @property
+    def managed(self) -> Mapping[str, Any]: ...
+    @property
+    def step_timeout(self) -> float | None: ...
+    @property
+    def store(self) -> Any: ...
+    @property
+    def cache(self) -> Any: ...
+    @property
+    def cache_policy(self) -> Any: ...
+    @property
+    def context_schema(self) -> Any: ...

@@ -22,12 +22,15 @@ def is_resume_map(value: Any) -> bool:
 
 
 def writes_by_task(
-    pending_writes: Iterable[PendingWrite], task_ids: Mapping[str, Any] | None = None
+    pending_writes: Iterable[PendingWrite],
+    task_ids: Mapping[str, Any] | None = None,
+    *,
+    null: bool = False,
 ) -> dict[str, list[tuple[str, Any]]]:
-    """Pending writes grouped by task (insertion order kept), null task excluded."""
+    """Pending writes grouped by task (insertion order kept), null task excluded unless ``null``."""
     by_task: dict[str, list[tuple[str, Any]]] = {}
     for tid, channel, value in pending_writes:
-        if tid == NULL_TASK_ID or (task_ids is not None and tid not in task_ids):
+        if (tid == NULL_TASK_ID and not null) or (task_ids is not None and tid not in task_ids):
             continue
         by_task.setdefault(tid, []).append((channel, value))
     return by_task

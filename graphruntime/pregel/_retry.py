@@ -29,13 +29,17 @@ from graphruntime._internal._constants import (
     CONF,
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_RESUMING,
+    CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
+    NS_END,
     NS_SEP,
 )
-from graphruntime.errors import GraphBubbleUp, ParentCommand
+from graphruntime.errors import GraphBubbleUp, NodeCancelledError, ParentCommand
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._callbacks import acall_node, call_node
-from graphruntime.types import Command, RetryPolicy
+from graphruntime.pregel._timeout import SYNC_TIMEOUT, call_with_timeout
+from graphruntime.runtime import Runtime
+from graphruntime.types import Command, RetryPolicy, TimeoutPolicy
 
 Outcome = BaseException | None
 """How a task ended: ``None`` (its writes are in ``task.writes``) or the exception."""
@@ -52,6 +56,7 @@ class Call:
     input: Any
     config: RunnableConfig
     name: str = ""
+    """The node being called (its run's name; named by a ``NodeCancelledError``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,17 +79,24 @@ class RetryLater:
 Request = Call | Resolve | RetryLater
 
 
+def retries_on(policy: RetryPolicy, exc: Exception) -> bool:
+    """Whether ``policy.retry_on`` (a class, classes, or a predicate) matches ``exc``."""
+    retry_on = policy.retry_on
+    if isinstance(retry_on, Sequence):
+        return isinstance(exc, tuple(retry_on))
+    if isinstance(retry_on, type) and issubclass(retry_on, Exception):
+        return isinstance(exc, retry_on)
+    if callable(retry_on):
+        return bool(retry_on(exc))  # type: ignore[call-arg]
+    raise TypeError(
+        "retry_on must be an Exception class, a list or tuple of Exception classes, or a callable"
+    )
+
+
 def policy_for(policies: Sequence[RetryPolicy], exc: Exception) -> RetryPolicy | None:
     """The first policy whose ``retry_on`` matches ``exc``."""
     for policy in policies:
-        retry_on = policy.retry_on
-        if isinstance(retry_on, type) and issubclass(retry_on, BaseException):
-            matches = isinstance(exc, retry_on)
-        elif isinstance(retry_on, Sequence):
-            matches = isinstance(exc, tuple(retry_on))
-        else:
-            matches = bool(retry_on(exc))  # type: ignore[call-arg]
-        if matches:
+        if retries_on(policy, exc):
             return policy
     return None
 
@@ -105,28 +117,43 @@ def retry_delay(policies: Sequence[RetryPolicy], exc: Exception, attempt: int) -
     return delay + (random.uniform(0, 1) if policy.jitter else 0)
 
 
-def _fresh_attempt(task: PreparedTask, config: RunnableConfig) -> RunnableConfig:
-    """A retry starts over: no writes, interrupt() counting from 0, marked as resuming."""
+def _fresh_attempt(task: PreparedTask, config: RunnableConfig, attempt: int) -> RunnableConfig:
+    """A retry starts over: no writes, interrupt() counting from 0, marked as resuming;
+    ``runtime.execution_info.node_attempt`` says which attempt (from 1) it is."""
     task.writes.clear()
-    scratchpad = config[CONF][CONFIG_KEY_SCRATCHPAD]
+    conf = config[CONF]
+    scratchpad = conf[CONFIG_KEY_SCRATCHPAD]
     scratchpad.interrupt_count = 0
     scratchpad.subgraph_count = 0
-    return {**config, CONF: {**config[CONF], CONFIG_KEY_RESUMING: True}}
+    patch: dict[str, Any] = {CONFIG_KEY_RESUMING: True}
+    runtime = conf.get(CONFIG_KEY_RUNTIME)
+    if isinstance(runtime, Runtime) and runtime.execution_info is not None:
+        patch[CONFIG_KEY_RUNTIME] = runtime.patch_execution_info(node_attempt=attempt)
+    return {**config, CONF: {**conf, **patch}}
 
 
 def _handle_parent_command(task: PreparedTask, exc: ParentCommand, config: RunnableConfig) -> bool:
     """A Command addressed to this task's graph becomes the task's own writes."""
     ns: str = config[CONF][CONFIG_KEY_CHECKPOINT_NS]
     cmd = exc.command
-    if cmd.graph in (ns, task.name):
+    if cmd.graph in (ns, task.name) or (
+        cmd.graph is not None and _stable(cmd.graph) == _stable(ns)
+    ):
         return True
     if cmd.graph == Command.PARENT:
-        parts = ns.split(NS_SEP)
-        if parts[-1].isdigit():
+        # the graph running this task: its namespace without this task, and without
+        # the call counter of a second subgraph call in one node ("node:<id>|1")
+        parts = ns.split(NS_SEP)[:-1]
+        while parts and parts[-1].isdigit():
             parts.pop()
-        exc.command = replace(cmd, graph=NS_SEP.join(parts[:-1]))
+        exc.command = replace(cmd, graph=NS_SEP.join(parts))
         exc.args = (exc.command,)
     return False
+
+
+def _stable(ns: str) -> str:
+    """A namespace without task ids or call counters (a stateful subgraph's form)."""
+    return NS_SEP.join(p.split(NS_END)[0] for p in ns.split(NS_SEP) if not p.isdigit())
 
 
 def _write(
@@ -159,7 +186,7 @@ def task_attempts(
     policies = task.node.retry_policy or tuple(retry_policy)
     attempt = attempts_done
     if attempt:
-        config = _fresh_attempt(task, config)
+        config = _fresh_attempt(task, config, attempt + 1)
     while True:
         try:
             func = task.node.func
@@ -183,7 +210,13 @@ def task_attempts(
                 return exc
             task.writes.clear()
             yield RetryLater(delay, attempt, exc)
-            config = _fresh_attempt(task, config)
+            config = _fresh_attempt(task, config, attempt + 1)
+
+
+def _node_cancelled(node: str, cause: BaseException) -> NodeCancelledError:
+    error = NodeCancelledError(node)
+    error.__cause__ = cause
+    return error
 
 
 def _call_in_context(request: Call) -> Any:
@@ -207,6 +240,9 @@ def _drive_sync(attempts: Generator[Request, Any, Outcome], *, sleep: bool) -> O
                     output = _call_in_context(request)
                 except Exception as exc:  # noqa: BLE001 - handed to the attempt loop
                     request = attempts.throw(exc)
+                except asyncio.CancelledError as exc:
+                    # no event loop cancels a sync call: the node raised it itself
+                    request = attempts.throw(_node_cancelled(request.name, exc))
                 else:
                     request = attempts.send(output)
             elif isinstance(request, Resolve):
@@ -231,10 +267,28 @@ async def _awaited(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
+def task_timeout(task: PreparedTask) -> TimeoutPolicy | None:
+    """The time limits of ``task``'s attempts: its ``Send``'s, else its node's."""
+    timeout: TimeoutPolicy | None = task.timeout or task.node.timeout
+    return timeout
+
+
+def _no_sync_timeout(task: PreparedTask) -> None:
+    if task_timeout(task) is not None:
+        raise ValueError(
+            f"{SYNC_TIMEOUT} Node {task.name!r} has a timeout: run the graph with ainvoke/astream."
+        )
+
+
 def run_task(
     task: PreparedTask, config: RunnableConfig, retry_policy: Sequence[RetryPolicy] = ()
 ) -> Outcome:
-    """Execute ``task`` in this thread, sleeping out its retries; returns its outcome."""
+    """Execute ``task`` in this thread, sleeping out its retries; returns its outcome.
+
+    Raises:
+        ValueError: the task has a timeout; only the async drivers can enforce one.
+    """
+    _no_sync_timeout(task)
     outcome = _drive_sync(task_attempts(task, config, retry_policy), sleep=True)
     assert not isinstance(outcome, RetryLater)
     return outcome
@@ -252,6 +306,7 @@ def run_task_attempt(
     For a caller that schedules the next attempt itself (a distributed worker
     re-queues the task as a job with the delay as its countdown) instead of sleeping.
     """
+    _no_sync_timeout(task)
     attempts = task_attempts(task, config, retry_policy, attempts_done=attempts_done)
     return _drive_sync(attempts, sleep=False)
 
@@ -259,7 +314,12 @@ def run_task_attempt(
 async def arun_task(
     task: PreparedTask, config: RunnableConfig, retry_policy: Sequence[RetryPolicy] = ()
 ) -> Outcome:
-    """Execute ``task`` from a coroutine: async nodes are awaited, sync ones run in a thread."""
+    """Execute ``task`` from a coroutine: async nodes are awaited, sync ones run in a thread.
+
+    Each attempt of a task with a ``TimeoutPolicy`` is cancelled past its limits and
+    fails with ``NodeTimeoutError`` (which its RetryPolicy may retry).
+    """
+    timeout = task_timeout(task)
     attempts = task_attempts(task, config, retry_policy)
     try:
         request = next(attempts)
@@ -271,11 +331,25 @@ async def arun_task(
             if isinstance(request, Call):
                 token = var_config.set(request.config)
                 try:
-                    output = await acall_node(
-                        request.func, request.input, request.config, request.name
-                    )
+                    if timeout is None:
+                        output = await acall_node(
+                            request.func, request.input, request.config, request.name
+                        )
+                    else:
+                        output = await call_with_timeout(
+                            request.func,
+                            request.input,
+                            request.config,
+                            node=request.name,
+                            timeout=timeout,
+                        )
                 except Exception as exc:  # noqa: BLE001 - handed to the attempt loop
                     request = attempts.throw(exc)
+                except asyncio.CancelledError as exc:
+                    current = asyncio.current_task()
+                    if current is not None and current.cancelling():
+                        raise  # the run (or a failed sibling) cancels this task
+                    request = attempts.throw(_node_cancelled(request.name, exc))
                 else:
                     request = attempts.send(output)
                 finally:

@@ -42,6 +42,7 @@ from graphruntime.checkpoint.base import (
 )
 from graphruntime.checkpoint.cluster import ClusterSaver
 from graphruntime.errors import CheckpointConflict
+from graphruntime.testing._delta_conformance import DeltaHistoryConformance
 from graphruntime.types import Command, Interrupt, Send
 
 __all__ = ("CheckpointSaverConformance", "ClusterSaverConformance")
@@ -131,8 +132,12 @@ def _writes(t: CheckpointTuple | None) -> list[tuple[str, str, Any]]:
 _VERSION_RE = re.compile(r"^\d{32}\.[0-9.e+-]+$")
 
 
-class CheckpointSaverConformance:
-    """The saver contract as tests; subclasses provide the ``saver`` fixture."""
+class CheckpointSaverConformance(DeltaHistoryConformance):
+    """The saver contract as tests; subclasses provide the ``saver`` fixture.
+
+    DeltaChannel history (``get_delta_channel_history``) is in
+    :class:`~graphruntime.testing._delta_conformance.DeltaHistoryConformance`.
+    """
 
     @pytest.fixture
     def saver(self) -> BaseCheckpointSaver:

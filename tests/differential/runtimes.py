@@ -38,6 +38,8 @@ class Runtime:
     get_stream_writer: Any
     get_config: Any
     errors: ModuleType
+    package: str = ""
+    """The package the names come from (``name`` may label a runtime built on another's)."""
 
 
 def load_runtime(prefix: str) -> Runtime:
@@ -64,4 +66,5 @@ def load_runtime(prefix: str) -> Runtime:
         get_stream_writer=config.get_stream_writer,
         get_config=config.get_config,
         errors=errors,
+        package=prefix,
     )

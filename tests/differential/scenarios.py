@@ -90,6 +90,24 @@ empty_input                         4 6     EmptyInputError, invoke(None) no-op
 stream_modes                        7       values/updates/custom/list of modes
 stream_custom_parallel_and_async    7 4     custom from parallel/async/subgraph nodes
 stream_values_per_step              7       one values chunk per step
+**scenarios_loop**
+stream_tasks_checkpoints_debug      7       tasks/checkpoints/debug modes, subgraphs
+durability_exit                     7       durability sync/async/exit: saved history
+stateful_subgraph                   5 6     checkpointer=True: accumulates, replays
+child_graph_own_thread              5       a child graph with its own thread saves
+bulk_update_state                   6       bulk_update_state, copy with updates
+**scenarios_nodes**
+runtime_context                     X 4     context= coerced, Runtime in nodes/subgraphs
+node_attempts                       4       execution_info.node_attempt across retries
+error_handlers                      4       error_handler=, NodeError, set_node_defaults
+error_handler_resumes               4 6     a crashed handler reruns, not the node
+root_state                          1 6 7   one-value state (__root__), dict state
+managed_values                      1       RemainingSteps / IsLastStep, not stored
+store_injection                     X       compile(store=), get_store, subgraphs
+node_cache                          4 7     cache_policy, cached updates, clear_cache
+untracked_value                     2 6     UntrackedValue through Send, never saved
+run_control_drain                   4 6     RunControl.request_drain, GraphDrained
+node_timeout                        4       async timeouts, retried, sync refused
 =================================== ======= ===============================================
 
 Deliberate differences from LangGraph are tested in ``test_intentional_differences``; the
@@ -110,6 +128,8 @@ THEMES = (
     "scenarios_subgraphs",
     "scenarios_state_api",
     "scenarios_streams",
+    "scenarios_loop",
+    "scenarios_nodes",
 )
 
 

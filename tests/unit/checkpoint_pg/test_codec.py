@@ -10,7 +10,7 @@ import pytest
 
 import checkpoint_pg
 from checkpoint_pg import _codec, _queries
-from graphruntime.checkpoint import JsonSerializer, empty_checkpoint
+from graphruntime.checkpoint import DeltaSnapshot, JsonSerializer, empty_checkpoint
 from graphruntime.errors import CheckpointError
 
 SERDE = JsonSerializer()
@@ -77,6 +77,23 @@ def test_small_values_inline_large_values_blob() -> None:
         json_serde=SERDE,
     )
     assert decoded == checkpoint
+
+
+def test_a_delta_snapshot_is_always_a_blob() -> None:
+    """Where a DeltaChannel's history walk stops must be visible to SQL (blob_versions)."""
+    values = {"small": DeltaSnapshot([1]), "plain": [1]}
+    checkpoint, encoded = _encode(values, new=set(values))
+    assert encoded.blob_channels == ["small"]
+    decoded = _codec.decode_body(
+        checkpoint["id"],
+        encoded.body,
+        encoded.blob_channels,
+        encoded.blob_types,
+        encoded.blob_values,
+        values_serde=SERDE,
+        json_serde=SERDE,
+    )
+    assert decoded["channel_values"] == values
 
 
 def test_unchanged_blobs_are_referenced_only_when_known_stored() -> None:

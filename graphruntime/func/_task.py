@@ -1,0 +1,141 @@
+"""``@task``: a function whose calls, inside a running graph, become tasks of the step."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic, ParamSpec, TypeVar
+
+from graphruntime._internal._call import is_async_callable
+from graphruntime._internal._config import get_config
+from graphruntime._internal._constants import CONF, CONFIG_KEY_CALL
+from graphruntime.cache import BaseCache, CachePolicy
+from graphruntime.types import RetryPolicy
+from graphruntime.warnings import LangGraphDeprecatedSinceV05
+
+__all__ = ("check_timeout", "policies", "task")
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_SYNC_TIMEOUT = (
+    "Node timeouts are only supported for async nodes because sync Python execution "
+    "cannot be safely cancelled in-process."
+)
+
+
+def check_timeout(timeout: Any, func: Callable[..., Any], kind: str, name: str) -> None:
+    """Timeouts are refused, never ignored: graphruntime does not enforce them yet."""
+    if timeout is None:
+        return
+    if not is_async_callable(func):
+        raise ValueError(f"{_SYNC_TIMEOUT} {kind} {name!r} is sync.")
+    raise NotImplementedError(
+        f"timeout= on {kind.lower()} {name!r} is not supported by graphruntime yet; bound "
+        "the work inside the function instead."
+    )
+
+
+def policies(retry_policy: RetryPolicy | Sequence[RetryPolicy] | None) -> tuple[RetryPolicy, ...]:
+    if retry_policy is None:
+        return ()
+    if isinstance(retry_policy, RetryPolicy):
+        return (retry_policy,)
+    return tuple(retry_policy)
+
+
+class _TaskFunction(Generic[P, T]):
+    """A ``@task`` function: calling it inside an entrypoint or a node schedules it."""
+
+    def __init__(
+        self,
+        func: Callable[P, Awaitable[T]] | Callable[P, T],
+        *,
+        retry_policy: Sequence[RetryPolicy],
+        cache_policy: CachePolicy[Any] | None = None,
+        name: str | None = None,
+    ) -> None:
+        if name is not None:
+            if hasattr(func, "__func__") and hasattr(func, "__self__"):
+                # a bound method: rename a copy, not the function its class shares
+                method = functools.partial(func.__func__, func.__self__)
+                method.__name__ = name  # type: ignore[attr-defined]
+                func = method
+            else:
+                func.__name__ = name
+        self.func = func
+        self.retry_policy = retry_policy
+        self.cache_policy = cache_policy
+        functools.update_wrapper(self, func)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """Schedule the call; returns a future of its result (``.result()`` or ``await``)."""
+        call = get_config()[CONF].get(CONFIG_KEY_CALL)
+        if call is None:
+            raise RuntimeError(
+                f"@task {getattr(self.func, '__name__', self.func)!r} was called outside a "
+                "graph: call tasks from an @entrypoint, a graph node or another task."
+            )
+        return call(
+            self.func,
+            (args, kwargs),
+            retry_policy=self.retry_policy,
+            cache_policy=self.cache_policy,
+        )
+
+    def clear_cache(self, cache: BaseCache[Any]) -> None:
+        """Forget this task's cached results."""
+        raise NotImplementedError("Cache policies on @task are not supported by graphruntime yet.")
+
+    async def aclear_cache(self, cache: BaseCache[Any]) -> None:
+        """Async twin of :meth:`clear_cache`."""
+        self.clear_cache(cache)
+
+
+def task(
+    __func_or_none__: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+    cache_policy: CachePolicy[Any] | None = None,
+    timeout: Any = None,
+    **kwargs: Any,
+) -> Any:
+    """Make a function a task: called from an ``@entrypoint`` (or a node, or another
+    task) it runs as a task of the same step and returns a future of its result.
+
+    With a checkpointer its arguments and result must be serializable: the result is
+    saved, and a call that finished is not run again when its caller runs again.
+
+    Args:
+        name: the task's name (default: the function's).
+        retry_policy: retry the call on failures these policies match.
+        cache_policy: not supported yet (refused).
+        timeout: not supported yet (refused).
+    """
+    if "retry" in kwargs:
+        warnings.warn(
+            "`retry` is deprecated and will be removed. Please use `retry_policy` instead.",
+            category=LangGraphDeprecatedSinceV05,
+            stacklevel=2,
+        )
+        retry = kwargs.pop("retry")
+        if retry_policy is None:
+            retry_policy = retry
+    if kwargs:
+        raise TypeError(f"task() got unexpected keyword arguments: {sorted(kwargs)}")
+    if cache_policy is not None:
+        raise NotImplementedError("Cache policies on @task are not supported by graphruntime yet.")
+    retry_policies = policies(retry_policy)
+
+    def decorator(func: Callable[..., Any]) -> _TaskFunction[Any, Any]:
+        label = name or getattr(func, "__name__", type(func).__name__)
+        check_timeout(timeout, func, "Task", str(label))
+        return _TaskFunction(
+            func, retry_policy=retry_policies, cache_policy=cache_policy, name=name
+        )
+
+    if __func_or_none__ is not None:
+        return decorator(__func_or_none__)
+    return decorator
