@@ -110,7 +110,9 @@ class _ObservedSteps:
         self.inner = inner
         self.run = run
 
-    def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
+    def execute(
+        self, loop: PregelLoop, tasks: Sequence[PreparedTask]
+    ) -> Iterator[TaskResult | None]:
         run = self.run
         attributes = {
             "run_id": run.run_id,
@@ -125,7 +127,8 @@ class _ObservedSteps:
         with _tracing.span("graphruntime.step", attributes):
             try:
                 for result in self.inner.execute(loop, tasks):
-                    inline = inline or not result.recorded
+                    if result is not None:  # None: the driver drains the stream sink
+                        inline = inline or not result.recorded
                     yield result
             except StepSuspended as suspended:  # waiting on its task jobs: not an error
                 waiting = suspended
