@@ -28,6 +28,11 @@ __all__ = ("LANGCHAIN_MESSAGE_CLASSES", "ClassRegistry", "parse_allowed_classes"
 # LangChain's message classes (pydantic models), allowed by default: the
 # ``graphruntime[messages]`` extra stores them. Their content blocks and tool
 # calls are TypedDicts, i.e. plain dicts. Imported on demand, only from this list.
+STR_STAND_INS = frozenset({"langchain_core.messages.base:TextAccessor"})
+"""str subclasses that exist to be read as a str (LangChain's ``message.text``): stored as
+the plain str, as LangGraph's serializer stores them. Any other str subclass is refused
+(it would come back as a plain str without saying so)."""
+
 LANGCHAIN_MESSAGE_CLASSES = frozenset(
     f"langchain_core.messages.{module}:{name}{suffix}"
     for module, name in (

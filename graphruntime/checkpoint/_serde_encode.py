@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from graphruntime.checkpoint._serde_classes import ClassRegistry
+from graphruntime.checkpoint._serde_classes import STR_STAND_INS, ClassRegistry
 from graphruntime.checkpoint._serde_kinds import DATACLASS, ENUM, NAMEDTUPLE, PYDANTIC, Refusal
 from graphruntime.checkpoint._snapshot import DeltaSnapshot
 from graphruntime.types import Command, Interrupt, Overwrite, Send
@@ -167,6 +167,8 @@ class Encoder:
             if isinstance(obj, BaseException):
                 # As LangGraph: a task error read back from a checkpoint is its repr.
                 return repr(obj)
+            if isinstance(obj, str) and f"{t.__module__}:{t.__qualname__}" in STR_STAND_INS:
+                return str(obj)
             entry = self._admit(t)
         name, kind = entry
         if kind == PYDANTIC:

@@ -427,6 +427,23 @@ def test_values_that_could_not_be_read_back_are_refused(value: Any, path: str, r
     assert reason in message
 
 
+class _Label(str):
+    pass
+
+
+def test_langchains_message_text_is_stored_as_the_str_it_stands_for() -> None:
+    from langchain_core.messages import AIMessage
+
+    text = AIMessage(content="ship it").text
+    assert isinstance(text, str)
+    assert type(text) is not str  # langchain_core's TextAccessor
+    loaded = roundtrip({"answer": text})
+    assert loaded == {"answer": "ship it"}
+    assert type(loaded["answer"]) is str  # as LangGraph's serializer stores it
+    with pytest.raises(SerializationError, match="subclass of str"):
+        SERDE.dumps_typed({"answer": _Label("ship it")})  # any other str subclass
+
+
 def test_named_fixed_timezones_and_init_false_dataclasses_round_trip() -> None:
     cet = timezone(timedelta(hours=1), "CET")
     no_init = _NoInit()
