@@ -27,7 +27,7 @@ from graphruntime.checkpoint import ClusterSaver, check_round_trip
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointError
 from graphruntime.pregel import Pregel
-from graphruntime.types import Command, StateSnapshot
+from graphruntime.types import Command, Durability, StateSnapshot
 from workers import approvals
 from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunListener, RunWatch
 from workers._requests import check_text, thread_id_of
@@ -129,6 +129,20 @@ class RunHandle:
         return run.result
 
 
+def check_durability(durability: Any) -> None:
+    """The durability modes a run on the workers can honour: "sync" and "async" (each
+    step is saved before its tasks are sent); "exit" is refused, not ignored."""
+    if durability in (None, "sync", "async"):
+        return
+    if durability == "exit":
+        raise ValueError(
+            "durability='exit' saves only a run's last checkpoint; on the workers every step "
+            "is saved, since each may run on another worker. Use 'sync' or 'async' (the "
+            "same there), or run the graph in-process for 'exit'."
+        )
+    raise ValueError(f"durability must be 'sync', 'async' or 'exit', not {durability!r}")
+
+
 class GraphClient:
     """Submit runs, wait on them and read thread state, against Postgres and the broker."""
 
@@ -192,8 +206,14 @@ class GraphClient:
         note: str | None = None,
         route: str = "client",
         message: str | None = None,
+        context: Any = None,
+        durability: Durability | None = None,
     ) -> RunHandle:
         """Queue a run of ``graph`` on the config's thread; returns at once.
+
+        ``context`` is the run's ``Runtime.context`` (checked against the graph's
+        ``context_schema`` here). ``durability`` "sync" and "async" are what the workers
+        do anyway (every step is saved before its tasks go out); "exit" is refused.
 
         Nothing is read from the thread: a resume is checked against its pending
         interrupts when the run starts, after the thread's earlier runs, and a
@@ -216,6 +236,8 @@ class GraphClient:
             note=note,
             route=route,
             message=message,
+            context=context,
+            durability=durability,
         )
         run, created = self.store.create_run(new)
         thread_id = new.thread_id
@@ -289,9 +311,12 @@ class GraphClient:
         note: str | None = None,
         route: str = "client",
         message: str | None = None,
+        context: Any = None,
+        durability: Durability | None = None,
     ) -> NewRun:
         """A run to queue, checked: names, the payload's round trip through the serde."""
         thread_id = thread_id_of(config)
+        check_durability(durability)
         check_text("idempotency_key", idempotency_key, MAX_NAME)
         check_text("actor", actor, MAX_NAME)
         check_text("note", note, MAX_NOTE)
@@ -307,6 +332,9 @@ class GraphClient:
             "interrupt_before": interrupt_before,
             "interrupt_after": interrupt_after,
         }
+        if context is not None:
+            self.registry.get(graph).run_options({}, context=context)  # a bad one fails here
+            payload["context"] = context
         digest = self._check_payload(graph, payload)
         origin: dict[str, Any] = {"route": route}
         if actor is not None:

@@ -85,6 +85,7 @@ def run_loop(
             interrupt_before=payload.get("interrupt_before"),
             interrupt_after=payload.get("interrupt_after"),
             stop=run.stop,
+            context=payload.get("context"),
         ),
         saved=saved,
     )

@@ -15,7 +15,8 @@ from workers.errors import ConfigurationError, UnknownGraphError
 
 
 def graph_schema_classes(graph: Pregel) -> set[type]:
-    """The classes a graph's (and its subgraphs') state, input and output schemas name."""
+    """The classes a graph's (and its subgraphs') state, input, output and context schemas
+    name."""
     found: set[type] = set()
     seen: set[int] = set()
     stack: list[Pregel] = [graph]
@@ -26,6 +27,8 @@ def graph_schema_classes(graph: Pregel) -> set[type]:
         seen.add(id(current))
         if isinstance(current, CompiledStateGraph):
             found |= schema_classes(*current.builder.schemas)
+        if current.context_schema is not None:  # a run's context= travels to the workers
+            found |= schema_classes(current.context_schema)
         for node in current.nodes.values():
             stack.extend(sub for sub in node.subgraphs if isinstance(sub, Pregel))
     return found

@@ -170,8 +170,8 @@ def _unwrap(obj: Any) -> Any:
     return obj.local if isinstance(obj, RemoteGraph) else obj
 
 
-_PASSED = ("interrupt_before", "interrupt_after")
-_IGNORED = ("durability",)  # every distributed step is durable
+_PASSED = ("interrupt_before", "interrupt_after", "context", "durability")
+_IGNORED: tuple[str, ...] = ()
 
 
 def _run_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -71,8 +71,8 @@ _LOOP_ERROR_HANGS = (
 )
 KNOWN_DISTRIBUTED_BUGS: dict[str, str] = {
     "durability_exit": (
-        "durability='exit' is accepted by GraphClient but every step is saved (workers/): a "
-        "distributed run needs each step saved, so the client should refuse 'exit'"
+        "the workers save every step (each may run on another worker), so GraphClient "
+        "refuses durability='exit' with a ValueError instead of saving only the last"
     ),
     "bulk_update_state": (
         "GraphClient has no bulk_update_state (the remote runtime does not forward it): "
@@ -99,7 +99,6 @@ KNOWN_DISTRIBUTED_BUGS: dict[str, str] = {
         "RunControl is an in-process object: GraphClient cannot pass it, and the drained "
         "run's resume with no input fails on the coordinator with EmptyInputError"
     ),
-    "runtime_context": "GraphClient does not forward context= to the workers' runs",
     "store_injection": (
         "compile(store=InMemoryStore()) lives in the test process; the workers' graph has "
         "its own (or none), so nodes' writes never reach the caller's store"

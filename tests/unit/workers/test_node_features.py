@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import operator
 import uuid
+from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
+
+import pytest
 
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import NodeError
 from graphruntime.graph import START, StateGraph
 from graphruntime.pregel import Pregel
+from graphruntime.runtime import Runtime
+from graphruntime.types import Send
+from workers.store import RunQuery
 from workers.testing import InlineCluster
 
 
@@ -52,3 +58,46 @@ def test_an_error_handler_runs_as_a_job_after_the_failed_jobs_step() -> None:
     # the handler's job reads the failure as the failed job saved it (its text)
     assert handled.startswith("handled boom: ")
     assert "boom" in handled.removeprefix("handled boom: ")
+
+
+@dataclass
+class Ctx:
+    user: str
+    greeting: str = "hello"
+
+
+def _greeter() -> Pregel:
+    def fan(state: State) -> list[Send]:
+        return [Send("greet", {"n": n}) for n in range(2)]
+
+    def greet(arg: dict[str, Any], runtime: Runtime[Ctx]) -> dict[str, Any]:
+        return {"log": [f"{runtime.context.greeting} {runtime.context.user} {arg['n']}"]}
+
+    def first(state: State, runtime: Runtime[Ctx]) -> dict[str, Any]:
+        return {"log": [f"first {runtime.context.user}"]}
+
+    g = StateGraph(State, context_schema=Ctx)
+    g.add_node("first", first).add_node("greet", greet)
+    g.add_edge(START, "first").add_conditional_edges("first", fan)
+    return g.compile()
+
+
+def test_a_runs_context_reaches_its_inline_step_and_its_task_jobs() -> None:
+    cluster = InlineCluster({"g": _greeter()})
+    out = cluster.run("g", {"log": []}, _thread(), context={"user": "ann"})
+    assert out["log"] == ["first ann", "hello ann 0", "hello ann 1"]
+    out = cluster.run("g", {"log": []}, _thread(), context=Ctx(user="bob", greeting="yo"))
+    assert out["log"] == ["first bob", "yo bob 0", "yo bob 1"]
+
+
+def test_a_bad_context_or_durability_is_refused_before_anything_is_written() -> None:
+    cluster = InlineCluster({"g": _greeter()})
+    with pytest.raises(TypeError):
+        cluster.client.submit("g", {"log": []}, _thread(), context={"greeting": "no user"})
+    with pytest.raises(ValueError, match="durability='exit'"):
+        cluster.client.submit("g", {"log": []}, _thread(), durability="exit")
+    with pytest.raises(ValueError, match="durability must be"):
+        cluster.client.submit("g", {"log": []}, _thread(), durability="later")  # type: ignore[arg-type]
+    assert cluster.store.list_runs(RunQuery()) == []
+    out = cluster.run("g", {"log": []}, _thread(), context={"user": "cy"}, durability="sync")
+    assert out["log"][0] == "first cy"
