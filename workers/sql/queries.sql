@@ -130,14 +130,17 @@ WHERE t.thread_id = %(thread_id)s
 RETURNING thread_id;
 
 -- name: release_lease
--- Frees the lease (soft state: committed without waiting for the WAL flush). Followed,
--- in the same transaction, by next_run_of_thread: a statement of its own, so that its
--- snapshot is taken once the lease row is locked. A run whose job found the lease
--- taken was committed before that job looked, so before the lock: the next statement
--- sees it. A job that looks after the lock waits for this transaction, then leases.
+-- Frees the lease. Followed, in the same transaction, by next_run_of_thread: a statement
+-- of its own, so that its snapshot is taken once the lease row is locked. A run whose
+-- job found the lease taken was committed before that job looked, so before the lock:
+-- the next statement sees it. A job that looks after the lock waits for this
+-- transaction, then leases. Alone (no run ended) it is soft state: async_commit first.
 UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
-WHERE thread_id = %(thread_id)s AND lease_holder = %(worker)s
-  AND set_config('synchronous_commit', 'off', true) IS NOT NULL;
+WHERE thread_id = %(thread_id)s AND lease_holder = %(worker)s;
+
+-- name: async_commit
+-- This transaction commits without waiting for the WAL flush (soft state only).
+SET LOCAL synchronous_commit = off;
 
 -- name: next_run_of_thread
 -- The thread's oldest run still to finish, if any (queued while the lease was held:
@@ -468,50 +471,3 @@ SELECT
     (SELECT count(*) FROM graphruntime_workers
      WHERE heartbeat_at > now() - make_interval(secs => %(stale)s)
        AND worker NOT LIKE 'client:%%') AS workers;
-
--- name: finish_run_release
--- finish_run, and the thread's lease freed, in one statement; a row when this call
--- ended the run. Run with next_run_of_thread after it in one transaction (see
--- release_lease).
-WITH done AS (
-    UPDATE graphruntime_runs
-    SET status = %(status)s, result_type = %(result_type)s, result = %(result)s,
-        error = %(error)s, updated_at = now()
-    WHERE run_id = %(run_id)s AND status IN ('queued', 'running')
-    RETURNING run_id
-), released AS (
-    UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
-    WHERE thread_id = %(thread_id)s AND lease_holder = %(worker)s
-)
-SELECT pg_notify('graphruntime_runs', run_id::text) FROM done;
-
--- name: finish_run_inbox_release
--- finish_run_inbox, and the thread's lease freed, as finish_run_release.
-WITH done AS (
-    UPDATE graphruntime_runs
-    SET status = %(status)s, result_type = %(result_type)s, result = %(result)s,
-        error = %(error)s, updated_at = now()
-    WHERE run_id = %(run_id)s AND status IN ('queued', 'running')
-    RETURNING run_id, thread_id
-), cleared AS (
-    DELETE FROM graphruntime_interrupts i USING done
-    WHERE i.thread_id = done.thread_id AND NOT (i.interrupt_id = ANY(%(ids)s::text[]))
-), added AS (
-    INSERT INTO graphruntime_interrupts
-        (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
-         deadline, default_type, default_value)
-    SELECT done.thread_id, x.id, %(graph)s, done.run_id, %(checkpoint_id)s, x.node, x.ns,
-           x.value::jsonb, x.deadline, x.dtype, x.dvalue
-    FROM done, unnest(%(ids)s::text[], %(nodes)s::text[], %(nss)s::text[], %(values)s::text[],
-                      %(deadlines)s::timestamptz[], %(dtypes)s::text[], %(dvalues)s::bytea[])
-        AS x(id, node, ns, value, deadline, dtype, dvalue)
-    ON CONFLICT (thread_id, interrupt_id) DO UPDATE
-    SET run_id = EXCLUDED.run_id, checkpoint_id = EXCLUDED.checkpoint_id,
-        node = EXCLUDED.node, namespace = EXCLUDED.namespace, value = EXCLUDED.value,
-        deadline = EXCLUDED.deadline, default_type = EXCLUDED.default_type,
-        default_value = EXCLUDED.default_value
-), released AS (
-    UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
-    WHERE thread_id = %(thread_id)s AND lease_holder = %(worker)s
-)
-SELECT pg_notify('graphruntime_runs', run_id::text) FROM done;

@@ -194,18 +194,7 @@ class PostgresRunStore:
         error: Mapping[str, Any] | None = None,
         inbox: InboxUpdate | None = None,
     ) -> bool:
-        result_type, result_bytes = self._dump(result) if result is not None else (None, None)
-        params: dict[str, Any] = {
-            "run_id": run_id,
-            "status": status,
-            "result_type": result_type,
-            "result": result_bytes,
-            "error": json.dumps(dict(error)) if error is not None else None,
-        }
-        name = "finish_run"
-        if inbox is not None:
-            name = "finish_run_inbox"
-            params.update(_inbox_params(inbox))
+        name, params = self._finish(run_id, status, result, error, inbox)
         with self._conn("finish_run") as conn:
             cur = conn.execute(query(name), params)
             return bool(cur.rowcount > 0)
@@ -221,6 +210,19 @@ class PostgresRunStore:
         error: Mapping[str, Any] | None = None,
         inbox: InboxUpdate | None = None,
     ) -> Released:
+        name, params = self._finish(run_id, status, result, error, inbox)
+        params.update(thread_id=thread_id, worker=worker)
+        return self._release("finish_run", params, first=query(name))
+
+    def _finish(
+        self,
+        run_id: str,
+        status: RunStatus,
+        result: Any,
+        error: Mapping[str, Any] | None,
+        inbox: InboxUpdate | None,
+    ) -> tuple[str, dict[str, Any]]:
+        """The statement that ends a run (and sets its thread's inbox), and its parameters."""
         result_type, result_bytes = self._dump(result) if result is not None else (None, None)
         params: dict[str, Any] = {
             "run_id": run_id,
@@ -229,12 +231,9 @@ class PostgresRunStore:
             "result": result_bytes,
             "error": json.dumps(dict(error)) if error is not None else None,
         }
-        name = "finish_run_release"
-        if inbox is not None:
-            name = "finish_run_inbox_release"
-            params.update(_inbox_params(inbox))
-        params.update(thread_id=thread_id, worker=worker)
-        return self._release("finish_run", query(name), params)
+        if inbox is None:
+            return "finish_run", params
+        return "finish_run_inbox", {**params, **_inbox_params(inbox)}
 
     def create_runs(
         self, news: Sequence[NewRun]
@@ -384,23 +383,23 @@ class PostgresRunStore:
 
     def release_thread(self, thread_id: str, worker: str) -> str | None:
         params = {"thread_id": thread_id, "worker": worker}
-        return self._release("release_thread", query("release_lease"), params).following
+        return self._release("release_thread", params, first=query("async_commit")).following
 
-    def _release(
-        self, operation: str, statement: LiteralString, params: dict[str, Any]
-    ) -> Released:
-        """``statement`` (which frees the lease), then next_run_of_thread, in one
-        transaction and one round trip (see release_lease in queries.sql)."""
+    def _release(self, operation: str, params: dict[str, Any], *, first: LiteralString) -> Released:
+        """``first`` (a run's end, or async_commit for a lease alone), then release_lease
+        and next_run_of_thread, in one transaction and one round trip (see release_lease
+        in queries.sql)."""
         with (
             self._conn(operation) as conn,
-            conn.cursor() as first,
+            conn.cursor() as head,
             conn.cursor() as following,
         ):
             with conn.pipeline(), conn.transaction():
-                first.execute(statement, params)
+                head.execute(first, params)
+                conn.execute(query("release_lease"), params)
                 following.execute(query("next_run_of_thread"), params)
             row = following.fetchone()
-            finished = first.rowcount > 0
+            finished = head.rowcount > 0
         return Released(finished, None if row is None else str(row["run_id"]))
 
     def claim_run(self, run_id: str, worker: str, stale: float) -> Claim:
