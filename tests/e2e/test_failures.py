@@ -4,23 +4,18 @@ says which node of which run, and the Celery job is named after the node and fai
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.e2e.graphrun_process import graphrun
 from workers.client import GraphClient
 from workers.errors import RemoteTraceback
 from workers.local_cluster import LocalCluster
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _logged(cluster: LocalCluster, *needles: str, timeout: float = 30.0) -> str:
@@ -70,18 +65,8 @@ def test_flower_sees_a_production_workers_job_by_its_node_and_as_failed(
         **cluster.env,
         "GRAPHRUNTIME_COORDINATOR_QUEUE": queues["coordinator_queue"],
         "GRAPHRUNTIME_TASK_QUEUE": queues["task_queue"],
-        "PYTHONPATH": str(ROOT),
     }
     env.pop("GRAPHRUNTIME_METRICS_PORT", None)
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli", "worker", "--hostname", node, "--concurrency", "1"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
     client = GraphClient.from_env(cluster.settings().model_copy(update=queues))
     seen: list[dict[str, Any]] = []
     receivers: list[Any] = []
@@ -98,47 +83,39 @@ def test_flower_sees_a_production_workers_job_by_its_node_and_as_failed(
             receiver.capture(limit=None, timeout=None, wakeup=True)
 
     listener = threading.Thread(target=listen, daemon=True)
+    args = ("worker", "--hostname", node, "--concurrency", "1")
     try:
-        assert worker.stdout is not None
-        give_up = time.monotonic() + 90
-        while time.monotonic() < give_up and " ready." not in (
-            worker.stdout.readline() or " ready."
-        ):
-            pass
-        listener.start()
-        assert ready.wait(30)
-        app.control.enable_events(destination=[node])
-        time.sleep(1)  # the worker starts sending task events
-        handle = client.submit("failing", {"steps": []}, thread)
-        with pytest.raises(ValueError, match="node failed on purpose"):
-            handle.wait(timeout=60)
+        with graphrun(*args, env=env) as worker:
+            worker.read_until(" ready.")
+            listener.start()
+            assert ready.wait(30)
+            app.control.enable_events(destination=[node])
+            time.sleep(1)  # the worker starts sending task events
+            handle = client.submit("failing", {"steps": []}, thread)
+            with pytest.raises(ValueError, match="node failed on purpose"):
+                handle.wait(timeout=60)
 
-        def failed_boom() -> dict[str, Any] | None:
-            names = {e["uuid"]: e["name"] for e in seen if e["type"] == "task-received"}
-            return next(
-                (
-                    e
-                    for e in seen
-                    if e["type"] == "task-failed" and names.get(e["uuid"]) == "failing:boom"
-                ),
-                None,
-            )
+            def failed_boom() -> dict[str, Any] | None:
+                names = {e["uuid"]: e["name"] for e in seen if e["type"] == "task-received"}
+                return next(
+                    (
+                        e
+                        for e in seen
+                        if e["type"] == "task-failed" and names.get(e["uuid"]) == "failing:boom"
+                    ),
+                    None,
+                )
 
-        give_up = time.monotonic() + 30
-        while failed_boom() is None and time.monotonic() < give_up:
-            time.sleep(0.2)
-        failure = failed_boom()
-        assert failure is not None, [e["type"] for e in seen][-30:]
-        assert failure["hostname"] == node
-        assert "NodeFailedError" in failure["exception"]
+            give_up = time.monotonic() + 30
+            while failed_boom() is None and time.monotonic() < give_up:
+                time.sleep(0.2)
+            failure = failed_boom()
+            assert failure is not None, [e["type"] for e in seen][-30:]
+            assert failure["hostname"] == node
+            assert "NodeFailedError" in failure["exception"]
+            assert worker.stop() == 0
     finally:
         for receiver in receivers:
             receiver.should_stop = True
         client.close()
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait(timeout=10)
         listener.join(timeout=10)

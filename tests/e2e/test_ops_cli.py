@@ -7,13 +7,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from tests.e2e.fault_graphs import redis_for, resume_message
+from tests.e2e.graphrun_process import graphrun
 from tests.e2e.test_cli import _graphrun
 from workers.client import GraphClient
 from workers.embedded import _alive
@@ -105,35 +105,15 @@ def test_graphrun_dev_runs_a_cluster_until_interrupted(tmp_path: Path) -> None:
     env.update(
         GRAPHRUNTIME_DATA_DIR=str(tmp_path / "data"),
         GRAPHRUNTIME_GRAPHS="chain=tests.e2e.graphs:chain_graph",
-        PYTHONPATH=str(ROOT),
         COLUMNS="300",
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "workers.cli", "dev", "--workers", "1", "--json"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    lines: list[str] = []
-    try:
-        assert proc.stdout is not None
-        give_up = time.monotonic() + 120
-        while time.monotonic() < give_up:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "Ctrl-C stops" in line:
-                break
-        banner = "".join(lines)
-        assert "Ctrl-C stops" in banner, banner[-3000:]
+    with graphrun("dev", "--workers", "1", "--json", env=env) as dev:
+        dev.read_until("Ctrl-C stops", timeout=120)
+        banner = "".join(dev.lines)
         sock = tmp_path / "data" / "redis" / "redis.sock"
         assert f"redis-cli -s {sock} LPUSH graphruntime:resume" in banner
         pids = [int(p) for p in banner.split("(pids ", 1)[1].split(")", 1)[0].split(", ")]
-        (settings_line,) = [json.loads(line) for line in lines if line.startswith("{")]
+        (settings_line,) = [json.loads(line) for line in dev.lines if line.startswith("{")]
         assert settings_line["worker_pids"] == pids
         assert settings_line["REDIS_URL"] == f"redis+socket://{sock}"
         # a client in "another shell" reaches it with the printed settings
@@ -155,15 +135,10 @@ def test_graphrun_dev_runs_a_cluster_until_interrupted(tmp_path: Path) -> None:
             assert out["steps"]
         finally:
             client.close()
-        os.kill(proc.pid, signal.SIGINT)
-        assert proc.wait(timeout=60) == 0
+        assert dev.stop(signal.SIGINT) == 0
         for pid in pids:
             _until(lambda pid=pid: not _pid_alive(pid), timeout=30)
         _until(lambda: not _alive(sock), timeout=30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -178,43 +153,11 @@ def test_graphrun_worker_takes_a_node_name_and_a_role(
     cluster: LocalCluster, client: GraphClient, thread: Any
 ) -> None:
     name = f"probe{uuid.uuid4().hex[:6]}"
-    env = {**os.environ, **cluster.env, "COLUMNS": "300", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, **cluster.env, "COLUMNS": "300"}
     env.pop("GRAPHRUNTIME_METRICS_PORT", None)  # the cluster's workers hold its ports
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "workers.cli",
-            "worker",
-            "--role",
-            "coordinator",
-            "--hostname",
-            f"{name}@%h",
-            "--concurrency",
-            "1",
-            "--json",
-        ],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    lines: list[str] = []
-    try:
-        assert proc.stdout is not None
-        give_up = time.monotonic() + 90
-        while time.monotonic() < give_up:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if " ready." in line:
-                break
-        log = "".join(lines)
-        assert " ready." in log, log[-3000:]
-        ready = json.loads(lines[-1])  # --json: Celery's own lines are JSON too
+    args = ("worker", "--role", "coordinator", "--hostname", f"{name}@%h", "--concurrency", "1")
+    with graphrun(*args, "--json", env=env) as worker:
+        ready = json.loads(worker.read_until(" ready."))  # --json: Celery's lines too
         assert ready["event"].startswith(f"{name}@"), ready
         # the node answers by its name, and consumes only the coordinator queue
         from workers.app import CeleryBroker
@@ -229,9 +172,4 @@ def test_graphrun_worker_takes_a_node_name_and_a_role(
         queues = {q["name"] for qs in replies.values() for q in qs}
         assert queues == {cluster.env["GRAPHRUNTIME_COORDINATOR_QUEUE"]}, replies
         assert client.invoke("chain", {"steps": []}, thread, timeout=60)["steps"]
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        assert worker.stop() == 0
