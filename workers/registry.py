@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -11,7 +12,10 @@ from graphruntime.errors import SerializationError
 from graphruntime.graph import StateGraph
 from graphruntime.graph.state import CompiledStateGraph
 from graphruntime.pregel import Pregel
+from graphruntime.store.base import BaseStore
 from workers.errors import ConfigurationError, UnknownGraphError
+
+log = logging.getLogger(__name__)
 
 
 def graph_schema_classes(graph: Pregel) -> set[type]:
@@ -42,6 +46,8 @@ class GraphRegistry:
     _loaded: dict[str, Pregel] = field(default_factory=dict)
     serde: JsonSerializer | None = None
     """A strict serializer that learns each loaded graph's schema classes."""
+    node_store: BaseStore | None = None
+    """The store every worker shares: given to each graph compiled with a store."""
 
     @classmethod
     def parse(cls, spec: str) -> GraphRegistry:
@@ -73,6 +79,24 @@ class GraphRegistry:
         self.serde = serde
         for name, graph in self._loaded.items():
             self._allow_schemas(name, graph)
+
+    def use_store(self, store: BaseStore) -> None:
+        """Give ``store`` to every graph compiled with a store, now and later: a store
+        compiled in (``InMemoryStore``) would live in one worker process only."""
+        self.node_store = store
+        for name, graph in list(self._loaded.items()):
+            self._loaded[name] = self._with_store(name, graph)
+
+    def _with_store(self, name: str, graph: Pregel) -> Pregel:
+        if self.node_store is None or graph.store is None or graph.store is self.node_store:
+            return graph
+        log.info(
+            "graph %s: its nodes get the workers' %s instead of the %s it was compiled with",
+            name,
+            type(self.node_store).__name__,
+            type(graph.store).__name__,
+        )
+        return graph.with_store(self.node_store)
 
     def names(self) -> list[str]:
         return sorted(self.specs)
@@ -106,8 +130,9 @@ class GraphRegistry:
                 "be a compiled graph or a StateGraph builder."
             )
         self._allow_schemas(name, obj)
-        self._loaded[name] = obj
-        return obj
+        graph = self._with_store(name, obj)
+        self._loaded[name] = graph
+        return graph
 
     def _allow_schemas(self, name: str, graph: Pregel) -> None:
         if self.serde is None:

@@ -50,8 +50,9 @@ def worker_serde(settings: Settings) -> JsonSerializer:
 
 
 def connect(settings: Settings, *, broker: Broker | None = None) -> WorkerContext:
-    """Everything a worker or client needs; the broker defaults to Celery's."""
-    from checkpoint_pg import PostgresSaver
+    """Everything a worker or client needs; the broker defaults to Celery's. Graphs
+    compiled with a store get the Postgres store every worker shares."""
+    from checkpoint_pg import PostgresSaver, PostgresStore
 
     serde = worker_serde(settings)
     registry = GraphRegistry.parse(settings.graphs)
@@ -65,6 +66,7 @@ def connect(settings: Settings, *, broker: Broker | None = None) -> WorkerContex
         max_size=settings.pool_max_size,
         prepare=settings.prepared_statements,
     )
+    registry.use_store(PostgresStore(pool))
     return WorkerContext(
         settings=settings,
         registry=registry,

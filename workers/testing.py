@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from graphruntime.checkpoint import ClusterSaver, InMemorySaver, JsonSerializer
+from graphruntime.store.memory import InMemoryStore
 from workers.client import GraphClient
 from workers.context import WorkerContext
 from workers.dispatch import QueueDepths
@@ -117,6 +118,9 @@ class InlineCluster:
         self.broker = InlineBroker()
         self.registry = GraphRegistry.of(graphs)
         self.registry.use_serde(self.serde)
+        self.node_store = InMemoryStore()
+        """The store the cluster's workers share (as they share Postgres')."""
+        self.registry.use_store(self.node_store)
         self.workers = [self.context(f"worker-{i}") for i in range(workers)]
         for ctx in self.workers:
             self.store.heartbeat(ctx.worker_name, "inline", 0)

@@ -396,6 +396,12 @@ class Pregel(PregelSchemas):
         clone.checkpointer = checkpointer
         return clone
 
+    def with_store(self, store: BaseStore | None) -> Pregel:
+        """A copy of this graph whose nodes get ``store`` (nodes are shared)."""
+        clone = copy.copy(self)
+        clone.store = store
+        return clone
+
     def _shaper(self, version: str, subgraphs: bool) -> Callable[[StreamChunk, bool], Any]:
         """How ``stream`` shows a chunk: v1 tuples, or v2 stream parts."""
         if version == "v2":

@@ -14,6 +14,8 @@ from typing import Annotated, Any, TypedDict
 
 from graphruntime.config import RunnableConfig
 from graphruntime.graph import END, START, StateGraph
+from graphruntime.store.base import BaseStore
+from graphruntime.store.memory import InMemoryStore
 from graphruntime.types import Command, RetryPolicy, Send, interrupt
 
 
@@ -186,6 +188,30 @@ slow_fan.add_conditional_edges("plan", fan_out)
 slow_fan.add_edge("work", "join")
 slow_fan_graph = slow_fan.compile()
 
+
+def remember(arg: dict[str, Any], store: BaseStore, config: RunnableConfig) -> dict[str, Any]:
+    """A task job writes to the store the workers share; the join reads every entry."""
+    thread_id = config["configurable"]["thread_id"]
+    store.put(("memo", thread_id), f"w{arg['i']}", {"i": arg["i"], "pid": os.getpid()})
+    return {"pids": [os.getpid()]}
+
+
+def recall(state: FanState, store: BaseStore, config: RunnableConfig) -> dict[str, Any]:
+    thread_id = config["configurable"]["thread_id"]
+    found = sorted(item.key for item in store.search(("memo", thread_id), limit=100))
+    return {"items": found}
+
+
+memo = StateGraph(FanState)
+memo.add_node("plan", plan)
+memo.add_node("remember", remember)
+memo.add_node("recall", recall)
+memo.add_edge(START, "plan")
+memo.add_conditional_edges("plan", lambda s: [Send("remember", {"i": i}) for i in range(s["n"])])
+memo.add_edge("remember", "recall")
+# compiled with an in-memory store: the workers give its nodes their shared Postgres one
+memo_graph = memo.compile(store=InMemoryStore())
+
 GRAPHS = ",".join(
     [
         "ticket=tests.e2e.graphs:ticket_graph",
@@ -195,5 +221,6 @@ GRAPHS = ",".join(
         "failing=tests.e2e.graphs:failing_graph",
         "flaky=tests.e2e.graphs:flaky_graph",
         "pair=tests.e2e.graphs:pair_graph",
+        "memo=tests.e2e.graphs:memo_graph",
     ]
 )

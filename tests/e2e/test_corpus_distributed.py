@@ -100,8 +100,9 @@ KNOWN_DISTRIBUTED_BUGS: dict[str, str] = {
         "run's resume with no input fails on the coordinator with EmptyInputError"
     ),
     "store_injection": (
-        "compile(store=InMemoryStore()) lives in the test process; the workers' graph has "
-        "its own (or none), so nodes' writes never reach the caller's store"
+        "the scenario reads the InMemoryStore it compiled in, in the test process; on the "
+        "workers its nodes get the Postgres store every worker shares instead "
+        "(tests/e2e/test_store.py checks that store)"
     ),
     "stream_tasks_checkpoints_debug": (
         "the coordinator puts run_id in the run config's metadata, so the tasks/debug "

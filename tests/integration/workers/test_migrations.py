@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 import checkpoint_pg
 from checkpoint_pg import CheckpointStoreError, SchemaVersionError
 from checkpoint_pg.schema import CHECKPOINT_MIGRATIONS, Migrations
+from checkpoint_pg.store import STORE_MIGRATIONS
 from workers._sql import MIGRATIONS
 from workers.cli import app
 from workers.store import PostgresRunStore, make_pool
@@ -335,4 +336,5 @@ def test_cli_db_migrate_migrates_both_and_prints_both_versions(fresh_db: str) ->
     assert json.loads(as_json.stdout) == {
         "checkpoint_pg": checkpoint_pg.latest_version(),
         "workers": MIGRATIONS.latest_version(),
+        "store": STORE_MIGRATIONS.latest_version(),
     }

@@ -14,6 +14,8 @@ from graphruntime.errors import NodeError
 from graphruntime.graph import START, StateGraph
 from graphruntime.pregel import Pregel
 from graphruntime.runtime import Runtime
+from graphruntime.store.base import BaseStore
+from graphruntime.store.memory import InMemoryStore
 from graphruntime.types import Send
 from workers.store import RunQuery
 from workers.testing import InlineCluster
@@ -101,3 +103,34 @@ def test_a_bad_context_or_durability_is_refused_before_anything_is_written() -> 
     assert cluster.store.list_runs(RunQuery()) == []
     out = cluster.run("g", {"log": []}, _thread(), context={"user": "cy"}, durability="sync")
     assert out["log"][0] == "first cy"
+
+
+def _memo(store: BaseStore) -> Pregel:
+    def remember(arg: dict[str, Any], store: BaseStore) -> dict[str, Any]:
+        store.put(("memo",), f"k{arg['n']}", {"n": arg["n"]})
+        return {"log": [f"put {arg['n']}"]}
+
+    def recall(state: State, runtime: Runtime[Any]) -> dict[str, Any]:
+        assert runtime.store is not None
+        return {"log": [",".join(sorted(i.key for i in runtime.store.search(("memo",))))]}
+
+    g = StateGraph(State).add_node("remember", remember).add_node("recall", recall)
+    g.add_conditional_edges(START, lambda s: [Send("remember", {"n": n}) for n in range(3)])
+    g.add_edge("remember", "recall")
+    return g.compile(store=store)
+
+
+def test_a_graph_compiled_with_a_store_gets_the_one_the_workers_share() -> None:
+    own = InMemoryStore()
+    bare = (
+        StateGraph(State)
+        .add_node("probe", lambda s, runtime: {"log": [f"store {runtime.store}"]})
+        .add_edge(START, "probe")
+        .compile()
+    )
+    cluster = InlineCluster({"memo": _memo(own), "bare": bare})
+    out = cluster.run("memo", {"log": []}, _thread())
+    assert out["log"][-1] == "k0,k1,k2"  # task jobs' writes, read by the next step
+    assert sorted(i.key for i in cluster.node_store.search(("memo",))) == ["k0", "k1", "k2"]
+    assert own.search(("memo",)) == []  # one worker process's store: not used
+    assert cluster.run("bare", {"log": []}, _thread())["log"] == ["store None"]
