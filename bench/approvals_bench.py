@@ -294,7 +294,8 @@ def section(figures: Figures, meta: dict[str, str]) -> str:
     lines.append(
         f"`{meta['command']}` on {meta['machine']}; {meta['date']}, {meta['revision']}; "
         f"load {meta['load_start']} at start. {meta['versions']}. Both sides use the same "
-        "embedded Postgres server (one database each); Redis is private to the run."
+        "embedded Postgres server (one database each); Redis is private to the run. "
+        f"graphruntime: 2 workers of {meta['concurrency']} pool processes each."
     )
     lines.append("")
     lines.append("| figure | graphruntime | LangGraph + PostgresSaver | ratio | target | met |")
@@ -366,6 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "load_start": loadavg(),
         "revision": git_revision("workers", "graphruntime", "checkpoint_pg"),
         "machine": f"{m['nproc']} cores ({m['CPU']}), {m['RAM']}, {m['Python']}",
+        "concurrency": str(args.concurrency),
     }
     server = embedded_url()
     meta["versions"] = versions(server)
