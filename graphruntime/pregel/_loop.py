@@ -980,6 +980,14 @@ class PregelLoop(LoopCalls):
             has_state=self._has_state(),
             pending=self.pending_interrupts(),
             edited_while_paused=self._edited_while_paused(),
+            has_next=self._has_next(),
+        )
+
+    def _has_next(self) -> bool:
+        return self._has_state() and bool(
+            prepare_next_tasks(
+                self.checkpoint, self.channels, self._step_context(), for_execution=False
+            )
         )
 
     def _edited_while_paused(self) -> bool:

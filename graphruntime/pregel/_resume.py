@@ -64,11 +64,14 @@ def validate_resume(
     has_state: bool,
     pending: Mapping[str, Interrupt],
     edited_while_paused: bool,
+    has_next: bool = False,
 ) -> None:
     """Raise :class:`InvalidResumeError` unless ``resume`` answers the pending interrupts.
 
     ``edited_while_paused``: ``update_state()`` re-scheduled the interrupted node under a
     new task id; a plain value then reaches its ``interrupt()`` when it runs again.
+    ``has_next``: the thread stopped with tasks still to run (a static breakpoint); a
+    plain value then continues it, as LangGraph's ``Command(resume=...)`` does there.
     """
     resume_map = is_resume_map(resume)
     if not has_state:
@@ -82,6 +85,8 @@ def validate_resume(
                 f"Thread {thread!r} was edited with update_state() while paused, so its "
                 "old interrupt ids no longer apply; resume with Command(resume=value)."
             )
+        return
+    if not pending and has_next and not resume_map:
         return
     if not pending:
         raise InvalidResumeError(

@@ -262,6 +262,7 @@ class Pregel(PregelSchemas):
         cfg = ensure_config(merge_configs(self.config, config) if self.config else config)
         validate_keys(output_keys, self.channel_specs)
         conf = cfg[CONF]
+        _address_as_metadata(cfg)
         durability = _durability(durability, kwargs or {}, conf)
         if durability is not None:
             conf[CONFIG_KEY_DURABILITY] = durability  # its subgraphs run the same way
@@ -389,6 +390,10 @@ class Pregel(PregelSchemas):
         clone = copy.copy(self)
         clone.config = merge_configs(self.config, config, cast(RunnableConfig, kwargs))
         return clone
+
+    def map(self) -> _Each:
+        """A runnable that runs this graph on each item of a list (``batch``), in order."""
+        return _Each(self)
 
     def with_checkpointer(self, checkpointer: Checkpointer) -> Pregel:
         """A copy of this graph that saves with ``checkpointer`` (nodes are shared)."""
@@ -845,6 +850,28 @@ def stable_ns(ns: str) -> str:
     return NS_SEP.join(part.split(NS_END)[0] for part in ns.split(NS_SEP))
 
 
+# configurable keys a run shows as metadata to its nodes (and so on the ``messages``
+# stream), as LangGraph does; the caller's own metadata of the same name wins
+_AS_METADATA = (
+    "thread_id",
+    "checkpoint_id",
+    "checkpoint_ns",
+    "task_id",
+    "run_id",
+    "assistant_id",
+    "graph_id",
+)
+
+
+def _address_as_metadata(cfg: RunnableConfig) -> None:
+    conf = cfg.get(CONF) or {}
+    metadata = cfg.setdefault("metadata", {})
+    for key in _AS_METADATA:
+        value = conf.get(key)
+        if value and key not in metadata:
+            metadata[key] = value
+
+
 def _durability(
     durability: Durability | None, kwargs: Mapping[str, Any], conf: Mapping[str, Any]
 ) -> Durability | None:
@@ -852,6 +879,12 @@ def _durability(
     parent run's (a subgraph saves the way its parent does)."""
     during = kwargs.get("checkpoint_during")
     if during is not None:
+        warnings.warn(
+            "`checkpoint_during` is deprecated and will be removed. "
+            "Please use `durability` instead.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=4,
+        )
         if durability is not None:
             raise ValueError(
                 "Cannot use both `checkpoint_during` and `durability` parameters. "
@@ -864,6 +897,26 @@ def _durability(
     if durability not in _DURABILITIES:
         raise ValueError(f"durability must be one of {_DURABILITIES}, got {durability!r}")
     return durability
+
+
+class _Each:
+    """``graph.map()``: runs ``graph`` on every item of its input list.
+
+    Invoked like a runnable (``invoke``/``ainvoke``), so a node running it passes its
+    config on, as to any step.
+    """
+
+    def __init__(self, graph: Pregel) -> None:
+        self.graph = graph
+        self.name = f"RunnableEach<{graph.name}>"
+
+    def invoke(self, inputs: Sequence[Any], config: RunnableConfig | None = None) -> list[Any]:
+        return self.graph.batch(list(inputs), config)
+
+    async def ainvoke(
+        self, inputs: Sequence[Any], config: RunnableConfig | None = None
+    ) -> list[Any]:
+        return await self.graph.abatch(list(inputs), config)
 
 
 def _configs(
