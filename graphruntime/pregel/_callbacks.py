@@ -151,6 +151,11 @@ def astream_events(
     )
 
 
+def astream_log(graph: Any, input: Any, config: RunnableConfig | None, **kwargs: Any) -> Any:
+    """LangChain's ``astream_log`` (run log patches) over the graph's ``astream``."""
+    return _require_langchain("astream_log()").astream_log(graph, input, config, **kwargs)
+
+
 def as_runnable(graph: Any) -> Any:
     """The graph as a LangChain ``Runnable`` (to compose it with ``|``)."""
     return _require_langchain("composing a graph with |").as_runnable(graph)

@@ -90,6 +90,7 @@ class LoopCalls:
         def _reattach_finished(self, tasks: Collection[PreparedTask]) -> list[PreparedTask]: ...
         def plan_task(self, path: Sequence[Any]) -> PreparedTask | None: ...
         def task_config(self, task: PreparedTask) -> RunnableConfig: ...
+        def _emit_tasks(self, tasks: Collection[PreparedTask]) -> None: ...
 
     def call_callback(self, caller: PreparedTask, scratchpad: Scratchpad) -> Callable[..., Any]:
         """The ``call`` a task's config carries, bound to that task."""
@@ -114,6 +115,12 @@ class LoopCalls:
     def call(self, caller: PreparedTask, index: int, call: Call) -> Any:
         """The future of ``caller``'s ``index``-th call: its saved result, or a run of it."""
         task = self.accept_call(caller, index, call)
+        with self._lock:
+            running = self._call_futures.get(task.id)
+        if running is None:
+            # each call made is shown as a task of the step, a finished one too (its
+            # result is not shown again), as LangGraph does
+            self._emit_tasks([task])
         with self._lock:
             if task.writes:
                 value, error = call_outcome(task)

@@ -484,6 +484,16 @@ def as_runnable(graph: Any) -> Runnable[Any, Any]:
     return _GraphRunnable(graph)
 
 
+def astream_log(
+    graph: Any, input: Any, config: RunnableConfig | None, **kwargs: Any
+) -> AsyncIterator[Any]:
+    """LangChain's ``Runnable.astream_log`` (run log patches) over the graph's ``astream``."""
+    patches: AsyncIterator[Any] = _GraphRunnable(graph).astream_log(
+        input, cast(Any, config), **kwargs
+    )
+    return patches
+
+
 def astream_events(
     graph: Any, input: Any, config: RunnableConfig | None, *, version: str, **kwargs: Any
 ) -> AsyncIterator[Any]:

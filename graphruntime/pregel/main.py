@@ -42,6 +42,7 @@ from graphruntime.pregel._builder import NodeBuilder, with_name
 from graphruntime.pregel._cache import namespace
 from graphruntime.pregel._callbacks import RunHooks, as_runnable, run_hooks
 from graphruntime.pregel._callbacks import astream_events as lc_astream_events
+from graphruntime.pregel._callbacks import astream_log as lc_astream_log
 from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive, drive
 from graphruntime.pregel._loop import ALOAD, LOAD, PregelLoop, RunOptions
 from graphruntime.pregel._node import NodeSpec
@@ -92,6 +93,8 @@ class Pregel(PregelSchemas):
 
     _output_mapper: Callable[[Any], Any] | None = None
     """Turns a ``values`` dict into the output schema (v2 streams); set by StateGraph."""
+    _state_mapper: Callable[[Any], Any] | None = None
+    """Turns a checkpoint's values into the state schema (v2 streams); set by StateGraph."""
 
     config: RunnableConfig | None = None
     """Config every run of this graph starts from (see :meth:`with_config`)."""
@@ -404,8 +407,8 @@ class Pregel(PregelSchemas):
     def _shaper(self, version: str, subgraphs: bool) -> Callable[[StreamChunk, bool], Any]:
         """How ``stream`` shows a chunk: v1 tuples, or v2 stream parts."""
         if version == "v2":
-            mapper = self._output_mapper
-            return lambda chunk, single: stream_part(chunk, mapper)
+            mapper, state_mapper = self._output_mapper, self._state_mapper
+            return lambda chunk, single: stream_part(chunk, mapper, state_mapper)
         if version != "v1":
             raise ValueError(f"Unknown stream version {version!r}: use 'v1' or 'v2'")
         if subgraphs:
@@ -736,6 +739,14 @@ class Pregel(PregelSchemas):
         if transformers is not None:
             raise TypeError("transformers= is only for astream_events(version='v3')")
         return lc_astream_events(self, input, config, version=version, **kwargs)
+
+    def astream_log(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """LangChain's run log stream (``RunLogPatch`` chunks; needs langchain-core).
+
+        Its filters (``include_names`` ...), ``diff`` and ``with_streamed_output_list``
+        are LangChain's; other keywords go to :meth:`astream`.
+        """
+        return lc_astream_log(self, input, config, **kwargs)
 
     def __or__(self, other: Any) -> Any:
         """``graph | runnable``: a LangChain RunnableSequence (needs langchain-core)."""
