@@ -36,6 +36,7 @@ from graphruntime.pregel._call import (
     in_async_task,
     task_node,
 )
+from graphruntime.pregel._handlers import match_cached
 from graphruntime.pregel._retry import arun_task, run_task, run_task_attempt
 from graphruntime.pregel._stream import StreamSink
 from graphruntime.types import RetryPolicy
@@ -84,6 +85,7 @@ class LoopCalls:
     calls: CallExecutor | None
     _lock: threading.RLock
     _call_futures: dict[str, Any]
+    graph: Any  # the loop's Pregel (its cache)
 
     if TYPE_CHECKING:
 
@@ -151,6 +153,9 @@ class LoopCalls:
             self.tasks[task.id] = task
             if not self.replaying:
                 self._reattach_finished([task])
+        if not task.writes and task.node.cache_policy is not None and self.graph.cache is not None:
+            # a cached call takes its cached result instead of running (saved as its writes)
+            match_cached(self, [task])  # type: ignore[arg-type]
         return task
 
     def plan_call(self, path: Sequence[Any]) -> PreparedTask | None:
