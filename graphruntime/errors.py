@@ -13,7 +13,8 @@ callers can catch "anything graphruntime raised" in one clause::
     ├── InvalidUpdateError            a write a channel cannot take
     ├── EmptyInputError               a run with nothing to do
     ├── InvalidResumeError            a resume that matches no pending interrupt (also a ValueError)
-    │   └── AmbiguousResumeError      a plain resume, several interrupts pending (a RuntimeError)
+    │   └── UnknownInterruptError     ... naming its reason and the pending ids (LangGraph's)
+    │       └── AmbiguousResumeError  a plain resume, several interrupts pending (a RuntimeError)
     ├── GraphValidationError          a graph that cannot compile (also a ValueError)
     ├── EmptyChannelError             reading a channel that has no value
     ├── NodeTimeoutError              a node attempt ran past its TimeoutPolicy
@@ -62,6 +63,7 @@ __all__ = (
     "NodeTimeoutError",
     "ParentCommand",
     "SerializationError",
+    "UnknownInterruptError",
     "create_error_message",
     "is_invalid_resume",
 )
@@ -151,12 +153,59 @@ class InvalidResumeError(GraphRuntimeError, ValueError):
     """A resume command matches no pending interrupt; nothing was changed."""
 
 
-class AmbiguousResumeError(InvalidResumeError, RuntimeError):
+class UnknownInterruptError(InvalidResumeError):
+    """A resume that does not match the pending interrupts (LangGraph's strict resume error).
+
+    ``reason``: ``"not_pending"`` (the map names interrupts that are not pending, listed
+    in ``interrupt_ids``), ``"empty_map"``, or ``"ambiguous"`` (one value while several
+    are pending). ``pending_ids``: the interrupts still waiting, sorted; nothing was
+    written, so they can still be answered. graphruntime always resumes strictly.
+    """
+
+    reason: Literal["not_pending", "empty_map", "ambiguous"]
+    interrupt_ids: tuple[str, ...]
+    pending_ids: tuple[str, ...]
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: Literal["not_pending", "empty_map", "ambiguous"] = "not_pending",
+        interrupt_ids: Sequence[str] = (),
+        pending_ids: Sequence[str] = (),
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.interrupt_ids = tuple(interrupt_ids)
+        self.pending_ids = tuple(pending_ids)
+
+    def __reduce__(self) -> Any:
+        # keyword-only fields: rebuilt by name (errors cross process boundaries pickled)
+        return (
+            _rebuild_unknown_interrupt,
+            (type(self), str(self), self.reason, self.interrupt_ids, self.pending_ids),
+        )
+
+
+def _rebuild_unknown_interrupt(
+    cls: type[UnknownInterruptError],
+    message: str,
+    reason: Literal["not_pending", "empty_map", "ambiguous"],
+    interrupt_ids: tuple[str, ...],
+    pending_ids: tuple[str, ...],
+) -> UnknownInterruptError:
+    return cls(message, reason=reason, interrupt_ids=interrupt_ids, pending_ids=pending_ids)
+
+
+class AmbiguousResumeError(UnknownInterruptError, RuntimeError):
     """A plain ``Command(resume=value)`` while several interrupts are pending.
 
     Name each one: ``Command(resume={interrupt_id: value, ...})``. LangGraph raises a
-    ``RuntimeError`` here; this is one too.
+    ``RuntimeError`` here (an ``UnknownInterruptError`` in strict mode); this is both.
     """
+
+    def __init__(self, message: str, *, pending_ids: Sequence[str] = (), **_rebuilt: Any) -> None:
+        super().__init__(message, reason="ambiguous", pending_ids=pending_ids)
 
 
 class GraphValidationError(GraphRuntimeError, ValueError):

@@ -15,6 +15,7 @@ from typing_extensions import TypeAliasType, TypedDict
 from graphruntime._internal._config import RunnableConfig, StreamWriter
 from graphruntime._internal._fields import update_as_tuples
 from graphruntime._internal._interrupt import Interrupt, interrupt_id
+from graphruntime.warnings import LangGraphDeprecatedSinceV11
 
 if TYPE_CHECKING:
     from graphruntime.cache import CachePolicy as CachePolicy
@@ -456,8 +457,12 @@ StreamPart = TypeAliasType(
 """One chunk of ``stream(..., version="v2")``; ``part["type"]`` tells which."""
 
 
-class GraphOutputKeyAccessWarning(DeprecationWarning):
-    """``result[key]`` / ``key in result`` on a :class:`GraphOutput`: use ``.value``."""
+class GraphOutputKeyAccessWarning(LangGraphDeprecatedSinceV11):
+    """``result[key]`` / ``key in result`` on a :class:`GraphOutput`: use ``.value``.
+
+    A LangGraph 1.1 deprecation, so ported ``pytest.warns`` / filter lines naming
+    ``LangGraphDeprecatedSinceV11`` catch it.
+    """
 
 
 @dataclass(frozen=True)
@@ -468,7 +473,7 @@ class GraphOutput(Generic[OutputT]):
     interrupts: tuple[Interrupt, ...] = ()
 
     def __getitem__(self, key: str) -> Any:
-        _warn_key_access()
+        _warn_key_access("result[key]")
         if key == "__interrupt__":
             return self.interrupts
         if isinstance(self.value, dict):
@@ -479,7 +484,7 @@ class GraphOutput(Generic[OutputT]):
             raise KeyError(key) from None
 
     def __contains__(self, key: object) -> bool:
-        _warn_key_access()
+        _warn_key_access("key in result")
         if key == "__interrupt__":
             return bool(self.interrupts)
         if isinstance(self.value, dict):
@@ -487,10 +492,11 @@ class GraphOutput(Generic[OutputT]):
         return isinstance(key, str) and hasattr(self.value, key)
 
 
-def _warn_key_access() -> None:
+def _warn_key_access(how: str) -> None:
+    # LangGraph's wording: ported filters match on it.
     warnings.warn(
-        "Reading a GraphOutput by key is deprecated: use result.value for the output "
-        "and result.interrupts for the interrupts.",
+        f"Accessing GraphOutput via `{how}` is deprecated. Use `result.value` to access "
+        "the output value directly, or `result.interrupts` for interrupts.",
         GraphOutputKeyAccessWarning,
         stacklevel=3,
     )

@@ -94,11 +94,27 @@ def _rebuilt(info: dict[str, Any]) -> BaseException:
         except TypeError:
             pass
         else:
+            _restore_attrs(rebuilt, info.get("attrs"))
             return rebuilt
     remote: type[RemoteGraphError] = type(
         name, (RemoteGraphError,), {"__module__": "workers.remote"}
     )
     return remote(name, message)
+
+
+def _restore_attrs(error: BaseException, attrs: Any) -> None:
+    """Set the fields ``error_info`` recorded (tuples were sent as ``{"tuple": [...]}``)."""
+    if not isinstance(attrs, dict):
+        return
+    for name, value in attrs.items():
+        if not isinstance(name, str) or name.startswith("_"):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("tuple"), list):
+            value = tuple(value["tuple"])
+        try:
+            setattr(error, name, value)
+        except (AttributeError, TypeError):
+            continue
 
 
 @dataclass

@@ -133,6 +133,7 @@ def error_info(
         "module": type(exc).__module__,
         "message": str(exc),
         "args": args if len(args) == len(exc.args) else None,
+        "attrs": _plain_attrs(exc),
         "repr": repr(exc),
         "task": task,
         "checkpoint_id": checkpoint_id,
@@ -142,6 +143,24 @@ def error_info(
 
 
 MAX_TRACEBACK = 16_384
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) or value is None
+
+
+def _plain_attrs(exc: BaseException) -> dict[str, Any]:
+    """The exception's own fields that are plain values or tuples of them (such as an
+    UnknownInterruptError's ``reason`` and ``pending_ids``), for the client to restore."""
+    out: dict[str, Any] = {}
+    for name, value in vars(exc).items():
+        if name.startswith("_"):
+            continue
+        if _plain(value):
+            out[name] = value
+        elif isinstance(value, tuple) and all(_plain(v) for v in value):
+            out[name] = {"tuple": list(value)}
+    return out
 
 
 class RemoteTraceback(Exception):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -13,6 +13,9 @@ from graphruntime import warnings as deprecation
 from graphruntime._internal._constants import NS_SEP
 
 _DEFAULT_INTERRUPT_ID = "placeholder-id"
+
+# fields LangGraph removed from Interrupt in 0.6; still accepted, ``ns`` gives the id
+_LEGACY_FIELDS = frozenset({"ns", "resumable", "when"})
 
 
 def interrupt_id(ns: str, answered: int) -> str:
@@ -45,7 +48,16 @@ class Interrupt:
         response_schema: Any = None,
         deadline: datetime | None = None,
         default: Any = None,
+        **legacy: Any,
     ) -> None:
+        unknown = set(legacy) - _LEGACY_FIELDS
+        if unknown:
+            raise TypeError(f"Interrupt() got unexpected keyword arguments {sorted(unknown)}")
+        ns = legacy.get("ns")
+        if id == _DEFAULT_INTERRUPT_ID and isinstance(ns, (list, tuple)):
+            # a pre-1.0 interrupt (saved, or built by old code) was identified by its
+            # task namespace: the same id the namespace gives today
+            id = xxh3_128_hexdigest("|".join(ns).encode())
         self.value = value
         self.id = id
         self.response_schema = response_schema
@@ -65,3 +77,12 @@ class Interrupt:
             stacklevel=2,
         )
         return self.id
+
+
+def interrupt_dict(intr: Interrupt) -> dict[str, Any]:
+    """An interrupt as the ``debug`` / ``tasks`` streams show it: LangGraph's fields, and
+    graphruntime's deadline fields only when the interrupt has a deadline."""
+    out = asdict(intr)
+    if intr.deadline is None:
+        del out["deadline"], out["default"]
+    return out

@@ -40,9 +40,9 @@ class entrypoint(Generic[T]):
         checkpointer: saves the thread, so ``interrupt()`` can resume and ``previous``
             and finished task results survive between runs.
         store: the store nodes and tasks get as ``store``.
-        cache: not supported yet (refused).
+        cache: where cached results are kept (its tasks' with a ``cache_policy``).
         context_schema: the schema of the run's context.
-        cache_policy: not supported yet (refused).
+        cache_policy: cache the entrypoint's own result by its input.
         retry_policy: retry the entrypoint's function on failures these policies match.
         timeout: not supported yet (refused).
     """
@@ -79,10 +79,6 @@ class entrypoint(Generic[T]):
                 retry_policy = retry
         if kwargs:
             raise TypeError(f"entrypoint() got unexpected keyword arguments: {sorted(kwargs)}")
-        if cache is not None or cache_policy is not None:
-            raise NotImplementedError(
-                "cache= and cache_policy= on @entrypoint are not supported by graphruntime yet."
-            )
         self.checkpointer = checkpointer
         self.store = store
         self.cache = cache
@@ -118,6 +114,7 @@ class entrypoint(Generic[T]):
             input_keys=START,
             writers=(_write_final,),
             retry_policy=policies(self.retry_policy),
+            cache_policy=self.cache_policy,
         )
         return Pregel(
             nodes={name: node},
@@ -133,6 +130,7 @@ class entrypoint(Generic[T]):
             stream_eager=True,
             checkpointer=self.checkpointer,
             store=self.store,
+            cache=self.cache,
             context_schema=self.context_schema,
         )
 

@@ -9,8 +9,10 @@ from typing import Any, Generic, ParamSpec, TypeVar
 
 from graphruntime._internal._call import is_async_callable
 from graphruntime._internal._config import get_config
-from graphruntime._internal._constants import CONF, CONFIG_KEY_CALL
+from graphruntime._internal._constants import CACHE_NS_WRITES, CONF, CONFIG_KEY_CALL
 from graphruntime.cache import BaseCache, CachePolicy
+from graphruntime.pregel._cache import identifier
+from graphruntime.pregel._call import call_name
 from graphruntime.types import RetryPolicy
 from graphruntime.warnings import LangGraphDeprecatedSinceV05
 
@@ -86,11 +88,14 @@ class _TaskFunction(Generic[P, T]):
 
     def clear_cache(self, cache: BaseCache[Any]) -> None:
         """Forget this task's cached results."""
-        raise NotImplementedError("Cache policies on @task are not supported by graphruntime yet.")
+        cache.clear([self._cache_namespace()])
+
+    def _cache_namespace(self) -> tuple[str, ...]:
+        return (CACHE_NS_WRITES, identifier(self.func) or "__dynamic__", call_name(self.func))
 
     async def aclear_cache(self, cache: BaseCache[Any]) -> None:
         """Async twin of :meth:`clear_cache`."""
-        self.clear_cache(cache)
+        await cache.aclear([self._cache_namespace()])
 
 
 def task(
@@ -111,7 +116,8 @@ def task(
     Args:
         name: the task's name (default: the function's).
         retry_policy: retry the call on failures these policies match.
-        cache_policy: not supported yet (refused).
+        cache_policy: cache the call's result by its arguments (the entrypoint's or the
+            graph's ``cache`` holds it); a cached call does not run.
         timeout: not supported yet (refused).
     """
     if "retry" in kwargs:
@@ -125,8 +131,6 @@ def task(
             retry_policy = retry
     if kwargs:
         raise TypeError(f"task() got unexpected keyword arguments: {sorted(kwargs)}")
-    if cache_policy is not None:
-        raise NotImplementedError("Cache policies on @task are not supported by graphruntime yet.")
     retry_policies = policies(retry_policy)
 
     def decorator(func: Callable[..., Any]) -> _TaskFunction[Any, Any]:

@@ -28,6 +28,7 @@ from graphruntime.graph._schema import (
     warn_invalid_state_schema,
 )
 from graphruntime.managed.base import ManagedValueSpec
+from graphruntime.pregel._builder import Parallel_
 from graphruntime.pregel.main import Pregel
 from graphruntime.store.base import BaseStore
 from graphruntime.types import All, CachePolicy, RetryPolicy, TimeoutPolicy, TracePolicy
@@ -281,6 +282,10 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             node = _node_name(action)
         if action is None:
             raise GraphValidationError(f"Node `{node}` needs an action (a function or a graph).")
+        if isinstance(action, dict):
+            # LangGraph runs a dict node as LangChain's RunnableParallel
+            parallel: Any = Parallel_(action)
+            action = parallel
         if self.compiled:
             logger.warning(
                 "Adding a node to a graph that has already been compiled. This will not be "
@@ -523,6 +528,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         )
         compiled.builder = self
         compiled._output_mapper = make_mapper(self.output_schema, compiled.output_channels)
+        compiled._state_mapper = make_mapper(self.state_schema, compiled.stream_channels)
         return compiled
 
 

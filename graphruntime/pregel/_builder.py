@@ -7,6 +7,7 @@ channels (``write_to``). ``build()`` gives the :class:`NodeSpec` the step machin
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Self
@@ -89,6 +90,31 @@ class Sequence_:
 
     def __repr__(self) -> str:
         return " | ".join(getattr(s, "__name__", repr(s)) for s in self.steps)
+
+
+class Parallel_:
+    """A dict of callables or runnables as one node: each runs on the same input, and the
+    output maps each key to its result (LangChain's ``RunnableParallel``, which LangGraph
+    makes of a dict node).
+
+    Like :class:`Sequence_`, invoked as a runnable with the task's config.
+    """
+
+    def __init__(self, steps: Mapping[str, Any]) -> None:
+        self.steps = dict(steps)
+        self.name = "RunnableParallel<" + ",".join(self.steps) + ">"
+
+    def invoke(self, value: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
+        return {key: call_sync(step, value, config or {}) for key, step in self.steps.items()}
+
+    async def ainvoke(self, value: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
+        results = await asyncio.gather(
+            *(call_async(step, value, config or {}) for step in self.steps.values())
+        )
+        return dict(zip(self.steps, results, strict=True))
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k}: {v!r}" for k, v in self.steps.items()) + "}"
 
 
 class NodeBuilder:

@@ -120,6 +120,9 @@ class _SyncCall:
 
     def __init__(self, func: Callable[..., Any]) -> None:
         self.func = func
+        # named as the function: a cached call's results are keyed by its name
+        self.__module__ = getattr(func, "__module__", type(func).__module__)
+        self.__qualname__ = getattr(func, "__qualname__", call_name(func))
 
     def __call__(
         self, input: tuple[tuple[Any, ...], dict[str, Any]], config: RunnableConfig
@@ -156,6 +159,7 @@ def task_node(call: Call) -> NodeSpec:
         input_keys=(),
         writers=(_write_return,),
         retry_policy=tuple(call.retry_policy),
+        cache_policy=call.cache_policy,
     )
 
 

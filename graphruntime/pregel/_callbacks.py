@@ -11,6 +11,8 @@ workers has none (its config crosses processes as JSON).
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,6 +22,7 @@ from graphruntime._internal._constants import CONF
 
 if TYPE_CHECKING:
     from graphruntime.pregel._loop import PregelLoop
+    from graphruntime.types import TracePolicy
 
 CONFIG_KEY_STREAM_MESSAGES_V2 = "__pregel_stream_messages_v2"
 """Set by ``stream_events(version="v3")``: stream chat models as protocol events."""
@@ -50,6 +53,30 @@ def _require_langchain(what: str) -> Any:
     return _lc_callbacks
 
 
+# LangSmith's switches; LangChain's callback managers then add its tracer to every run
+_TRACING_ENV = (
+    "LANGSMITH_TRACING",
+    "LANGSMITH_TRACING_V2",
+    "LANGCHAIN_TRACING_V2",
+    "LANGCHAIN_TRACING",
+)
+
+
+def _langsmith_tracing() -> bool:
+    """Whether LangSmith tracing is on (its ``tracing_context`` or the environment).
+
+    Checked without importing LangChain unless LangSmith is loaded or an environment
+    switch is set: a run without callbacks stays free of it otherwise.
+    """
+    if "langsmith" not in sys.modules and not any(os.environ.get(v) for v in _TRACING_ENV):
+        return False
+    try:
+        from graphruntime.pregel import _lc_callbacks
+    except ImportError:
+        return False
+    return _lc_callbacks.tracing_enabled()
+
+
 def run_hooks(
     loop: PregelLoop,
     *,
@@ -66,7 +93,7 @@ def run_hooks(
     """
     config = loop.config
     streamed = [m for m in ("messages", "tools") if m in modes]
-    if not config.get("callbacks") and not streamed:
+    if not config.get("callbacks") and not streamed and not _langsmith_tracing():
         return None
     what = f"stream_mode={streamed[0]!r}" if streamed else 'config["callbacks"]'
     lc = _require_langchain(what)
@@ -82,20 +109,37 @@ def run_hooks(
     return hooks
 
 
-def call_node(func: Callable[..., Any], value: Any, config: RunnableConfig, name: str) -> Any:
-    """Call a task's node in this thread, as a child run when the task has callbacks."""
+def call_node(
+    func: Callable[..., Any],
+    value: Any,
+    config: RunnableConfig,
+    name: str,
+    trace_policy: TracePolicy | None = None,
+) -> Any:
+    """Call a task's node in this thread, as a child run when the task has callbacks.
+
+    ``trace_policy`` changes what tracers record of the run, never what runs.
+    """
     if not config.get("callbacks"):
         return call_sync(func, value, config)
-    return _require_langchain('config["callbacks"]').call_traced(func, value, config, name)
+    return _require_langchain('config["callbacks"]').call_traced(
+        func, value, config, name, trace_policy
+    )
 
 
 async def acall_node(
-    func: Callable[..., Any], value: Any, config: RunnableConfig, name: str
+    func: Callable[..., Any],
+    value: Any,
+    config: RunnableConfig,
+    name: str,
+    trace_policy: TracePolicy | None = None,
 ) -> Any:
     """Async twin of :func:`call_node`."""
     if not config.get("callbacks"):
         return await call_async(func, value, config)
-    return await _require_langchain('config["callbacks"]').acall_traced(func, value, config, name)
+    return await _require_langchain('config["callbacks"]').acall_traced(
+        func, value, config, name, trace_policy
+    )
 
 
 def astream_events(
@@ -105,6 +149,11 @@ def astream_events(
     return _require_langchain(f"astream_events(version={version!r})").astream_events(
         graph, input, config, version=version, **kwargs
     )
+
+
+def astream_log(graph: Any, input: Any, config: RunnableConfig | None, **kwargs: Any) -> Any:
+    """LangChain's ``astream_log`` (run log patches) over the graph's ``astream``."""
+    return _require_langchain("astream_log()").astream_log(graph, input, config, **kwargs)
 
 
 def as_runnable(graph: Any) -> Any:

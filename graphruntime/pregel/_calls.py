@@ -36,6 +36,7 @@ from graphruntime.pregel._call import (
     in_async_task,
     task_node,
 )
+from graphruntime.pregel._handlers import match_cached
 from graphruntime.pregel._retry import arun_task, run_task, run_task_attempt
 from graphruntime.pregel._stream import StreamSink
 from graphruntime.types import RetryPolicy
@@ -84,12 +85,14 @@ class LoopCalls:
     calls: CallExecutor | None
     _lock: threading.RLock
     _call_futures: dict[str, Any]
+    graph: Any  # the loop's Pregel (its cache)
 
     if TYPE_CHECKING:
 
         def _reattach_finished(self, tasks: Collection[PreparedTask]) -> list[PreparedTask]: ...
         def plan_task(self, path: Sequence[Any]) -> PreparedTask | None: ...
         def task_config(self, task: PreparedTask) -> RunnableConfig: ...
+        def _emit_tasks(self, tasks: Collection[PreparedTask]) -> None: ...
 
     def call_callback(self, caller: PreparedTask, scratchpad: Scratchpad) -> Callable[..., Any]:
         """The ``call`` a task's config carries, bound to that task."""
@@ -114,6 +117,12 @@ class LoopCalls:
     def call(self, caller: PreparedTask, index: int, call: Call) -> Any:
         """The future of ``caller``'s ``index``-th call: its saved result, or a run of it."""
         task = self.accept_call(caller, index, call)
+        with self._lock:
+            running = self._call_futures.get(task.id)
+        if running is None:
+            # each call made is shown as a task of the step, a finished one too (its
+            # result is not shown again), as LangGraph does
+            self._emit_tasks([task])
         with self._lock:
             if task.writes:
                 value, error = call_outcome(task)
@@ -144,6 +153,9 @@ class LoopCalls:
             self.tasks[task.id] = task
             if not self.replaying:
                 self._reattach_finished([task])
+        if not task.writes and task.node.cache_policy is not None and self.graph.cache is not None:
+            # a cached call takes its cached result instead of running (saved as its writes)
+            match_cached(self, [task])  # type: ignore[arg-type]
         return task
 
     def plan_call(self, path: Sequence[Any]) -> PreparedTask | None:

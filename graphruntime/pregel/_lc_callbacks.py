@@ -14,16 +14,24 @@ the chat models and runnables it calls report under it.
 
 from __future__ import annotations
 
+import copy
+import logging
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
+from langchain_core.callbacks.base import BaseCallbackManager
 from langchain_core.callbacks.manager import (
     AsyncCallbackManagerForChainRun,
+    BaseRunManager,
     CallbackManagerForChainRun,
 )
 from langchain_core.runnables import Runnable
 from langchain_core.runnables.config import var_child_runnable_config
+from langchain_core.tracers.base import BaseTracer
+from langchain_core.tracers.context import _tracing_v2_is_enabled
+from langchain_core.tracers.langchain import LangChainTracer
+from langsmith.run_helpers import _set_tracing_context, get_tracing_context
 
 from graphruntime._internal._call import call_async, call_sync, is_graph
 from graphruntime._internal._config import RunnableConfig, var_config
@@ -37,12 +45,19 @@ from graphruntime.callbacks import (
     _GraphCallbackManager,
 )
 from graphruntime.pregel._io import output_values
-from graphruntime.pregel._lc_messages import StreamMessagesHandler, StreamMessagesHandlerV2
+from graphruntime.pregel._lc_messages import (
+    StreamingCallbackHandler,
+    StreamMessagesHandler,
+    StreamMessagesHandlerV2,
+)
 from graphruntime.pregel._lc_tools import StreamToolCallHandler
+from graphruntime.types import TracePolicy
 
 if TYPE_CHECKING:
     # annotations only: the loop reaches this module through a task's node call
     from graphruntime.pregel._loop import PregelLoop
+
+logger = logging.getLogger(__name__)
 
 __all__ = ("RunCallbacks", "acall_traced", "as_runnable", "astream_events", "call_traced")
 
@@ -264,24 +279,75 @@ def _child_config(config: RunnableConfig, run: Any, func: Callable[..., Any]) ->
 
 
 def _in_context(config: RunnableConfig, call: Callable[[], Any]) -> Any:
-    lc_token = var_child_runnable_config.set(cast(Any, config))
+    lc_token, tracing = _set_config_context(config)
     token = var_config.set(config)
     try:
         return call()
     finally:
         var_config.reset(token)
         var_child_runnable_config.reset(lc_token)
+        if tracing is not None:
+            _set_tracing_context(tracing)
+
+
+def _set_config_context(config: RunnableConfig) -> tuple[Any, dict[str, Any] | None]:
+    """Make ``config`` LangChain's current one, and its run LangSmith's current parent.
+
+    The run is the one the config's callbacks are children of, as LangSmith's tracer
+    recorded it; so ``get_current_run_tree()`` and ``@traceable`` functions inside the
+    node see the task's run. Returns the token and the tracing context to restore
+    (None: it was not changed).
+    """
+    token = var_child_runnable_config.set(cast(Any, config))
+    callbacks = config.get("callbacks")
+    parent_id = getattr(callbacks, "parent_run_id", None)
+    if parent_id is None:
+        return token, None
+    tracer = next(
+        (h for h in getattr(callbacks, "handlers", ()) if isinstance(h, LangChainTracer)), None
+    )
+    run = tracer.run_map.get(str(parent_id)) if tracer is not None else None
+    if run is None:
+        return token, None
+    previous = get_tracing_context()
+    _set_tracing_context({"parent": run})
+    return token, previous
+
+
+def tracing_enabled() -> bool:
+    """Whether LangSmith tracing is on, so a run gets LangChain's tracer."""
+    return bool(_tracing_v2_is_enabled())
+
+
+def _is_stream_handler(handler: object) -> bool:
+    # by inheritance, as LangChain marks its stream handlers: a handler (a tracer, an
+    # exporter) that merely has the tap methods is not fed the node's output by them
+    return StreamingCallbackHandler in type(handler).__mro__
 
 
 def _streaming_handlers(run: Any) -> list[Any]:
-    return [h for h in run.handlers if hasattr(h, "tap_output_iter")]
+    return [h for h in run.handlers if _is_stream_handler(h)]
 
 
-def call_traced(func: Callable[..., Any], value: Any, config: RunnableConfig, name: str) -> Any:
+def call_traced(
+    func: Callable[..., Any],
+    value: Any,
+    config: RunnableConfig,
+    name: str,
+    trace_policy: TracePolicy | None = None,
+) -> Any:
     """Call a node as a child run of the task's graph run."""
-    run: CallbackManagerForChainRun = _manager(config, CallbackManager).on_chain_start(
-        None, value, name=name
-    )
+    policy = trace_policy or _NO_POLICY
+    manager = _manager(config, CallbackManager)
+    recorded = _recorded(value, policy.process_inputs)
+    run: CallbackManagerForChainRun
+    if recorded is value:
+        run = manager.on_chain_start(None, value, name=name)
+    else:
+        real, tracers = _split_tracers(manager)
+        run = real.on_chain_start(None, value, name=name)
+        tracers.on_chain_start(None, recorded, name=name, run_id=run.run_id)
+        run.handlers = manager.handlers
     child = _child_config(config, run, func)
     try:
         output = _in_context(child, lambda: call_sync(func, value, child))
@@ -291,7 +357,13 @@ def call_traced(func: Callable[..., Any], value: Any, config: RunnableConfig, na
     except BaseException as exc:
         run.on_chain_error(exc)
         raise
-    run.on_chain_end(output)
+    shown = _recorded(output, policy.process_outputs)
+    if shown is output:
+        run.on_chain_end(output)
+    else:
+        real_run, tracer_run = _split_tracers(run)
+        tracer_run.on_chain_end(shown)
+        real_run.on_chain_end(output)
     return output
 
 
@@ -300,14 +372,29 @@ async def _once(value: Any) -> AsyncIterator[Any]:
 
 
 async def acall_traced(
-    func: Callable[..., Any], value: Any, config: RunnableConfig, name: str
+    func: Callable[..., Any],
+    value: Any,
+    config: RunnableConfig,
+    name: str,
+    trace_policy: TracePolicy | None = None,
 ) -> Any:
     """Async twin of :func:`call_traced`."""
-    run: AsyncCallbackManagerForChainRun = await _manager(
-        config, AsyncCallbackManager
-    ).on_chain_start(None, value, name=name)
+    policy = trace_policy or _NO_POLICY
+    manager = _manager(config, AsyncCallbackManager)
+    recorded = _recorded(value, policy.process_inputs)
+    run: AsyncCallbackManagerForChainRun
+    if recorded is value:
+        run = await manager.on_chain_start(None, value, name=name)
+    else:
+        real, tracers = _split_tracers(manager)
+        run = await real.on_chain_start(None, value, name=name)
+        # tracers start last: a cancellation before then leaves no tracer run open
+        await tracers.on_chain_start(None, recorded, name=name, run_id=run.run_id)
+        run.handlers = manager.handlers
     child = _child_config(config, run, func)
-    lc_token = var_child_runnable_config.set(cast(Any, child))
+    # LangChain's context for the node: its runnables and LangSmith's run tree see
+    # the task's run as their parent
+    lc_token, tracing = _set_config_context(child)
     token = var_config.set(child)
     try:
         output = await call_async(func, value, child)
@@ -320,8 +407,48 @@ async def acall_traced(
     finally:
         var_config.reset(token)
         var_child_runnable_config.reset(lc_token)
-    await run.on_chain_end(output)
+        if tracing is not None:
+            _set_tracing_context(tracing)
+    shown = _recorded(output, policy.process_outputs)
+    if shown is output:
+        await run.on_chain_end(output)
+    else:
+        real_run, tracer_run = _split_tracers(run)
+        # tracers end first, so a cancellation cannot leave a tracer run open
+        await tracer_run.on_chain_end(shown)
+        await real_run.on_chain_end(output)
     return output
+
+
+_NO_POLICY = TracePolicy()
+
+_M = TypeVar("_M", bound="BaseCallbackManager | BaseRunManager")
+
+
+def _recorded(value: Any, process: Callable[[Any], Any] | None) -> Any:
+    """What tracers record for ``value``: the processor's result, or ``value`` itself
+    when there is no processor or it fails (tracing never breaks the node)."""
+    if process is None:
+        return value
+    try:
+        return process(value)
+    except Exception:
+        logger.exception("trace_policy processor failed; recording the real payload")
+        return value
+
+
+def _split_tracers(manager: _M) -> tuple[_M, _M]:
+    """``manager`` twice: for its other handlers, and for its tracers only.
+
+    Only tracers (records sent elsewhere) get the policy's payload; handlers that feed
+    the caller's own stream (``astream_log``'s is a tracer too) get the real one.
+    """
+    real, tracers = copy.copy(manager), copy.copy(manager)
+    tracers.handlers = [
+        h for h in manager.handlers if isinstance(h, BaseTracer) and not _is_stream_handler(h)
+    ]
+    real.handlers = [h for h in manager.handlers if h not in tracers.handlers]
+    return real, tracers
 
 
 # --- astream_events v1/v2 ----------------------------------------------------------------
@@ -355,6 +482,16 @@ class _GraphRunnable(Runnable[Any, Any]):
 def as_runnable(graph: Any) -> Runnable[Any, Any]:
     """The graph as a LangChain runnable: ``graph | runnable`` is a RunnableSequence."""
     return _GraphRunnable(graph)
+
+
+def astream_log(
+    graph: Any, input: Any, config: RunnableConfig | None, **kwargs: Any
+) -> AsyncIterator[Any]:
+    """LangChain's ``Runnable.astream_log`` (run log patches) over the graph's ``astream``."""
+    patches: AsyncIterator[Any] = _GraphRunnable(graph).astream_log(
+        input, cast(Any, config), **kwargs
+    )
+    return patches
 
 
 def astream_events(

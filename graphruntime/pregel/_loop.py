@@ -365,9 +365,11 @@ class PregelLoop(LoopCalls):
     def saver_config(self) -> RunnableConfig:
         """The config that addresses this loop's checkpoint in its saver."""
         conf = self.config[CONF]
+        thread = conf.get(CONFIG_KEY_THREAD_ID)
         return {
             CONF: {
-                CONFIG_KEY_THREAD_ID: conf.get(CONFIG_KEY_THREAD_ID),
+                # saved (and shown) as a str, as LangGraph does: a UUID thread id works too
+                CONFIG_KEY_THREAD_ID: thread if thread is None else str(thread),
                 CONFIG_KEY_CHECKPOINT_NS: self.ns,
                 **({CONFIG_KEY_CHECKPOINT_ID: address} if (address := self._address()) else {}),
             }
@@ -980,6 +982,14 @@ class PregelLoop(LoopCalls):
             has_state=self._has_state(),
             pending=self.pending_interrupts(),
             edited_while_paused=self._edited_while_paused(),
+            has_next=self._has_next(),
+        )
+
+    def _has_next(self) -> bool:
+        return self._has_state() and bool(
+            prepare_next_tasks(
+                self.checkpoint, self.channels, self._step_context(), for_execution=False
+            )
         )
 
     def _edited_while_paused(self) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 
 from graphruntime._internal._constants import ERROR, INTERRUPT, NULL_TASK_ID
 from graphruntime.checkpoint.base import PendingWrite
-from graphruntime.errors import AmbiguousResumeError, InvalidResumeError
+from graphruntime.errors import AmbiguousResumeError, InvalidResumeError, UnknownInterruptError
 from graphruntime.pregel._algo import task_finished
 from graphruntime.types import Interrupt
 
@@ -64,11 +64,14 @@ def validate_resume(
     has_state: bool,
     pending: Mapping[str, Interrupt],
     edited_while_paused: bool,
+    has_next: bool = False,
 ) -> None:
     """Raise :class:`InvalidResumeError` unless ``resume`` answers the pending interrupts.
 
     ``edited_while_paused``: ``update_state()`` re-scheduled the interrupted node under a
     new task id; a plain value then reaches its ``interrupt()`` when it runs again.
+    ``has_next``: the thread stopped with tasks still to run (a static breakpoint); a
+    plain value then continues it, as LangGraph's ``Command(resume=...)`` does there.
     """
     resume_map = is_resume_map(resume)
     if not has_state:
@@ -83,6 +86,8 @@ def validate_resume(
                 "old interrupt ids no longer apply; resume with Command(resume=value)."
             )
         return
+    if not pending and has_next and not resume_map:
+        return
     if not pending:
         raise InvalidResumeError(
             f"Cannot resume thread {thread!r}: it has no pending interrupt. Nothing was "
@@ -90,19 +95,26 @@ def validate_resume(
         )
     if resume_map:
         if not resume:
-            raise InvalidResumeError(
+            raise UnknownInterruptError(
                 "The resume map names no interrupt; pending interrupt ids: "
-                f"{sorted(pending)}. Nothing was changed."
+                f"{sorted(pending)}. Nothing was changed.",
+                reason="empty_map",
+                pending_ids=sorted(pending),
             )
         unknown = sorted(set(resume) - set(pending))
         if unknown:
-            raise InvalidResumeError(
+            raise UnknownInterruptError(
                 f"Resume map key {unknown[0]} matches no pending interrupt of thread "
-                f"{thread!r}; pending interrupt ids: {sorted(pending)}. Nothing was changed."
+                f"{thread!r} (Unknown or already-consumed interrupt: {', '.join(unknown)}); "
+                f"pending interrupt ids: {sorted(pending)}. Nothing was changed.",
+                reason="not_pending",
+                interrupt_ids=unknown,
+                pending_ids=sorted(pending),
             )
     elif len(pending) > 1:
         raise AmbiguousResumeError(
             "When there are multiple pending interrupts, you must specify the interrupt "
             "id when resuming. Docs: https://docs.langchain.com/oss/python/langgraph/"
-            "interrupts#handling-multiple-interrupts."
+            "interrupts#handling-multiple-interrupts.",
+            pending_ids=sorted(pending),
         )

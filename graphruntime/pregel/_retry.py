@@ -39,7 +39,7 @@ from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._callbacks import acall_node, call_node
 from graphruntime.pregel._timeout import SYNC_TIMEOUT, call_with_timeout
 from graphruntime.runtime import Runtime
-from graphruntime.types import Command, RetryPolicy, TimeoutPolicy
+from graphruntime.types import Command, RetryPolicy, TimeoutPolicy, TracePolicy
 
 Outcome = BaseException | None
 """How a task ended: ``None`` (its writes are in ``task.writes``) or the exception."""
@@ -57,6 +57,8 @@ class Call:
     config: RunnableConfig
     name: str = ""
     """The node being called (its run's name; named by a ``NodeCancelledError``)."""
+    trace_policy: TracePolicy | None = None
+    """What tracers record of the call's input and output (the node's ``trace_policy``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +193,9 @@ def task_attempts(
         try:
             func = task.node.func
             output = (
-                task.input if func is None else (yield Call(func, task.input, config, task.name))
+                task.input
+                if func is None
+                else (yield Call(func, task.input, config, task.name, task.node.trace_policy))
             )
             yield from _write(task, output, config)
             return None
@@ -222,7 +226,9 @@ def _node_cancelled(node: str, cause: BaseException) -> NodeCancelledError:
 def _call_in_context(request: Call) -> Any:
     token = var_config.set(request.config)
     try:
-        return call_node(request.func, request.input, request.config, request.name)
+        return call_node(
+            request.func, request.input, request.config, request.name, request.trace_policy
+        )
     finally:
         var_config.reset(token)
 
@@ -333,7 +339,11 @@ async def arun_task(
                 try:
                     if timeout is None:
                         output = await acall_node(
-                            request.func, request.input, request.config, request.name
+                            request.func,
+                            request.input,
+                            request.config,
+                            request.name,
+                            request.trace_policy,
                         )
                     else:
                         output = await call_with_timeout(

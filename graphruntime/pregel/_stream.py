@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from graphruntime._internal._constants import INTERRUPT
+from graphruntime.constants import START
 
 StreamChunk = tuple[tuple[str, ...], str, Any]
 """``(namespace, mode, payload)``: one chunk as a driver yields it."""
@@ -71,13 +72,21 @@ class StreamSink:
             yield chunks.popleft()
 
 
-def stream_part(chunk: StreamChunk, output_mapper: Callable[[Any], Any] | None) -> dict[str, Any]:
+def stream_part(
+    chunk: StreamChunk,
+    output_mapper: Callable[[Any], Any] | None,
+    state_mapper: Callable[[Any], Any] | None = None,
+) -> dict[str, Any]:
     """A chunk as ``stream(version="v2")`` shows it: ``{"type", "ns", "data"}``.
 
     A ``values`` part carries its interrupts in their own field, and its data as the
-    graph's output schema (``output_mapper``: a pydantic model or dataclass).
+    graph's output schema (``output_mapper``: a pydantic model or dataclass). The values
+    of a ``checkpoints`` part (or a ``debug`` checkpoint) are the state schema's
+    (``state_mapper``), once the input has been applied.
     """
     ns, mode, payload = chunk
+    if mode in ("checkpoints", "debug") and state_mapper is not None:
+        return {"type": mode, "ns": ns, "data": _state_values(payload, state_mapper)}
     if mode != "values":
         return {"type": mode, "ns": ns, "data": payload}
     interrupts: tuple[Any, ...] = ()
@@ -88,3 +97,17 @@ def stream_part(chunk: StreamChunk, output_mapper: Callable[[Any], Any] | None) 
         if output_mapper is not None:
             payload = output_mapper(payload)
     return {"type": mode, "ns": ns, "data": payload, "interrupts": interrupts}
+
+
+def _state_values(payload: Any, mapper: Callable[[Any], Any]) -> Any:
+    """``payload`` with its checkpoint's values as the state schema, copied (the same
+    payload may be streamed in another mode too)."""
+    if not isinstance(payload, dict):
+        return payload
+    if payload.get("type") == "checkpoint" and isinstance(payload.get("payload"), dict):
+        return {**payload, "payload": _state_values(payload["payload"], mapper)}
+    values = payload.get("values")
+    # before the input is applied the state may lack required fields
+    if isinstance(values, dict) and START not in payload.get("next", ()):
+        return {**payload, "values": mapper(values)}
+    return payload

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
 from graphruntime._internal._constants import ERROR, INTERRUPT, RETURN
+from graphruntime._internal._interrupt import interrupt_dict
 from graphruntime.constants import TAG_HIDDEN
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.types import TaskPayload, TaskResultPayload
@@ -67,17 +67,17 @@ def _fold(writes: Sequence[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def task_result_payload(
-    task: PreparedTask, writes: Sequence[tuple[str, Any]], stream_keys: Sequence[str]
+    task: PreparedTask, writes: Sequence[tuple[str, Any]], stream_keys: str | Sequence[str]
 ) -> TaskResultPayload:
     """A task that ended with ``writes`` (its output, error or interrupt writes)."""
-    keys = set(stream_keys)
+    keys = {stream_keys} if isinstance(stream_keys, str) else set(stream_keys)
     return {
         "id": task.id,
         "name": task.name,
         "error": next((v for c, v in writes if c == ERROR), None),
         "result": _fold([(c, v) for c, v in writes if c in keys or c == RETURN]),
         "interrupts": [
-            asdict(i)
+            interrupt_dict(i)
             for c, v in writes
             if c == INTERRUPT
             for i in (v if isinstance(v, Sequence) else [v])

@@ -7,7 +7,6 @@ those modes; they only shape data (no I/O).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -23,6 +22,7 @@ from graphruntime._internal._constants import (
     NS_SEP,
     RETURN,
 )
+from graphruntime._internal._interrupt import interrupt_dict
 from graphruntime.channels import BaseChannel
 from graphruntime.checkpoint.base import PendingWrite
 from graphruntime.constants import TAG_HIDDEN
@@ -146,7 +146,7 @@ def map_task_result_writes(writes: Sequence[tuple[str, Any]]) -> dict[str, Any]:
 
 def _interrupt_dicts(writes: Sequence[tuple[str, Any]]) -> list[dict[str, Any]]:
     return [
-        asdict(v)
+        interrupt_dict(v)
         for c, w in writes
         if c == INTERRUPT
         for v in (w if isinstance(w, Sequence) else [w])
@@ -232,15 +232,14 @@ def map_debug_checkpoint(
         entry: dict[str, Any] = {"id": t.id, "name": t.name}
         if t.result:
             entry["result"] = t.result
-        entry["interrupts"] = tuple(asdict(i) for i in t.interrupts)
+        entry["interrupts"] = tuple(interrupt_dict(i) for i in t.interrupts)
         entry["state"] = t.state
         shown.append(entry)
     yield {
         "config": rm_pregel_keys(with_checkpoint_map(config, metadata)),
         "parent_config": rm_pregel_keys(with_checkpoint_map(parent_config, metadata)),
-        "values": read_channels(
-            channels, [stream_channels] if isinstance(stream_channels, str) else stream_channels
-        ),
+        # a single stream channel (an entrypoint's) shows its value, None when empty
+        "values": read_channels(channels, stream_channels),
         "metadata": metadata,  # type: ignore[typeddict-item] # a checkpoint's metadata
         "next": [t.name for t in tasks],
         "tasks": shown,  # type: ignore[typeddict-item]

@@ -42,6 +42,7 @@ from graphruntime.pregel._builder import NodeBuilder, with_name
 from graphruntime.pregel._cache import namespace
 from graphruntime.pregel._callbacks import RunHooks, as_runnable, run_hooks
 from graphruntime.pregel._callbacks import astream_events as lc_astream_events
+from graphruntime.pregel._callbacks import astream_log as lc_astream_log
 from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive, drive
 from graphruntime.pregel._loop import ALOAD, LOAD, PregelLoop, RunOptions
 from graphruntime.pregel._node import NodeSpec
@@ -92,6 +93,8 @@ class Pregel(PregelSchemas):
 
     _output_mapper: Callable[[Any], Any] | None = None
     """Turns a ``values`` dict into the output schema (v2 streams); set by StateGraph."""
+    _state_mapper: Callable[[Any], Any] | None = None
+    """Turns a checkpoint's values into the state schema (v2 streams); set by StateGraph."""
 
     config: RunnableConfig | None = None
     """Config every run of this graph starts from (see :meth:`with_config`)."""
@@ -262,6 +265,7 @@ class Pregel(PregelSchemas):
         cfg = ensure_config(merge_configs(self.config, config) if self.config else config)
         validate_keys(output_keys, self.channel_specs)
         conf = cfg[CONF]
+        _address_as_metadata(cfg)
         durability = _durability(durability, kwargs or {}, conf)
         if durability is not None:
             conf[CONFIG_KEY_DURABILITY] = durability  # its subgraphs run the same way
@@ -390,6 +394,10 @@ class Pregel(PregelSchemas):
         clone.config = merge_configs(self.config, config, cast(RunnableConfig, kwargs))
         return clone
 
+    def map(self) -> _Each:
+        """A runnable that runs this graph on each item of a list (``batch``), in order."""
+        return _Each(self)
+
     def with_checkpointer(self, checkpointer: Checkpointer) -> Pregel:
         """A copy of this graph that saves with ``checkpointer`` (nodes are shared)."""
         clone = copy.copy(self)
@@ -405,8 +413,8 @@ class Pregel(PregelSchemas):
     def _shaper(self, version: str, subgraphs: bool) -> Callable[[StreamChunk, bool], Any]:
         """How ``stream`` shows a chunk: v1 tuples, or v2 stream parts."""
         if version == "v2":
-            mapper = self._output_mapper
-            return lambda chunk, single: stream_part(chunk, mapper)
+            mapper, state_mapper = self._output_mapper, self._state_mapper
+            return lambda chunk, single: stream_part(chunk, mapper, state_mapper)
         if version != "v1":
             raise ValueError(f"Unknown stream version {version!r}: use 'v1' or 'v2'")
         if subgraphs:
@@ -738,6 +746,14 @@ class Pregel(PregelSchemas):
             raise TypeError("transformers= is only for astream_events(version='v3')")
         return lc_astream_events(self, input, config, version=version, **kwargs)
 
+    def astream_log(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """LangChain's run log stream (``RunLogPatch`` chunks; needs langchain-core).
+
+        Its filters (``include_names`` ...), ``diff`` and ``with_streamed_output_list``
+        are LangChain's; other keywords go to :meth:`astream`.
+        """
+        return lc_astream_log(self, input, config, **kwargs)
+
     def __or__(self, other: Any) -> Any:
         """``graph | runnable``: a LangChain RunnableSequence (needs langchain-core)."""
         return as_runnable(self) | other
@@ -851,6 +867,28 @@ def stable_ns(ns: str) -> str:
     return NS_SEP.join(part.split(NS_END)[0] for part in ns.split(NS_SEP))
 
 
+# configurable keys a run shows as metadata to its nodes (and so on the ``messages``
+# stream), as LangGraph does; the caller's own metadata of the same name wins
+_AS_METADATA = (
+    "thread_id",
+    "checkpoint_id",
+    "checkpoint_ns",
+    "task_id",
+    "run_id",
+    "assistant_id",
+    "graph_id",
+)
+
+
+def _address_as_metadata(cfg: RunnableConfig) -> None:
+    conf = cfg.get(CONF) or {}
+    metadata = cfg.setdefault("metadata", {})
+    for key in _AS_METADATA:
+        value = conf.get(key)
+        if value and key not in metadata:
+            metadata[key] = value
+
+
 def _durability(
     durability: Durability | None, kwargs: Mapping[str, Any], conf: Mapping[str, Any]
 ) -> Durability | None:
@@ -858,6 +896,12 @@ def _durability(
     parent run's (a subgraph saves the way its parent does)."""
     during = kwargs.get("checkpoint_during")
     if during is not None:
+        warnings.warn(
+            "`checkpoint_during` is deprecated and will be removed. "
+            "Please use `durability` instead.",
+            LangGraphDeprecatedSinceV10,
+            stacklevel=4,
+        )
         if durability is not None:
             raise ValueError(
                 "Cannot use both `checkpoint_during` and `durability` parameters. "
@@ -870,6 +914,26 @@ def _durability(
     if durability not in _DURABILITIES:
         raise ValueError(f"durability must be one of {_DURABILITIES}, got {durability!r}")
     return durability
+
+
+class _Each:
+    """``graph.map()``: runs ``graph`` on every item of its input list.
+
+    Invoked like a runnable (``invoke``/``ainvoke``), so a node running it passes its
+    config on, as to any step.
+    """
+
+    def __init__(self, graph: Pregel) -> None:
+        self.graph = graph
+        self.name = f"RunnableEach<{graph.name}>"
+
+    def invoke(self, inputs: Sequence[Any], config: RunnableConfig | None = None) -> list[Any]:
+        return self.graph.batch(list(inputs), config)
+
+    async def ainvoke(
+        self, inputs: Sequence[Any], config: RunnableConfig | None = None
+    ) -> list[Any]:
+        return await self.graph.abatch(list(inputs), config)
 
 
 def _configs(

@@ -383,7 +383,7 @@ def test_resume_map_with_an_unknown_interrupt_id_is_refused(
     raw = resume_message(APPROVAL, tid, {unknown: "x"})
     r.lpush(queue, raw)
     reason = _wait_dead(r, queue, [raw])[raw]
-    assert reason.startswith(f"InvalidResumeError: Resume map key {unknown}"), reason
+    assert reason.startswith(f"UnknownInterruptError: Resume map key {unknown}"), reason
     assert _snapshot(client, APPROVAL, cfg) == before
 
     # the right id still resumes it, exactly as in-process
