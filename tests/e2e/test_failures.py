@@ -89,6 +89,9 @@ def test_flower_sees_a_production_workers_job_by_its_node_and_as_failed(
             worker.read_until(" ready.")
             listener.start()
             assert ready.wait(30)
+            give_up = time.monotonic() + 60  # a busy machine may answer late
+            while not app.control.ping(destination=[node], timeout=2):
+                assert time.monotonic() < give_up, f"{node} does not answer pings"
             app.control.enable_events(destination=[node])
             time.sleep(1)  # the worker starts sending task events
             handle = client.submit("failing", {"steps": []}, thread)

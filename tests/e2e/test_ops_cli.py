@@ -163,12 +163,11 @@ def test_graphrun_worker_takes_a_node_name_and_a_role(
         from workers.app import CeleryBroker
 
         assert isinstance(client.broker, CeleryBroker)
-        replies = (
-            client.broker.app.control.inspect(
-                destination=[f"{name}@{socket.gethostname()}"], timeout=5
-            ).active_queues()
-            or {}
+        inspect = client.broker.app.control.inspect(
+            destination=[f"{name}@{socket.gethostname()}"], timeout=2
         )
+        # a busy machine may answer the first broadcast late: ask until it answers
+        replies = _until(lambda: inspect.active_queues(), timeout=60)
         queues = {q["name"] for qs in replies.values() for q in qs}
         assert queues == {cluster.env["GRAPHRUNTIME_COORDINATOR_QUEUE"]}, replies
         assert client.invoke("chain", {"steps": []}, thread, timeout=60)["steps"]
