@@ -68,6 +68,10 @@ def chaos() -> Iterator[Private]:
         yield p
 
 
+# Set once the test has stopped waiting for its client threads: one still retrying gives up.
+ABANDONED = threading.Event()
+
+
 def _retrying(deadline: float, action: Callable[[], Any]) -> Any:
     """Call ``action`` until it succeeds; outages of ours are waited out, not failures."""
     while True:
@@ -77,7 +81,7 @@ def _retrying(deadline: float, action: Callable[[], Any]) -> Any:
             outage = isinstance(exc, RunTimeoutError | redis.exceptions.ConnectionError)
             if not (is_transient(exc) or outage):
                 raise
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or ABANDONED.is_set():
                 raise
             time.sleep(0.5)
 
@@ -244,6 +248,7 @@ FAULTS = ("kill", "stop", "redis", "redis-wipe", "postgres", "duplicate", "forge
 @pytest.mark.timeout(CHAOS_SECONDS + DRAIN + 180)
 def test_the_ledger_holds_every_write_exactly_once_under_faults(chaos: Private) -> None:
     p = chaos
+    ABANDONED.clear()
     outcome = Outcome()
     stop = threading.Event()
     started = time.monotonic()
@@ -272,7 +277,9 @@ def test_the_ledger_holds_every_write_exactly_once_under_faults(chaos: Private) 
         for t in clients:
             t.join(timeout=max(1.0, deadline - time.monotonic()))
     stuck = [outcome.current[t.name] for t in clients if t.is_alive()]
-    assert not stuck, "the workload did not finish in time:\n" + _diagnose(p, stuck)
+    diagnosis = _diagnose(p, stuck) if stuck else ""
+    ABANDONED.set()
+    assert not stuck, "the workload did not finish in time:\n" + diagnosis
     assert outcome.failures == [], outcome.failures
     assert outcome.done, "no thread finished"
     expected = Counter(expected_items(FAN_OUT))
