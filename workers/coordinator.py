@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -43,6 +44,9 @@ log = logging.getLogger(__name__)
 
 LACKING_GRAPH_DELAY = 5.0
 """Seconds before a run this worker lacks the graph of is offered again."""
+
+RELEASE_PATIENCE = 60.0
+"""Seconds a job keeps trying to free a thread's lease through an outage."""
 
 MAX_RUNS_PER_JOB = 16
 """Runs of one thread a coordinator job takes in turn before handing the thread back."""
@@ -100,9 +104,28 @@ class Lease:
         self.following: str | None = None
 
     def release(self) -> str | None:
-        """Give the lease up (if still held); the thread's next run still to finish."""
+        """Give the lease up (if still held); the thread's next run still to finish.
+
+        An outage is waited out (up to ``RELEASE_PATIENCE`` seconds): a lease left held
+        by a live worker would keep every other job off the thread until it dies.
+        """
         if self.held:
-            self.following = self.ctx.store.release_thread(self.thread_id, self.ctx.worker_name)
+            give_up = time.monotonic() + RELEASE_PATIENCE
+            delay = 0.1
+            while True:
+                try:
+                    self.following = self.ctx.store.release_thread(
+                        self.thread_id, self.ctx.worker_name
+                    )
+                    break
+                except Exception as exc:
+                    if not is_transient(exc) or time.monotonic() > give_up:
+                        raise
+                    log.warning(
+                        "thread %s: freeing its lease failed (%s); retrying", self.thread_id, exc
+                    )
+                    time.sleep(delay)
+                    delay = min(2 * delay, 2.0)
             self.held = False
         return self.following
 

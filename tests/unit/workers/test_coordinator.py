@@ -456,3 +456,27 @@ def test_input_the_workers_could_not_read_back_is_refused_before_anything_is_wri
         cluster.client.submit("chain", {"log": [Doc("x")]}, cfg)
     assert cluster.store.runs_of_thread(cfg["configurable"]["thread_id"]) == []
     assert cluster.broker.sent == []
+
+
+def test_a_lease_is_freed_through_an_outage_so_the_thread_is_not_left_to_a_live_worker() -> None:
+    """Chaos found it: Postgres restarted as the last task job continued the run; the
+    lease stayed with that (live) worker, and no other job could take the thread."""
+    from workers.errors import StoreUnavailableError
+
+    calls = Calls()
+    cluster = InlineCluster({"fan": fan(calls)})
+    handle = cluster.client.submit("fan", {"items": ["a", "b"], "log": []}, thread())
+    cluster.deliver(limit=1)  # the fan-out step is dispatched
+    real_release = cluster.store.release_thread
+    failures = iter([StoreUnavailableError("Postgres restarting")] * 2)
+
+    def flaky_release(thread_id: str, worker: str) -> str | None:
+        for exc in failures:
+            raise exc
+        return real_release(thread_id, worker)
+
+    cluster.store.release_thread = flaky_release  # type: ignore[method-assign]
+    cluster.deliver(0)  # the task jobs; the last one continues the run and frees the lease
+    assert handle.wait(0)["decision"] == "a,b"
+    run = cluster.store.get_run(handle.run_id)
+    assert cluster.store.acquire_thread(run.thread_id, "another-worker", cluster.workers[0].stale)
