@@ -529,6 +529,18 @@ class GraphClient:
         The edit holds the thread's lease (so no coordinator starts a run meanwhile)
         and its checkpoint put is fenced (so it cannot fork the thread).
         """
+        return self._edit(graph, config, lambda g: g.update_state(config, values, as_node))
+
+    def bulk_update_state(
+        self, graph: str, config: RunnableConfig, supersteps: Sequence[Sequence[Any]]
+    ) -> RunnableConfig:
+        """Several edits, one superstep each, like ``bulk_update_state``; as
+        :meth:`update_state`: under the thread's lease, fenced, refused mid-run."""
+        return self._edit(graph, config, lambda g: g.bulk_update_state(config, supersteps))
+
+    def _edit(
+        self, graph: str, config: RunnableConfig, edit: Callable[[Pregel], RunnableConfig]
+    ) -> RunnableConfig:
         thread_id = thread_id_of(config)
         self.registry.get(graph)
         bound = self.store.bind_thread(thread_id, graph)
@@ -549,8 +561,7 @@ class GraphClient:
                             # fenced unless it forks an older checkpoint (time travel)
                             addressed = (config.get("configurable") or {}).get("checkpoint_id")
                             saver = self.saver if addressed else self.saver.fenced()
-                            compiled = self.registry.get(graph).with_checkpointer(saver)
-                            edited = compiled.update_state(config, values, as_node)
+                            edited = edit(self.registry.get(graph).with_checkpointer(saver))
                             # the edit leaves the interrupts it answered or replaced behind
                             self.store.replace_inbox(
                                 InboxUpdate(thread_id, graph, _checkpoint_id(edited), []), None

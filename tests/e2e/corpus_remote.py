@@ -271,6 +271,12 @@ class RemoteGraph:
         with self.session.call():
             return self.client.update_state(self.graph_name, config, values, as_node)
 
+    def bulk_update_state(self, config: Any, supersteps: Any) -> Any:
+        if not self.persistent:
+            return self.local.bulk_update_state(config, supersteps)
+        with self.session.call():
+            return self.client.bulk_update_state(self.graph_name, config, supersteps)
+
     async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
         return self.get_state(config, subgraphs=subgraphs)
 

@@ -74,10 +74,6 @@ KNOWN_DISTRIBUTED_BUGS: dict[str, str] = {
         "the workers save every step (each may run on another worker), so GraphClient "
         "refuses durability='exit' with a ValueError instead of saving only the last"
     ),
-    "bulk_update_state": (
-        "GraphClient has no bulk_update_state (the remote runtime does not forward it): "
-        "workers/client.py would apply it through the saver as update_state does"
-    ),
     "error_handlers": (
         "a handler on the workers gets NodeError.error rebuilt from the error's saved text "
         "(RuntimeError('boom 1') as the message), not the exception the node raised"
