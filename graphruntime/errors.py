@@ -180,7 +180,7 @@ class UnknownInterruptError(InvalidResumeError):
         self.pending_ids = tuple(pending_ids)
 
     def __reduce__(self) -> Any:
-        # keyword-only fields: rebuilt by name (errors cross process boundaries pickled)
+        # keyword-only fields: copy.copy/deepcopy rebuild the error by name
         return (
             _rebuild_unknown_interrupt,
             (type(self), str(self), self.reason, self.interrupt_ids, self.pending_ids),

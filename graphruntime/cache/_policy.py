@@ -47,7 +47,7 @@ def _text(tree: Any) -> str:
 def default_cache_key(*args: Any, **kwargs: Any) -> str:
     """A stable hash of a node's input: the same value gives the same key in every process.
 
-    The input goes through graphruntime's typed JSON serde (never pickle); dict
+    The input goes through graphruntime's typed JSON serde (JSON only); dict
     key order and set order do not change the key, types do (``1`` vs ``1.0``
     vs ``True``, a tuple vs a list).
 

@@ -1,7 +1,7 @@
 """The cache contract: LangGraph's ``BaseCache``, for node results.
 
 Entries are addressed by a :data:`FullKey`, ``(namespace, key)``; values go
-through a serializer (by default graphruntime's typed JSON, never pickle), so a
+through a serializer (by default graphruntime's typed JSON, nothing else), so a
 cache may live outside the process.
 """
 

@@ -3,7 +3,7 @@
 ``JsonPlusSerializer`` is graphruntime's :class:`~graphruntime.checkpoint.serde.JsonSerializer`
 built from LangGraph's constructor arguments: code that makes one (a custom saver's
 ``serde=``, a subclass overriding ``dumps_typed``) keeps working, and stores what
-graphruntime stores (typed JSON, never msgpack or pickle).
+graphruntime stores (typed JSON only).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ class JsonPlusSerializer(JsonSerializer):
     """:class:`JsonSerializer` taking LangGraph's ``JsonPlusSerializer`` arguments.
 
     Args:
-        pickle_fallback: must stay False: nothing stored is ever unpickled here.
+        pickle_fallback: LangGraph's name; True is refused (stored data is JSON only).
         allowed_json_modules, allowed_msgpack_modules: LangGraph's allowlists, entries
             ``(module, ..., ClassName)`` or module names. Their modules become
             ``allowed_modules``; ``True`` and ``None`` keep the default (classes this
