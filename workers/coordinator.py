@@ -103,6 +103,26 @@ class Lease:
         self.held = True
         self.following: str | None = None
 
+    def finish(
+        self,
+        run: Run,
+        status: Any,
+        result: Any,
+        error: dict[str, Any] | None,
+        inbox: InboxUpdate | None,
+    ) -> None:
+        """End ``run`` and give the lease up, in one transaction."""
+        released = self.ctx.store.finish_and_release(
+            run.run_id,
+            status,
+            thread_id=self.thread_id,
+            worker=self.ctx.worker_name,
+            result=result,
+            error=error,
+            inbox=inbox,
+        )
+        self.held, self.following = False, released.following
+
     def release(self) -> str | None:
         """Give the lease up (if still held); the thread's next run still to finish.
 
@@ -130,9 +150,7 @@ class Lease:
         return self.following
 
 
-def advance(
-    ctx: WorkerContext, run: Run, lease: Lease | None = None, failures: list[str] | None = None
-) -> bool:
+def advance(ctx: WorkerContext, run: Run, lease: Lease, failures: list[str] | None = None) -> bool:
     """Drive one run until it ends (True) or waits for its task jobs (False).
 
     ``lease``: the thread's, held by this job; the run's end gives it up.
@@ -395,21 +413,9 @@ def _end(
     result: Any = None,
     error: dict[str, Any] | None = None,
     inbox: InboxUpdate | None = None,
-    lease: Lease | None = None,
+    lease: Lease,
 ) -> None:
-    if lease is not None and lease.held:
-        released = ctx.store.finish_and_release(
-            run.run_id,
-            status,
-            thread_id=lease.thread_id,
-            worker=ctx.worker_name,
-            result=result,
-            error=error,
-            inbox=inbox,
-        )
-        lease.held, lease.following = False, released.following
-    else:
-        ctx.store.finish_run(run.run_id, status, result=result, error=error, inbox=inbox)
+    lease.finish(run, status, result, error, inbox)
     observe.run_ended(run.graph, status)
     origin = run.origin or {}
     if status == "error" and origin.get("route") == "queue" and origin.get("message"):
