@@ -34,10 +34,17 @@ from graphruntime.pregel import (
     task_order,
 )
 from workers import observability as observe
+from workers._call_jobs import CallJobs, only_calls_recorded
 from workers._deferred_writes import DeferredWrites
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.dispatch import dispatch_retry, dispatch_step
-from workers.errors import UnknownGraphError, WorkerError, error_info, is_transient
+from workers.errors import (
+    RemoteTaskError,
+    UnknownGraphError,
+    WorkerError,
+    error_info,
+    is_transient,
+)
 from workers.store import InboxEntry, InboxUpdate, Run, StepTask
 
 log = logging.getLogger(__name__)
@@ -50,14 +57,6 @@ RELEASE_PATIENCE = 60.0
 
 MAX_RUNS_PER_JOB = 16
 """Runs of one thread a coordinator job takes in turn before handing the thread back."""
-
-
-class RemoteTaskError(WorkerError):
-    """A node's error recorded by a task job; ``info`` is what the job recorded."""
-
-    def __init__(self, info: dict[str, Any]) -> None:
-        super().__init__(info.get("message", ""))
-        self.info = info
 
 
 class UndecodableRunError(WorkerError):
@@ -289,16 +288,46 @@ class ClusterExecutor:
     def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
         ctx, run = self.ctx, self.run
         checkpoint_id = loop.checkpoint["id"]
+        inline = len(tasks) == 1 and ctx.settings.inline_single_task
+        sent_calls: dict[str, StepTask] = {}
         if self.reentering:
             self.reentering = False
             recorded = ctx.store.step_tasks(run.run_id, checkpoint_id)
-            if recorded:
+            if recorded and inline and only_calls_recorded(tasks, recorded):
+                # the step's task ran here and sent its @task calls as jobs
+                if any(row.status != "done" for row in recorded.values()):
+                    raise StepSuspended  # the last call's job calls us again
+                self.events.discard()  # the step's start was streamed by the first pass
+                sent_calls = recorded
+            elif recorded:
                 yield from self._recorded(loop, tasks, recorded)
                 return
         self.events.store()  # a streaming client sees each step as it begins
-        if len(tasks) == 1 and ctx.settings.inline_single_task:
+        if inline:
             task = tasks[0]
-            outcome = observe.attempt(run, task, loop.task_config(task), loop.graph.retry_policy)
+            calls = CallJobs(sent_calls)
+            loop.calls = calls
+            try:
+                outcome = observe.attempt(
+                    run, task, loop.task_config(task), loop.graph.retry_policy
+                )
+            finally:
+                loop.calls = None
+            if unsent := calls.to_send():
+                # the task waits on calls with no result yet: they run as jobs, then it
+                # runs again (whatever it did meanwhile is done again then)
+                self._leaving(loop)
+                dispatch_step(
+                    ctx.store,
+                    ctx.broker,
+                    ctx.settings,
+                    run_id=run.run_id,
+                    graph=run.graph,
+                    thread_id=run.thread_id,
+                    checkpoint_id=checkpoint_id,
+                    tasks=unsent,
+                )
+                raise StepSuspended
             if isinstance(outcome, RetryLater):
                 # its RetryPolicy retries it: as a job after the backoff, not asleep here
                 self._leaving(loop)

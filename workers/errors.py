@@ -19,6 +19,8 @@ WorkerError (GraphRuntimeError)
 
 from __future__ import annotations
 
+import builtins
+import importlib
 import os
 import socket
 import traceback
@@ -86,6 +88,18 @@ class RemoteGraphError(WorkerError):
 class NodeFailedError(WorkerError):
     """A job's node (or run) failed; raised by the Celery job after recording it, so
     the job shows as failed. The run's error holds the node's own exception."""
+
+
+class RemoteTaskError(WorkerError):
+    """A node's error recorded by a task job; ``info`` is what the job recorded."""
+
+    def __init__(self, info: dict[str, Any]) -> None:
+        super().__init__(info.get("message", ""))
+        self.info = info
+
+
+class NondeterministicCallError(WorkerError):
+    """A ``@task`` call sent as a job that its caller, run again, did not make again."""
 
 
 class StoreError(WorkerError):
@@ -173,3 +187,67 @@ class RemoteTraceback(Exception):
 
     def __str__(self) -> str:
         return "\n\n" + self.text.rstrip()
+
+
+def rebuild_error(info: dict[str, Any], run_id: str | None = None) -> BaseException:
+    """Re-create a node's exception from its recorded type and message.
+
+    Only built-in and graphruntime/workers exception classes are re-created; any
+    other type becomes a :class:`RemoteGraphError` subclass with the same name. The
+    worker's traceback is its ``__cause__`` (:class:`RemoteTraceback`), and a note says
+    where it was raised.
+    """
+    error = _rebuilt(info)
+    text = info.get("traceback")
+    if isinstance(text, str) and text:
+        error.__cause__ = RemoteTraceback(text)
+    where = [f"run {run_id}"] if run_id else []
+    if info.get("task"):
+        where.append(f"node {info['task']}")
+    if info.get("worker"):
+        where.append(f"worker {info['worker']}")
+    if where:
+        error.add_note("Raised on the workers: " + ", ".join(where))
+    return error
+
+
+def _rebuilt(info: dict[str, Any]) -> BaseException:
+    name = str(info.get("type", "Exception"))
+    module = str(info.get("module", "builtins"))
+    message = str(info.get("message", ""))
+    cls: Any = None
+    if module == "builtins":
+        cls = getattr(builtins, name, None)
+    elif module.startswith(("graphruntime.", "workers.")):
+        try:
+            cls = getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            cls = None
+    args = info.get("args")
+    if isinstance(cls, type) and issubclass(cls, BaseException):
+        try:
+            rebuilt: BaseException = cls(*args) if isinstance(args, list) else cls(message)
+        except TypeError:
+            pass
+        else:
+            _restore_attrs(rebuilt, info.get("attrs"))
+            return rebuilt
+    remote: type[RemoteGraphError] = type(
+        name, (RemoteGraphError,), {"__module__": "workers.remote"}
+    )
+    return remote(name, message)
+
+
+def _restore_attrs(error: BaseException, attrs: Any) -> None:
+    """Set the fields ``error_info`` recorded (tuples were sent as ``{"tuple": [...]}``)."""
+    if not isinstance(attrs, dict):
+        return
+    for name, value in attrs.items():
+        if not isinstance(name, str) or name.startswith("_"):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("tuple"), list):
+            value = tuple(value["tuple"])
+        try:
+            setattr(error, name, value)
+        except (AttributeError, TypeError):
+            continue

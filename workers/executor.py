@@ -13,13 +13,13 @@ import uuid
 
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import GraphInterrupt
-from graphruntime.pregel import RetryLater
+from graphruntime.pregel import RetryLater, is_call_path
 from workers import observability as observe
 from workers._deferred_writes import DeferredWrites
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.coordinator import LACKING_GRAPH_DELAY, coordinate
 from workers.dispatch import dispatch_retry
-from workers.errors import error_info, is_transient
+from workers.errors import NondeterministicCallError, error_info, is_transient
 from workers.messages import TaskMessage
 from workers.store import EventRow, Run
 
@@ -120,7 +120,12 @@ def _run_claimed(
             "checkpoint_id": msg.checkpoint_id,
         }
     }
-    saved = saver.get_task_tuple(step_config, claimed)
+    if any(is_call_path(ref.path) for ref in msg.tasks if ref.id in claimed):
+        # a call is re-created by running its caller again, which reads the results
+        # of the calls it made before from the whole step's writes
+        saved = saver.get_tuple(step_config)
+    else:
+        saved = saver.get_task_tuple(step_config, claimed)
     if saved is None:
         log.warning(
             "checkpoint %s of run %s is gone; job %s dropped",
@@ -147,6 +152,16 @@ def _run_claimed(
                 list(ref.path),
                 msg.checkpoint_id,
             )
+            if is_call_path(ref.path):
+                # its caller did not make it again: the caller fails with this error
+                # rather than wait for it forever
+                lost = NondeterministicCallError(
+                    f"the @task call at {list(ref.path)} could not be re-created: running "
+                    "its caller again did not make the same call (an entrypoint and the "
+                    "tasks that call tasks must make the same calls, in the same order, "
+                    "each time they run)"
+                )
+                outcomes[ref.id] = error_info(lost, None, msg.checkpoint_id)
             continue
         if task.writes:
             outcomes[ref.id] = None  # an earlier delivery saved its output, then died

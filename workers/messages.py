@@ -6,6 +6,7 @@ Celery messages carry only ids; inputs, commands and results live in Postgres
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -29,8 +30,37 @@ class TaskRef(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     id: str = Field(min_length=1)
-    path: tuple[str | int | bool, ...] = Field(min_length=1)
+    path: tuple[Any, ...] = Field(min_length=1)
+    """Strings, integers and booleans; a ``@task`` call's path nests its caller's."""
     attempts: int = Field(default=0, ge=0, description="failed attempts so far (RetryPolicy)")
+
+    @field_validator("path", mode="after")
+    @classmethod
+    def _plain_path(cls, path: tuple[Any, ...]) -> tuple[Any, ...]:
+        return _path(path, depth=0)
+
+
+MAX_PATH_DEPTH = 16
+"""Deepest nesting of a task path (a call of a call of ... a task)."""
+
+
+def _path(items: Sequence[Any], depth: int) -> tuple[Any, ...]:
+    if depth > MAX_PATH_DEPTH:
+        raise ValueError(f"a task path nests at most {MAX_PATH_DEPTH} levels")
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, list | tuple):
+            if not item:
+                raise ValueError("a task path holds no empty path")
+            out.append(_path(item, depth + 1))
+        elif isinstance(item, str | int | bool):
+            out.append(item)
+        else:
+            raise ValueError(
+                "a task path holds strings, integers, booleans and paths, "
+                f"not {type(item).__name__}"
+            )
+    return tuple(out)
 
 
 class TaskMessage(_Message):

@@ -14,7 +14,7 @@ are tasks of the same step: the loop prepares them (``PregelLoop.call``, and
 from __future__ import annotations
 
 from graphruntime._internal._constants import INTERRUPT
-from graphruntime.pregel._algo import PreparedTask, task_finished
+from graphruntime.pregel._algo import PreparedTask, is_call_path, task_finished
 from graphruntime.pregel._builder import NodeBuilder
 from graphruntime.pregel._call import CallSuspended, done_future, failed_future
 from graphruntime.pregel._calls import CallExecutor
@@ -65,6 +65,7 @@ __all__ = (
     "drive",
     "end_pending",
     "failed_future",
+    "is_call_path",
     "is_resume_map",
     "paused",
     "pending_interrupts",

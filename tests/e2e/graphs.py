@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Annotated, Any, TypedDict
 
 from graphruntime.config import RunnableConfig
+from graphruntime.func import entrypoint, task
 from graphruntime.graph import END, START, StateGraph
 from graphruntime.store.base import BaseStore
 from graphruntime.store.memory import InMemoryStore
@@ -212,6 +213,37 @@ memo.add_edge("remember", "recall")
 # compiled with an in-memory store: the workers give its nodes their shared Postgres one
 memo_graph = memo.compile(store=InMemoryStore())
 
+
+@task
+def measure(i: int, config: RunnableConfig) -> dict[str, int]:
+    """A call of ``survey``: counted in Redis on the workers (a call run twice shows), slow
+    enough that a round of them spreads over both workers."""
+    from tests.e2e.fault_graphs import redis_for
+
+    if url := os.environ.get("REDIS_URL"):  # on the workers (not in the test's own run)
+        thread_id = config["configurable"]["thread_id"]
+        redis_for(url).hincrby(f"e2e:survey:{thread_id}", f"measure({i})", 1)
+    time.sleep(0.2)
+    return {"i": i, "pid": os.getpid()}
+
+
+@task
+def review(count: int) -> str:
+    return str(interrupt({"question": "approve?", "count": count}))
+
+
+@entrypoint()
+def survey(n: int) -> dict[str, Any]:
+    """A functional workflow: a round of ``measure`` calls, then a call that waits on a human."""
+    results = [f.result() for f in [measure(i) for i in range(n)]]
+    decision = review(len(results)).result()
+    return {
+        "total": sum(r["i"] for r in results),
+        "pids": [r["pid"] for r in results],
+        "decision": decision,
+    }
+
+
 GRAPHS = ",".join(
     [
         "ticket=tests.e2e.graphs:ticket_graph",
@@ -222,5 +254,6 @@ GRAPHS = ",".join(
         "flaky=tests.e2e.graphs:flaky_graph",
         "pair=tests.e2e.graphs:pair_graph",
         "memo=tests.e2e.graphs:memo_graph",
+        "survey=tests.e2e.graphs:survey",
     ]
 )
