@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import operator
+import time
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
@@ -84,22 +85,21 @@ def scenario_runtime_context(rt: Runtime, rec: Recorder) -> None:
 @scenario
 def scenario_node_attempts(rt: Runtime, rec: Recorder) -> None:
     """execution_info.node_attempt counts retries; the first attempt's time is kept."""
-    seen: list[tuple[int, bool]] = []
-    first: list[float] = []
 
     def flaky(state: Counter, runtime: Any) -> dict[str, Any]:
         info = runtime.execution_info
-        first.append(info.node_first_attempt_time)
-        seen.append((info.node_attempt, info.node_first_attempt_time == first[0]))
+        rec.record("attempt", info.node_attempt)
         if info.node_attempt < 3:
             raise ValueError("again")
-        return {"n": info.node_attempt}
+        # two backoffs (1 ms, then 2 ms) since the first attempt began, whichever the
+        # process: a first-attempt time reset per attempt would be too recent
+        waited = time.time() - info.node_first_attempt_time
+        return {"n": info.node_attempt, "items": [f"waited >= 3 ms: {waited >= 0.003}"]}
 
     policy = rt.RetryPolicy(initial_interval=0.001, jitter=False, retry_on=ValueError)
     g = rt.StateGraph(Counter).add_node("flaky", flaky, retry_policy=policy)
     app = g.add_edge(rt.START, "flaky").compile()
     rec.record("result", app.invoke({"items": []}))
-    rec.record("attempts", seen)
 
 
 @scenario
@@ -249,14 +249,17 @@ def scenario_store_injection(rt: Runtime, rec: Recorder) -> None:
         return {"items": [f"read {item.value['v']}"]}
 
     def via_runtime(state: Counter, runtime: Any) -> dict[str, Any]:
-        return {"items": [f"runtime store {runtime.store is not None}"]}
+        if runtime.store is None:
+            return {"items": ["runtime store False"]}
+        # read back in a node: on the workers the store is the one they share
+        stored = runtime.store.get(("docs",), "a").value
+        return {"items": [f"runtime store True, stored {stored}"]}
 
     child = rt.StateGraph(Counter).add_node("read", read).add_edge(rt.START, "read").compile()
     g = rt.StateGraph(Counter)
     g.add_node("write", write).add_node("child", child).add_node("rt", via_runtime)
     g.add_edge(rt.START, "write").add_edge("write", "child").add_edge("child", "rt")
     rec.record("with store", g.compile(store=store).invoke({"items": ["x"]}))
-    rec.record("stored", store.get(("docs",), "a").value)
     none = rt.StateGraph(Counter).add_node("rt", via_runtime).add_edge(rt.START, "rt")
     rec.record("without store", none.compile().invoke({"items": []}))
 

@@ -166,6 +166,24 @@ def _without_run_id(snapshot: Any) -> Any:
     return snapshot._replace(metadata=metadata, tasks=tasks)
 
 
+def _chunk_without_run_id(chunk: Any) -> Any:
+    """A stream chunk whose checkpoint and task payloads lose the same ``run_id`` key
+    (the checkpoints, tasks and debug modes show the run's metadata)."""
+    if isinstance(chunk, tuple):
+        return tuple(_chunk_without_run_id(c) for c in chunk)
+    if isinstance(chunk, list):
+        return [_chunk_without_run_id(c) for c in chunk]
+    if not isinstance(chunk, dict):
+        return chunk
+    out = {k: _chunk_without_run_id(v) for k, v in chunk.items()}
+    metadata = out.get("metadata")
+    if isinstance(metadata, dict) and "run_id" in metadata:
+        out["metadata"] = {k: v for k, v in metadata.items() if k != "run_id"}
+        if not out["metadata"] and "triggers" in out:
+            del out["metadata"]  # a task event shows user metadata only when there is some
+    return out
+
+
 def _unwrap(obj: Any) -> Any:
     return obj.local if isinstance(obj, RemoteGraph) else obj
 
@@ -239,7 +257,8 @@ class RemoteGraph:
                 timeout=REMOTE_TIMEOUT,
                 **run_kwargs,
             )
-            yield from chunks
+            for chunk in chunks:
+                yield _chunk_without_run_id(chunk)
 
     async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
         return self.invoke(input, config, **kwargs)

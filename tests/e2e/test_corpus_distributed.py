@@ -82,10 +82,6 @@ KNOWN_DISTRIBUTED_BUGS: dict[str, str] = {
         "a handler that raises on the workers does not fail the run: its error is not "
         "reported back to the coordinator (workers/executor.py)"
     ),
-    "node_attempts": (
-        "the scenario's node appends execution_info to a list in the test process; on the "
-        "workers the node runs in another process and the list stays empty"
-    ),
     "node_cache": "GraphClient has no clear_cache (RemoteGraph does not forward it)",
     "node_timeout": (
         "the workers run tasks with the sync run_task_attempt, which refuses a node "
@@ -94,16 +90,6 @@ KNOWN_DISTRIBUTED_BUGS: dict[str, str] = {
     "run_control_drain": (
         "RunControl is an in-process object: GraphClient cannot pass it, and the drained "
         "run's resume with no input fails on the coordinator with EmptyInputError"
-    ),
-    "store_injection": (
-        "the scenario reads the InMemoryStore it compiled in, in the test process; on the "
-        "workers its nodes get the Postgres store every worker shares instead "
-        "(tests/e2e/test_store.py checks that store)"
-    ),
-    "stream_tasks_checkpoints_debug": (
-        "the coordinator puts run_id in the run config's metadata, so the tasks/debug "
-        "streams' task events carry metadata={'run_id': ...} that LangGraph's do not "
-        "(workers/coordinator.py)"
     ),
 }
 
