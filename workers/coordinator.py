@@ -44,6 +44,7 @@ from workers.errors import (
     WorkerError,
     error_info,
     is_transient,
+    rebuild_error,
 )
 from workers.store import InboxEntry, InboxUpdate, Run, StepTask
 
@@ -193,9 +194,10 @@ def advance(ctx: WorkerContext, run: Run, lease: Lease, failures: list[str] | No
     saver = DeferredWrites(ctx.saver.fenced().lazy())
     try:
         loop, reentering = _open(ctx, run, graph, saver)
-        executor = observe.steps(
-            ClusterExecutor(ctx, run, events, saver, reentering=reentering), run
-        )
+        # a step re-opened after its jobs ran: what they recorded, read once
+        recorded = ctx.store.step_tasks(run.run_id, loop.checkpoint["id"]) if reentering else None
+        loop.task_errors = recorded_errors(recorded or {})
+        executor = observe.steps(ClusterExecutor(ctx, run, events, saver, recorded=recorded), run)
         events.extend(drive(loop, executor))
         saver.flush()
     except StepSuspended:
@@ -265,9 +267,10 @@ def _open(
 class ClusterExecutor:
     """Runs a step's tasks for the coordinator: inline, or as task jobs (suspending the run).
 
-    ``reentering``: the coordinator re-opened a run that was under way, so the first
-    step it plans may be one whose tasks already ran as jobs; their outcomes are then
-    read from what the jobs saved instead of running anything.
+    ``recorded``: the coordinator re-opened a run that was under way, so the first step
+    it plans may be one whose tasks already ran as jobs; these are the step's task rows
+    (None: the run was not under way), and their outcomes are read from what the jobs
+    saved instead of running anything.
     """
 
     def __init__(
@@ -277,22 +280,21 @@ class ClusterExecutor:
         events: RunEvents,
         saver: DeferredWrites,
         *,
-        reentering: bool,
+        recorded: dict[str, StepTask] | None,
     ) -> None:
         self.ctx = ctx
         self.run = run
         self.events = events
         self.saver = saver
-        self.reentering = reentering
+        self.recorded = recorded
 
     def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
         ctx, run = self.ctx, self.run
         checkpoint_id = loop.checkpoint["id"]
         inline = len(tasks) == 1 and ctx.settings.inline_single_task
         sent_calls: dict[str, StepTask] = {}
-        if self.reentering:
-            self.reentering = False
-            recorded = ctx.store.step_tasks(run.run_id, checkpoint_id)
+        if self.recorded is not None:
+            recorded, self.recorded = self.recorded, None
             if recorded and inline and only_calls_recorded(tasks, recorded):
                 # the step's task ran here and sent its @task calls as jobs
                 if any(row.status != "done" for row in recorded.values()):
@@ -400,6 +402,11 @@ class ClusterExecutor:
             elif interrupts := loop.recorded_interrupts(task.id):
                 outcome = GraphInterrupt(tuple(interrupts))
             yield TaskResult(task, outcome, recorded=True)
+
+
+def recorded_errors(rows: dict[str, StepTask]) -> dict[str, BaseException]:
+    """The errors task jobs recorded for a step's tasks, rebuilt with their types."""
+    return {task_id: rebuild_error(row.error) for task_id, row in rows.items() if row.error}
 
 
 class RunEvents:

@@ -13,11 +13,11 @@ import uuid
 
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import GraphInterrupt
-from graphruntime.pregel import RetryLater, is_call_path
+from graphruntime.pregel import HANDLER_MARK, RetryLater, is_call_path
 from workers import observability as observe
 from workers._deferred_writes import DeferredWrites
 from workers.context import WorkerContext, at_run_start, run_loop
-from workers.coordinator import LACKING_GRAPH_DELAY, coordinate
+from workers.coordinator import LACKING_GRAPH_DELAY, coordinate, recorded_errors
 from workers.dispatch import dispatch_retry
 from workers.errors import NondeterministicCallError, error_info, is_transient
 from workers.messages import TaskMessage
@@ -135,6 +135,9 @@ def _run_claimed(
         )
         return 0, -1
     loop = run_loop(graph, run, saver, checkpoint_id=msg.checkpoint_id, saved=saved)
+    if any(HANDLER_MARK in ref.path for ref in msg.tasks if ref.id in claimed):
+        # an error handler gets the failed node's error as its job recorded it (typed)
+        loop.task_errors = recorded_errors(ctx.store.step_tasks(run.run_id, msg.checkpoint_id))
     if at_run_start(loop, run):
         loop.open_step(run.payload.get("input"))
     streaming = bool(run.payload.get("stream_modes"))

@@ -30,6 +30,7 @@ from graphruntime.pregel._driver import (
     recursion_error,
     steps,
 )
+from graphruntime.pregel._handlers import HANDLER_MARK
 from graphruntime.pregel._loop import LOAD, PregelLoop, RunOptions, TaskResult, task_order
 from graphruntime.pregel._node import GraphSpec, NodeSpec
 from graphruntime.pregel._resume import is_resume_map, pending_interrupts
@@ -39,6 +40,7 @@ from graphruntime.pregel._stream import StreamChunk, StreamSink
 from graphruntime.pregel.main import Pregel
 
 __all__ = (
+    "HANDLER_MARK",
     "INTERRUPT",
     "LOAD",
     "AsyncStepExecutor",

@@ -102,7 +102,7 @@ def resume_error_handlers(loop: PregelLoop) -> None:
     for tid, channel, _ in loop.pending_writes:
         if channel == ERROR_SOURCE_NODE and tid in loop.tasks:
             saved = next((v for t, c, v in loop.pending_writes if t == tid and c == ERROR), None)
-            if (error := saved_error(saved)) is not None:
+            if (error := loop.task_errors.get(tid) or saved_error(saved)) is not None:
                 failed[tid] = error
     for tid, error in failed.items():
         task = loop.tasks[tid]
@@ -117,7 +117,9 @@ def plan_error_handler(loop: PregelLoop, failed_path: Sequence[Any]) -> Prepared
     failed = prepare_task(loop.checkpoint, loop.channels, loop.step_context(), failed_path)
     if failed is None:
         return None
-    error = saved_error(next((v for c, v in loop.recorded_writes(failed.id) if c == ERROR), None))
+    error = loop.task_errors.get(failed.id) or saved_error(
+        next((v for c, v in loop.recorded_writes(failed.id) if c == ERROR), None)
+    )
     if error is None and loop.checkpointer is not None:
         # a job loads only its own tasks' writes: the failure is the failed task's
         saved = loop.checkpointer.get_tuple(loop.checkpoint_config)

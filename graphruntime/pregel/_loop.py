@@ -296,6 +296,13 @@ class PregelLoop(LoopCalls):
         """
         self.calls: CallExecutor | None = None
         """Runs the ``@task`` calls tasks make (see :class:`CallExecutor`); set by drivers."""
+        self.task_errors: dict[str, BaseException] = {}
+        """Errors of this step's failed tasks as their executor kept them, by task id.
+
+        A saver keeps only an error's text (as LangGraph's); an executor that recorded
+        more (a distributed job records the type and arguments) puts the rebuilt error
+        here, so an error handler that reads a failure back gets the exception itself.
+        """
         # record() and calls may come from several task threads at once
         self._lock = threading.RLock()
         self._call_futures: dict[str, Any] = {}

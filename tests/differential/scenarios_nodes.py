@@ -156,7 +156,7 @@ def scenario_error_handlers(rt: Runtime, rec: Recorder) -> None:
 @scenario
 def scenario_error_handler_resumes(rt: Runtime, rec: Recorder) -> None:
     """A handler that crashed runs again on resume; the failed node does not."""
-    fail_handler = [True]
+    fail_handler = {"on": True}  # a dict: the distributed corpus shares it with the workers
 
     def boom(state: Counter) -> dict[str, Any]:
         rec.count("boom")
@@ -164,7 +164,7 @@ def scenario_error_handler_resumes(rt: Runtime, rec: Recorder) -> None:
 
     def handler(state: Counter, error: NodeError) -> dict[str, Any]:
         rec.count("handler")
-        if fail_handler[0]:
+        if fail_handler["on"]:
             raise RuntimeError("handler crash")
         return {"items": [f"recovered {error.node}"]}
 
@@ -174,7 +174,7 @@ def scenario_error_handler_resumes(rt: Runtime, rec: Recorder) -> None:
     with rec.expect_error("handler crashes"):
         app.invoke({"items": []}, cfg)
     rec.record_counts("after crash")
-    fail_handler[0] = False
+    fail_handler["on"] = False
     rec.record("resumed", app.invoke(None, cfg))
     rec.record_counts("after resume")
 

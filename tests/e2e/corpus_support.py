@@ -317,8 +317,12 @@ def tracking_state_graph(
     class TrackingStateGraph(base):  # type: ignore[misc]
         def add_node(self, node: Any, action: Any = None, **kwargs: Any) -> Any:
             node, action = unwrap(node), unwrap(action)
-            session.scan(node, action)
+            session.scan(node, action, kwargs.get("error_handler"))
             return super().add_node(node, action, **kwargs)
+
+        def set_node_defaults(self, **kwargs: Any) -> Any:
+            session.scan(kwargs.get("error_handler"))
+            return super().set_node_defaults(**kwargs)
 
         def add_conditional_edges(self, source: str, path: Any, path_map: Any = None) -> Any:
             session.scan(path)

@@ -74,14 +74,6 @@ KNOWN_DISTRIBUTED_BUGS: dict[str, str] = {
         "the workers save every step (each may run on another worker), so GraphClient "
         "refuses durability='exit' with a ValueError instead of saving only the last"
     ),
-    "error_handlers": (
-        "a handler on the workers gets NodeError.error rebuilt from the error's saved text "
-        "(RuntimeError('boom 1') as the message), not the exception the node raised"
-    ),
-    "error_handler_resumes": (
-        "a handler that raises on the workers does not fail the run: its error is not "
-        "reported back to the coordinator (workers/executor.py)"
-    ),
     "node_cache": "GraphClient has no clear_cache (RemoteGraph does not forward it)",
     "node_timeout": (
         "the workers run tasks with the sync run_task_attempt, which refuses a node "
