@@ -40,6 +40,8 @@ class Runtime:
     errors: ModuleType
     package: str = ""
     """The package the names come from (``name`` may label a runtime built on another's)."""
+    entrypoint: Any = None
+    task: Any = None
 
 
 def load_runtime(prefix: str) -> Runtime:
@@ -49,6 +51,7 @@ def load_runtime(prefix: str) -> Runtime:
     config = importlib.import_module(f"{prefix}.config")
     memory = importlib.import_module(f"{prefix}.checkpoint.memory")
     errors = importlib.import_module(f"{prefix}.errors")
+    func = importlib.import_module(f"{prefix}.func")
     return Runtime(
         name=prefix,
         StateGraph=graph.StateGraph,
@@ -67,4 +70,6 @@ def load_runtime(prefix: str) -> Runtime:
         get_config=config.get_config,
         errors=errors,
         package=prefix,
+        entrypoint=func.entrypoint,
+        task=func.task,
     )

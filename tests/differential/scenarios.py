@@ -108,6 +108,10 @@ node_cache                          4 7     cache_policy, cached updates, clear_
 untracked_value                     2 6     UntrackedValue through Send, never saved
 run_control_drain                   4 6     RunControl.request_drain, GraphDrained
 node_timeout                        4       async timeouts, retried, sync refused
+**scenarios_functional**
+functional_calls                    4 6 7   @task rounds, dependent and failing calls
+functional_interrupt                5 6     a task interrupts; resume; entrypoint.final
+functional_async                    4       async entrypoint gathering async tasks
 =================================== ======= ===============================================
 
 Deliberate differences from LangGraph are tested in ``test_intentional_differences``; the
@@ -130,6 +134,7 @@ THEMES = (
     "scenarios_streams",
     "scenarios_loop",
     "scenarios_nodes",
+    "scenarios_functional",
 )
 
 

@@ -32,6 +32,7 @@ from tests.e2e.corpus_support import (
     graph_signature,
     ledger_active,
     share_cells,
+    tracking_functional,
     tracking_state_graph,
 )
 
@@ -103,8 +104,12 @@ def capture_runtime(base: Runtime, session: GraphSession) -> Runtime:
         session.graphs.append(compiled)
         return compiled
 
+    entrypoint, task = tracking_functional(base.entrypoint, base.task, session, on_compile)
     return dataclasses.replace(
-        base, StateGraph=tracking_state_graph(base.StateGraph, session, on_compile)
+        base,
+        StateGraph=tracking_state_graph(base.StateGraph, session, on_compile),
+        entrypoint=entrypoint,
+        task=task,
     )
 
 

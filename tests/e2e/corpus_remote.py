@@ -33,6 +33,7 @@ from tests.e2e.corpus_support import (
     graph_signature,
     pull_cells,
     push_cells,
+    tracking_functional,
     tracking_state_graph,
 )
 from workers.client import GraphClient
@@ -147,7 +148,10 @@ class RemoteSession:
             return RemoteGraph(self, corpus_graphs.graph_name(self.scenario, k), local, persistent)
 
         graph_cls = tracking_state_graph(base.StateGraph, self.graphs, on_compile, _unwrap)
-        return dataclasses.replace(base, name="remote", StateGraph=graph_cls)
+        entrypoint, task = tracking_functional(base.entrypoint, base.task, self.graphs, on_compile)
+        return dataclasses.replace(
+            base, name="remote", StateGraph=graph_cls, entrypoint=entrypoint, task=task
+        )
 
 
 def _without_run_id(snapshot: Any) -> Any:

@@ -337,6 +337,37 @@ def tracking_state_graph(
     return TrackingStateGraph
 
 
+def tracking_functional(
+    base_entrypoint: type[Any],
+    base_task: Callable[..., Any],
+    session: GraphSession,
+    on_compile: Callable[[Any, dict[str, Any]], Any],
+) -> tuple[type[Any], Callable[..., Any]]:
+    """``entrypoint`` and ``task`` that scan their functions; an entrypoint's graph is
+    handed over as ``StateGraph.compile`` hands its graph over."""
+
+    class TrackingEntrypoint(base_entrypoint):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.tracked = {"args": args, **kwargs}
+
+        def __call__(self, func: Any) -> Any:
+            session.scan(func)
+            return on_compile(super().__call__(func), self.tracked)
+
+    TrackingEntrypoint.__name__ = base_entrypoint.__name__
+    TrackingEntrypoint.__qualname__ = base_entrypoint.__qualname__
+
+    def task(__func_or_none__: Any = None, **kwargs: Any) -> Any:
+        def wrap(func: Any) -> Any:
+            session.scan(func)
+            return base_task(func, **kwargs)
+
+        return wrap if __func_or_none__ is None else wrap(__func_or_none__)
+
+    return TrackingEntrypoint, task
+
+
 def graph_signature(graph: Any) -> tuple[Any, ...]:
     """What must match between the captured graph k and the test side's graph k."""
     return (graph.name, tuple(sorted(graph.nodes)), type(graph.checkpointer).__name__)
