@@ -6,7 +6,8 @@
         saver.setup()
         app = graph.compile(checkpointer=saver)
 
-:class:`PostgresStore` is the long-term memory store (``graphruntime.store`` API).
+:class:`PostgresStore` is the long-term memory store (``graphruntime.store`` API), and
+:class:`PostgresCache` caches node and task results for every process (``graphruntime.cache``).
 
 :func:`database_url` gives ``DATABASE_URL`` or, when unset, an embedded Postgres
 for development and tests.
@@ -14,6 +15,7 @@ for development and tests.
 
 from __future__ import annotations
 
+from checkpoint_pg.cache import PostgresCache
 from checkpoint_pg.embedded import database_url
 from checkpoint_pg.errors import (
     CheckpointStoreError,
@@ -29,6 +31,7 @@ from checkpoint_pg.store import PostgresStore
 __all__ = (
     "CheckpointStoreError",
     "CheckpointStoreUnavailable",
+    "PostgresCache",
     "PostgresSaver",
     "PostgresStore",
     "PruneResult",

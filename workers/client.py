@@ -454,6 +454,12 @@ class GraphClient:
     ) -> Iterator[StateSnapshot]:
         return self._graph(graph).get_state_history(config, **kwargs)
 
+    def clear_cache(self, graph: str, nodes: Sequence[str] | None = None) -> None:
+        """Forget the cached results of ``nodes`` (default: every node), like
+        ``clear_cache``: for every worker, whose graphs cache in the shared Postgres
+        cache. A graph compiled without a cache is refused, as in-process."""
+        self.registry.get(graph).clear_cache(nodes)
+
     def update_state(
         self, graph: str, config: RunnableConfig, values: Any, as_node: str | None = None
     ) -> RunnableConfig:

@@ -6,7 +6,9 @@ import importlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from graphruntime.cache.base import BaseCache
 from graphruntime.checkpoint import JsonSerializer, schema_classes
 from graphruntime.errors import SerializationError
 from graphruntime.graph import StateGraph
@@ -48,6 +50,8 @@ class GraphRegistry:
     """A strict serializer that learns each loaded graph's schema classes."""
     node_store: BaseStore | None = None
     """The store every worker shares: given to each graph compiled with a store."""
+    node_cache: BaseCache[Any] | None = None
+    """The cache every worker shares: given to each graph compiled with a cache."""
 
     @classmethod
     def parse(cls, spec: str) -> GraphRegistry:
@@ -85,18 +89,37 @@ class GraphRegistry:
         compiled in (``InMemoryStore``) would live in one worker process only."""
         self.node_store = store
         for name, graph in list(self._loaded.items()):
-            self._loaded[name] = self._with_store(name, graph)
+            self._loaded[name] = self._shared(name, graph)
 
-    def _with_store(self, name: str, graph: Pregel) -> Pregel:
-        if self.node_store is None or graph.store is None or graph.store is self.node_store:
-            return graph
-        log.info(
-            "graph %s: its nodes get the workers' %s instead of the %s it was compiled with",
-            name,
-            type(self.node_store).__name__,
-            type(graph.store).__name__,
-        )
-        return graph.with_store(self.node_store)
+    def use_cache(self, cache: BaseCache[Any]) -> None:
+        """Give ``cache`` to every graph compiled with a cache, now and later: a cache
+        compiled in (``InMemoryCache``) would serve one worker process only, and a
+        client's ``clear_cache`` could not reach it."""
+        self.node_cache = cache
+        for name, graph in list(self._loaded.items()):
+            self._loaded[name] = self._shared(name, graph)
+
+    def _shared(self, name: str, graph: Pregel) -> Pregel:
+        """``graph`` with the workers' store and cache in place of those compiled in."""
+        store, cache = self.node_store, self.node_cache
+        if store is not None and graph.store is not None and graph.store is not store:
+            log.info(
+                "graph %s: its nodes get the workers' %s instead of the %s it was compiled with",
+                name,
+                type(store).__name__,
+                type(graph.store).__name__,
+            )
+            graph = graph.with_store(store)
+        if cache is not None and graph.cache is not None and graph.cache is not cache:
+            log.info(
+                "graph %s: its results are cached in the workers' %s instead of the %s it "
+                "was compiled with",
+                name,
+                type(cache).__name__,
+                type(graph.cache).__name__,
+            )
+            graph = graph.with_cache(cache)
+        return graph
 
     def names(self) -> list[str]:
         return sorted(self.specs)
@@ -130,7 +153,7 @@ class GraphRegistry:
                 "be a compiled graph or a StateGraph builder."
             )
         self._allow_schemas(name, obj)
-        graph = self._with_store(name, obj)
+        graph = self._shared(name, obj)
         self._loaded[name] = graph
         return graph
 

@@ -51,8 +51,8 @@ def worker_serde(settings: Settings) -> JsonSerializer:
 
 def connect(settings: Settings, *, broker: Broker | None = None) -> WorkerContext:
     """Everything a worker or client needs; the broker defaults to Celery's. Graphs
-    compiled with a store get the Postgres store every worker shares."""
-    from checkpoint_pg import PostgresSaver, PostgresStore
+    compiled with a store or a cache get the Postgres ones every worker shares."""
+    from checkpoint_pg import PostgresCache, PostgresSaver, PostgresStore
 
     serde = worker_serde(settings)
     registry = GraphRegistry.parse(settings.graphs)
@@ -67,6 +67,7 @@ def connect(settings: Settings, *, broker: Broker | None = None) -> WorkerContex
         prepare=settings.prepared_statements,
     )
     registry.use_store(PostgresStore(pool))
+    registry.use_cache(PostgresCache(pool, serde=serde))
     return WorkerContext(
         settings=settings,
         registry=registry,

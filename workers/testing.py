@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from graphruntime.cache.memory import InMemoryCache
 from graphruntime.checkpoint import ClusterSaver, InMemorySaver, JsonSerializer
 from graphruntime.store.memory import InMemoryStore
 from workers.client import GraphClient
@@ -121,6 +122,9 @@ class InlineCluster:
         self.node_store = InMemoryStore()
         """The store the cluster's workers share (as they share Postgres')."""
         self.registry.use_store(self.node_store)
+        self.node_cache: InMemoryCache[Any] = InMemoryCache()
+        """The cache the cluster's workers share (as they share Postgres')."""
+        self.registry.use_cache(self.node_cache)
         self.workers = [self.context(f"worker-{i}") for i in range(workers)]
         for ctx in self.workers:
             self.store.heartbeat(ctx.worker_name, "inline", 0)

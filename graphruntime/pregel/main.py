@@ -410,6 +410,12 @@ class Pregel(PregelSchemas):
         clone.store = store
         return clone
 
+    def with_cache(self, cache: BaseCache[Any] | None) -> Pregel:
+        """A copy of this graph whose cached results live in ``cache`` (nodes are shared)."""
+        clone = copy.copy(self)
+        clone.cache = cache
+        return clone
+
     def _shaper(self, version: str, subgraphs: bool) -> Callable[[StreamChunk, bool], Any]:
         """How ``stream`` shows a chunk: v1 tuples, or v2 stream parts."""
         if version == "v2":

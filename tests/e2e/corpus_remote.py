@@ -300,6 +300,13 @@ class RemoteGraph:
         with self.session.call():
             return self.client.bulk_update_state(self.graph_name, config, supersteps)
 
+    def clear_cache(self, nodes: Any = None) -> None:
+        with self.session.call():
+            self.client.clear_cache(self.graph_name, nodes)
+
+    async def aclear_cache(self, nodes: Any = None) -> None:
+        self.clear_cache(nodes)
+
     async def aget_state(self, config: Any, *, subgraphs: bool = False) -> Any:
         return self.get_state(config, subgraphs=subgraphs)
 

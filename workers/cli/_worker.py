@@ -100,11 +100,12 @@ def worker(
 
 @db_app.command("migrate")
 def migrate(embedded: EmbeddedOption = False, as_json: Annotated[bool, JsonOption] = False) -> None:
-    """Apply pending migrations (checkpoints, run bookkeeping, the nodes' store); safe from
-    many hosts."""
+    """Apply pending migrations (checkpoints, run bookkeeping, the nodes' store and cache);
+    safe from many hosts."""
     embedded_mode(embedded)
     from checkpoint_pg import CheckpointStoreError
     from checkpoint_pg import migrate as migrate_checkpoints
+    from checkpoint_pg.cache import CACHE_MIGRATIONS
     from checkpoint_pg.store import STORE_MIGRATIONS
     from workers._sql import MIGRATIONS
     from workers.runtime import database_url
@@ -119,14 +120,18 @@ def migrate(embedded: EmbeddedOption = False, as_json: Annotated[bool, JsonOptio
         checkpoints = migrate_checkpoints(pool)
         workers = MIGRATIONS.migrate(pool)
         store = STORE_MIGRATIONS.migrate(pool)
+        cache = CACHE_MIGRATIONS.migrate(pool)
     except CheckpointStoreError as exc:  # SchemaVersionError too: says what to do
         fail(f"{type(exc).__name__}: {exc}", 1)
     finally:
         pool.close()
     if as_json:
-        json_line({"checkpoint_pg": checkpoints, "workers": workers, "store": store})
+        json_line(
+            {"checkpoint_pg": checkpoints, "workers": workers, "store": store, "cache": cache}
+        )
         return
     console.print(f"checkpoint_pg schema: version {checkpoints}")
     console.print(f"workers schema: version {workers}")
     console.print(f"store schema: version {store}")
+    console.print(f"cache schema: version {cache}")
     console.print("[green]database is up to date[/green]")

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 import checkpoint_pg
 from checkpoint_pg import CheckpointStoreError, SchemaVersionError
+from checkpoint_pg.cache import CACHE_MIGRATIONS
 from checkpoint_pg.schema import CHECKPOINT_MIGRATIONS, Migrations
 from checkpoint_pg.store import STORE_MIGRATIONS
 from workers._sql import MIGRATIONS
@@ -337,4 +338,5 @@ def test_cli_db_migrate_migrates_both_and_prints_both_versions(fresh_db: str) ->
         "checkpoint_pg": checkpoint_pg.latest_version(),
         "workers": MIGRATIONS.latest_version(),
         "store": STORE_MIGRATIONS.latest_version(),
+        "cache": CACHE_MIGRATIONS.latest_version(),
     }

@@ -9,6 +9,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
+from graphruntime.cache.memory import InMemoryCache
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import NodeError
 from graphruntime.graph import START, StateGraph
@@ -16,7 +17,7 @@ from graphruntime.pregel import Pregel
 from graphruntime.runtime import Runtime
 from graphruntime.store.base import BaseStore
 from graphruntime.store.memory import InMemoryStore
-from graphruntime.types import Send
+from graphruntime.types import CachePolicy, Send
 from workers.store import RunQuery
 from workers.testing import InlineCluster
 
@@ -134,3 +135,30 @@ def test_a_graph_compiled_with_a_store_gets_the_one_the_workers_share() -> None:
     assert sorted(i.key for i in cluster.node_store.search(("memo",))) == ["k0", "k1", "k2"]
     assert own.search(("memo",)) == []  # one worker process's store: not used
     assert cluster.run("bare", {"log": []}, _thread())["log"] == ["store None"]
+
+
+def test_cached_results_are_shared_by_the_workers_and_cleared_by_the_client() -> None:
+    runs: list[int] = []
+
+    def slow(state: State) -> dict[str, Any]:
+        runs.append(1)
+        return {"log": ["slow"]}
+
+    g = StateGraph(State).add_node("slow", slow, cache_policy=CachePolicy())
+    compiled = g.add_edge(START, "slow").compile(cache=InMemoryCache())
+    cluster = InlineCluster({"g": compiled})
+    assert cluster.registry.get("g").cache is cluster.node_cache  # not the one compiled in
+    for worker in (0, 1):  # the second worker takes the first one's cached result
+        handle = cluster.client.submit("g", {"log": []}, _thread())
+        cluster.deliver(worker)
+        assert handle.wait(0) == {"log": ["slow"]}
+    assert len(runs) == 1
+    cluster.client.clear_cache("g", ["slow"])
+    cluster.run("g", {"log": []}, _thread())
+    assert len(runs) == 2
+
+
+def test_clear_cache_of_a_graph_without_a_cache_is_refused() -> None:
+    cluster = InlineCluster({"g": _graph(parallel=False)})
+    with pytest.raises(ValueError, match="cache"):
+        cluster.client.clear_cache("g")
