@@ -280,6 +280,25 @@ class NodeTimeoutError(GraphRuntimeError):
         self.idle_timeout = idle_timeout
         self.run_timeout = run_timeout
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copy and pickle would call the constructor with ``args`` (the message)
+        return (
+            _node_timeout_error,
+            (self.node, self.elapsed, self.kind, self.idle_timeout, self.run_timeout),
+        )
+
+
+def _node_timeout_error(
+    node: str,
+    elapsed: float,
+    kind: Literal["idle", "run"],
+    idle_timeout: float | None,
+    run_timeout: float | None,
+) -> NodeTimeoutError:
+    return NodeTimeoutError(
+        node, elapsed, kind=kind, idle_timeout=idle_timeout, run_timeout=run_timeout
+    )
+
 
 class NodeCancelledError(GraphRuntimeError):
     """A node's own code raised ``asyncio.CancelledError``.

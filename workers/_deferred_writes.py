@@ -46,8 +46,10 @@ class DeferredWrites(ClusterSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        # a copy: a later task of the job must not change what this one wrote
-        self._batch.append((config, copy.deepcopy(list(writes)), task_id, task_path))
+        # a copy: a later task of the job must not change what this one wrote; a task's
+        # error is kept as it is (an exception need not be copyable, and nothing changes it)
+        errors = {id(value): value for _, value in writes if isinstance(value, BaseException)}
+        self._batch.append((config, copy.deepcopy(list(writes), errors), task_id, task_path))
 
     def put_writes_many(self, batch: WriteBatch) -> None:
         for config, writes, task_id, task_path in batch:

@@ -84,6 +84,10 @@ class RemoteGraphError(WorkerError):
         super().__init__(message)
         self.type_name = type_name
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copy and pickle call the constructor with these (not with ``args``)
+        return (type(self), (self.type_name, str(self)), self.__dict__)
+
 
 class NodeFailedError(WorkerError):
     """A job's node (or run) failed; raised by the Celery job after recording it, so
@@ -225,13 +229,16 @@ def _rebuilt(info: dict[str, Any]) -> BaseException:
             cls = None
     args = info.get("args")
     if isinstance(cls, type) and issubclass(cls, BaseException):
+        plain = args if isinstance(args, list) else [message]
         try:
-            rebuilt: BaseException = cls(*args) if isinstance(args, list) else cls(message)
+            rebuilt: BaseException = cls(*plain)
         except TypeError:
-            pass
-        else:
-            _restore_attrs(rebuilt, info.get("attrs"))
-            return rebuilt
+            # a constructor that takes other arguments (NodeTimeoutError's node, elapsed,
+            # ...): the recorded args and fields make the same exception without it
+            rebuilt = cls.__new__(cls)
+            BaseException.__init__(rebuilt, *plain)
+        _restore_attrs(rebuilt, info.get("attrs"))
+        return rebuilt
     remote: type[RemoteGraphError] = type(
         name, (RemoteGraphError,), {"__module__": "workers.remote"}
     )

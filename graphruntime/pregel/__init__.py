@@ -34,7 +34,14 @@ from graphruntime.pregel._handlers import HANDLER_MARK
 from graphruntime.pregel._loop import LOAD, PregelLoop, RunOptions, TaskResult, task_order
 from graphruntime.pregel._node import GraphSpec, NodeSpec
 from graphruntime.pregel._resume import is_resume_map, pending_interrupts
-from graphruntime.pregel._retry import RetryLater, arun_task, run_task, run_task_attempt
+from graphruntime.pregel._retry import (
+    RetryLater,
+    arun_task,
+    arun_task_attempt,
+    run_task,
+    run_task_attempt,
+    task_timeout,
+)
 from graphruntime.pregel._state import end_pending
 from graphruntime.pregel._stream import StreamChunk, StreamSink
 from graphruntime.pregel.main import Pregel
@@ -63,6 +70,7 @@ __all__ = (
     "ThreadExecutor",
     "adrive",
     "arun_task",
+    "arun_task_attempt",
     "done_future",
     "drive",
     "end_pending",
@@ -77,4 +85,5 @@ __all__ = (
     "steps",
     "task_finished",
     "task_order",
+    "task_timeout",
 )

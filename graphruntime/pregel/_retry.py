@@ -325,8 +325,29 @@ async def arun_task(
     Each attempt of a task with a ``TimeoutPolicy`` is cancelled past its limits and
     fails with ``NodeTimeoutError`` (which its RetryPolicy may retry).
     """
-    timeout = task_timeout(task)
-    attempts = task_attempts(task, config, retry_policy)
+    outcome = await _drive_async(
+        task_attempts(task, config, retry_policy), task_timeout(task), sleep=True
+    )
+    assert not isinstance(outcome, RetryLater)
+    return outcome
+
+
+async def arun_task_attempt(
+    task: PreparedTask,
+    config: RunnableConfig,
+    retry_policy: Sequence[RetryPolicy] = (),
+    *,
+    attempts_done: int = 0,
+) -> Outcome | RetryLater:
+    """One attempt of ``task`` from a coroutine, within its ``TimeoutPolicy``; a failure
+    its RetryPolicy retries comes back as RetryLater (see :func:`run_task_attempt`)."""
+    attempts = task_attempts(task, config, retry_policy, attempts_done=attempts_done)
+    return await _drive_async(attempts, task_timeout(task), sleep=False)
+
+
+async def _drive_async(
+    attempts: Generator[Request, Any, Outcome], timeout: TimeoutPolicy | None, *, sleep: bool
+) -> Outcome | RetryLater:
     try:
         request = next(attempts)
     except StopIteration as done:
@@ -374,9 +395,12 @@ async def arun_task(
                     request = attempts.send(value)
                 finally:
                     var_config.reset(token)
-            else:
+            elif sleep:
                 await asyncio.sleep(request.delay)
                 request = attempts.send(None)
+            else:
+                attempts.close()
+                return request
         except StopIteration as done:
             outcome: Outcome = done.value
             return outcome

@@ -349,11 +349,11 @@ def scenario_run_control_drain(rt: Runtime, rec: Recorder) -> None:
 def scenario_node_timeout(rt: Runtime, rec: Recorder) -> None:
     """timeout= on async nodes: NodeTimeoutError, retried by the policy; sync nodes refused."""
     types_mod = _mod(rt, "types")
-    attempts: list[int] = []
+    attempts = {"n": 0}  # a dict: the distributed corpus shares it with the workers
 
     async def slow(state: Counter) -> dict[str, Any]:
-        attempts.append(len(attempts))
-        if len(attempts) < 2:
+        attempts["n"] += 1
+        if attempts["n"] < 2:
             await asyncio.sleep(5)
         return {"items": ["done"]}
 
@@ -363,7 +363,7 @@ def scenario_node_timeout(rt: Runtime, rec: Recorder) -> None:
     )
     app = g.add_edge(rt.START, "slow").compile()
     rec.record("retried after timeout", asyncio.run(app.ainvoke({"items": []})))
-    rec.record("attempts", len(attempts))
+    rec.record("attempts", attempts["n"])
 
     async def stuck(state: Counter) -> dict[str, Any]:
         await asyncio.sleep(5)

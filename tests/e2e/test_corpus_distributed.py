@@ -74,10 +74,6 @@ KNOWN_DISTRIBUTED_BUGS: dict[str, str] = {
         "the workers save every step (each may run on another worker), so GraphClient "
         "refuses durability='exit' with a ValueError instead of saving only the last"
     ),
-    "node_timeout": (
-        "the workers run tasks with the sync run_task_attempt, which refuses a node "
-        "TimeoutPolicy: timeouts need the async driver (workers/executor.py)"
-    ),
     "run_control_drain": (
         "RunControl is an in-process object: GraphClient cannot pass it, and the drained "
         "run's resume with no input fails on the coordinator with EmptyInputError"

@@ -6,6 +6,7 @@ does (almost) nothing when none is.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -13,7 +14,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from graphruntime.errors import GraphBubbleUp
-from graphruntime.pregel import RetryLater, StepSuspended, run_task_attempt
+from graphruntime.pregel import (
+    RetryLater,
+    StepSuspended,
+    arun_task_attempt,
+    run_task_attempt,
+    task_timeout,
+)
 from workers.observability import _logs, _metrics, _tracing
 
 if TYPE_CHECKING:
@@ -62,6 +69,21 @@ def log_fields(run: Run, task: PreparedTask) -> dict[str, Any]:
     }
 
 
+def one_attempt(
+    task: PreparedTask,
+    config: RunnableConfig,
+    retry_policy: Sequence[RetryPolicy] = (),
+    *,
+    attempts_done: int = 0,
+) -> BaseException | RetryLater | None:
+    """:func:`graphruntime.pregel.run_task_attempt`; a task with a ``TimeoutPolicy`` runs
+    on an event loop of its own, as only the async driver can cancel it past its limits
+    (the node is async: a timeout on a sync node is refused when the graph is built)."""
+    if task_timeout(task) is None:
+        return run_task_attempt(task, config, retry_policy, attempts_done=attempts_done)
+    return asyncio.run(arun_task_attempt(task, config, retry_policy, attempts_done=attempts_done))
+
+
 def attempt(
     run: Run,
     task: PreparedTask,
@@ -70,9 +92,9 @@ def attempt(
     *,
     attempts_done: int = 0,
 ) -> BaseException | RetryLater | None:
-    """:func:`graphruntime.pregel.run_task_attempt`, timed, counted and traced."""
+    """One attempt of ``task`` (:func:`one_attempt`), timed, counted and traced."""
     if not _active():
-        return run_task_attempt(task, config, retry_policy, attempts_done=attempts_done)
+        return one_attempt(task, config, retry_policy, attempts_done=attempts_done)
     started = time.perf_counter()
     with (
         _logs.bound(**log_fields(run, task)),
@@ -81,7 +103,7 @@ def attempt(
             {**log_fields(run, task), "attempt": attempts_done + 1},
         ) as span,
     ):
-        outcome = run_task_attempt(task, config, retry_policy, attempts_done=attempts_done)
+        outcome = one_attempt(task, config, retry_policy, attempts_done=attempts_done)
         failure = outcome.error if isinstance(outcome, RetryLater) else outcome
         if failure is not None and not isinstance(failure, GraphBubbleUp):
             _tracing.mark_failed(span, failure)

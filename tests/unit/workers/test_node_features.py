@@ -1,7 +1,10 @@
-"""Node features on the in-memory cluster: error handlers run as jobs of the failing step."""
+"""Node features on the in-memory cluster: error handlers, the shared store and cache,
+timeouts; and how a node's error comes back from its record."""
 
 from __future__ import annotations
 
+import asyncio
+import copy
 import operator
 import uuid
 from dataclasses import dataclass
@@ -11,13 +14,14 @@ import pytest
 
 from graphruntime.cache.memory import InMemoryCache
 from graphruntime.config import RunnableConfig
-from graphruntime.errors import NodeError
+from graphruntime.errors import NodeError, NodeTimeoutError
 from graphruntime.graph import START, StateGraph
 from graphruntime.pregel import Pregel
 from graphruntime.runtime import Runtime
 from graphruntime.store.base import BaseStore
 from graphruntime.store.memory import InMemoryStore
-from graphruntime.types import CachePolicy, Send
+from graphruntime.types import CachePolicy, RetryPolicy, Send
+from workers.errors import RemoteGraphError, error_info, rebuild_error
 from workers.store import RunQuery
 from workers.testing import InlineCluster
 
@@ -162,3 +166,39 @@ def test_clear_cache_of_a_graph_without_a_cache_is_refused() -> None:
     cluster = InlineCluster({"g": _graph(parallel=False)})
     with pytest.raises(ValueError, match="cache"):
         cluster.client.clear_cache("g")
+
+
+def test_a_timed_async_node_is_cancelled_and_its_error_keeps_its_type() -> None:
+    attempts: list[int] = []
+
+    async def stuck(state: State) -> dict[str, Any]:
+        attempts.append(1)
+        await asyncio.sleep(30)
+        return {}
+
+    policy = RetryPolicy(max_attempts=2, initial_interval=0.0, jitter=False)
+    g = StateGraph(State).add_node("stuck", stuck, timeout=0.05, retry_policy=policy)
+    cluster = InlineCluster({"g": g.add_edge(START, "stuck").compile()})
+    with pytest.raises(NodeTimeoutError) as info:
+        cluster.run("g", {"log": []}, _thread())
+    assert len(attempts) == 2  # the retry ran as a job of its own
+    assert [j.kind for j in cluster.broker.sent] == ["coordinate", "execute"]
+    assert (info.value.node, info.value.kind, info.value.run_timeout) == ("stuck", "run", 0.05)
+
+
+class _TwoArgError(Exception):
+    def __init__(self, code: int, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+
+
+def test_errors_rebuilt_from_their_record_keep_type_and_fields() -> None:
+    timeout = rebuild_error(error_info(NodeTimeoutError("n", 1.5, kind="run", run_timeout=1.0)))
+    assert type(timeout) is NodeTimeoutError
+    assert (timeout.node, timeout.elapsed, timeout.kind) == ("n", 1.5, "run")
+    assert copy.deepcopy(timeout).run_timeout == 1.0
+    # a class the client may not import arrives as a RemoteGraphError of its name
+    other = rebuild_error(error_info(_TwoArgError(7, "x")))
+    assert isinstance(other, RemoteGraphError)
+    assert type(other).__name__ == "_TwoArgError"
+    assert str(copy.copy(other)) == "7: x"
