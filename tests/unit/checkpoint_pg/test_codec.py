@@ -20,6 +20,7 @@ def test_public_names() -> None:
     assert set(checkpoint_pg.__all__) == {
         "CheckpointStoreError",
         "CheckpointStoreUnavailable",
+        "PostgresCache",
         "PostgresSaver",
         "PostgresStore",
         "PruneResult",
