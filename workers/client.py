@@ -157,12 +157,14 @@ class GraphClient:
         message: str | None = None,
         context: Any = None,
         durability: Durability | None = None,
+        control: Any = None,
     ) -> RunHandle:
         """Queue a run of ``graph`` on the config's thread; returns at once.
 
         ``context`` is the run's ``Runtime.context`` (checked against the graph's
         ``context_schema`` here). ``durability`` "sync" and "async" are what the workers
-        do anyway (every step is saved before its tasks go out); "exit" is refused.
+        do anyway (every step is saved before its tasks go out); "exit" is refused, and
+        so is ``control`` (an in-process ``RunControl``).
 
         Nothing is read from the thread: a resume is checked against its pending
         interrupts when the run starts, after the thread's earlier runs, and a
@@ -171,6 +173,12 @@ class GraphClient:
         ``note`` are kept with it. ``route``/``message``: where the run came from (a
         queue message is dead-lettered if its run is refused).
         """
+        if control is not None:
+            raise TypeError(
+                "control= takes an in-process RunControl, which a run on the workers "
+                "cannot see: stop a run with GraphClient.cancel(), and let workers "
+                "finish their jobs on shutdown (Celery's warm shutdown) instead of draining"
+            )
         self.registry.get(graph)  # unknown graph: a clear error, nothing queued
         new = self._new_run(
             graph,

@@ -192,7 +192,7 @@ def _unwrap(obj: Any) -> Any:
     return obj.local if isinstance(obj, RemoteGraph) else obj
 
 
-_PASSED = ("interrupt_before", "interrupt_after", "context", "durability")
+_PASSED = ("interrupt_before", "interrupt_after", "context", "durability", "control")
 _IGNORED: tuple[str, ...] = ()
 
 

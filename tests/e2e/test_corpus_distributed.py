@@ -8,8 +8,9 @@ counts come from the workers' ledger) must be equal.
 
 ``SKIPPED`` lists the scenarios that cannot run distributed by nature, each with the
 reason and where its behaviour is still covered end to end. ``KNOWN_DISTRIBUTED_BUGS``
-lists scenarios that show a bug of the distributed runtime: they are strict xfails,
-so a fix turns them into failures that ask for their removal from the set.
+lists scenarios that show a bug of the distributed runtime, and ``BY_DESIGN`` those the
+cluster refuses on purpose with a clear error: both are strict xfails, so a change
+turns them into failures that ask for their removal from the set.
 """
 
 from __future__ import annotations
@@ -69,14 +70,18 @@ _LOOP_ERROR_HANGS = (
     "workers.coordinator._advance (only node errors are handled): the Celery task fails, "
     "the run stays '{status}' forever and invoke times out instead of raising {error}"
 )
-KNOWN_DISTRIBUTED_BUGS: dict[str, str] = {
+KNOWN_DISTRIBUTED_BUGS: dict[str, str] = {}
+
+# scenario -> why the cluster refuses what it does on purpose (strict xfails too: each
+# refusal is a clear error, checked by tests/unit/workers/test_node_features.py)
+BY_DESIGN: dict[str, str] = {
     "durability_exit": (
         "the workers save every step (each may run on another worker), so GraphClient "
         "refuses durability='exit' with a ValueError instead of saving only the last"
     ),
     "run_control_drain": (
-        "RunControl is an in-process object: GraphClient cannot pass it, and the drained "
-        "run's resume with no input fails on the coordinator with EmptyInputError"
+        "RunControl is an in-process object: GraphClient refuses control= (a run is "
+        "stopped with GraphClient.cancel; workers finish their jobs on a warm shutdown)"
     ),
 }
 
@@ -133,8 +138,9 @@ def _params() -> list[Any]:
         marks: list[Any] = []
         if name in SKIPPED:
             marks.append(pytest.mark.skip(reason=SKIPPED[name]))
-        elif name in KNOWN_DISTRIBUTED_BUGS:
-            marks.append(pytest.mark.xfail(reason=KNOWN_DISTRIBUTED_BUGS[name], strict=True))
+        elif name in KNOWN_DISTRIBUTED_BUGS or name in BY_DESIGN:
+            reason = KNOWN_DISTRIBUTED_BUGS.get(name) or BY_DESIGN[name]
+            marks.append(pytest.mark.xfail(reason=reason, strict=True))
         params.append(pytest.param(name, marks=marks))
     return params
 
@@ -160,8 +166,9 @@ def test_capture_is_deterministic() -> None:
 
 def test_skip_list_is_small_and_known() -> None:
     assert set(SKIPPED) <= set(SCENARIOS)
-    assert set(KNOWN_DISTRIBUTED_BUGS) <= set(SCENARIOS)
-    assert not set(SKIPPED) & set(KNOWN_DISTRIBUTED_BUGS)
+    assert set(KNOWN_DISTRIBUTED_BUGS) | set(BY_DESIGN) <= set(SCENARIOS)
+    assert not set(SKIPPED) & (set(KNOWN_DISTRIBUTED_BUGS) | set(BY_DESIGN))
+    assert not set(KNOWN_DISTRIBUTED_BUGS) & set(BY_DESIGN)
     assert len(SKIPPED) <= 5
 
 

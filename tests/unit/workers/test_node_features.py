@@ -17,7 +17,7 @@ from graphruntime.config import RunnableConfig
 from graphruntime.errors import NodeError, NodeTimeoutError
 from graphruntime.graph import START, StateGraph
 from graphruntime.pregel import Pregel
-from graphruntime.runtime import Runtime
+from graphruntime.runtime import RunControl, Runtime
 from graphruntime.store.base import BaseStore
 from graphruntime.store.memory import InMemoryStore
 from graphruntime.types import CachePolicy, RetryPolicy, Send
@@ -103,6 +103,9 @@ def test_a_bad_context_or_durability_is_refused_before_anything_is_written() -> 
         cluster.client.submit("g", {"log": []}, _thread(), context={"greeting": "no user"})
     with pytest.raises(ValueError, match="durability='exit'"):
         cluster.client.submit("g", {"log": []}, _thread(), durability="exit")
+    with pytest.raises(TypeError, match="in-process RunControl"):
+        cluster.client.submit("g", {"log": []}, _thread(), control=RunControl())
+    assert cluster.broker.sent == []  # nothing was queued
     with pytest.raises(ValueError, match="durability must be"):
         cluster.client.submit("g", {"log": []}, _thread(), durability="later")  # type: ignore[arg-type]
     assert cluster.store.list_runs(RunQuery()) == []
