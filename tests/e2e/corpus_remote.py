@@ -145,7 +145,11 @@ class RemoteSession:
                 )
             saver = kwargs.get("checkpointer", kwargs["args"][0] if kwargs["args"] else None)
             persistent = saver is not None and saver is not False
-            return RemoteGraph(self, corpus_graphs.graph_name(self.scenario, k), local, persistent)
+            name = corpus_graphs.graph_name(self.scenario, k)
+            if kwargs.get("cache") is not None:
+                # the scenario's new cache starts empty; the workers' is shared and lasting
+                self.client.clear_cache(name)
+            return RemoteGraph(self, name, local, persistent)
 
         graph_cls = tracking_state_graph(base.StateGraph, self.graphs, on_compile, _unwrap)
         entrypoint, task = tracking_functional(base.entrypoint, base.task, self.graphs, on_compile)
