@@ -301,6 +301,7 @@ class ClusterExecutor:
                     raise StepSuspended  # the last call's job calls us again
                 self.events.discard()  # the step's start was streamed by the first pass
                 sent_calls = recorded
+                loop.adopt_resume(sent_calls)  # a call answered the run's resume value
             elif recorded:
                 yield from self._recorded(loop, tasks, recorded)
                 return

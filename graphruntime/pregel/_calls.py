@@ -24,6 +24,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from graphruntime._internal._config import RunnableConfig
+from graphruntime._internal._constants import RESUME
 from graphruntime._internal._scratchpad import Scratchpad
 from graphruntime.checkpoint.base import Checkpoint
 from graphruntime.pregel._algo import PreparedTask, is_call_path, prepare_call_task, task_finished
@@ -87,8 +88,11 @@ class LoopCalls:
     _call_futures: dict[str, Any]
     graph: Any  # the loop's Pregel (its cache)
 
+    resume_taken_by: str | None
+
     if TYPE_CHECKING:
 
+        def recorded_writes(self, task_id: str) -> list[tuple[str, Any]]: ...
         def _reattach_finished(self, tasks: Collection[PreparedTask]) -> list[PreparedTask]: ...
         def plan_task(self, path: Sequence[Any]) -> PreparedTask | None: ...
         def task_config(self, task: PreparedTask) -> RunnableConfig: ...
@@ -157,6 +161,20 @@ class LoopCalls:
             # a cached call takes its cached result instead of running (saved as its writes)
             match_cached(self, [task])  # type: ignore[arg-type]
         return task
+
+    def adopt_resume(self, task_ids: Collection[str]) -> None:
+        """Calls of this run that ran in other processes and read its unaddressed
+        ``Command(resume=v)``: no other task of the step takes that answer again.
+
+        For an executor that runs a caller again after its calls ran as jobs: a call
+        that was answered saved a ``RESUME`` write (the answers its interrupts read).
+        """
+        if self.resume_taken_by is not None:
+            return
+        for task_id in task_ids:
+            if any(channel == RESUME for channel, _ in self.recorded_writes(task_id)):
+                self.resume_taken_by = task_id
+                return
 
     def plan_call(self, path: Sequence[Any]) -> PreparedTask | None:
         """Re-create the call at ``path`` by running its callers until they make it.

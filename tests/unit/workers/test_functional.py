@@ -164,3 +164,31 @@ def test_a_call_the_caller_does_not_make_again_fails_the_run() -> None:
     with pytest.raises(NondeterministicCallError, match="could not be re-created"):
         cluster.run("fickle", 1, cfg)
     assert cluster.store.get_run(cluster.broker.sent[0].run_id).status == "error"
+
+
+def _asks(order: str) -> Any:
+    @task
+    def ask(question: str) -> str:
+        answer: str = interrupt(question)
+        return answer
+
+    @entrypoint()
+    def asks(x: int) -> list[str]:
+        if order == "call first":
+            first = ask("q1").result()
+            return [first, interrupt("q2")]
+        first = interrupt("q0")
+        return [first, ask("q1").result()]
+
+    return asks
+
+
+@pytest.mark.parametrize("order", ["call first", "caller first"])
+def test_one_resume_value_answers_one_interrupt_across_caller_and_calls(order: str) -> None:
+    cluster = InlineCluster({"asks": _asks(order)})
+    cfg: RunnableConfig = {"configurable": {"thread_id": f"t-{uuid.uuid4()}"}}
+    inputs: list[Any] = [1, Command(resume="A"), Command(resume="B")]
+    outputs = [_values(cluster.run("asks", value, cfg)) for value in inputs]
+    expected, _ = _local(lambda counts: _asks(order), inputs)
+    assert outputs == expected
+    assert outputs[-1] == ["A", "B"]
