@@ -26,6 +26,7 @@ from typing import Annotated, Any, TypedDict
 import psycopg
 
 from graphruntime.config import RunnableConfig, get_config
+from graphruntime.func import entrypoint, task
 from graphruntime.graph import END, START, StateGraph
 from graphruntime.types import Send, interrupt
 
@@ -185,11 +186,27 @@ ledger_approval.add_sequence([("prepare", prepare), ("ask", ask), ("finish", fin
 ledger_approval.add_edge(START, "prepare")
 ledger_approval_graph = ledger_approval.compile()
 
+
+@task
+def part(i: int) -> str:
+    visit(f"part:{i}")
+    return f"p{i}"
+
+
+@entrypoint()
+def ledger_calls(n: int) -> dict[str, Any]:
+    """A functional workflow: its ``part`` calls are task jobs (the entrypoint visits
+    nothing itself: it runs again after each round of calls)."""
+    parts = [f.result() for f in [part(i) for i in range(n)]]
+    return {"items": [*parts, part(n).result()]}
+
+
 GRAPHS = ",".join(
     [
         "ledger_fan=tests.e2e.fault_graphs:ledger_fan_graph",
         "ledger_chain=tests.e2e.fault_graphs:ledger_chain_graph",
         "ledger_approval=tests.e2e.fault_graphs:ledger_approval_graph",
+        "ledger_calls=tests.e2e.fault_graphs:ledger_calls",
     ]
 )
 

@@ -37,6 +37,7 @@ from tests.e2e.fault_graphs import (
     fault_config,
     in_process,
     ledger_approval_graph,
+    ledger_calls,
     ledger_chain_graph,
     ledger_fan_graph,
     pending_on,
@@ -57,6 +58,7 @@ from workers.store import PostgresRunStore
 
 ROOT = Path(__file__).resolve().parents[2]
 FAN, CHAIN, APPROVAL = "ledger_fan", "ledger_chain", "ledger_approval"
+CALLS = "ledger_calls"
 LOSERS = (ResumeConflictError, ThreadBusyError, InvalidResumeError)
 LOSER_NAMES = tuple(cls.__name__ for cls in LOSERS)
 
@@ -164,6 +166,25 @@ def test_sigkill_worker_mid_inline_node(cluster: LocalCluster, client: GraphClie
     counts = ledger.counts(tid)
     assert counts["b"] == 2, counts
     assert counts - Counter({"b": 1}) == oracle["counts"]
+
+
+def test_sigkill_worker_mid_task_call(cluster: LocalCluster, client: GraphClient, ledger: Ledger):
+    """A ``@task`` call's job killed mid-call is re-sent; the entrypoint resumes once its
+    round is done, and no other call runs again."""
+    cfg = fault_config(ledger, "part:1")
+    tid = thread_of(cfg)
+    handle = client.submit(CALLS, 3, cfg)
+    victim = worker_of(cluster.workers, ledger.wait_started(tid, "part:1"))
+    cluster.kill_worker(victim)
+    ledger.release(tid, ["part:1"])
+    cluster.restart_worker(victim)
+    out = handle.wait(45)
+
+    oracle = in_process(ledger_calls, [3], ledger)
+    assert out == oracle["outputs"][0] == {"items": ["p0", "p1", "p2", "p3"]}
+    counts = ledger.counts(tid)
+    assert counts["part:1"] == 2, counts
+    assert counts - Counter({"part:1": 1}) == oracle["counts"]
 
 
 # --- 2. the same task message delivered twice ---------------------------------------------
