@@ -24,7 +24,7 @@ from graphruntime._internal._typing import MISSING
 from graphruntime.errors import GraphBubbleUp
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._node import NodeSpec, Write
-from graphruntime.types import RetryPolicy
+from graphruntime.types import RetryPolicy, TimeoutPolicy
 
 __all__ = (
     "Call",
@@ -58,6 +58,7 @@ class Call:
     kwargs: dict[str, Any]
     retry_policy: Sequence[RetryPolicy] = ()
     cache_policy: Any = None
+    timeout: TimeoutPolicy | None = None
 
 
 def is_call(task: PreparedTask) -> bool:
@@ -160,6 +161,7 @@ def task_node(call: Call) -> NodeSpec:
         writers=(_write_return,),
         retry_policy=tuple(call.retry_policy),
         cache_policy=call.cache_policy,
+        timeout=call.timeout,
     )
 
 

@@ -39,7 +39,7 @@ from graphruntime.pregel._call import (
 from graphruntime.pregel._handlers import match_cached
 from graphruntime.pregel._retry import arun_task, run_task, run_task_attempt
 from graphruntime.pregel._stream import StreamSink
-from graphruntime.types import RetryPolicy
+from graphruntime.types import RetryPolicy, TimeoutPolicy
 
 if TYPE_CHECKING:
     from graphruntime.pregel._loop import PregelLoop
@@ -103,13 +103,21 @@ class LoopCalls:
             *,
             retry_policy: Sequence[RetryPolicy] | None = None,
             cache_policy: Any = None,
+            timeout: TimeoutPolicy | None = None,
             **_ignored: Any,
         ) -> Any:
             args, kwargs = input
             return self.call(
                 caller,
                 scratchpad.next_call(),
-                Call(func, tuple(args), dict(kwargs), tuple(retry_policy or ()), cache_policy),
+                Call(
+                    func,
+                    tuple(args),
+                    dict(kwargs),
+                    tuple(retry_policy or ()),
+                    cache_policy,
+                    TimeoutPolicy.coerce(timeout),
+                ),
             )
 
         return call

@@ -352,6 +352,7 @@ async def arun_task(
                             request.config,
                             node=request.name,
                             timeout=timeout,
+                            trace_policy=request.trace_policy,
                         )
                 except Exception as exc:  # noqa: BLE001 - handed to the attempt loop
                     request = attempts.throw(exc)
