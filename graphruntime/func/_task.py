@@ -72,7 +72,8 @@ class _TaskFunction(Generic[P, T]):
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Schedule the call; returns a future of its result (``.result()`` or ``await``)."""
-        call = get_config()[CONF].get(CONFIG_KEY_CALL)
+        config = get_config()
+        call = config[CONF].get(CONFIG_KEY_CALL)
         if call is None:
             raise RuntimeError(
                 f"@task {getattr(self.func, '__name__', self.func)!r} was called outside a "
@@ -84,6 +85,8 @@ class _TaskFunction(Generic[P, T]):
             retry_policy=self.retry_policy,
             cache_policy=self.cache_policy,
             timeout=self.timeout,
+            # the call's run is a child of the caller's (its config's callbacks)
+            callbacks=config.get("callbacks"),
         )
 
     def clear_cache(self, cache: BaseCache[Any]) -> None:

@@ -104,6 +104,7 @@ class LoopCalls:
             retry_policy: Sequence[RetryPolicy] | None = None,
             cache_policy: Any = None,
             timeout: TimeoutPolicy | None = None,
+            callbacks: Any = None,
             **_ignored: Any,
         ) -> Any:
             args, kwargs = input
@@ -117,6 +118,7 @@ class LoopCalls:
                     tuple(retry_policy or ()),
                     cache_policy,
                     TimeoutPolicy.coerce(timeout),
+                    callbacks,
                 ),
             )
 
@@ -149,6 +151,7 @@ class LoopCalls:
         task = prepare_call_task(
             self.checkpoint, caller, index, task_node(call), (call.args, call.kwargs), self.step
         )
+        task.callbacks = call.callbacks
         with self._lock:
             known = self.tasks.get(task.id)
             if known is not None:
