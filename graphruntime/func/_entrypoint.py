@@ -6,6 +6,7 @@ import inspect
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Generic, TypeVar, get_args, get_origin
 
 from graphruntime._internal._config import RunnableConfig
@@ -15,10 +16,10 @@ from graphruntime.channels import EphemeralValue, LastValue
 from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.constants import END, START
 from graphruntime.func._node import entry_node_func
-from graphruntime.func._task import check_timeout, policies
+from graphruntime.func._task import policies, timeout_policy
 from graphruntime.pregel import NodeSpec, Pregel
 from graphruntime.store.base import BaseStore
-from graphruntime.types import RetryPolicy
+from graphruntime.types import RetryPolicy, TimeoutPolicy
 from graphruntime.warnings import LangGraphDeprecatedSinceV05, LangGraphDeprecatedSinceV10
 
 __all__ = ("entrypoint",)
@@ -44,7 +45,7 @@ class entrypoint(Generic[T]):
         context_schema: the schema of the run's context.
         cache_policy: cache the entrypoint's own result by its input.
         retry_policy: retry the entrypoint's function on failures these policies match.
-        timeout: not supported yet (refused).
+        timeout: limits on each attempt of the (async) function, as ``@task``'s.
     """
 
     def __init__(
@@ -55,7 +56,7 @@ class entrypoint(Generic[T]):
         context_schema: type[Any] | None = None,
         cache_policy: CachePolicy[Any] | None = None,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
-        timeout: Any = None,
+        timeout: float | timedelta | TimeoutPolicy | None = None,
         **kwargs: Any,
     ) -> None:
         if "config_schema" in kwargs:
@@ -84,7 +85,7 @@ class entrypoint(Generic[T]):
         self.cache = cache
         self.cache_policy = cache_policy
         self.retry_policy = retry_policy
-        self.timeout = timeout
+        self.timeout = TimeoutPolicy.coerce(timeout)
         self.context_schema = context_schema
 
     @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,7 +100,7 @@ class entrypoint(Generic[T]):
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
             raise NotImplementedError("Generators are not supported in the Functional API.")
         name = func.__name__
-        check_timeout(self.timeout, func, "Node", name)
+        timeout = timeout_policy(self.timeout, func, "Node", name)
         sig = inspect.signature(func)
         first = next(iter(sig.parameters), None)
         if first is None:
@@ -115,6 +116,7 @@ class entrypoint(Generic[T]):
             writers=(_write_final,),
             retry_policy=policies(self.retry_policy),
             cache_policy=self.cache_policy,
+            timeout=timeout,
         )
         return Pregel(
             nodes={name: node},

@@ -5,38 +5,35 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
 from typing import Any, Generic, ParamSpec, TypeVar
 
-from graphruntime._internal._call import is_async_callable
 from graphruntime._internal._config import get_config
 from graphruntime._internal._constants import CACHE_NS_WRITES, CONF, CONFIG_KEY_CALL
 from graphruntime.cache import BaseCache, CachePolicy
 from graphruntime.pregel._cache import identifier
 from graphruntime.pregel._call import call_name
-from graphruntime.types import RetryPolicy
+from graphruntime.pregel._timeout import check_timeout_supported
+from graphruntime.types import RetryPolicy, TimeoutPolicy
 from graphruntime.warnings import LangGraphDeprecatedSinceV05
 
-__all__ = ("check_timeout", "policies", "task")
+__all__ = ("policies", "task", "timeout_policy")
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
-_SYNC_TIMEOUT = (
-    "Node timeouts are only supported for async nodes because sync Python execution "
-    "cannot be safely cancelled in-process."
-)
 
-
-def check_timeout(timeout: Any, func: Callable[..., Any], kind: str, name: str) -> None:
-    """Timeouts are refused, never ignored: graphruntime does not enforce them yet."""
-    if timeout is None:
-        return
-    if not is_async_callable(func):
-        raise ValueError(f"{_SYNC_TIMEOUT} {kind} {name!r} is sync.")
-    raise NotImplementedError(
-        f"timeout= on {kind.lower()} {name!r} is not supported by graphruntime yet; bound "
-        "the work inside the function instead."
-    )
+def timeout_policy(
+    timeout: float | timedelta | TimeoutPolicy | None,
+    func: Callable[..., Any],
+    kind: str,
+    name: str,
+) -> TimeoutPolicy | None:
+    """``timeout`` as a policy; ValueError when ``func`` is sync (it cannot be cancelled)."""
+    policy = TimeoutPolicy.coerce(timeout)
+    if policy is not None:
+        check_timeout_supported(func, name, kind)
+    return policy
 
 
 def policies(retry_policy: RetryPolicy | Sequence[RetryPolicy] | None) -> tuple[RetryPolicy, ...]:
@@ -56,6 +53,7 @@ class _TaskFunction(Generic[P, T]):
         *,
         retry_policy: Sequence[RetryPolicy],
         cache_policy: CachePolicy[Any] | None = None,
+        timeout: TimeoutPolicy | None = None,
         name: str | None = None,
     ) -> None:
         if name is not None:
@@ -69,11 +67,13 @@ class _TaskFunction(Generic[P, T]):
         self.func = func
         self.retry_policy = retry_policy
         self.cache_policy = cache_policy
+        self.timeout = timeout
         functools.update_wrapper(self, func)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Schedule the call; returns a future of its result (``.result()`` or ``await``)."""
-        call = get_config()[CONF].get(CONFIG_KEY_CALL)
+        config = get_config()
+        call = config[CONF].get(CONFIG_KEY_CALL)
         if call is None:
             raise RuntimeError(
                 f"@task {getattr(self.func, '__name__', self.func)!r} was called outside a "
@@ -84,6 +84,9 @@ class _TaskFunction(Generic[P, T]):
             (args, kwargs),
             retry_policy=self.retry_policy,
             cache_policy=self.cache_policy,
+            timeout=self.timeout,
+            # the call's run is a child of the caller's (its config's callbacks)
+            callbacks=config.get("callbacks"),
         )
 
     def clear_cache(self, cache: BaseCache[Any]) -> None:
@@ -104,7 +107,7 @@ def task(
     name: str | None = None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     cache_policy: CachePolicy[Any] | None = None,
-    timeout: Any = None,
+    timeout: float | timedelta | TimeoutPolicy | None = None,
     **kwargs: Any,
 ) -> Any:
     """Make a function a task: called from an ``@entrypoint`` (or a node, or another
@@ -118,7 +121,10 @@ def task(
         retry_policy: retry the call on failures these policies match.
         cache_policy: cache the call's result by its arguments (the entrypoint's or the
             graph's ``cache`` holds it); a cached call does not run.
-        timeout: not supported yet (refused).
+        timeout: limits on each attempt (async functions only): seconds or a
+            ``timedelta`` cap its run time, a ``TimeoutPolicy`` may also cap idle time.
+            Past a limit the attempt is cancelled and fails with ``NodeTimeoutError``
+            (which ``retry_policy`` may retry). Enforced under ``ainvoke``/``astream``.
     """
     if "retry" in kwargs:
         warnings.warn(
@@ -135,9 +141,13 @@ def task(
 
     def decorator(func: Callable[..., Any]) -> _TaskFunction[Any, Any]:
         label = name or getattr(func, "__name__", type(func).__name__)
-        check_timeout(timeout, func, "Task", str(label))
+        policy = timeout_policy(timeout, func, "Task", str(label))
         return _TaskFunction(
-            func, retry_policy=retry_policies, cache_policy=cache_policy, name=name
+            func,
+            retry_policy=retry_policies,
+            cache_policy=cache_policy,
+            timeout=policy,
+            name=name,
         )
 
     if __func_or_none__ is not None:

@@ -7,7 +7,6 @@ import inspect
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from graphruntime._internal._call import is_async_callable, is_graph
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import ROOT, TASKS
 from graphruntime._internal._fields import object_as_updates
@@ -29,7 +28,7 @@ from graphruntime.errors import (
 from graphruntime.graph._schema import make_mapper
 from graphruntime.managed.base import is_managed_value
 from graphruntime.pregel._node import NodeSpec, Writer
-from graphruntime.pregel._timeout import SYNC_TIMEOUT
+from graphruntime.pregel._timeout import check_timeout_supported
 from graphruntime.pregel.main import Pregel
 from graphruntime.types import Command, Send
 
@@ -218,11 +217,6 @@ def _keys(builder: StateGraph[Any, Any, Any, Any], schema: Any) -> tuple[str, ..
     return ROOT if keys == (ROOT,) else keys
 
 
-def _check_timeout(name: str, action: Any) -> None:
-    if not (is_async_callable(action) or is_graph(action)):
-        raise ValueError(f"{SYNC_TIMEOUT} Node {name!r} is sync.")
-
-
 def compile_graph(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
     """The keyword arguments of the builder's ``Pregel``: nodes, channels, outputs."""
     channels: dict[str, BaseChannel] = dict(builder.channels)
@@ -246,7 +240,7 @@ def compile_graph(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
     writers: dict[str, list[Writer]] = {START: [start_writer]}
     for node, spec in builder.nodes.items():
         if spec.timeout is not None:
-            _check_timeout(node, spec.action)
+            check_timeout_supported(spec.action, node)
         branch_channel = f"branch:to:{node}"
         channels[branch_channel] = (
             LastValueAfterFinish(Any, key=branch_channel)

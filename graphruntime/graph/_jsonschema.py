@@ -2,7 +2,8 @@
 
 A pydantic model or TypedDict schema is converted as it is (keeping its own title); any
 other schema (a dataclass) becomes a model named ``<graph name>Input``/``Output`` with one
-field per state key, whose requiredness follows the schema's annotations and defaults.
+field per state key, whose requiredness follows the schema's annotations and defaults; a
+root state (one ``__root__`` channel, e.g. a list of messages) gets the value's own schema.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from typing import (
     get_origin,
 )
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+from pydantic import BaseModel, ConfigDict, Field, RootModel, TypeAdapter, create_model
 
+from graphruntime._internal._constants import ROOT
 from graphruntime.channels import BaseChannel, Topic
 from graphruntime.errors import GraphValidationError
 
@@ -62,8 +64,14 @@ def _state_jsonschema(builder: StateGraph, schema: Any, name: str) -> dict[str, 
         return dict(schema.model_json_schema())
     if _is_typeddict(schema):
         return dict(TypeAdapter(schema).json_schema())
+    keys = list(builder.schemas[schema])
+    if keys == [ROOT] and ROOT in builder.channels:
+        # a root state (a list of messages...): the schema is of the value itself
+        root_type = _update_type(builder.channels[ROOT])
+        root_model = create_model(name, __base__=RootModel[root_type], root=(root_type, None))  # type: ignore[valid-type]
+        return dict(root_model.model_json_schema())
     fields: dict[str, Any] = {}
-    for key in builder.schemas[schema]:
+    for key in keys:
         channel = builder.channels.get(key)
         if channel is None:
             continue

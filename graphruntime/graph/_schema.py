@@ -70,7 +70,9 @@ def schema_fields(schema: Any) -> Fields:
     channels: dict[str, BaseChannel] = {}
     managed: dict[str, ManagedValueSpec] = {}
     for name, hint in hints.items():
-        if name.startswith("__") or get_origin(hint) is ClassVar:
+        # dunder annotations are the class machinery's (pydantic's), except a __root__
+        # key: the schema's one root channel, as LangGraph reads it
+        if (name.startswith("__") and name != ROOT) or get_origin(hint) is ClassVar:
             continue
         field = channel_for(name, hint)
         if isinstance(field, BaseChannel):

@@ -85,6 +85,8 @@ class PreparedTask:
     """A ``Send``'s own ``TimeoutPolicy`` for this task (else the node's)."""
     cache_key: Any = None
     """``(namespace, key, ttl)`` its writes are cached under, when the graph caches it."""
+    callbacks: Any = None
+    """A ``@task`` call's LangChain callbacks: its caller's, so its run is the caller's child."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any, Self
 
 from graphruntime._internal._call import call_async, call_sync
@@ -18,7 +19,7 @@ from graphruntime._internal._constants import TASKS
 from graphruntime.cache import CachePolicy
 from graphruntime.errors import InvalidUpdateError
 from graphruntime.pregel._node import NodeSpec, Write
-from graphruntime.types import RetryPolicy, Send
+from graphruntime.types import RetryPolicy, Send, TimeoutPolicy
 
 __all__ = ("NodeBuilder", "WriteEntry", "entries_writer")
 
@@ -132,6 +133,7 @@ class NodeBuilder:
         "_metadata",
         "_retry_policy",
         "_tags",
+        "_timeout",
         "_triggers",
         "_writes",
     )
@@ -145,6 +147,7 @@ class NodeBuilder:
         self._bound: list[Any] = []
         self._retry_policy: list[RetryPolicy] = []
         self._cache_policy: CachePolicy[Any] | None = None
+        self._timeout: TimeoutPolicy | None = None
 
     def subscribe_only(self, channel: str) -> Self:
         """Run on updates of ``channel``, with its value (not a dict) as the input."""
@@ -203,12 +206,12 @@ class NodeBuilder:
         self._cache_policy = policy
         return self
 
-    def set_timeout(self, timeout: Any) -> Self:
-        """Not supported: graphruntime has no per-node timeouts yet."""
-        raise NotImplementedError(
-            "Node timeouts are not supported by graphruntime yet; bound the node's work "
-            "inside the node instead."
-        )
+    def set_timeout(self, timeout: float | timedelta | TimeoutPolicy | None) -> Self:
+        """Limit each attempt of the node (async nodes only; checked when the graph is
+        built): seconds or a ``timedelta`` cap its run time, a ``TimeoutPolicy`` may
+        also cap its idle time."""
+        self._timeout = TimeoutPolicy.coerce(timeout)
+        return self
 
     def build(self, name: str = "") -> NodeSpec:
         """The node's plan; ``Pregel`` names it after its key in ``nodes``."""
@@ -234,6 +237,7 @@ class NodeBuilder:
             tags=tuple(self._tags),
             metadata=dict(self._metadata),
             subgraphs=_subgraphs(self._bound),
+            timeout=self._timeout,
         )
 
 

@@ -24,7 +24,7 @@ from graphruntime._internal._typing import MISSING
 from graphruntime.errors import GraphBubbleUp
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._node import NodeSpec, Write
-from graphruntime.types import RetryPolicy
+from graphruntime.types import RetryPolicy, TimeoutPolicy
 
 __all__ = (
     "Call",
@@ -58,6 +58,9 @@ class Call:
     kwargs: dict[str, Any]
     retry_policy: Sequence[RetryPolicy] = ()
     cache_policy: Any = None
+    timeout: TimeoutPolicy | None = None
+    callbacks: Any = None
+    """The caller's LangChain callbacks (in-process only): the call runs as its child."""
 
 
 def is_call(task: PreparedTask) -> bool:
@@ -132,6 +135,23 @@ class _SyncCall:
         _inject(self.func, kwargs, config)
         return self.func(*args, **kwargs)
 
+    def trace_input(self, input: tuple[tuple[Any, ...], dict[str, Any]]) -> Any:
+        """What callbacks see as the call's input: its arguments by parameter name
+        (``**kwargs`` flattened), as LangGraph traces a task."""
+        try:
+            sig = inspect.signature(self.func)
+            bound = sig.bind_partial(*input[0], **input[1])
+        except (TypeError, ValueError):
+            return input
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        arguments.pop("self", None)
+        arguments.pop("cls", None)
+        for name, param in sig.parameters.items():
+            if param.kind is inspect.Parameter.VAR_KEYWORD and name in arguments:
+                arguments.update(arguments.pop(name))
+        return arguments
+
 
 class _AsyncCall(_SyncCall):
     """Awaits an async task function on a call's ``(args, kwargs)`` input."""
@@ -160,6 +180,7 @@ def task_node(call: Call) -> NodeSpec:
         writers=(_write_return,),
         retry_policy=tuple(call.retry_policy),
         cache_policy=call.cache_policy,
+        timeout=call.timeout,
     )
 
 

@@ -40,7 +40,7 @@ from graphruntime.pregel._call import (
 from graphruntime.pregel._handlers import match_cached
 from graphruntime.pregel._retry import arun_task, run_task, run_task_attempt
 from graphruntime.pregel._stream import StreamSink
-from graphruntime.types import RetryPolicy
+from graphruntime.types import RetryPolicy, TimeoutPolicy
 
 if TYPE_CHECKING:
     from graphruntime.pregel._loop import PregelLoop
@@ -107,13 +107,23 @@ class LoopCalls:
             *,
             retry_policy: Sequence[RetryPolicy] | None = None,
             cache_policy: Any = None,
+            timeout: TimeoutPolicy | None = None,
+            callbacks: Any = None,
             **_ignored: Any,
         ) -> Any:
             args, kwargs = input
             return self.call(
                 caller,
                 scratchpad.next_call(),
-                Call(func, tuple(args), dict(kwargs), tuple(retry_policy or ()), cache_policy),
+                Call(
+                    func,
+                    tuple(args),
+                    dict(kwargs),
+                    tuple(retry_policy or ()),
+                    cache_policy,
+                    TimeoutPolicy.coerce(timeout),
+                    callbacks,
+                ),
             )
 
         return call
@@ -145,6 +155,7 @@ class LoopCalls:
         task = prepare_call_task(
             self.checkpoint, caller, index, task_node(call), (call.args, call.kwargs), self.step
         )
+        task.callbacks = call.callbacks
         with self._lock:
             known = self.tasks.get(task.id)
             if known is not None:

@@ -273,32 +273,44 @@ _DONE = object()
 async def _as_they_come(
     results: AsyncIterator[TaskResult], sink: StreamSink
 ) -> AsyncIterator[TaskResult | StreamChunk]:
-    """A step's results, with the sink's chunks interleaved as soon as they are put."""
-    arrived = asyncio.Event()
+    """A step's results, with the sink's chunks interleaved as soon as they are put.
+
+    A chunk wakes this generator one loop tick after it is put (one callback, no
+    extra task): the task that put it (a ``@task`` call's caller) goes on first, but a
+    call it then starts runs after the chunk reached the caller, as in LangGraph.
+    """
     event_loop = asyncio.get_running_loop()
+    loop_thread = threading.get_ident()
+    waiter: asyncio.Future[None] | None = None
+
+    def wake_now(_: Any = None) -> None:
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def wake() -> None:
-        event_loop.call_soon_threadsafe(arrived.set)
+        if threading.get_ident() == loop_thread:
+            event_loop.call_soon(wake_now)
+        else:
+            event_loop.call_soon_threadsafe(wake_now)
 
     sink.listener = wake
     pending = asyncio.ensure_future(anext(results, _DONE))
+    pending.add_done_callback(wake_now)
     try:
         while True:
-            arrived.clear()  # before draining: a chunk put after the drain sets it again
+            # a fresh waiter before draining: a chunk put after the drain resolves it
+            waiter = event_loop.create_future()
             for chunk in sink.drain():
                 yield chunk
             if not pending.done():
-                waiter = asyncio.ensure_future(arrived.wait())
-                try:
-                    await asyncio.wait((pending, waiter), return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    waiter.cancel()
+                await waiter
                 continue
             result = pending.result()
             if not isinstance(result, TaskResult):  # _DONE
                 return
             yield result
             pending = asyncio.ensure_future(anext(results, _DONE))
+            pending.add_done_callback(wake_now)
     finally:
         sink.listener = None
         if not pending.done():

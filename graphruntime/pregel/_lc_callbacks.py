@@ -33,7 +33,7 @@ from langchain_core.tracers.context import _tracing_v2_is_enabled
 from langchain_core.tracers.langchain import LangChainTracer
 from langsmith.run_helpers import _set_tracing_context, get_tracing_context
 
-from graphruntime._internal._call import call_async, call_sync, is_graph
+from graphruntime._internal._call import call_async, call_sync
 from graphruntime._internal._config import RunnableConfig, var_config
 from graphruntime._internal._constants import CONF, CONFIG_KEY_RESUMING
 from graphruntime._internal._typing import MISSING
@@ -273,9 +273,9 @@ class RunCallbacks:
 
 
 def _child_config(config: RunnableConfig, run: Any, func: Callable[..., Any]) -> RunnableConfig:
-    # a subgraph is a step of the node's run; a function is the node itself
-    tag = "seq:step:1" if is_graph(func) else None
-    return cast(RunnableConfig, {**config, "callbacks": run.get_child(tag)})
+    # what the node runs (a subgraph, a function's chat models, its @task calls) is the
+    # first step of the node's run, as in LangGraph (a node is a sequence there)
+    return cast(RunnableConfig, {**config, "callbacks": run.get_child("seq:step:1")})
 
 
 def _in_context(config: RunnableConfig, call: Callable[[], Any]) -> Any:
@@ -329,6 +329,12 @@ def _streaming_handlers(run: Any) -> list[Any]:
     return [h for h in run.handlers if _is_stream_handler(h)]
 
 
+def _trace_input(func: Callable[..., Any], value: Any) -> Any:
+    """The input callbacks see: a ``@task`` call shows its arguments by name."""
+    trace_input = getattr(type(func), "trace_input", None)
+    return value if trace_input is None else trace_input(func, value)
+
+
 def call_traced(
     func: Callable[..., Any],
     value: Any,
@@ -339,13 +345,14 @@ def call_traced(
     """Call a node as a child run of the task's graph run."""
     policy = trace_policy or _NO_POLICY
     manager = _manager(config, CallbackManager)
-    recorded = _recorded(value, policy.process_inputs)
+    payload = _trace_input(func, value)
+    recorded = _recorded(payload, policy.process_inputs)
     run: CallbackManagerForChainRun
-    if recorded is value:
-        run = manager.on_chain_start(None, value, name=name)
+    if recorded is payload:
+        run = manager.on_chain_start(None, payload, name=name)
     else:
         real, tracers = _split_tracers(manager)
-        run = real.on_chain_start(None, value, name=name)
+        run = real.on_chain_start(None, payload, name=name)
         tracers.on_chain_start(None, recorded, name=name, run_id=run.run_id)
         run.handlers = manager.handlers
     child = _child_config(config, run, func)
@@ -381,13 +388,14 @@ async def acall_traced(
     """Async twin of :func:`call_traced`."""
     policy = trace_policy or _NO_POLICY
     manager = _manager(config, AsyncCallbackManager)
-    recorded = _recorded(value, policy.process_inputs)
+    payload = _trace_input(func, value)
+    recorded = _recorded(payload, policy.process_inputs)
     run: AsyncCallbackManagerForChainRun
-    if recorded is value:
-        run = await manager.on_chain_start(None, value, name=name)
+    if recorded is payload:
+        run = await manager.on_chain_start(None, payload, name=name)
     else:
         real, tracers = _split_tracers(manager)
-        run = await real.on_chain_start(None, value, name=name)
+        run = await real.on_chain_start(None, payload, name=name)
         # tracers start last: a cancellation before then leaves no tracer run open
         await tracers.on_chain_start(None, recorded, name=name, run_id=run.run_id)
         run.handlers = manager.handlers

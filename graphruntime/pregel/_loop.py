@@ -615,7 +615,8 @@ class PregelLoop(LoopCalls):
         path: str,
     ) -> None:
         assert self.checkpointer is not None
-        if takes_task_path(type(self.checkpointer)):
+        method = "put_writes" if self._deferred is None else "aput_writes"
+        if takes_task_path(type(self.checkpointer), method):
             self._saver_call("put_writes", config, list(writes), task_id, path)
         else:  # a saver written against the older three-argument contract
             self._saver_call("put_writes", config, list(writes), task_id)
@@ -1206,7 +1207,9 @@ class PregelLoop(LoopCalls):
             "tags": [*self.config.get("tags", []), *task.node.tags],
         }
         callbacks = self.config.get("callbacks")
-        if callbacks is not None and hasattr(callbacks, "get_child"):
+        if task.callbacks is not None:  # a @task call: a child of its caller's run
+            config["callbacks"] = task.callbacks
+        elif callbacks is not None and hasattr(callbacks, "get_child"):
             # the graph's LangChain run (see _callbacks.py): tasks are its children
             config["callbacks"] = callbacks.get_child(f"graph:step:{self.step}")
         return config

@@ -373,6 +373,7 @@ async def _drive_async(
                             request.config,
                             node=request.name,
                             timeout=timeout,
+                            trace_policy=request.trace_policy,
                         )
                 except Exception as exc:  # noqa: BLE001 - handed to the attempt loop
                     request = attempts.throw(exc)

@@ -40,10 +40,11 @@ def without_untracked(
 
 
 @functools.cache
-def takes_task_path(saver_type: type[BaseCheckpointSaver]) -> bool:
-    """Whether a saver's ``put_writes`` takes the task path (older savers take 3 arguments)."""
+def takes_task_path(saver_type: type[BaseCheckpointSaver], method: str = "put_writes") -> bool:
+    """Whether a saver's ``put_writes`` (or ``aput_writes``: ``method``) takes the task
+    path; older savers take 3 arguments, and a subclass may override only one of them."""
     try:
-        params = inspect.signature(saver_type.put_writes).parameters
+        params = inspect.signature(getattr(saver_type, method)).parameters
     except (TypeError, ValueError):
         return True
     return "task_path" in params or len(params) > 4

@@ -35,7 +35,7 @@ from graphruntime.checkpoint.base import (
     copy_checkpoint,
     empty_checkpoint,
 )
-from graphruntime.constants import END, START
+from graphruntime.constants import END
 from graphruntime.errors import InvalidUpdateError
 from graphruntime.pregel._algo import (
     PreparedTask,
@@ -244,17 +244,18 @@ def snapshot(
 
 
 def _infer_as_node(graph: GraphSpec, saved: CheckpointTuple | None) -> str:
-    user_nodes = [n for n, spec in graph.nodes.items() if not spec.hidden]
-    if len(user_nodes) == 1:
-        return user_nodes[0]
-    if saved is None:
-        return START
-    seen = versions_seen_without_bumps(saved.checkpoint["versions_seen"])
-    last_seen = {
-        n: max(v.values()) for n, v in seen.items() if n in graph.nodes and v and n != START
-    }
+    """The node an update without ``as_node`` is applied as, as LangGraph infers it: the
+    graph's only node, else the node that saw the newest channel version (``__start__``
+    when the last thing to happen was the input), else the input node."""
+    if len(graph.nodes) == 1:  # counting the hidden __start__: an entrypoint's node
+        return next(iter(graph.nodes))
+    seen = versions_seen_without_bumps(saved.checkpoint["versions_seen"]) if saved else {}
+    last_seen = {n: max(v.values()) for n, v in seen.items() if n in graph.nodes and v}
     if not last_seen:
-        return START
+        inputs = graph.input_channels
+        if isinstance(inputs, str) and inputs in graph.nodes:
+            return inputs
+        raise InvalidUpdateError("Ambiguous update, specify as_node")
     top = max(last_seen.values())
     winners = [n for n, v in last_seen.items() if v == top]
     if len(winners) > 1:

@@ -8,6 +8,7 @@ from typing import Any
 from graphruntime._internal._constants import RESERVED, TASKS
 from graphruntime.channels import BaseChannel
 from graphruntime.pregel._node import NodeSpec
+from graphruntime.pregel._timeout import check_timeout_supported
 from graphruntime.types import All
 
 
@@ -32,6 +33,8 @@ def validate_graph(
     for name, node in nodes.items():
         if name in RESERVED:
             raise ValueError(f"Node name '{name}' is reserved")
+        if node.timeout is not None:
+            check_timeout_supported(node.func, name)
         subscribed.update(node.triggers)
         reads = [node.input_keys] if isinstance(node.input_keys, str) else node.input_keys
         for chan in reads:
