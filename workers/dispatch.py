@@ -139,7 +139,12 @@ def dispatch_retry(
     # the sweeper leaves it alone until then
     hold = retry.delay + 2 * settings.heartbeat_interval
     store.hold_for_retry(run_id, checkpoint_id, task.id, retry.attempts, hold)
-    ref = TaskRef(id=task.id, path=tuple(task.path), attempts=retry.attempts)
+    ref = TaskRef(
+        id=task.id,
+        path=tuple(task.path),
+        attempts=retry.attempts,
+        first_attempt=retry.first_attempt_time,
+    )
     send_refs(
         broker,
         settings,

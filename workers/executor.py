@@ -170,7 +170,12 @@ def _run_claimed(
             outcomes[ref.id] = None  # an earlier delivery saved its output, then died
             continue
         outcome = observe.attempt(
-            run, task, loop.task_config(task), graph.retry_policy, attempts_done=ref.attempts
+            run,
+            task,
+            loop.task_config(task),
+            graph.retry_policy,
+            attempts_done=ref.attempts,
+            first_attempt_time=ref.first_attempt,
         )
         if isinstance(outcome, RetryLater):
             list(loop.sink.drain())  # the failed attempt's chunks are not kept

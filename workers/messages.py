@@ -33,6 +33,9 @@ class TaskRef(BaseModel):
     path: tuple[Any, ...] = Field(min_length=1)
     """Strings, integers and booleans; a ``@task`` call's path nests its caller's."""
     attempts: int = Field(default=0, ge=0, description="failed attempts so far (RetryPolicy)")
+    first_attempt: float | None = Field(
+        default=None, description="when the first attempt began (Unix time), for a retry"
+    )
 
     @field_validator("path", mode="after")
     @classmethod

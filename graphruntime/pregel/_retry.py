@@ -76,6 +76,8 @@ class RetryLater:
     delay: float
     attempts: int  # attempts made so far, this one included
     error: Exception
+    first_attempt_time: float | None = None
+    """When the first attempt began (``execution_info.node_first_attempt_time``)."""
 
 
 Request = Call | Resolve | RetryLater
@@ -119,9 +121,22 @@ def retry_delay(policies: Sequence[RetryPolicy], exc: Exception, attempt: int) -
     return delay + (random.uniform(0, 1) if policy.jitter else 0)
 
 
-def _fresh_attempt(task: PreparedTask, config: RunnableConfig, attempt: int) -> RunnableConfig:
+def _first_attempt_time(config: RunnableConfig) -> float | None:
+    runtime = config[CONF].get(CONFIG_KEY_RUNTIME)
+    if isinstance(runtime, Runtime) and runtime.execution_info is not None:
+        return runtime.execution_info.node_first_attempt_time
+    return None
+
+
+def _fresh_attempt(
+    task: PreparedTask,
+    config: RunnableConfig,
+    attempt: int,
+    first_attempt_time: float | None = None,
+) -> RunnableConfig:
     """A retry starts over: no writes, interrupt() counting from 0, marked as resuming;
-    ``runtime.execution_info.node_attempt`` says which attempt (from 1) it is."""
+    ``runtime.execution_info.node_attempt`` says which attempt (from 1) it is (and
+    ``node_first_attempt_time``, when the first attempt ran in another process)."""
     task.writes.clear()
     conf = config[CONF]
     scratchpad = conf[CONFIG_KEY_SCRATCHPAD]
@@ -130,7 +145,10 @@ def _fresh_attempt(task: PreparedTask, config: RunnableConfig, attempt: int) -> 
     patch: dict[str, Any] = {CONFIG_KEY_RESUMING: True}
     runtime = conf.get(CONFIG_KEY_RUNTIME)
     if isinstance(runtime, Runtime) and runtime.execution_info is not None:
-        patch[CONFIG_KEY_RUNTIME] = runtime.patch_execution_info(node_attempt=attempt)
+        info: dict[str, Any] = {"node_attempt": attempt}
+        if first_attempt_time is not None:
+            info["node_first_attempt_time"] = first_attempt_time
+        patch[CONFIG_KEY_RUNTIME] = runtime.patch_execution_info(**info)
     return {**config, CONF: {**conf, **patch}}
 
 
@@ -179,16 +197,18 @@ def task_attempts(
     retry_policy: Sequence[RetryPolicy] = (),
     *,
     attempts_done: int = 0,
+    first_attempt_time: float | None = None,
 ) -> Generator[Request, Any, Outcome]:
     """Every attempt of ``task`` until it succeeds, fails for good, or is interrupted.
 
     ``attempts_done`` counts attempts made elsewhere (earlier jobs), so backoff and
-    ``max_attempts`` carry on. Returns the outcome; writes land in ``task.writes``.
+    ``max_attempts`` carry on, and ``first_attempt_time`` says when the first of them
+    began. Returns the outcome; writes land in ``task.writes``.
     """
     policies = task.node.retry_policy or tuple(retry_policy)
     attempt = attempts_done
     if attempt:
-        config = _fresh_attempt(task, config, attempt + 1)
+        config = _fresh_attempt(task, config, attempt + 1, first_attempt_time)
     while True:
         try:
             func = task.node.func
@@ -213,7 +233,7 @@ def task_attempts(
             if delay is None:
                 return exc
             task.writes.clear()
-            yield RetryLater(delay, attempt, exc)
+            yield RetryLater(delay, attempt, exc, _first_attempt_time(config))
             config = _fresh_attempt(task, config, attempt + 1)
 
 
@@ -306,6 +326,7 @@ def run_task_attempt(
     retry_policy: Sequence[RetryPolicy] = (),
     *,
     attempts_done: int = 0,
+    first_attempt_time: float | None = None,
 ) -> Outcome | RetryLater:
     """One attempt of ``task``; a failure its RetryPolicy retries comes back as RetryLater.
 
@@ -313,7 +334,13 @@ def run_task_attempt(
     re-queues the task as a job with the delay as its countdown) instead of sleeping.
     """
     _no_sync_timeout(task)
-    attempts = task_attempts(task, config, retry_policy, attempts_done=attempts_done)
+    attempts = task_attempts(
+        task,
+        config,
+        retry_policy,
+        attempts_done=attempts_done,
+        first_attempt_time=first_attempt_time,
+    )
     return _drive_sync(attempts, sleep=False)
 
 
@@ -338,10 +365,17 @@ async def arun_task_attempt(
     retry_policy: Sequence[RetryPolicy] = (),
     *,
     attempts_done: int = 0,
+    first_attempt_time: float | None = None,
 ) -> Outcome | RetryLater:
     """One attempt of ``task`` from a coroutine, within its ``TimeoutPolicy``; a failure
     its RetryPolicy retries comes back as RetryLater (see :func:`run_task_attempt`)."""
-    attempts = task_attempts(task, config, retry_policy, attempts_done=attempts_done)
+    attempts = task_attempts(
+        task,
+        config,
+        retry_policy,
+        attempts_done=attempts_done,
+        first_attempt_time=first_attempt_time,
+    )
     return await _drive_async(attempts, task_timeout(task), sleep=False)
 
 

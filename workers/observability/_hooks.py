@@ -75,6 +75,7 @@ def one_attempt(
     retry_policy: Sequence[RetryPolicy] = (),
     *,
     attempts_done: int = 0,
+    first_attempt_time: float | None = None,
 ) -> BaseException | RetryLater | None:
     """:func:`graphruntime.pregel.run_task_attempt`; a task with a ``TimeoutPolicy`` runs
     on an event loop of its own, as only the async driver can cancel it past its limits
@@ -91,10 +92,17 @@ def attempt(
     retry_policy: Sequence[RetryPolicy] = (),
     *,
     attempts_done: int = 0,
+    first_attempt_time: float | None = None,
 ) -> BaseException | RetryLater | None:
     """One attempt of ``task`` (:func:`one_attempt`), timed, counted and traced."""
     if not _active():
-        return one_attempt(task, config, retry_policy, attempts_done=attempts_done)
+        return one_attempt(
+            task,
+            config,
+            retry_policy,
+            attempts_done=attempts_done,
+            first_attempt_time=first_attempt_time,
+        )
     started = time.perf_counter()
     with (
         _logs.bound(**log_fields(run, task)),
@@ -103,7 +111,13 @@ def attempt(
             {**log_fields(run, task), "attempt": attempts_done + 1},
         ) as span,
     ):
-        outcome = one_attempt(task, config, retry_policy, attempts_done=attempts_done)
+        outcome = one_attempt(
+            task,
+            config,
+            retry_policy,
+            attempts_done=attempts_done,
+            first_attempt_time=first_attempt_time,
+        )
         failure = outcome.error if isinstance(outcome, RetryLater) else outcome
         if failure is not None and not isinstance(failure, GraphBubbleUp):
             _tracing.mark_failed(span, failure)

@@ -205,3 +205,25 @@ def test_errors_rebuilt_from_their_record_keep_type_and_fields() -> None:
     assert isinstance(other, RemoteGraphError)
     assert type(other).__name__ == "_TwoArgError"
     assert str(copy.copy(other)) == "7: x"
+
+
+def test_a_retry_job_sees_when_the_first_attempt_began() -> None:
+    seen: list[tuple[int, float]] = []
+
+    def flaky(state: State, runtime: Runtime[Any]) -> dict[str, Any]:
+        info = runtime.execution_info
+        assert info is not None
+        assert info.node_first_attempt_time is not None
+        seen.append((info.node_attempt, info.node_first_attempt_time))
+        if info.node_attempt < 3:
+            raise ValueError("again")
+        return {"log": ["ok"]}
+
+    policy = RetryPolicy(initial_interval=0.0, jitter=False, retry_on=ValueError)
+    g = StateGraph(State).add_node("flaky", flaky, retry_policy=policy)
+    cluster = InlineCluster({"g": g.add_edge(START, "flaky").compile()})
+    assert cluster.run("g", {"log": []}, _thread()) == {"log": ["ok"]}
+    # the first attempt ran in the coordinator, each retry in a job of its own
+    assert [j.kind for j in cluster.broker.sent] == ["coordinate", "execute", "execute"]
+    assert [attempt for attempt, _ in seen] == [1, 2, 3]
+    assert len({first for _, first in seen}) == 1
