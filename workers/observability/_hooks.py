@@ -81,8 +81,21 @@ def one_attempt(
     on an event loop of its own, as only the async driver can cancel it past its limits
     (the node is async: a timeout on a sync node is refused when the graph is built)."""
     if task_timeout(task) is None:
-        return run_task_attempt(task, config, retry_policy, attempts_done=attempts_done)
-    return asyncio.run(arun_task_attempt(task, config, retry_policy, attempts_done=attempts_done))
+        return run_task_attempt(
+            task,
+            config,
+            retry_policy,
+            attempts_done=attempts_done,
+            first_attempt_time=first_attempt_time,
+        )
+    timed = arun_task_attempt(
+        task,
+        config,
+        retry_policy,
+        attempts_done=attempts_done,
+        first_attempt_time=first_attempt_time,
+    )
+    return asyncio.run(timed)
 
 
 def attempt(
