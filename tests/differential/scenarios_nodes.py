@@ -91,12 +91,12 @@ def scenario_node_attempts(rt: Runtime, rec: Recorder) -> None:
         rec.record("attempt", info.node_attempt)
         if info.node_attempt < 3:
             raise ValueError("again")
-        # two backoffs (1 ms, then 2 ms) since the first attempt began, whichever the
-        # process: a first-attempt time reset per attempt would be too recent
+        # two backoffs (50 ms, then 100 ms) since the first attempt began, whichever the
+        # process: a first-attempt time reset per attempt would be far more recent
         waited = time.time() - info.node_first_attempt_time
-        return {"n": info.node_attempt, "items": [f"waited >= 3 ms: {waited >= 0.003}"]}
+        return {"n": info.node_attempt, "items": [f"waited >= 150 ms: {waited >= 0.15}"]}
 
-    policy = rt.RetryPolicy(initial_interval=0.001, jitter=False, retry_on=ValueError)
+    policy = rt.RetryPolicy(initial_interval=0.05, jitter=False, retry_on=ValueError)
     g = rt.StateGraph(Counter).add_node("flaky", flaky, retry_policy=policy)
     app = g.add_edge(rt.START, "flaky").compile()
     rec.record("result", app.invoke({"items": []}))
