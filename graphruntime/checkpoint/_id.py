@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 
-__all__ = ("uuid6",)
+__all__ = ("uuid6", "uuid6_str")
 
 # 100-ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.
 _GREGORIAN_OFFSET = 0x01B21DD213814000
@@ -42,6 +42,17 @@ def uuid6(clock_seq: int | None = None) -> uuid.UUID:
             checkpoint id encodes it (``step & 0x3FFF`` with the variant bits:
             step -1 → ``bfff``, 0 → ``8000``, 1 → ``8001``). Random if omitted.
     """
+    return uuid.UUID(int=_uuid6_int(clock_seq))
+
+
+def uuid6_str(clock_seq: int | None = None) -> str:
+    """``str(uuid6(clock_seq))``, without building the ``UUID`` (every step mints one)."""
+    h = f"{_uuid6_int(clock_seq):032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _uuid6_int(clock_seq: int | None) -> int:
+    """The 128 bits of a new version-6 UUID."""
     timestamp = _next_timestamp()
     if clock_seq is None:
         clock_seq = random.getrandbits(14)
@@ -51,4 +62,4 @@ def uuid6(clock_seq: int | None = None) -> uuid.UUID:
     value |= (timestamp & 0x0FFF) << 64  # time_low
     value |= (0x8000 | (clock_seq & 0x3FFF)) << 48  # variant 0b10 + clock_seq
     value |= node
-    return uuid.UUID(int=value)
+    return value

@@ -16,7 +16,7 @@ from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import NULL_TASK_ID as NULL_TASK_ID
-from graphruntime.checkpoint._id import uuid6
+from graphruntime.checkpoint._id import uuid6_str
 from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol
 from graphruntime.errors import CheckpointError
 
@@ -121,7 +121,7 @@ def empty_checkpoint() -> Checkpoint:
     """The checkpoint a new thread starts from (never saved as is)."""
     return Checkpoint(
         v=LATEST_VERSION,
-        id=str(uuid6(clock_seq=-2)),
+        id=uuid6_str(clock_seq=-2),
         ts=datetime.now(UTC).isoformat(),
         channel_values={},
         channel_versions={},

@@ -37,7 +37,7 @@ from graphruntime._internal._interrupt import Interrupt, interrupt_id
 from graphruntime._internal._scratchpad import Scratchpad
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels import BaseChannel
-from graphruntime.checkpoint._id import uuid6
+from graphruntime.checkpoint._id import uuid6_str
 from graphruntime.checkpoint.base import LATEST_VERSION, Checkpoint, PendingWrite
 from graphruntime.pregel._delta import snapshot_values
 from graphruntime.pregel._node import NodeSpec
@@ -117,9 +117,18 @@ def task_path_str(tup: Any) -> str:
     return str(tup)
 
 
+_last_namespace: tuple[str, bytes] = ("", b"")
+
+
 def task_id(checkpoint_id: str, *parts: str) -> str:
     """xxh3-128 of the raw checkpoint id bytes and the task's coordinates, as a UUID."""
-    namespace = binascii.unhexlify(checkpoint_id.replace("-", ""))
+    # a step's tasks share the checkpoint: its bytes are decoded once (one tuple, so a
+    # thread reading it never sees the id of one checkpoint with the bytes of another)
+    global _last_namespace
+    last_id, namespace = _last_namespace
+    if last_id != checkpoint_id:
+        namespace = binascii.unhexlify(checkpoint_id.replace("-", ""))
+        _last_namespace = (checkpoint_id, namespace)
     digest = xxh3_128_hexdigest(namespace + "".join(parts).encode())
     return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
@@ -179,7 +188,7 @@ def create_checkpoint(
             )
     return {
         "v": LATEST_VERSION,
-        "id": checkpoint_id or str(uuid6(clock_seq=step)),
+        "id": checkpoint_id or uuid6_str(clock_seq=step),
         "ts": datetime.now(UTC).isoformat(),
         "channel_values": values,
         "channel_versions": versions,
@@ -407,6 +416,10 @@ def local_read(
 _SKIP_WRITES = frozenset({NO_WRITES, PUSH, RESUME, INTERRUPT, RETURN, ERROR, ERROR_SOURCE_NODE})
 
 
+def _path_order(task: WritesProtocol) -> str:
+    return task_path_str(task.path[:3])
+
+
 def apply_writes(
     checkpoint: Checkpoint,
     channels: Mapping[str, BaseChannel],
@@ -418,12 +431,17 @@ def apply_writes(
 
     Mutates ``checkpoint`` (versions, versions_seen) and ``channels`` in place.
     """
-    ordered = sorted(tasks, key=lambda t: task_path_str(t.path[:3]))
+    ordered = list(tasks)
+    if len(ordered) > 1:
+        ordered.sort(key=_path_order)
     bump_step = any(t.triggers for t in ordered)
     versions = checkpoint["channel_versions"]
+    versions_seen = checkpoint["versions_seen"]
     for task in ordered:
-        seen = checkpoint["versions_seen"].setdefault(task.name, {})
-        seen.update({c: versions[c] for c in task.triggers if c in versions})
+        seen = versions_seen.setdefault(task.name, {})
+        for c in task.triggers:
+            if c in versions:
+                seen[c] = versions[c]
     next_version = (
         get_next_version(max(versions.values()) if versions else None, None)
         if get_next_version is not None

@@ -167,7 +167,8 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
         yield from sink.drain()
         tasks = next(body)
         while True:
-            yield from sink.drain()
+            if sink.chunks:
+                yield from sink.drain()
             results: list[TaskResult] = []
             running = executor.execute(loop, tasks)
             try:
@@ -179,7 +180,8 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
                         loop.record(result.task, result.outcome)
                     results.append(result)
                     _submit_handler(loop, executor, result)
-                    yield from sink.drain()
+                    if sink.chunks:
+                        yield from sink.drain()
             finally:
                 close = getattr(running, "close", None)
                 if close is not None:

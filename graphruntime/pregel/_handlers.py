@@ -83,6 +83,8 @@ def error_handler_task(
 
 def error_handler_tasks(loop: PregelLoop, results: Sequence[TaskResult]) -> list[PreparedTask]:
     """Handlers the step's failures still need (not among ``results``, not finished)."""
+    if all(r.outcome is None for r in results):
+        return []
     ran = {r.task.id for r in results}
     out = []
     for result in results:

@@ -34,8 +34,6 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_CHECKPOINT_ID,
     CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
-    CONFIG_KEY_CHECKPOINTER,
-    CONFIG_KEY_CUSTOM_WRITER,
     CONFIG_KEY_NODE_ERROR,
     CONFIG_KEY_READ,
     CONFIG_KEY_REPLAY_STATE,
@@ -44,7 +42,6 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
     CONFIG_KEY_SEND,
-    CONFIG_KEY_STREAM,
     CONFIG_KEY_TASK_ID,
     CONFIG_KEY_THREAD_ID,
     CONTROL_WRITES,
@@ -127,6 +124,7 @@ from graphruntime.pregel._saved import (
     without_untracked,
 )
 from graphruntime.pregel._stream import StreamSink
+from graphruntime.pregel._task_config import RunConfig
 from graphruntime.pregel._task_events import shown, task_payload, task_result_payload
 from graphruntime.pregel.debug import map_debug_checkpoint
 from graphruntime.runtime import RunControl, Runtime
@@ -216,6 +214,8 @@ def _dedupe_resume(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
     for i, (c, _) in enumerate(writes):
         if c == RESUME:
             last = i
+    if last is None:
+        return list(writes)
     return [w for i, w in enumerate(writes) if w[0] != RESUME or i == last]
 
 
@@ -409,6 +409,9 @@ class PregelLoop(LoopCalls):
 
     loaded = False
     _head_id: str | object | None = _UNREAD
+    _run_base: RunConfig | None = None
+    _context: StepContext | None = None
+    _metadata_for: tuple[RunnableConfig, dict[str, Any]] | None = None
 
     def _load(self, saved: CheckpointTuple | None) -> None:
         self._load_checkpoint(saved)
@@ -459,7 +462,10 @@ class PregelLoop(LoopCalls):
 
     def _step_context(self) -> StepContext:
         managed = self.graph.managed
-        return StepContext(
+        cached = self._context
+        if not managed and cached is not None and cached.step == self.step:
+            return cached  # nothing in it but the step changes during a run
+        self._context = StepContext(
             nodes=self.graph.nodes,
             trigger_to_nodes=self.graph.trigger_to_nodes,
             parent_ns=self.ns,
@@ -470,6 +476,7 @@ class PregelLoop(LoopCalls):
                 else {}
             ),
         )
+        return self._context
 
     step_context = _step_context
     """The algorithm's view of this step (for the step's helpers, see _handlers.py)."""
@@ -658,8 +665,11 @@ class PregelLoop(LoopCalls):
     def _put_checkpoint(self, source: str) -> None:
         previous_metadata = self.metadata
         parents = dict(self.config[CONF].get(CONFIG_KEY_CHECKPOINT_MAP, {}))
+        cached = self._metadata_for
+        if cached is None or cached[0] is not self.config:
+            cached = self._metadata_for = (self.config, _metadata_from_config(self.config))
         self.metadata = {
-            **_metadata_from_config(self.config),
+            **cached[1],
             "source": source,
             "step": self.step,
             "parents": parents,
@@ -1131,7 +1141,8 @@ class PregelLoop(LoopCalls):
 
     def task_config(self, task: PreparedTask) -> RunnableConfig:
         """The config a task's node sees: its namespace, scratchpad and write callbacks."""
-        conf = self.config[CONF]
+        base = self._run_config()
+        checkpoint_id = self.checkpoint["id"]
         scratchpad = make_scratchpad(
             self.pending_writes,
             task.id,
@@ -1151,58 +1162,57 @@ class PregelLoop(LoopCalls):
                 values.update((k, managed[k]) for k in select if k in managed)
             return values
 
-        writer = self.custom_writer()
-        configurable = {k: v for k, v in conf.items() if k != CONFIG_KEY_CHECKPOINT_ID}
-        configurable.update(
-            {
-                CONFIG_KEY_SEND: task.writes.extend,
-                CONFIG_KEY_READ: read,
-                CONFIG_KEY_SCRATCHPAD: scratchpad,
-                CONFIG_KEY_CHECKPOINT_NS: task.checkpoint_ns,
-                CONFIG_KEY_TASK_ID: task.id,
-                CONFIG_KEY_CHECKPOINTER: self.checkpointer,
-                CONFIG_KEY_STREAM: self.sink,
-                CONFIG_KEY_CHECKPOINT_MAP: {
-                    **conf.get(CONFIG_KEY_CHECKPOINT_MAP, {}),
-                    self.ns: self.checkpoint["id"],
-                },
-                CONFIG_KEY_CUSTOM_WRITER: writer,
-                CONFIG_KEY_RESUME_MAP: self.resume_map,
-                CONFIG_KEY_CALL: self.call_callback(task, scratchpad),
-                CONFIG_KEY_RUNTIME: task_runtime(
-                    self.runtime,
-                    task,
-                    writer,
-                    checkpoint_id=self.checkpoint["id"],
-                    thread_id=conf.get(CONFIG_KEY_THREAD_ID),
-                    run_id=self.config.get("run_id"),
-                    previous=self.checkpoint["channel_values"].get(PREVIOUS),
-                    first_attempt=time.time(),
-                ),
-            }
+        configurable = base.configurable.copy()
+        configurable[CONFIG_KEY_SEND] = task.writes.extend
+        configurable[CONFIG_KEY_READ] = read
+        configurable[CONFIG_KEY_SCRATCHPAD] = scratchpad
+        configurable[CONFIG_KEY_CHECKPOINT_NS] = task.checkpoint_ns
+        configurable[CONFIG_KEY_TASK_ID] = task.id
+        configurable[CONFIG_KEY_CHECKPOINT_MAP] = base.checkpoint_map(checkpoint_id)
+        configurable[CONFIG_KEY_CALL] = self.call_callback(task, scratchpad)
+        configurable[CONFIG_KEY_RUNTIME] = task_runtime(
+            self.runtime,
+            task,
+            base.writer,
+            checkpoint_id=checkpoint_id,
+            thread_id=base.thread_id,
+            run_id=base.run_id,
+            previous=self.checkpoint["channel_values"].get(PREVIOUS),
+            first_attempt=time.time(),
         )
         if task.node_error is not None:
             configurable[CONFIG_KEY_NODE_ERROR] = task.node_error
-        metadata = {
-            **self.config.get("metadata", {}),
-            "langgraph_step": self.step,
-            "langgraph_node": task.name,
-            "langgraph_triggers": task.triggers,
-            "langgraph_path": task.path,
-            "langgraph_checkpoint_ns": task.checkpoint_ns,
-            **task.node.metadata,
-        }
-        config: RunnableConfig = {
-            **self.config,
-            CONF: configurable,
-            "metadata": metadata,
-            "tags": [*self.config.get("tags", []), *task.node.tags],
-        }
-        callbacks = self.config.get("callbacks")
-        if callbacks is not None and hasattr(callbacks, "get_child"):
-            # the graph's LangChain run (see _callbacks.py): tasks are its children
-            config["callbacks"] = callbacks.get_child(f"graph:step:{self.step}")
+        metadata = base.metadata.copy()
+        metadata["langgraph_step"] = self.step
+        metadata["langgraph_node"] = task.name
+        metadata["langgraph_triggers"] = task.triggers
+        metadata["langgraph_path"] = task.path
+        metadata["langgraph_checkpoint_ns"] = task.checkpoint_ns
+        node = task.node
+        if node.metadata:
+            metadata.update(node.metadata)
+        config: RunnableConfig = base.template.copy()  # type: ignore[assignment]
+        config[CONF] = configurable
+        config["metadata"] = metadata
+        config["tags"] = [*base.tags, *node.tags] if node.tags else base.tags.copy()
+        if base.child_callbacks is not None:
+            config["callbacks"] = base.child_callbacks.get_child(f"graph:step:{self.step}")
         return config
+
+    def _run_config(self) -> RunConfig:
+        """What every task config of this run shares (rebuilt when the config changes)."""
+        base = self._run_base
+        if base is None or not base.matches(self.config, self.resume_map):
+            base = RunConfig(
+                self.config,
+                ns=self.ns,
+                resume_map=self.resume_map,
+                checkpointer=self.checkpointer,
+                sink=self.sink,
+                writer=self.custom_writer(),
+            )
+            self._run_base = base
+        return base
 
     def _null_resume(self, task_id: str) -> Callable[[bool], Any]:
         """How a task execution takes the step's unaddressed resume value.
@@ -1242,7 +1252,8 @@ class PregelLoop(LoopCalls):
             self._record(task, outcome)
 
     def _record(self, task: PreparedTask, outcome: BaseException | None) -> None:
-        path = task_order(task)
+        # the path goes to the saver only: no saver, no sort key to build
+        path = task_order(task) if self.checkpointer is not None else ""
         if outcome is None:
             writes = _dedupe_resume(task.writes)
             if self.delta.enabled:
@@ -1286,6 +1297,8 @@ class PregelLoop(LoopCalls):
         Results are taken in task order, whatever order they finished in, so the first
         error raised and the interrupts listed are the same on every executor.
         """
+        if all(r.outcome is None for r in results):
+            return
         ordered = sorted(results, key=lambda r: task_order(r.task))
         for result in ordered:
             if (
@@ -1308,8 +1321,9 @@ class PregelLoop(LoopCalls):
     def close(self) -> None:
         """Apply the step's writes, save the next checkpoint, check ``interrupt_after``."""
         tasks = list(self.tasks.values())
-        for task in tasks:
-            self.delta.applied(task.id, task.writes)
+        if self.delta.enabled:
+            for task in tasks:
+                self.delta.applied(task.id, task.writes)
         self.updated_channels = apply_writes(
             self.checkpoint,
             self.channels,
@@ -1331,9 +1345,10 @@ class PregelLoop(LoopCalls):
                 self._emit_checkpoint(self._next_tasks().values())
             raise GraphInterrupt()
         # only the step a run resumed is a resume; later steps (and their subgraphs) are not
-        conf = dict(self.config[CONF])
-        conf.pop(CONFIG_KEY_RESUMING, None)
-        self.config = {**self.config, CONF: conf}
+        if CONFIG_KEY_RESUMING in self.config[CONF]:
+            conf = dict(self.config[CONF])
+            del conf[CONFIG_KEY_RESUMING]
+            self.config = {**self.config, CONF: conf}
 
     # --- outputs ------------------------------------------------------------------------
 

@@ -168,7 +168,7 @@ def _write(
             writes = writer(output, config)
         finally:
             var_config.reset(token)
-        if inspect.isawaitable(writes):
+        if type(writes) is not list and inspect.isawaitable(writes):
             writes = yield Resolve(writes, config)
         task.writes.extend(writes)
 
