@@ -1,4 +1,4 @@
-"""Time-ordered checkpoint ids (UUIDv6), as LangGraph makes them.
+"""Time-ordered checkpoint ids (UUIDv6), as LangGraph makes them, and checkpoint times.
 
 Checkpoint ids double as the sort key of a thread's history ("latest" is the
 greatest id), so ids minted later in a process must compare greater, as
@@ -11,8 +11,9 @@ import random
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 
-__all__ = ("uuid6", "uuid6_str")
+__all__ = ("utc_now_iso", "uuid6", "uuid6_str")
 
 # 100-ns intervals between the UUID epoch (1582-10-15) and the Unix epoch.
 _GREGORIAN_OFFSET = 0x01B21DD213814000
@@ -63,3 +64,21 @@ def _uuid6_int(clock_seq: int | None) -> int:
     value |= (0x8000 | (clock_seq & 0x3FFF)) << 48  # variant 0b10 + clock_seq
     value |= node
     return value
+
+
+_iso_second: tuple[int, str] = (-1, "")
+
+
+def utc_now_iso() -> str:
+    """``datetime.now(UTC).isoformat()``, the same text at a fraction of the cost.
+
+    Every step stamps its checkpoint: the date and time of day are formatted once per
+    second, the microseconds (left out when zero, as ``isoformat`` does) every call.
+    """
+    global _iso_second
+    second, micro = divmod(time.time_ns() // 1000, 1_000_000)
+    cached, prefix = _iso_second
+    if cached != second:
+        prefix = datetime.fromtimestamp(second, UTC).isoformat()[:19]  # YYYY-MM-DDTHH:MM:SS
+        _iso_second = (second, prefix)
+    return f"{prefix}.{micro:06d}+00:00" if micro else f"{prefix}+00:00"

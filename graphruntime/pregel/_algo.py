@@ -12,7 +12,6 @@ import binascii
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Protocol, overload
 
 from xxhash import xxh3_128_hexdigest
@@ -37,7 +36,7 @@ from graphruntime._internal._interrupt import Interrupt, interrupt_id
 from graphruntime._internal._scratchpad import Scratchpad
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels import BaseChannel
-from graphruntime.checkpoint._id import uuid6_str
+from graphruntime.checkpoint._id import utc_now_iso, uuid6_str
 from graphruntime.checkpoint.base import LATEST_VERSION, Checkpoint, PendingWrite
 from graphruntime.pregel._delta import snapshot_values
 from graphruntime.pregel._node import NodeSpec
@@ -156,17 +155,24 @@ def create_checkpoint(
     stored_versions: Mapping[str, Any] | None = None,
     trigger_to_nodes: Mapping[str, Sequence[str]] | None = None,
     checkpoint_id: str | None = None,
+    reuse_maps: bool = False,
 ) -> Checkpoint:
     """A new checkpoint (fresh time-ordered id) holding the channels' current values.
 
     ``snapshot``: DeltaChannels to store as a ``DeltaSnapshot`` (see
     :func:`graphruntime.pregel._delta.snapshot_values`, which may bump their versions
     past ``stored_versions``, the last saved ones).
+    ``reuse_maps``: the caller drops ``checkpoint`` and nothing else holds it (it was
+    never saved): the new checkpoint takes over its maps instead of copying them.
     """
-    versions = dict(checkpoint["channel_versions"])
-    versions_seen = {k: dict(v) for k, v in checkpoint["versions_seen"].items()}
+    if reuse_maps:
+        versions = checkpoint["channel_versions"]
+        versions_seen = checkpoint["versions_seen"]
+    else:
+        versions = dict(checkpoint["channel_versions"])
+        versions_seen = {k: dict(v) for k, v in checkpoint["versions_seen"].items()}
     if channels is None:
-        values = dict(checkpoint["channel_values"])
+        values = checkpoint["channel_values"] if reuse_maps else dict(checkpoint["channel_values"])
     else:
         values = {}
         for k, ch in channels.items():
@@ -189,7 +195,7 @@ def create_checkpoint(
     return {
         "v": LATEST_VERSION,
         "id": checkpoint_id or uuid6_str(clock_seq=step),
-        "ts": datetime.now(UTC).isoformat(),
+        "ts": utc_now_iso(),
         "channel_values": values,
         "channel_versions": versions,
         "versions_seen": versions_seen,
@@ -350,7 +356,7 @@ def _prepare_pull(
         )
     if not fired:
         return None
-    triggers = tuple(sorted(node.triggers))
+    triggers = node.triggers if len(node.triggers) < 2 else tuple(sorted(node.triggers))
     ns = f"{ctx.parent_ns}{NS_SEP}{name}" if ctx.parent_ns else name
     tid = task_id(checkpoint["id"], ns, str(ctx.step), name, PULL, *triggers)
     if isinstance(node.input_keys, str):

@@ -24,7 +24,6 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
 from graphruntime._internal._config import RunnableConfig
@@ -61,6 +60,7 @@ from graphruntime._internal._constants import (
 )
 from graphruntime._internal._scratchpad import Scratchpad
 from graphruntime._internal._typing import MISSING
+from graphruntime.checkpoint._id import utc_now_iso
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
@@ -500,7 +500,7 @@ class PregelLoop(LoopCalls):
                 "debug",
                 {
                     "step": self.step - 1 if mode == "checkpoints" else self.step,
-                    "timestamp": datetime.now(UTC).isoformat(),
+                    "timestamp": utc_now_iso(),
                     "type": kind,
                     "payload": payload,
                 },
@@ -694,6 +694,8 @@ class PregelLoop(LoopCalls):
             get_next_version=self.get_next_version,
             stored_versions=self.saved_versions,
             trigger_to_nodes=self.graph.trigger_to_nodes,
+            # without a saver no one keeps a checkpoint: each step's takes over the last's
+            reuse_maps=self.checkpointer is None,
         )
         if saving:
             self._save_checkpoint()
