@@ -118,9 +118,9 @@ from graphruntime.pregel._resume import (
 )
 from graphruntime.pregel._runtime import run_runtime, task_runtime
 from graphruntime.pregel._saved import (
+    channel_facts,
     sanitized_send,
     takes_task_path,
-    untracked_keys,
     without_untracked,
 )
 from graphruntime.pregel._stream import StreamSink
@@ -302,8 +302,8 @@ class PregelLoop(LoopCalls):
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
         self.runtime: Runtime[Any] = run_runtime(graph, config, options.context, options.control)
-        self._untracked = untracked_keys(graph.channel_specs)
-        self.delta = DeltaTracker(graph.channel_specs)
+        self._untracked, deltas = channel_facts(graph)
+        self.delta = DeltaTracker(graph.channel_specs, deltas)
         # an async run queues its saver calls here; its driver awaits them in order
         self._deferred: list[_SaverCall] | None = None
         if isinstance(saved, _ALoad):

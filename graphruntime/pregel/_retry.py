@@ -45,7 +45,7 @@ Outcome = BaseException | None
 """How a task ended: ``None`` (its writes are in ``task.writes``) or the exception."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: every task makes one, and frozen fields cost more to set
 class Call:
     """Request: call ``func`` on ``input`` under ``config``; send back what it returns.
 
