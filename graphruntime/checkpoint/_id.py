@@ -48,14 +48,8 @@ def uuid6(clock_seq: int | None = None) -> uuid.UUID:
 
 def uuid6_str(clock_seq: int | None = None) -> str:
     """``str(uuid6(clock_seq))``, without building the ``UUID`` (every step mints one)."""
-    timestamp = _next_timestamp()
-    if clock_seq is None:
-        clock_seq = random.getrandbits(14)
-    # the groups formatted from their parts: no 128-bit int to build and slice
-    high = f"{timestamp >> 12:012x}"[-12:]  # time_high + time_mid: 48 bits
-    low = timestamp & 0x0FFF
-    seq = 0x8000 | (clock_seq & 0x3FFF)
-    return f"{high[:8]}-{high[8:]}-6{low:03x}-{seq:04x}-{random.getrandbits(48):012x}"
+    h = _uuid6_int(clock_seq).to_bytes(16).hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _uuid6_int(clock_seq: int | None) -> int:

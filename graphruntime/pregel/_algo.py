@@ -231,7 +231,10 @@ def prepare_next_tasks(
     for name in candidates:
         if task := _prepare_pull(checkpoint, channels, name, ctx, null, for_execution):
             tasks.append(task)
-    return {t.id: t for t in tasks}
+    by_id: dict[str, PreparedTask] = {}
+    for t in tasks:
+        by_id[t.id] = t
+    return by_id
 
 
 def prepare_task(
@@ -347,14 +350,13 @@ def _prepare_pull(
         return None
     versions = checkpoint["channel_versions"]
     seen = checkpoint["versions_seen"].get(name)
-    if seen is None:
-        fired = any(channels[c].is_available() for c in node.triggers)
+    # loops, not any(<generator>): this runs for every candidate node of every step
+    for c in node.triggers:
+        if channels[c].is_available() and (
+            seen is None or versions.get(c, null) > seen.get(c, null)
+        ):
+            break
     else:
-        fired = any(
-            channels[c].is_available() and versions.get(c, null) > seen.get(c, null)
-            for c in node.triggers
-        )
-    if not fired:
         return None
     triggers = node.triggers if len(node.triggers) < 2 else tuple(sorted(node.triggers))
     ns = f"{ctx.parent_ns}{NS_SEP}{name}" if ctx.parent_ns else name
@@ -365,7 +367,11 @@ def _prepare_pull(
             return None
         value: Any = chan.get()
     else:
-        value = read_channels(channels, node.input_keys)
+        value = {}
+        for k in node.input_keys:
+            chan = channels.get(k)
+            if chan is not None and chan.is_available():
+                value[k] = chan.get()
         if ctx.managed_values:
             managed = ctx.managed_values
             value.update((k, managed[k]) for k in node.input_keys if k in managed)
@@ -440,35 +446,42 @@ def apply_writes(
     ordered = list(tasks)
     if len(ordered) > 1:
         ordered.sort(key=_path_order)
-    bump_step = any(t.triggers for t in ordered)
+    # plain loops, no comprehensions or defaultdict: this runs on every step
+    bump_step = False
     versions = checkpoint["channel_versions"]
     versions_seen = checkpoint["versions_seen"]
+    consumed: set[str] = set()
     for task in ordered:
         seen = versions_seen.setdefault(task.name, {})
         for c in task.triggers:
+            bump_step = True
             if c in versions:
                 seen[c] = versions[c]
+            if c not in RESERVED and c in channels:
+                consumed.add(c)
     next_version = (
         get_next_version(max(versions.values()) if versions else None, None)
         if get_next_version is not None
         else None
     )
-    consumed = {c for t in ordered for c in t.triggers if c not in RESERVED and c in channels}
-    for chan in sorted(consumed):
+    for chan in sorted(consumed) if len(consumed) > 1 else consumed:
         if channels[chan].consume() and next_version is not None:
             versions[chan] = next_version
-    by_channel: dict[str, list[Any]] = defaultdict(list)
+    by_channel: dict[str, list[Any]] = {}
     for task in ordered:
         for chan, value in task.writes:
-            if chan in _SKIP_WRITES:
+            if chan in _SKIP_WRITES or chan not in channels:
                 continue
-            if chan in channels:
+            if chan in by_channel:
                 by_channel[chan].append(value)
+            else:
+                by_channel[chan] = [value]
     updated: set[str] = set()
     for chan, values in by_channel.items():
-        if channels[chan].update(values) and next_version is not None:
+        channel = channels[chan]
+        if channel.update(values) and next_version is not None:
             versions[chan] = next_version
-            if channels[chan].is_available():
+            if channel.is_available():
                 updated.add(chan)
     if bump_step:
         for chan, ch in channels.items():

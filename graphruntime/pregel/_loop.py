@@ -104,6 +104,7 @@ from graphruntime.pregel._handlers import (
     plan_error_handler,
     resume_error_handlers,
     routes_to_handler,
+    succeeded,
 )
 from graphruntime.pregel._io import map_command, map_input, output_updates, output_values
 from graphruntime.pregel._message_ids import ensure_message_ids
@@ -597,7 +598,9 @@ class PregelLoop(LoopCalls):
         # then costs O(N), not O(N^2)
         if task_id in self._tasks_with_writes():
             self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
-        self.pending_writes.extend((task_id, c, v) for c, v in writes)
+        pending = self.pending_writes
+        for c, v in writes:
+            pending.append((task_id, c, v))
         self._written.add(task_id)
         if self._untracked:
             writes = without_untracked(writes, self._untracked)
@@ -1260,7 +1263,10 @@ class PregelLoop(LoopCalls):
             writes = _dedupe_resume(task.writes)
             if self.delta.enabled:
                 ensure_message_ids(self.graph.channel_specs, writes)
-            if all(c in CONTROL_WRITES for c, _ in writes):
+            for c, _ in writes:
+                if c not in CONTROL_WRITES:
+                    break
+            else:  # only control writes (or none): mark the task as done
                 writes.append((NO_WRITES, None))
             task.writes[:] = writes
             self.put_writes(task.id, writes, path)
@@ -1299,7 +1305,7 @@ class PregelLoop(LoopCalls):
         Results are taken in task order, whatever order they finished in, so the first
         error raised and the interrupts listed are the same on every executor.
         """
-        if all(r.outcome is None for r in results):
+        if succeeded(results):
             return
         ordered = sorted(results, key=lambda r: task_order(r.task))
         for result in ordered:
@@ -1333,7 +1339,7 @@ class PregelLoop(LoopCalls):
             self.get_next_version,
             self.graph.trigger_to_nodes,
         )
-        step_writes = [w for t in tasks for w in t.writes]
+        step_writes = tasks[0].writes if len(tasks) == 1 else [w for t in tasks for w in t.writes]
         self._emit_values(step_writes)
         self.pending_writes = []
         self._put_checkpoint("loop")
