@@ -86,9 +86,12 @@ class PreparedTask:
     """``(namespace, key, ttl)`` its writes are cached under, when the graph caches it."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per step, and frozen fields cost more to set
 class StepContext:
-    """What the algorithm needs to know about the graph and the step: nothing else."""
+    """What the algorithm needs to know about the graph and the step: nothing else.
+
+    Treat it as immutable: the loop reuses it while the step lasts.
+    """
 
     nodes: Mapping[str, NodeSpec]
     trigger_to_nodes: Mapping[str, Sequence[str]]
@@ -397,7 +400,12 @@ def read_channels(channels: Mapping[str, BaseChannel], select: str | Sequence[st
     if isinstance(select, str):
         chan = channels.get(select)
         return chan.get() if chan is not None and chan.is_available() else None
-    return {k: channels[k].get() for k in select if k in channels and channels[k].is_available()}
+    values = {}  # a loop, not a comprehension: this runs for every task and step
+    for k in select:
+        chan = channels.get(k)
+        if chan is not None and chan.is_available():
+            values[k] = chan.get()
+    return values
 
 
 def local_read(
@@ -535,25 +543,21 @@ def make_scratchpad(
     ``null_resume``: where the step's unaddressed resume value is taken from, when the
     caller shares it between tasks (by default, from ``pending_writes``).
     """
-    null_resume_write: PendingWrite | None = None
     resume: list[Any] = []
-    for w in pending_writes:
-        if w[0] == NULL_TASK_ID and w[1] == RESUME:
-            null_resume_write = w
-            break
     previous: dict[str, Any] = {}
-    for w in pending_writes:
-        if w[0] == task_id_ and w[1] == RESUME and not resume:
-            resume = list(w[2]) if isinstance(w[2], list) else [w[2]]
-        elif w[0] == task_id_ and w[1] == INTERRUPT and isinstance(w[2], tuple | list):
-            previous.update((i.id, i) for i in w[2] if isinstance(i, Interrupt))
-    if resume_map and pending_writes:
-        next_id = interrupt_id(task_ns, len(resume))
-        first_id = interrupt_id(task_ns, 0)
-        if next_id in resume_map:
-            resume.append(resume_map[next_id])
-        elif first_id in resume_map:
-            resume.append(resume_map[first_id])
+    if pending_writes:  # a step with none (most) has nothing to rebuild
+        for w in pending_writes:
+            if w[0] == task_id_ and w[1] == RESUME and not resume:
+                resume = list(w[2]) if isinstance(w[2], list) else [w[2]]
+            elif w[0] == task_id_ and w[1] == INTERRUPT and isinstance(w[2], tuple | list):
+                previous.update((i.id, i) for i in w[2] if isinstance(i, Interrupt))
+        if resume_map:
+            next_id = interrupt_id(task_ns, len(resume))
+            first_id = interrupt_id(task_ns, 0)
+            if next_id in resume_map:
+                resume.append(resume_map[next_id])
+            elif first_id in resume_map:
+                resume.append(resume_map[first_id])
 
     if null_resume is not None:
         return Scratchpad(
@@ -563,6 +567,12 @@ def make_scratchpad(
             null_resume=null_resume,
             previous_interrupts=previous,
         )
+
+    null_resume_write: PendingWrite | None = None
+    for w in pending_writes:
+        if w[0] == NULL_TASK_ID and w[1] == RESUME:
+            null_resume_write = w
+            break
 
     def take_null_resume(consume: bool) -> Any:
         if null_resume_write is None:

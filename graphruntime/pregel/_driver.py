@@ -482,6 +482,8 @@ class ThreadExecutor:
 
     def _finish_calls(self) -> None:
         """A step ends when its calls do, awaited by their callers or not (as LangGraph)."""
+        if not self._calls:  # a step without calls (most): no lock to take
+            return
         while True:
             with self._lock:
                 jobs, self._calls = self._calls, []

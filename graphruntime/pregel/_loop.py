@@ -661,7 +661,10 @@ class PregelLoop(LoopCalls):
     def _tasks_with_writes(self) -> set[str]:
         # pending_writes is reassigned in several places; re-index when it changed identity
         if self._written_for is not self.pending_writes:
-            self._written = {w[0] for w in self.pending_writes}
+            written = set()
+            for w in self.pending_writes:
+                written.add(w[0])
+            self._written = written
             self._written_for = self.pending_writes
         return self._written
 
@@ -1120,7 +1123,11 @@ class PregelLoop(LoopCalls):
 
     def runnable_tasks(self) -> list[PreparedTask]:
         """The step's tasks that still have to run, in task order."""
-        return [t for t in self.tasks.values() if not t.writes]
+        runnable = []
+        for t in self.tasks.values():
+            if not t.writes:
+                runnable.append(t)
+        return runnable
 
     def recorded_writes(self, task_id: str) -> list[tuple[str, Any]]:
         """What was saved for a task of this step (outputs and control writes)."""
