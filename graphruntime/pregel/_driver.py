@@ -179,7 +179,8 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
                     if not result.recorded:
                         loop.record(result.task, result.outcome)
                     results.append(result)
-                    _submit_handler(loop, executor, result)
+                    if result.outcome is not None:
+                        _submit_handler(loop, executor, result)
                     if sink.chunks:
                         yield from sink.drain()
             finally:

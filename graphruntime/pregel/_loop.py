@@ -1036,7 +1036,8 @@ class PregelLoop(LoopCalls):
             return False
         self._call_futures = {}
         self.tasks = self._next_tasks()
-        self._emit_checkpoint(self.tasks.values())
+        if self.checkpointer is not None:  # (the guards inline: these run every step)
+            self._emit_checkpoint(self.tasks.values())
         if not self.tasks:
             self.status = "done"
             return False
@@ -1057,7 +1058,8 @@ class PregelLoop(LoopCalls):
         if control is not None and control.drain_requested:
             self.status = "draining"
             return False
-        self._emit_tasks(self.tasks.values())
+        if "tasks" in self.sink.modes or "debug" in self.sink.modes:
+            self._emit_tasks(self.tasks.values())
         for task in cached:
             self._emit_updates(task, cached=True)
         return True
@@ -1087,6 +1089,8 @@ class PregelLoop(LoopCalls):
     def error_handler_tasks(self, results: Sequence[TaskResult]) -> list[PreparedTask]:
         """Handlers still to run for the step's failures (an executor that could not
         start them while the step ran gets them here, as one more batch)."""
+        if succeeded(results):  # checked here too: one call less on every step
+            return []
         return error_handler_tasks(self, results)
 
     def plan_task(self, path: Sequence[Any]) -> PreparedTask | None:
@@ -1277,7 +1281,8 @@ class PregelLoop(LoopCalls):
                 writes.append((NO_WRITES, None))
             task.writes[:] = writes
             self.put_writes(task.id, writes, path)
-            self._emit_updates(task)
+            if "updates" in self.sink.modes:
+                self._emit_updates(task)
             if task.cache_key is not None and cacheable(writes):
                 namespace, key, ttl = task.cache_key
                 self.graph.cache.set({(namespace, key): (list(writes), ttl)})
@@ -1304,7 +1309,8 @@ class PregelLoop(LoopCalls):
         else:  # a failure, or a cancelled call
             writes = [*task.writes, (ERROR, outcome)]
             self.put_writes(task.id, writes, path)
-        self._emit_task_result(task, writes)
+        if "tasks" in self.sink.modes or "debug" in self.sink.modes:
+            self._emit_task_result(task, writes)
 
     def settle(self, results: Sequence[TaskResult]) -> None:
         """After every task of the step ended: raise its error, or its interrupts.

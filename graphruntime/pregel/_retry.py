@@ -294,7 +294,8 @@ def run_task(
     Raises:
         ValueError: the task has a timeout; only the async drivers can enforce one.
     """
-    _no_sync_timeout(task)
+    if task.timeout is not None or task.node.timeout is not None:
+        _no_sync_timeout(task)
     outcome = _drive_sync(task_attempts(task, config, retry_policy), sleep=True)
     assert not isinstance(outcome, RetryLater)
     return outcome
