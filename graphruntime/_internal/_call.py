@@ -7,6 +7,7 @@ import inspect
 import warnings
 from collections.abc import Callable
 from functools import lru_cache
+from types import FunctionType
 from typing import Any
 
 from graphruntime._internal._config import RunnableConfig, StreamWriter, var_config
@@ -176,6 +177,10 @@ def injected_kwargs(func: Callable[..., Any], config: RunnableConfig) -> dict[st
     return kwargs
 
 
+_PLAIN = frozenset({dict, list, tuple, str, int, float, bool, type(None)})
+"""Result types that are never awaitable: ``inspect.isawaitable`` (ABC checks) is skipped."""
+
+
 def call_sync(func: Callable[..., Any], value: Any, config: RunnableConfig) -> Any:
     """Call a node, router or subgraph in this thread.
 
@@ -183,10 +188,11 @@ def call_sync(func: Callable[..., Any], value: Any, config: RunnableConfig) -> A
     thread; inside a running loop it cannot be awaited from sync code, and the caller
     is told to use the async API.
     """
-    if is_runnable(func):
+    # a plain function is never a runnable: skip the class lookups
+    if type(func) is not FunctionType and is_runnable(func):
         return func.invoke(value, config)  # type: ignore[attr-defined]
     result = func(value, **injected_kwargs(func, config))
-    if inspect.isawaitable(result):
+    if type(result) not in _PLAIN and inspect.isawaitable(result):
         try:
             asyncio.get_running_loop()
         except RuntimeError:

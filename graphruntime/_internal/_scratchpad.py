@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
+@dataclass(slots=True)  # one per task execution: slots make it cheaper to build
 class Scratchpad:
     """Built fresh for every execution (and retry) of a task.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc
+import functools
 from typing import Annotated, Any, NotRequired, Required, get_args, get_origin
 
 from graphruntime._internal._typing import MISSING
@@ -22,6 +23,19 @@ _ABSTRACT_TO_CONCRETE: dict[Any, type] = {
 
 def concrete_type(typ: Any) -> Any:
     """``NotRequired[Annotated[Sequence[int], op]]`` → ``list``: the type whose ``()`` is empty."""
+    try:
+        return _cached_concrete_type(typ)
+    except TypeError:  # an unhashable annotation
+        return _concrete_type(typ)
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_concrete_type(typ: Any) -> Any:
+    # every run starts its reducer channels from this: unwrapping typing forms costs more
+    return _concrete_type(typ)
+
+
+def _concrete_type(typ: Any) -> Any:
     while get_origin(typ) in (Annotated, NotRequired, Required):
         typ = get_args(typ)[0]
     typ = get_origin(typ) or typ

@@ -21,9 +21,15 @@ class EphemeralValue(BaseChannel):
         self.value: Any = MISSING
 
     def from_checkpoint(self, checkpoint: Any) -> Self:
-        new = self.__class__(self.typ, self.guard, self.key)
-        new.value = checkpoint
-        return new
+        cls = self.__class__
+        if cls is not EphemeralValue:  # a subclass may set more in its __init__
+            new = cls(self.typ, self.guard, self.key)
+            new.value = checkpoint
+            return new
+        # every run loads a graph's channels: skip the __init__ chain
+        fast = cls.__new__(cls)
+        fast.typ, fast.key, fast.guard, fast.value = self.typ, self.key, self.guard, checkpoint
+        return fast
 
     def update(self, values: Sequence[Any]) -> bool:
         if not values:

@@ -29,7 +29,12 @@ class Topic(BaseChannel):
         return self.typ | list.__class_getitem__(self.typ)
 
     def from_checkpoint(self, checkpoint: Any) -> Self:
-        new = self.__class__(self.typ, self.accumulate, self.key)
+        cls = self.__class__
+        if cls is Topic:  # every run loads it: skip the __init__ chain (a subclass may not)
+            new = cls.__new__(cls)
+            new.typ, new.key, new.accumulate, new.values = self.typ, self.key, self.accumulate, []
+        else:
+            new = cls(self.typ, self.accumulate, self.key)
         if checkpoint is not MISSING:
             new.values = list(checkpoint)
         return new

@@ -11,12 +11,11 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import NULL_TASK_ID as NULL_TASK_ID
-from graphruntime.checkpoint._id import uuid6
+from graphruntime.checkpoint._id import utc_now_iso, uuid6_str
 from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol
 from graphruntime.errors import CheckpointError
 
@@ -121,8 +120,8 @@ def empty_checkpoint() -> Checkpoint:
     """The checkpoint a new thread starts from (never saved as is)."""
     return Checkpoint(
         v=LATEST_VERSION,
-        id=str(uuid6(clock_seq=-2)),
-        ts=datetime.now(UTC).isoformat(),
+        id=uuid6_str(clock_seq=-2),
+        ts=utc_now_iso(),
         channel_values={},
         channel_versions={},
         versions_seen={},

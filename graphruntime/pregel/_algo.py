@@ -12,7 +12,6 @@ import binascii
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Protocol, overload
 
 from xxhash import xxh3_128_hexdigest
@@ -37,7 +36,7 @@ from graphruntime._internal._interrupt import Interrupt, interrupt_id
 from graphruntime._internal._scratchpad import Scratchpad
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels import BaseChannel
-from graphruntime.checkpoint._id import uuid6
+from graphruntime.checkpoint._id import utc_now_iso, uuid6_str
 from graphruntime.checkpoint.base import LATEST_VERSION, Checkpoint, PendingWrite
 from graphruntime.pregel._delta import snapshot_values
 from graphruntime.pregel._node import NodeSpec
@@ -89,9 +88,12 @@ class PreparedTask:
     """A ``@task`` call's LangChain callbacks: its caller's, so its run is the caller's child."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per step, and frozen fields cost more to set
 class StepContext:
-    """What the algorithm needs to know about the graph and the step: nothing else."""
+    """What the algorithm needs to know about the graph and the step: nothing else.
+
+    Treat it as immutable: the loop reuses it while the step lasts.
+    """
 
     nodes: Mapping[str, NodeSpec]
     trigger_to_nodes: Mapping[str, Sequence[str]]
@@ -119,9 +121,18 @@ def task_path_str(tup: Any) -> str:
     return str(tup)
 
 
+_last_namespace: tuple[str, bytes] = ("", b"")
+
+
 def task_id(checkpoint_id: str, *parts: str) -> str:
     """xxh3-128 of the raw checkpoint id bytes and the task's coordinates, as a UUID."""
-    namespace = binascii.unhexlify(checkpoint_id.replace("-", ""))
+    # a step's tasks share the checkpoint: its bytes are decoded once (one tuple, so a
+    # thread reading it never sees the id of one checkpoint with the bytes of another)
+    global _last_namespace
+    last_id, namespace = _last_namespace
+    if last_id != checkpoint_id:
+        namespace = binascii.unhexlify(checkpoint_id.replace("-", ""))
+        _last_namespace = (checkpoint_id, namespace)
     digest = xxh3_128_hexdigest(namespace + "".join(parts).encode())
     return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
@@ -149,17 +160,24 @@ def create_checkpoint(
     stored_versions: Mapping[str, Any] | None = None,
     trigger_to_nodes: Mapping[str, Sequence[str]] | None = None,
     checkpoint_id: str | None = None,
+    reuse_maps: bool = False,
 ) -> Checkpoint:
     """A new checkpoint (fresh time-ordered id) holding the channels' current values.
 
     ``snapshot``: DeltaChannels to store as a ``DeltaSnapshot`` (see
     :func:`graphruntime.pregel._delta.snapshot_values`, which may bump their versions
     past ``stored_versions``, the last saved ones).
+    ``reuse_maps``: the caller drops ``checkpoint`` and nothing else holds it (it was
+    never saved): the new checkpoint takes over its maps instead of copying them.
     """
-    versions = dict(checkpoint["channel_versions"])
-    versions_seen = {k: dict(v) for k, v in checkpoint["versions_seen"].items()}
+    if reuse_maps:
+        versions = checkpoint["channel_versions"]
+        versions_seen = checkpoint["versions_seen"]
+    else:
+        versions = dict(checkpoint["channel_versions"])
+        versions_seen = {k: dict(v) for k, v in checkpoint["versions_seen"].items()}
     if channels is None:
-        values = dict(checkpoint["channel_values"])
+        values = checkpoint["channel_values"] if reuse_maps else dict(checkpoint["channel_values"])
     else:
         values = {}
         for k, ch in channels.items():
@@ -181,8 +199,8 @@ def create_checkpoint(
             )
     return {
         "v": LATEST_VERSION,
-        "id": checkpoint_id or str(uuid6(clock_seq=step)),
-        "ts": datetime.now(UTC).isoformat(),
+        "id": checkpoint_id or uuid6_str(clock_seq=step),
+        "ts": utc_now_iso(),
         "channel_values": values,
         "channel_versions": versions,
         "versions_seen": versions_seen,
@@ -218,7 +236,10 @@ def prepare_next_tasks(
     for name in candidates:
         if task := _prepare_pull(checkpoint, channels, name, ctx, null, for_execution):
             tasks.append(task)
-    return {t.id: t for t in tasks}
+    by_id: dict[str, PreparedTask] = {}
+    for t in tasks:
+        by_id[t.id] = t
+    return by_id
 
 
 def prepare_task(
@@ -334,16 +355,15 @@ def _prepare_pull(
         return None
     versions = checkpoint["channel_versions"]
     seen = checkpoint["versions_seen"].get(name)
-    if seen is None:
-        fired = any(channels[c].is_available() for c in node.triggers)
+    # loops, not any(<generator>): this runs for every candidate node of every step
+    for c in node.triggers:
+        if channels[c].is_available() and (
+            seen is None or versions.get(c, null) > seen.get(c, null)
+        ):
+            break
     else:
-        fired = any(
-            channels[c].is_available() and versions.get(c, null) > seen.get(c, null)
-            for c in node.triggers
-        )
-    if not fired:
         return None
-    triggers = tuple(sorted(node.triggers))
+    triggers = node.triggers if len(node.triggers) < 2 else tuple(sorted(node.triggers))
     ns = f"{ctx.parent_ns}{NS_SEP}{name}" if ctx.parent_ns else name
     tid = task_id(checkpoint["id"], ns, str(ctx.step), name, PULL, *triggers)
     if isinstance(node.input_keys, str):
@@ -352,7 +372,11 @@ def _prepare_pull(
             return None
         value: Any = chan.get()
     else:
-        value = read_channels(channels, node.input_keys)
+        value = {}
+        for k in node.input_keys:
+            chan = channels.get(k)
+            if chan is not None and chan.is_available():
+                value[k] = chan.get()
         if ctx.managed_values:
             managed = ctx.managed_values
             value.update((k, managed[k]) for k in node.input_keys if k in managed)
@@ -378,7 +402,12 @@ def read_channels(channels: Mapping[str, BaseChannel], select: str | Sequence[st
     if isinstance(select, str):
         chan = channels.get(select)
         return chan.get() if chan is not None and chan.is_available() else None
-    return {k: channels[k].get() for k in select if k in channels and channels[k].is_available()}
+    values = {}  # a loop, not a comprehension: this runs for every task and step
+    for k in select:
+        chan = channels.get(k)
+        if chan is not None and chan.is_available():
+            values[k] = chan.get()
+    return values
 
 
 def local_read(
@@ -409,6 +438,10 @@ def local_read(
 _SKIP_WRITES = frozenset({NO_WRITES, PUSH, RESUME, INTERRUPT, RETURN, ERROR, ERROR_SOURCE_NODE})
 
 
+def _path_order(task: WritesProtocol) -> str:
+    return task_path_str(task.path[:3])
+
+
 def apply_writes(
     checkpoint: Checkpoint,
     channels: Mapping[str, BaseChannel],
@@ -420,33 +453,45 @@ def apply_writes(
 
     Mutates ``checkpoint`` (versions, versions_seen) and ``channels`` in place.
     """
-    ordered = sorted(tasks, key=lambda t: task_path_str(t.path[:3]))
-    bump_step = any(t.triggers for t in ordered)
+    ordered = list(tasks)
+    if len(ordered) > 1:
+        ordered.sort(key=_path_order)
+    # plain loops, no comprehensions or defaultdict: this runs on every step
+    bump_step = False
     versions = checkpoint["channel_versions"]
+    versions_seen = checkpoint["versions_seen"]
+    consumed: set[str] = set()
     for task in ordered:
-        seen = checkpoint["versions_seen"].setdefault(task.name, {})
-        seen.update({c: versions[c] for c in task.triggers if c in versions})
+        seen = versions_seen.setdefault(task.name, {})
+        for c in task.triggers:
+            bump_step = True
+            if c in versions:
+                seen[c] = versions[c]
+            if c not in RESERVED and c in channels:
+                consumed.add(c)
     next_version = (
         get_next_version(max(versions.values()) if versions else None, None)
         if get_next_version is not None
         else None
     )
-    consumed = {c for t in ordered for c in t.triggers if c not in RESERVED and c in channels}
-    for chan in sorted(consumed):
+    for chan in sorted(consumed) if len(consumed) > 1 else consumed:
         if channels[chan].consume() and next_version is not None:
             versions[chan] = next_version
-    by_channel: dict[str, list[Any]] = defaultdict(list)
+    by_channel: dict[str, list[Any]] = {}
     for task in ordered:
         for chan, value in task.writes:
-            if chan in _SKIP_WRITES:
+            if chan in _SKIP_WRITES or chan not in channels:
                 continue
-            if chan in channels:
+            if chan in by_channel:
                 by_channel[chan].append(value)
+            else:
+                by_channel[chan] = [value]
     updated: set[str] = set()
     for chan, values in by_channel.items():
-        if channels[chan].update(values) and next_version is not None:
+        channel = channels[chan]
+        if channel.update(values) and next_version is not None:
             versions[chan] = next_version
-            if channels[chan].is_available():
+            if channel.is_available():
                 updated.add(chan)
     if bump_step:
         for chan, ch in channels.items():
@@ -500,25 +545,21 @@ def make_scratchpad(
     ``null_resume``: where the step's unaddressed resume value is taken from, when the
     caller shares it between tasks (by default, from ``pending_writes``).
     """
-    null_resume_write: PendingWrite | None = None
     resume: list[Any] = []
-    for w in pending_writes:
-        if w[0] == NULL_TASK_ID and w[1] == RESUME:
-            null_resume_write = w
-            break
     previous: dict[str, Any] = {}
-    for w in pending_writes:
-        if w[0] == task_id_ and w[1] == RESUME and not resume:
-            resume = list(w[2]) if isinstance(w[2], list) else [w[2]]
-        elif w[0] == task_id_ and w[1] == INTERRUPT and isinstance(w[2], tuple | list):
-            previous.update((i.id, i) for i in w[2] if isinstance(i, Interrupt))
-    if resume_map and pending_writes:
-        next_id = interrupt_id(task_ns, len(resume))
-        first_id = interrupt_id(task_ns, 0)
-        if next_id in resume_map:
-            resume.append(resume_map[next_id])
-        elif first_id in resume_map:
-            resume.append(resume_map[first_id])
+    if pending_writes:  # a step with none (most) has nothing to rebuild
+        for w in pending_writes:
+            if w[0] == task_id_ and w[1] == RESUME and not resume:
+                resume = list(w[2]) if isinstance(w[2], list) else [w[2]]
+            elif w[0] == task_id_ and w[1] == INTERRUPT and isinstance(w[2], tuple | list):
+                previous.update((i.id, i) for i in w[2] if isinstance(i, Interrupt))
+        if resume_map:
+            next_id = interrupt_id(task_ns, len(resume))
+            first_id = interrupt_id(task_ns, 0)
+            if next_id in resume_map:
+                resume.append(resume_map[next_id])
+            elif first_id in resume_map:
+                resume.append(resume_map[first_id])
 
     if null_resume is not None:
         return Scratchpad(
@@ -528,6 +569,12 @@ def make_scratchpad(
             null_resume=null_resume,
             previous_interrupts=previous,
         )
+
+    null_resume_write: PendingWrite | None = None
+    for w in pending_writes:
+        if w[0] == NULL_TASK_ID and w[1] == RESUME:
+            null_resume_write = w
+            break
 
     def take_null_resume(consume: bool) -> Any:
         if null_resume_write is None:

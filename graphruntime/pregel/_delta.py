@@ -364,9 +364,9 @@ class DeltaTracker:
         "_forced",
     )
 
-    def __init__(self, specs: Mapping[str, Any]) -> None:
+    def __init__(self, specs: Mapping[str, Any], names: list[str] | None = None) -> None:
         self.specs = specs
-        self.names = delta_names(specs)
+        self.names = delta_names(specs) if names is None else names
         self.enabled = bool(self.names)
         self._saved: dict[str, set[str]] = {}
         self._applied: dict[str, set[str]] = {}

@@ -167,7 +167,8 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
         yield from sink.drain()
         tasks = next(body)
         while True:
-            yield from sink.drain()
+            if sink.chunks:
+                yield from sink.drain()
             results: list[TaskResult] = []
             running = executor.execute(loop, tasks)
             try:
@@ -178,8 +179,10 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
                     if not result.recorded:
                         loop.record(result.task, result.outcome)
                     results.append(result)
-                    _submit_handler(loop, executor, result)
-                    yield from sink.drain()
+                    if result.outcome is not None:
+                        _submit_handler(loop, executor, result)
+                    if sink.chunks:
+                        yield from sink.drain()
             finally:
                 close = getattr(running, "close", None)
                 if close is not None:
@@ -492,6 +495,8 @@ class ThreadExecutor:
 
     def _finish_calls(self) -> None:
         """A step ends when its calls do, awaited by their callers or not (as LangGraph)."""
+        if not self._calls:  # a step without calls (most): no lock to take
+            return
         while True:
             with self._lock:
                 jobs, self._calls = self._calls, []

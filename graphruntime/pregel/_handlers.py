@@ -31,10 +31,19 @@ __all__ = (
     "plan_error_handler",
     "resume_error_handlers",
     "routes_to_handler",
+    "succeeded",
 )
 
 HANDLER_MARK = "node_error_handler"
 """In a handler task's path: ``(*failed task's path, HANDLER_MARK, False)``."""
+
+
+def succeeded(results: Sequence[TaskResult]) -> bool:
+    """Whether every task of ``results`` succeeded (a loop: this runs on every step)."""
+    for result in results:  # noqa: SIM110 - no generator to create
+        if result.outcome is not None:
+            return False
+    return True
 
 
 def routes_to_handler(task: PreparedTask, outcome: BaseException | None) -> bool:
@@ -83,6 +92,8 @@ def error_handler_task(
 
 def error_handler_tasks(loop: PregelLoop, results: Sequence[TaskResult]) -> list[PreparedTask]:
     """Handlers the step's failures still need (not among ``results``, not finished)."""
+    if succeeded(results):
+        return []
     ran = {r.task.id for r in results}
     out = []
     for result in results:

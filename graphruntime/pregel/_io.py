@@ -69,17 +69,17 @@ def output_values(
     A single output channel (a string) gives its value as it is (None when empty);
     several give a dict of the available ones. Returns MISSING when nothing is due.
     """
-    if isinstance(output_channels, str):
-        if writes is True or (
-            not isinstance(writes, bool) and any(c == output_channels for c, _ in writes)
-        ):
-            return read_channels(channels, output_channels)
-        return MISSING
-    if writes is True or (
-        not isinstance(writes, bool) and any(c in output_channels for c, _ in writes)
-    ):
-        return read_channels(channels, output_channels)
-    return MISSING
+    if writes is not True:
+        if isinstance(writes, bool):
+            return MISSING
+        # a loop, not any(<generator>): this runs after every step
+        single = isinstance(output_channels, str)
+        for c, _ in writes:
+            if (c == output_channels) if single else (c in output_channels):
+                break
+        else:
+            return MISSING
+    return read_channels(channels, output_channels)
 
 
 def output_updates(

@@ -24,7 +24,6 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
 from graphruntime._internal._config import RunnableConfig
@@ -34,8 +33,6 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_CHECKPOINT_ID,
     CONFIG_KEY_CHECKPOINT_MAP,
     CONFIG_KEY_CHECKPOINT_NS,
-    CONFIG_KEY_CHECKPOINTER,
-    CONFIG_KEY_CUSTOM_WRITER,
     CONFIG_KEY_NODE_ERROR,
     CONFIG_KEY_READ,
     CONFIG_KEY_REPLAY_STATE,
@@ -44,7 +41,6 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
     CONFIG_KEY_SEND,
-    CONFIG_KEY_STREAM,
     CONFIG_KEY_TASK_ID,
     CONFIG_KEY_THREAD_ID,
     CONTROL_WRITES,
@@ -64,6 +60,7 @@ from graphruntime._internal._constants import (
 )
 from graphruntime._internal._scratchpad import Scratchpad
 from graphruntime._internal._typing import MISSING
+from graphruntime.checkpoint._id import utc_now_iso
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
     Checkpoint,
@@ -107,6 +104,7 @@ from graphruntime.pregel._handlers import (
     plan_error_handler,
     resume_error_handlers,
     routes_to_handler,
+    succeeded,
 )
 from graphruntime.pregel._io import map_command, map_input, output_updates, output_values
 from graphruntime.pregel._message_ids import ensure_message_ids
@@ -121,12 +119,13 @@ from graphruntime.pregel._resume import (
 )
 from graphruntime.pregel._runtime import run_runtime, task_runtime
 from graphruntime.pregel._saved import (
+    channel_facts,
     sanitized_send,
     takes_task_path,
-    untracked_keys,
     without_untracked,
 )
 from graphruntime.pregel._stream import StreamSink
+from graphruntime.pregel._task_config import RunConfig
 from graphruntime.pregel._task_events import shown, task_payload, task_result_payload
 from graphruntime.pregel.debug import map_debug_checkpoint
 from graphruntime.runtime import RunControl, Runtime
@@ -216,6 +215,8 @@ def _dedupe_resume(writes: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
     for i, (c, _) in enumerate(writes):
         if c == RESUME:
             last = i
+    if last is None:
+        return list(writes)
     return [w for i, w in enumerate(writes) if w[0] != RESUME or i == last]
 
 
@@ -309,8 +310,8 @@ class PregelLoop(LoopCalls):
         self._written: set[str] = set()
         self._written_for: list[PendingWrite] | None = None
         self.runtime: Runtime[Any] = run_runtime(graph, config, options.context, options.control)
-        self._untracked = untracked_keys(graph.channel_specs)
-        self.delta = DeltaTracker(graph.channel_specs)
+        self._untracked, deltas = channel_facts(graph)
+        self.delta = DeltaTracker(graph.channel_specs, deltas)
         # an async run queues its saver calls here; its driver awaits them in order
         self._deferred: list[_SaverCall] | None = None
         if isinstance(saved, _ALoad):
@@ -416,6 +417,9 @@ class PregelLoop(LoopCalls):
 
     loaded = False
     _head_id: str | object | None = _UNREAD
+    _run_base: RunConfig | None = None
+    _context: StepContext | None = None
+    _metadata_for: tuple[RunnableConfig, dict[str, Any]] | None = None
 
     def _load(self, saved: CheckpointTuple | None) -> None:
         self._load_checkpoint(saved)
@@ -466,7 +470,10 @@ class PregelLoop(LoopCalls):
 
     def _step_context(self) -> StepContext:
         managed = self.graph.managed
-        return StepContext(
+        cached = self._context
+        if not managed and cached is not None and cached.step == self.step:
+            return cached  # nothing in it but the step changes during a run
+        self._context = StepContext(
             nodes=self.graph.nodes,
             trigger_to_nodes=self.graph.trigger_to_nodes,
             parent_ns=self.ns,
@@ -477,6 +484,7 @@ class PregelLoop(LoopCalls):
                 else {}
             ),
         )
+        return self._context
 
     step_context = _step_context
     """The algorithm's view of this step (for the step's helpers, see _handlers.py)."""
@@ -500,7 +508,7 @@ class PregelLoop(LoopCalls):
                 "debug",
                 {
                     "step": self.step - 1 if mode == "checkpoints" else self.step,
-                    "timestamp": datetime.now(UTC).isoformat(),
+                    "timestamp": utc_now_iso(),
                     "type": kind,
                     "payload": payload,
                 },
@@ -597,7 +605,9 @@ class PregelLoop(LoopCalls):
         # then costs O(N), not O(N^2)
         if task_id in self._tasks_with_writes():
             self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
-        self.pending_writes.extend((task_id, c, v) for c, v in writes)
+        pending = self.pending_writes
+        for c, v in writes:
+            pending.append((task_id, c, v))
         self._written.add(task_id)
         if self._untracked:
             writes = without_untracked(writes, self._untracked)
@@ -659,15 +669,21 @@ class PregelLoop(LoopCalls):
     def _tasks_with_writes(self) -> set[str]:
         # pending_writes is reassigned in several places; re-index when it changed identity
         if self._written_for is not self.pending_writes:
-            self._written = {w[0] for w in self.pending_writes}
+            written = set()
+            for w in self.pending_writes:
+                written.add(w[0])
+            self._written = written
             self._written_for = self.pending_writes
         return self._written
 
     def _put_checkpoint(self, source: str) -> None:
         previous_metadata = self.metadata
         parents = dict(self.config[CONF].get(CONFIG_KEY_CHECKPOINT_MAP, {}))
+        cached = self._metadata_for
+        if cached is None or cached[0] is not self.config:
+            cached = self._metadata_for = (self.config, _metadata_from_config(self.config))
         self.metadata = {
-            **_metadata_from_config(self.config),
+            **cached[1],
             "source": source,
             "step": self.step,
             "parents": parents,
@@ -692,6 +708,8 @@ class PregelLoop(LoopCalls):
             get_next_version=self.get_next_version,
             stored_versions=self.saved_versions,
             trigger_to_nodes=self.graph.trigger_to_nodes,
+            # without a saver no one keeps a checkpoint: each step's takes over the last's
+            reuse_maps=self.checkpointer is None,
         )
         if saving:
             self._save_checkpoint()
@@ -1026,7 +1044,8 @@ class PregelLoop(LoopCalls):
             return False
         self._call_futures = {}
         self.tasks = self._next_tasks()
-        self._emit_checkpoint(self.tasks.values())
+        if self.checkpointer is not None:  # (the guards inline: these run every step)
+            self._emit_checkpoint(self.tasks.values())
         if not self.tasks:
             self.status = "done"
             return False
@@ -1047,7 +1066,8 @@ class PregelLoop(LoopCalls):
         if control is not None and control.drain_requested:
             self.status = "draining"
             return False
-        self._emit_tasks(self.tasks.values())
+        if "tasks" in self.sink.modes or "debug" in self.sink.modes:
+            self._emit_tasks(self.tasks.values())
         for task in cached:
             self._emit_updates(task, cached=True)
         return True
@@ -1077,6 +1097,8 @@ class PregelLoop(LoopCalls):
     def error_handler_tasks(self, results: Sequence[TaskResult]) -> list[PreparedTask]:
         """Handlers still to run for the step's failures (an executor that could not
         start them while the step ran gets them here, as one more batch)."""
+        if succeeded(results):  # checked here too: one call less on every step
+            return []
         return error_handler_tasks(self, results)
 
     def plan_task(self, path: Sequence[Any]) -> PreparedTask | None:
@@ -1113,7 +1135,11 @@ class PregelLoop(LoopCalls):
 
     def runnable_tasks(self) -> list[PreparedTask]:
         """The step's tasks that still have to run, in task order."""
-        return [t for t in self.tasks.values() if not t.writes]
+        runnable = []
+        for t in self.tasks.values():
+            if not t.writes:
+                runnable.append(t)
+        return runnable
 
     def recorded_writes(self, task_id: str) -> list[tuple[str, Any]]:
         """What was saved for a task of this step (outputs and control writes)."""
@@ -1139,7 +1165,8 @@ class PregelLoop(LoopCalls):
 
     def task_config(self, task: PreparedTask) -> RunnableConfig:
         """The config a task's node sees: its namespace, scratchpad and write callbacks."""
-        conf = self.config[CONF]
+        base = self._run_config()
+        checkpoint_id = self.checkpoint["id"]
         scratchpad = make_scratchpad(
             self.pending_writes,
             task.id,
@@ -1159,60 +1186,60 @@ class PregelLoop(LoopCalls):
                 values.update((k, managed[k]) for k in select if k in managed)
             return values
 
-        writer = self.custom_writer()
-        configurable = {k: v for k, v in conf.items() if k != CONFIG_KEY_CHECKPOINT_ID}
-        configurable.update(
-            {
-                CONFIG_KEY_SEND: task.writes.extend,
-                CONFIG_KEY_READ: read,
-                CONFIG_KEY_SCRATCHPAD: scratchpad,
-                CONFIG_KEY_CHECKPOINT_NS: task.checkpoint_ns,
-                CONFIG_KEY_TASK_ID: task.id,
-                CONFIG_KEY_CHECKPOINTER: self.checkpointer,
-                CONFIG_KEY_STREAM: self.sink,
-                CONFIG_KEY_CHECKPOINT_MAP: {
-                    **conf.get(CONFIG_KEY_CHECKPOINT_MAP, {}),
-                    self.ns: self.checkpoint["id"],
-                },
-                CONFIG_KEY_CUSTOM_WRITER: writer,
-                CONFIG_KEY_RESUME_MAP: self.resume_map,
-                CONFIG_KEY_CALL: self.call_callback(task, scratchpad),
-                CONFIG_KEY_RUNTIME: task_runtime(
-                    self.runtime,
-                    task,
-                    writer,
-                    checkpoint_id=self.checkpoint["id"],
-                    thread_id=conf.get(CONFIG_KEY_THREAD_ID),
-                    run_id=self.config.get("run_id"),
-                    previous=self.checkpoint["channel_values"].get(PREVIOUS),
-                    first_attempt=time.time(),
-                ),
-            }
+        configurable = base.configurable.copy()
+        configurable[CONFIG_KEY_SEND] = task.writes.extend
+        configurable[CONFIG_KEY_READ] = read
+        configurable[CONFIG_KEY_SCRATCHPAD] = scratchpad
+        configurable[CONFIG_KEY_CHECKPOINT_NS] = task.checkpoint_ns
+        configurable[CONFIG_KEY_TASK_ID] = task.id
+        configurable[CONFIG_KEY_CHECKPOINT_MAP] = base.checkpoint_map(checkpoint_id)
+        configurable[CONFIG_KEY_CALL] = self.call_callback(task, scratchpad)
+        configurable[CONFIG_KEY_RUNTIME] = task_runtime(
+            self.runtime,
+            task,
+            base.writer,
+            checkpoint_id=checkpoint_id,
+            thread_id=base.thread_id,
+            run_id=base.run_id,
+            previous=self.checkpoint["channel_values"].get(PREVIOUS),
+            first_attempt=time.time(),
         )
         if task.node_error is not None:
             configurable[CONFIG_KEY_NODE_ERROR] = task.node_error
-        metadata = {
-            **self.config.get("metadata", {}),
-            "langgraph_step": self.step,
-            "langgraph_node": task.name,
-            "langgraph_triggers": task.triggers,
-            "langgraph_path": task.path,
-            "langgraph_checkpoint_ns": task.checkpoint_ns,
-            **task.node.metadata,
-        }
-        config: RunnableConfig = {
-            **self.config,
-            CONF: configurable,
-            "metadata": metadata,
-            "tags": [*self.config.get("tags", []), *task.node.tags],
-        }
-        callbacks = self.config.get("callbacks")
+        metadata = base.metadata.copy()
+        metadata["langgraph_step"] = self.step
+        metadata["langgraph_node"] = task.name
+        metadata["langgraph_triggers"] = task.triggers
+        metadata["langgraph_path"] = task.path
+        metadata["langgraph_checkpoint_ns"] = task.checkpoint_ns
+        node = task.node
+        if node.metadata:
+            metadata.update(node.metadata)
+        config: RunnableConfig = base.template.copy()  # type: ignore[assignment]
+        config[CONF] = configurable
+        config["metadata"] = metadata
+        config["tags"] = [*base.tags, *node.tags] if node.tags else base.tags.copy()
         if task.callbacks is not None:  # a @task call: a child of its caller's run
             config["callbacks"] = task.callbacks
-        elif callbacks is not None and hasattr(callbacks, "get_child"):
+        elif base.child_callbacks is not None:
             # the graph's LangChain run (see _callbacks.py): tasks are its children
-            config["callbacks"] = callbacks.get_child(f"graph:step:{self.step}")
+            config["callbacks"] = base.child_callbacks.get_child(f"graph:step:{self.step}")
         return config
+
+    def _run_config(self) -> RunConfig:
+        """What every task config of this run shares (rebuilt when the config changes)."""
+        base = self._run_base
+        if base is None or not base.matches(self.config, self.resume_map):
+            base = RunConfig(
+                self.config,
+                ns=self.ns,
+                resume_map=self.resume_map,
+                checkpointer=self.checkpointer,
+                sink=self.sink,
+                writer=self.custom_writer(),
+            )
+            self._run_base = base
+        return base
 
     def _null_resume(self, task_id: str) -> Callable[[bool], Any]:
         """How a task execution takes the step's unaddressed resume value.
@@ -1252,16 +1279,21 @@ class PregelLoop(LoopCalls):
             self._record(task, outcome)
 
     def _record(self, task: PreparedTask, outcome: BaseException | None) -> None:
-        path = task_order(task)
+        # the path goes to the saver only: no saver, no sort key to build
+        path = task_order(task) if self.checkpointer is not None else ""
         if outcome is None:
             writes = _dedupe_resume(task.writes)
             if self.delta.enabled:
                 ensure_message_ids(self.graph.channel_specs, writes)
-            if all(c in CONTROL_WRITES for c, _ in writes):
+            for c, _ in writes:
+                if c not in CONTROL_WRITES:
+                    break
+            else:  # only control writes (or none): mark the task as done
                 writes.append((NO_WRITES, None))
             task.writes[:] = writes
             self.put_writes(task.id, writes, path)
-            self._emit_updates(task)
+            if "updates" in self.sink.modes:
+                self._emit_updates(task)
             if task.cache_key is not None and cacheable(writes):
                 namespace, key, ttl = task.cache_key
                 self.graph.cache.set({(namespace, key): (list(writes), ttl)})
@@ -1288,7 +1320,8 @@ class PregelLoop(LoopCalls):
         else:  # a failure, or a cancelled call
             writes = [*task.writes, (ERROR, outcome)]
             self.put_writes(task.id, writes, path)
-        self._emit_task_result(task, writes)
+        if "tasks" in self.sink.modes or "debug" in self.sink.modes:
+            self._emit_task_result(task, writes)
 
     def settle(self, results: Sequence[TaskResult]) -> None:
         """After every task of the step ended: raise its error, or its interrupts.
@@ -1296,6 +1329,8 @@ class PregelLoop(LoopCalls):
         Results are taken in task order, whatever order they finished in, so the first
         error raised and the interrupts listed are the same on every executor.
         """
+        if succeeded(results):
+            return
         ordered = sorted(results, key=lambda r: task_order(r.task))
         for result in ordered:
             if (
@@ -1318,8 +1353,9 @@ class PregelLoop(LoopCalls):
     def close(self) -> None:
         """Apply the step's writes, save the next checkpoint, check ``interrupt_after``."""
         tasks = list(self.tasks.values())
-        for task in tasks:
-            self.delta.applied(task.id, task.writes)
+        if self.delta.enabled:
+            for task in tasks:
+                self.delta.applied(task.id, task.writes)
         self.updated_channels = apply_writes(
             self.checkpoint,
             self.channels,
@@ -1327,7 +1363,7 @@ class PregelLoop(LoopCalls):
             self.get_next_version,
             self.graph.trigger_to_nodes,
         )
-        step_writes = [w for t in tasks for w in t.writes]
+        step_writes = tasks[0].writes if len(tasks) == 1 else [w for t in tasks for w in t.writes]
         self._emit_values(step_writes)
         self.pending_writes = []
         self._put_checkpoint("loop")
@@ -1341,9 +1377,10 @@ class PregelLoop(LoopCalls):
                 self._emit_checkpoint(self._next_tasks().values())
             raise GraphInterrupt()
         # only the step a run resumed is a resume; later steps (and their subgraphs) are not
-        conf = dict(self.config[CONF])
-        conf.pop(CONFIG_KEY_RESUMING, None)
-        self.config = {**self.config, CONF: conf}
+        if CONFIG_KEY_RESUMING in self.config[CONF]:
+            conf = dict(self.config[CONF])
+            del conf[CONFIG_KEY_RESUMING]
+            self.config = {**self.config, CONF: conf}
 
     # --- outputs ------------------------------------------------------------------------
 

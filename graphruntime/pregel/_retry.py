@@ -45,7 +45,7 @@ Outcome = BaseException | None
 """How a task ended: ``None`` (its writes are in ``task.writes``) or the exception."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: every task makes one, and frozen fields cost more to set
 class Call:
     """Request: call ``func`` on ``input`` under ``config``; send back what it returns.
 
@@ -186,7 +186,7 @@ def _write(
             writes = writer(output, config)
         finally:
             var_config.reset(token)
-        if inspect.isawaitable(writes):
+        if type(writes) is not list and inspect.isawaitable(writes):
             writes = yield Resolve(writes, config)
         task.writes.extend(writes)
 
@@ -314,7 +314,8 @@ def run_task(
     Raises:
         ValueError: the task has a timeout; only the async drivers can enforce one.
     """
-    _no_sync_timeout(task)
+    if task.timeout is not None or task.node.timeout is not None:
+        _no_sync_timeout(task)
     outcome = _drive_sync(task_attempts(task, config, retry_policy), sleep=True)
     assert not isinstance(outcome, RetryLater)
     return outcome

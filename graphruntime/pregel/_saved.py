@@ -2,22 +2,45 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from graphruntime._internal._constants import TASKS
-from graphruntime.channels import BaseChannel, UntrackedValue
+from graphruntime.channels import BaseChannel, DeltaChannel, UntrackedValue
 from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.types import Send
 
-__all__ = ("sanitized_send", "takes_task_path", "untracked_keys", "without_untracked")
+__all__ = (
+    "channel_facts",
+    "sanitized_send",
+    "takes_task_path",
+    "untracked_keys",
+    "without_untracked",
+)
 
 
 def untracked_keys(specs: Mapping[str, BaseChannel]) -> frozenset[str]:
     """The graph's UntrackedValue channels: their values live in memory only."""
     return frozenset(k for k, spec in specs.items() if isinstance(spec, UntrackedValue))
+
+
+def channel_facts(graph: Any) -> tuple[frozenset[str], list[str]]:
+    """The graph's untracked and DeltaChannel keys, worked out once per channel map.
+
+    Every run needs both; they are kept on the graph, with the map they were read from.
+    """
+    specs = graph.channel_specs
+    cached = getattr(graph, "_channel_facts", None)
+    if cached is not None and cached[0] is specs:
+        return cached[1], cached[2]
+    untracked = untracked_keys(specs)
+    deltas = [k for k, spec in specs.items() if isinstance(spec, DeltaChannel)]
+    with contextlib.suppress(AttributeError):  # a spec without a __dict__: every run
+        graph._channel_facts = (specs, untracked, deltas)
+    return untracked, deltas
 
 
 def sanitized_send(packet: Any, untracked: frozenset[str]) -> Any:

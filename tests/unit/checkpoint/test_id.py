@@ -5,10 +5,12 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from graphruntime.checkpoint import uuid6
+from graphruntime.checkpoint._id import utc_now_iso, uuid6_str
 
 
 def test_is_version_6_rfc_variant() -> None:
@@ -60,3 +62,23 @@ def test_monotonic_across_threads() -> None:
     every = [i for out in per_thread for i in out]
     assert len(set(every)) == len(every)
     assert all(out == sorted(out) for out in per_thread)
+
+
+def test_uuid6_str_is_the_text_of_a_uuid6() -> None:
+    text = uuid6_str(clock_seq=1)
+    value = uuid.UUID(text)
+    assert str(value) == text
+    assert value.version == 6
+    assert text.split("-")[3] == "8001"
+
+
+@pytest.mark.parametrize(
+    "unix_ns",
+    [0, 1_700_000_000_000_000_000, 1_700_000_000_123_456_789, 1_700_000_000_000_001_000],
+)
+def test_utc_now_iso_reads_as_datetime_isoformat(
+    monkeypatch: pytest.MonkeyPatch, unix_ns: int
+) -> None:
+    monkeypatch.setattr(time, "time_ns", lambda: unix_ns)
+    expected = datetime.fromtimestamp(0, UTC) + timedelta(microseconds=unix_ns // 1000)
+    assert utc_now_iso() == expected.isoformat()

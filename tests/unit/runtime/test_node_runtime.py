@@ -195,3 +195,37 @@ def test_with_config_merges_under_each_run_config() -> None:
     app.invoke({"log": []}, {"metadata": {"m": 2}})
     assert seen == [(1, 2)]
     assert app.copy().config == app.config
+
+
+def test_task_runtime_sets_every_runtime_field() -> None:
+    from dataclasses import fields
+
+    from graphruntime.pregel._algo import PreparedTask
+    from graphruntime.pregel._runtime import RUNTIME_FIELDS, task_runtime
+
+    assert {f.name for f in fields(Runtime)} == set(RUNTIME_FIELDS)
+    base = Runtime(context=Ctx("ann"), control=RunControl(), previous="prev")
+    task = PreparedTask("tid", "node", ("__pregel_pull", "node"), (), None, "node:tid", None)  # type: ignore[arg-type]
+    built = task_runtime(
+        base,
+        task,
+        None,
+        checkpoint_id="cid",
+        thread_id="t",
+        run_id=7,
+        previous=None,
+        first_attempt=1.5,
+    )
+    info = ExecutionInfo(
+        checkpoint_id="cid",
+        checkpoint_ns="node:tid",
+        task_id="tid",
+        thread_id="t",
+        run_id="7",
+        node_first_attempt_time=1.5,
+    )
+    assert built == Runtime(
+        context=base.context, control=base.control, previous="prev", execution_info=info
+    )
+    with pytest.raises(AttributeError):
+        built.context = None  # type: ignore[misc]
