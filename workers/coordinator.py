@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from graphruntime.checkpoint import SerializerProtocol
 from graphruntime.errors import CheckpointConflict, GraphInterrupt
@@ -319,18 +319,7 @@ class ClusterExecutor:
             if unsent := calls.to_send():
                 # the task waits on calls with no result yet: they run as jobs, then it
                 # runs again (whatever it did meanwhile is done again then)
-                self._leaving(loop)
-                dispatch_step(
-                    ctx.store,
-                    ctx.broker,
-                    ctx.settings,
-                    run_id=run.run_id,
-                    graph=run.graph,
-                    thread_id=run.thread_id,
-                    checkpoint_id=checkpoint_id,
-                    tasks=unsent,
-                )
-                raise StepSuspended
+                self._send(loop, unsent)
             if isinstance(outcome, RetryLater):
                 # its RetryPolicy retries it: as a job after the backoff, not asleep here
                 self._leaving(loop)
@@ -349,18 +338,22 @@ class ClusterExecutor:
             yield TaskResult(task, outcome)
             return
         if tasks:
-            self._leaving(loop)
-            dispatch_step(
-                ctx.store,
-                ctx.broker,
-                ctx.settings,
-                run_id=run.run_id,
-                graph=run.graph,
-                thread_id=run.thread_id,
-                checkpoint_id=checkpoint_id,
-                tasks=tasks,
-            )
-            raise StepSuspended
+            self._send(loop, tasks)
+
+    def _send(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> NoReturn:
+        """Send ``tasks`` of the step as jobs; the run waits for them (StepSuspended)."""
+        self._leaving(loop)
+        dispatch_step(
+            self.ctx.store,
+            self.ctx.broker,
+            self.ctx.settings,
+            run_id=self.run.run_id,
+            graph=self.run.graph,
+            thread_id=self.run.thread_id,
+            checkpoint_id=loop.checkpoint["id"],
+            tasks=tasks,
+        )
+        raise StepSuspended
 
     def _leaving(self, loop: PregelLoop) -> None:
         """The run goes on in other jobs: record the last step it may take, which they
@@ -383,18 +376,7 @@ class ClusterExecutor:
             raise StepSuspended  # the barrier is not reached: the last job calls us again
         if unsent:
             # tasks of this step nobody sent (retried inline after a crash): send them now
-            self._leaving(loop)
-            dispatch_step(
-                self.ctx.store,
-                self.ctx.broker,
-                self.ctx.settings,
-                run_id=self.run.run_id,
-                graph=self.run.graph,
-                thread_id=self.run.thread_id,
-                checkpoint_id=loop.checkpoint["id"],
-                tasks=unsent,
-            )
-            raise StepSuspended
+            self._send(loop, unsent)
         for task in tasks:
             row = recorded[task.id]
             outcome: BaseException | None = None
