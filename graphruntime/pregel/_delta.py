@@ -388,6 +388,9 @@ class DeltaTracker:
         if self.enabled:
             self._handed_back.add(task_id)
 
+    def was_handed_back(self, task_id: str) -> bool:
+        return task_id in self._handed_back
+
     def saved(self, task_id: str, writes: Iterable[tuple[str, Any]]) -> None:
         if self.enabled and (channels := written_delta_channels(self.specs, writes)):
             self._saved.setdefault(task_id, set()).update(channels)
@@ -467,21 +470,23 @@ class DeltaTracker:
         checkpoint_id: str,
         put_writes: Callable[..., Any] | None,
         config: RunnableConfig,
-    ) -> None:
+    ) -> tuple[str, list[tuple[str, Any]]] | None:
         """A run's (or an update's) input to DeltaChannels, applied to build the next
         checkpoint: saved with ``put_writes`` on ``checkpoint_id``, the checkpoint it
         builds on, under a task id of its own (a checkpoint's null-task writes are its
-        own state), or, without ``put_writes``, snapshotted by the next checkpoint.
+        own state), or, without ``put_writes``, snapshotted by the next checkpoint
+        (unless an ``"exit"`` run stores them later: returns that task id and writes).
         Messages in the writes get ids first, in place.
         """
         if not self.enabled:
-            return
+            return None
         ensure_message_ids(self.specs, writes)
         delta = [(c, v) for c, v in writes if is_delta(self.specs, c)]
         if not delta:
-            return
+            return None
         task_id = str(uuid5(UUID(checkpoint_id), INPUT))
         self.applied(task_id, delta)
         if put_writes is not None:
             put_writes(config, delta, task_id)
             self.saved(task_id, delta)
+        return task_id, delta

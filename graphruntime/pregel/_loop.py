@@ -96,6 +96,7 @@ from graphruntime.pregel._delta import (
     detached,
     load_channels,
 )
+from graphruntime.pregel._exit_delta import ExitDeltaLog
 from graphruntime.pregel._handlers import (
     HANDLER_MARK,
     error_handler_task,
@@ -288,6 +289,8 @@ class PregelLoop(LoopCalls):
         self.replaying = False
         self.durability: Durability = options.durability
         self._exit_written: set[str] = set()  # tasks whose writes an "exit" run saves last
+        # the delta writes an "exit" run stores on its anchor at exit (see _exit_delta.py)
+        self._exit_log: ExitDeltaLog | None = None
         self.resume_taken_by: str | None = None
         """The task of this step that took the run's unaddressed ``Command(resume=v)``.
 
@@ -457,6 +460,17 @@ class PregelLoop(LoopCalls):
 
     def _loaded_channels(self) -> None:
         self.delta.rebase(self.pending_writes)
+        if (
+            self.durability == "exit"
+            and self.delta.enabled
+            and self.checkpointer is not None
+            and not self.addressed
+        ):
+            self._exit_log = ExitDeltaLog(
+                self.graph.channel_specs,
+                self.checkpoint["id"],
+                loaded=frozenset(w[0] for w in self.pending_writes),
+            )
         self.step: int = self.metadata.get("step", -2) + 1
         self.updated_channels = (
             set(self.checkpoint["updated_channels"] or ())
@@ -657,6 +671,8 @@ class PregelLoop(LoopCalls):
         self.pending_writes.extend((NULL_TASK_ID, c, v) for c, v in [*control, *regular])
         if self.durability == "exit":
             self._exit_written.add(NULL_TASK_ID)
+            if self._exit_log is not None:
+                self._exit_log.record_untasked(self.step, NULL_TASK_ID, regular)
         elif self.checkpointer is not None:
             if control:
                 self._saver_call("put_writes", self.checkpoint_config, control, NULL_TASK_ID)
@@ -765,11 +781,18 @@ class PregelLoop(LoopCalls):
         if self.is_nested and error is None and not own_history:
             return
         if self.checkpoint["id"] != self._saved_id:
-            # the steps this run kept in memory saved no writes: the checkpoint
-            # snapshots the DeltaChannels they wrote
+            # the steps this run kept in memory saved no writes: their delta writes go
+            # on the anchor now; a DeltaChannel whose writes cannot (or whose cadence
+            # says so) is snapshotted instead
+            log = self._exit_log
+            if log is not None:
+                for task_id, writes in log.by_task().items():
+                    self.delta.saved(task_id, writes)
             snapshot = self.delta.final_snapshot(
                 self.metadata, self.channels, self.checkpoint["channel_versions"]
             )
+            if log is not None:
+                self._put_exit_delta_writes(log, snapshot)
             self.checkpoint = create_checkpoint(
                 self.checkpoint,
                 self.channels,
@@ -792,6 +815,35 @@ class PregelLoop(LoopCalls):
             self._put_task_writes(self.checkpoint_config, writes, task_id, path)
             self.delta.saved(task_id, writes)
         self._exit_written.clear()
+
+    def _put_exit_delta_writes(self, log: ExitDeltaLog, snapshot: Collection[str]) -> None:
+        """Store an ``"exit"`` run's delta writes on its anchor, before the final
+        checkpoint that replays them (a failed write leaves that one unsaved). On a new
+        thread the anchor is a stub saved first (see _exit_delta.py)."""
+        groups = log.groups(snapshot)
+        if not groups:
+            return
+        if not self.saved:
+            self._save_stub(log.anchor_id)
+        for (task_id, path), writes in groups.items():
+            self._put_task_writes(self.checkpoint_config, writes, task_id, path)
+
+    def _save_stub(self, checkpoint_id: str) -> None:
+        """Save an empty checkpoint (no parent) as the one this run started from."""
+        stub = empty_checkpoint()
+        stub["id"] = checkpoint_id
+        config: RunnableConfig = {
+            CONF: {
+                CONFIG_KEY_THREAD_ID: self.config[CONF].get(CONFIG_KEY_THREAD_ID),
+                CONFIG_KEY_CHECKPOINT_NS: self.ns,
+            }
+        }
+        saved_config = self._saver_call("put", config, stub, {"step": -2}, {})
+        if saved_config is None:  # deferred (an async run): what the saver will return
+            saved_config = {CONF: {**config[CONF], CONFIG_KEY_CHECKPOINT_ID: checkpoint_id}}
+        self.checkpoint_config = saved_config
+        self.saved = True
+        self._saved_id = checkpoint_id
 
     # --- starting a run -----------------------------------------------------------------
 
@@ -887,7 +939,7 @@ class PregelLoop(LoopCalls):
             input_writes = writes
             # saved on the checkpoint the input builds on, for the input checkpoint to
             # replay; a new thread, or one addressed by id, snapshots instead
-            self.delta.save_input(
+            saved_input = self.delta.save_input(
                 input_writes,
                 self.checkpoint["id"],
                 self._put_input_writes
@@ -898,6 +950,8 @@ class PregelLoop(LoopCalls):
                 else None,
                 self.checkpoint_config,
             )
+            if saved_input is not None and self._exit_log is not None:
+                self._exit_log.record_untasked(self.step, *saved_input)
             self.updated_channels = apply_writes(
                 self.checkpoint,
                 self.channels,
@@ -1356,6 +1410,16 @@ class PregelLoop(LoopCalls):
         if self.delta.enabled:
             for task in tasks:
                 self.delta.applied(task.id, task.writes)
+        if (log := self._exit_log) is not None:
+            # writes handed back to a resumed step's finished tasks are on the anchor
+            log.record_step(
+                self.step,
+                (
+                    (t.id, task_order(t), t.writes)
+                    for t in tasks
+                    if not (t.id in log.loaded and self.delta.was_handed_back(t.id))
+                ),
+            )
         self.updated_channels = apply_writes(
             self.checkpoint,
             self.channels,
