@@ -387,13 +387,19 @@ DEADLINE_BATCH = 500
 
 
 def resume_expired(
-    store: RunStore, broker: Broker, serde: SerializerProtocol, limit: int = DEADLINE_BATCH
+    store: RunStore,
+    broker: Broker,
+    serde: SerializerProtocol,
+    limit: int = DEADLINE_BATCH,
+    *,
+    per_message: int = 1,
 ) -> int:
     """Resume the waits whose deadline passed with their default; returns the runs made.
 
     Each thread gets one resume run answering its expired waits, under a key named by
     them: every sweeper of the cluster may find the same waits, and only one run is
-    made (the others get it back, or a conflict if a human answered first).
+    made (the others get it back, or a conflict if a human answered first). Their
+    coordinator messages name up to ``per_message`` runs each.
     """
     per_thread: dict[tuple[str, str], dict[str, Any]] = {}
     for wait in store.expired_waits(limit):
@@ -417,5 +423,5 @@ def resume_expired(
             )
             created.append(run.run_id)
     if created:
-        broker.send_coordinates(created)
+        broker.send_coordinates(created, per_message=per_message)
     return len(created)

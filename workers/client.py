@@ -299,7 +299,7 @@ class GraphClient:
         """Send recorded runs to the workers; an unreachable broker is a
         :class:`NotDispatchedError` (nothing is lost: the sweepers send them later)."""
         try:
-            self.broker.send_coordinates(run_ids)
+            self.broker.send_coordinates(run_ids, per_message=self.settings.coordinate_batch)
         except Exception as exc:
             if not is_transient(exc):
                 raise
