@@ -19,10 +19,12 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from graphruntime.checkpoint import SerializerProtocol
+from graphruntime.checkpoint import CheckpointTuple, SerializerProtocol
+from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict, GraphInterrupt
 from graphruntime.pregel import (
     INTERRUPT,
+    LOAD,
     Pregel,
     PregelLoop,
     PreparedTask,
@@ -117,6 +119,7 @@ def _round(ctx: WorkerContext, run_ids: Sequence[str], failures: list[str]) -> l
             runs.append(claim.run)  # a thread named twice: its first claim shows its status
     started, done = time.monotonic(), 0
     try:
+        heads = _heads(ctx, runs)
         for run in runs:
             if done and time.monotonic() - started > BATCH_BUDGET:
                 break
@@ -124,7 +127,7 @@ def _round(ctx: WorkerContext, run_ids: Sequence[str], failures: list[str]) -> l
             done += 1
             try:
                 with observe.run(run):
-                    advance(ctx, run, lease, failures)
+                    advance(ctx, run, lease, failures, saved=heads.get(run.run_id, LOAD))
             finally:
                 lease.release()  # not ended: waits on its task jobs, or was re-sent
     except BaseException:
@@ -135,6 +138,18 @@ def _round(ctx: WorkerContext, run_ids: Sequence[str], failures: list[str]) -> l
         per_message = min(done, ctx.settings.coordinate_batch)  # as many as fitted here
         ctx.broker.send_coordinates([r.run_id for r in runs[done:]], per_message=per_message)
     return following
+
+
+def _heads(ctx: WorkerContext, runs: Sequence[Run]) -> dict[str, CheckpointTuple | None]:
+    """The head checkpoints of the queued runs' threads, read in one round trip, under
+    their leases. Only queued runs: one under way may have task jobs still saving writes
+    on its step, which it must read when it re-opens the step, not before."""
+    fresh = [run for run in runs if run.status == "queued"]
+    if len(fresh) < 2:
+        return {}  # a run alone loads its own, as ever
+    configs: list[RunnableConfig] = [{"configurable": {"thread_id": r.thread_id}} for r in fresh]
+    loaded = ctx.saver.get_tuples(configs)
+    return {run.run_id: head for run, head in zip(fresh, loaded, strict=True)}
 
 
 class Batch:
@@ -264,10 +279,18 @@ def _patiently(call: Callable[[], _T], doing: str) -> _T:
             delay = min(2 * delay, 2.0)
 
 
-def advance(ctx: WorkerContext, run: Run, lease: Lease, failures: list[str] | None = None) -> bool:
+def advance(
+    ctx: WorkerContext,
+    run: Run,
+    lease: Lease,
+    failures: list[str] | None = None,
+    *,
+    saved: CheckpointTuple | Any | None = LOAD,
+) -> bool:
     """Drive one run until it ends (True) or waits for its task jobs (False).
 
-    ``lease``: the thread's, held by this job; the run's end gives it up.
+    ``lease``: the thread's, held by this job; the run's end gives it up. ``saved``: the
+    thread's head checkpoint if the caller read it already (under the lease).
 
     Any failure that is not an outage ends the run with that error, as ``invoke``
     would raise it in-process; an outage propagates, so the job is retried.
@@ -307,7 +330,7 @@ def advance(ctx: WorkerContext, run: Run, lease: Lease, failures: list[str] | No
     # checkpoint, in one round trip, and any left are flushed before the run leaves us
     saver = DeferredWrites(ctx.saver.fenced().lazy())
     try:
-        loop, reentering = _open(ctx, run, graph, saver)
+        loop, reentering = _open(ctx, run, graph, saver, saved)
         executor = observe.steps(
             ClusterExecutor(ctx, run, events, saver, reentering=reentering), run
         )
@@ -353,7 +376,11 @@ def advance(ctx: WorkerContext, run: Run, lease: Lease, failures: list[str] | No
 
 
 def _open(
-    ctx: WorkerContext, run: Run, graph: Pregel, saver: DeferredWrites
+    ctx: WorkerContext,
+    run: Run,
+    graph: Pregel,
+    saver: DeferredWrites,
+    saved: CheckpointTuple | Any | None = LOAD,
 ) -> tuple[PregelLoop, bool]:
     """The run's loop, started or re-opened; and whether it re-enters a dispatched step.
 
@@ -361,7 +388,7 @@ def _open(
     a coordinator that died) re-opens its step instead of applying its input twice.
     """
     command = run.payload.get("input")
-    loop = run_loop(graph, run, saver)
+    loop = run_loop(graph, run, saver, saved=saved)
     if not at_run_start(loop, run):
         # the run saved a checkpoint of its own: it is under way past its input
         if run.stop is None:

@@ -189,27 +189,27 @@ def test_a_thread_named_twice_in_a_batch_runs_its_runs_in_order(
 
 
 def test_an_outage_mid_batch_keeps_the_runs_ended_before_it_and_frees_every_lease(
-    make_cluster: MakeCluster,
+    make_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from workers.context import run_loop as real_loop
+
     calls = Calls()
     cluster = make_cluster({"ticket": ticket(calls)})
     ids = paused(cluster, 3)
     outcomes = cluster.client.resume_many("ticket", where={}, value="ok", idempotency_key="k")
     (job,) = cluster.broker.coordinator
     cluster.broker.coordinator.clear()
-    saver = cluster.saver
-    real_get = saver.get_tuple
-    loads = iter(range(100))
+    opened = iter(range(100))
 
-    def flaky_get(config: Any) -> Any:
-        if next(loads) == 1:  # the second run's load: Postgres goes away
+    def flaky_loop(*args: Any, **kwargs: Any) -> Any:
+        if next(opened) == 1:  # the second run: Postgres goes away
             raise StoreUnavailableError("Postgres restarting")
-        return real_get(config)
+        return real_loop(*args, **kwargs)
 
-    saver.get_tuple = flaky_get  # type: ignore[method-assign]
+    monkeypatch.setattr("workers.coordinator.run_loop", flaky_loop)
     with pytest.raises(StoreUnavailableError):
         coordinate_many(cluster.workers[0], job.run_ids)
-    saver.get_tuple = real_get  # type: ignore[method-assign]
+    monkeypatch.setattr("workers.coordinator.run_loop", real_loop)
     statuses = [cluster.store.get_run(r).status for r in job.run_ids]
     assert statuses[0] == "success"
     assert statuses[1:] == ["running", "queued"]  # failed in it; not reached: queued again
