@@ -7,6 +7,10 @@ Its executor (:class:`ClusterExecutor`) runs a step's single task inline, so a c
 of nodes pays no broker round trip per step, or dispatches the step's tasks as jobs
 and suspends the run; the job that completes the step's barrier calls the
 coordinator again, which re-opens the step and settles it from what the jobs saved.
+
+A message may name several runs of other threads (a bulk submit or resume): the job
+drives them one after another with the same :func:`advance` and ends them together,
+in one transaction (:class:`Batch`).
 """
 
 from __future__ import annotations
