@@ -439,8 +439,10 @@ class PostgresRunStore:
         return self._claim(row)
 
     def claim_runs(self, run_ids: Sequence[str], worker: str, stale: float) -> list[Claim]:
-        """claim_run per run, pipelined in one round trip; each is its own (async-commit)
-        transaction, so the batch never holds one thread's row lock while taking another's."""
+        """claim_run per run, pipelined: one round trip and one implicit transaction (one
+        Sync), committed without waiting for the WAL flush (claims are soft state). Two
+        jobs claiming the same threads in other orders may deadlock: Postgres aborts one,
+        a transient error its job retries."""
         if not run_ids:
             return []
         params = [{"run_id": r, "worker": worker, "stale": stale} for r in run_ids]

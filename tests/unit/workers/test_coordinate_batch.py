@@ -321,3 +321,31 @@ def test_coordinator_messages_name_one_run_or_several() -> None:
     ):
         with pytest.raises(MalformedMessageError):
             parse(CoordinateMessage, bad)
+
+
+def test_bulk_resume_sends_each_page_once_queued_and_a_page_the_broker_missed_later(
+    make_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workers import approvals
+    from workers.errors import BrokerUnavailableError
+
+    monkeypatch.setattr(approvals, "MAX_PAGE", 2)
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    paused(cluster, 5)
+    real_send = cluster.broker.send_coordinates
+    sent: list[tuple[str, ...]] = []
+
+    def flaky_send(run_ids: Sequence[str], *, per_message: int = 1) -> None:
+        if not sent:
+            sent.append(())
+            raise BrokerUnavailableError("Redis restarting")
+        sent.append(tuple(run_ids))
+        real_send(run_ids, per_message=per_message)
+
+    cluster.broker.send_coordinates = flaky_send  # type: ignore[method-assign]
+    outcomes = cluster.client.resume_many("ticket", where={}, value="ok", idempotency_key="k")
+    # the first page could not go: it went with the others, once, at the end
+    assert [len(s) for s in sent] == [0, 5]
+    assert sorted(sent[1]) == sorted(o.run_id or "" for o in outcomes)
+    cluster.deliver()
+    assert {cluster.store.get_run(o.run_id or "").status for o in outcomes} == {"success"}
