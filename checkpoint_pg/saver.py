@@ -224,6 +224,38 @@ class PostgresSaver(ClusterSaver):
             row = cur.fetchone()
         return None if row is None else self._load(thread_id, checkpoint_ns, row)
 
+    def get_tuples(
+        self, configs: Sequence[RunnableConfig]
+    ) -> builtins.list[CheckpointTuple | None]:
+        """:meth:`get_tuple` of each config, pipelined in one round trip."""
+        out: builtins.list[CheckpointTuple | None] = [None] * len(configs)
+        asked: builtins.list[tuple[int, str, str, dict[str, Any]]] = []
+        for i, config in enumerate(configs):
+            thread_id, checkpoint_ns = config_key(config)
+            checkpoint_id = get_checkpoint_id(config)
+            if checkpoint_id is not None and _as_uuid(checkpoint_id) is None:
+                continue  # not an id this saver could have stored
+            params = {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint_id,
+                "task_keys": None,
+            }
+            asked.append((i, thread_id, checkpoint_ns, params))
+        if not asked:
+            return out
+        rows: builtins.list[DictRow | None] = []
+        with self._cursor("get_tuples") as cur:
+            cur.executemany(q.GET_CHECKPOINT, [a[3] for a in asked], returning=True)
+            while True:
+                rows.append(cur.fetchone())
+                if not cur.nextset():
+                    break
+        for (i, thread_id, checkpoint_ns, _), row in zip(asked, rows, strict=True):
+            if row is not None:
+                out[i] = self._load(thread_id, checkpoint_ns, row)
+        return out
+
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:

@@ -64,6 +64,9 @@ class DeferredWrites(ClusterSaver):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.inner.get_tuple(config)
 
+    def get_tuples(self, configs: Sequence[RunnableConfig]) -> list[CheckpointTuple | None]:
+        return self.inner.get_tuples(configs)
+
     def get_task_tuple(
         self, config: RunnableConfig, task_ids: Collection[str]
     ) -> CheckpointTuple | None:

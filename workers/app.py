@@ -21,9 +21,9 @@ from celery import Celery
 from kombu.entity import Queue
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from workers.dispatch import QueueDepths
+from workers.dispatch import QueueDepths, batches
 from workers.errors import BrokerUnavailableError, ConfigurationError
-from workers.messages import TaskMessage
+from workers.messages import CoordinateMessage, TaskMessage
 from workers.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
@@ -105,19 +105,19 @@ class CeleryBroker:
             options["countdown"] = delay
         with _broker_errors("send a coordinator message"):
             self.app.send_task(
-                "graphruntime.coordinate", kwargs={"run_id": run_id, "v": 1}, **options
+                "graphruntime.coordinate", kwargs=_coordinate_kwargs([run_id]), **options
             )
 
-    def send_coordinates(self, run_ids: Sequence[str]) -> None:
+    def send_coordinates(self, run_ids: Sequence[str], *, per_message: int = 1) -> None:
         queue = self.settings.coordinator_queue
         with (
             _broker_errors("send coordinator messages"),
             self.app.producer_or_acquire() as producer,
         ):
-            for run_id in run_ids:
+            for batch in batches(run_ids, per_message):
                 self.app.send_task(
                     "graphruntime.coordinate",
-                    kwargs={"run_id": run_id, "v": 1},
+                    kwargs=_coordinate_kwargs(batch),
                     queue=queue,
                     producer=producer,
                 )
@@ -184,6 +184,14 @@ class CeleryBroker:
             )
             return False
         return True
+
+
+def _coordinate_kwargs(run_ids: Sequence[str]) -> dict[str, Any]:
+    """A coordinator message's fields: ``{"run_id", "v": 1}`` for one run, as ever."""
+    message = CoordinateMessage.of(run_ids)
+    if message.v == 1:
+        return {"run_id": message.run_id, "v": 1}
+    return {"run_ids": list(message.run_ids), "v": 2}
 
 
 @contextmanager

@@ -27,6 +27,7 @@ from workers._requests import thread_id_of
 from workers.dispatch import Broker
 from workers.errors import (
     GraphMismatchError,
+    NotDispatchedError,
     ResumeConflictError,
 )
 from workers.messages import MAX_NAME, MAX_NOTE
@@ -244,10 +245,11 @@ def resume_many(
         resume_run(client.saver.serde, graph, thread_id, dict.fromkeys(ids, value), key, origin)
         for thread_id, ids in by_thread.items()
     ]
-    created: list[str] = []
+    unsent: list[str] = []
     total = len(news)
     for start in range(0, total, MAX_PAGE):
         batch = news[start : start + MAX_PAGE]
+        created: list[str] = []
         for new, (run, fresh, error) in zip(batch, client.store.create_runs(batch), strict=True):
             ids = tuple(by_thread[new.thread_id])
             if error is not None:
@@ -267,11 +269,26 @@ def resume_many(
                         new.thread_id, ids, "applied" if fresh else "already applied", run.run_id
                     )
                 )
+        # each page goes out as soon as it is queued: workers start while the next is made
+        unsent = send_page(client, created, unsent, "resume them again with another key")
         if progress is not None:
             progress(min(start + MAX_PAGE, total), total)
-    if created:
-        client.send_coordinates(created, "resume them again with another key")
+    if unsent:  # the broker was away: one more try, which says what to do if it still is
+        client.send_coordinates(unsent, "resume them again with another key")
     return outcomes
+
+
+def send_page(
+    client: GraphClient, created: list[str], unsent: list[str], instead: str
+) -> list[str]:
+    """Send a page's runs unless an earlier page could not be sent; the runs still unsent."""
+    if not unsent and created:
+        try:
+            client.send_coordinates(created, instead)
+        except NotDispatchedError:
+            return created
+        return []
+    return [*unsent, *created]
 
 
 def resume_run(
@@ -387,13 +404,19 @@ DEADLINE_BATCH = 500
 
 
 def resume_expired(
-    store: RunStore, broker: Broker, serde: SerializerProtocol, limit: int = DEADLINE_BATCH
+    store: RunStore,
+    broker: Broker,
+    serde: SerializerProtocol,
+    limit: int = DEADLINE_BATCH,
+    *,
+    per_message: int = 1,
 ) -> int:
     """Resume the waits whose deadline passed with their default; returns the runs made.
 
     Each thread gets one resume run answering its expired waits, under a key named by
     them: every sweeper of the cluster may find the same waits, and only one run is
-    made (the others get it back, or a conflict if a human answered first).
+    made (the others get it back, or a conflict if a human answered first). Their
+    coordinator messages name up to ``per_message`` runs each.
     """
     per_thread: dict[tuple[str, str], dict[str, Any]] = {}
     for wait in store.expired_waits(limit):
@@ -417,5 +440,5 @@ def resume_expired(
             )
             created.append(run.run_id)
     if created:
-        broker.send_coordinates(created)
+        broker.send_coordinates(created, per_message=per_message)
     return len(created)

@@ -222,9 +222,10 @@ class GraphClient:
                 self._new_run(graph, input, config, idempotency_key=key, actor=actor, note=note)
             )
         handles: list[RunHandle] = []
-        created: list[str] = []
+        unsent: list[str] = []
         for start in range(0, len(news), 1000):
             batch = news[start : start + 1000]
+            created: list[str] = []
             for new, (run, fresh, error) in zip(batch, self.store.create_runs(batch), strict=True):
                 if error is not None:
                     raise error
@@ -232,15 +233,17 @@ class GraphClient:
                 handles.append(RunHandle(self, run.run_id, new.thread_id, created=fresh))
                 if fresh:
                     created.append(run.run_id)
-        if created:
-            self.send_coordinates(created, "submit them again")
+            # each thousand goes out once queued: workers start while the next is made
+            unsent = approvals.send_page(self, created, unsent, "submit them again")
+        if unsent:  # the broker was away: one more try, which says what to do if it still is
+            self.send_coordinates(unsent, "submit them again")
         return handles
 
     def send_coordinates(self, run_ids: Sequence[str], instead: str) -> None:
         """Send recorded runs to the workers; an unreachable broker is a
         :class:`NotDispatchedError` (nothing is lost: the sweepers send them later)."""
         try:
-            self.broker.send_coordinates(run_ids)
+            self.broker.send_coordinates(run_ids, per_message=self.settings.coordinate_batch)
         except Exception as exc:
             if not is_transient(exc):
                 raise

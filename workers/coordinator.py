@@ -7,6 +7,10 @@ Its executor (:class:`ClusterExecutor`) runs a step's single task inline, so a c
 of nodes pays no broker round trip per step, or dispatches the step's tasks as jobs
 and suspends the run; the job that completes the step's barrier calls the
 coordinator again, which re-opens the step and settles it from what the jobs saved.
+
+A message may name several runs of other threads (a bulk submit or resume): the job
+drives them one after another with the same :func:`advance` and ends them together,
+in one transaction (:class:`Batch`).
 """
 
 from __future__ import annotations
@@ -15,14 +19,16 @@ import base64
 import json
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
-from graphruntime.checkpoint import SerializerProtocol
+from graphruntime.checkpoint import CheckpointTuple, SerializerProtocol
+from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict, GraphInterrupt
 from graphruntime.pregel import (
     INTERRUPT,
+    LOAD,
     Pregel,
     PregelLoop,
     PreparedTask,
@@ -46,7 +52,7 @@ from workers.errors import (
     is_transient,
     rebuild_error,
 )
-from workers.store import InboxEntry, InboxUpdate, Run, StepTask
+from workers.store import InboxEntry, InboxUpdate, Run, RunEnd, RunStatus, StepTask
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +62,15 @@ LACKING_GRAPH_DELAY = 5.0
 RELEASE_PATIENCE = 60.0
 """Seconds a job keeps trying to free a thread's lease through an outage."""
 
+BATCH_BUDGET = 1.0
+"""Seconds a coordinator job's round goes on starting the runs it was sent; the runs
+left are handed back, in messages of as many runs as fitted."""
+
 MAX_RUNS_PER_JOB = 16
-"""Runs of one thread a coordinator job takes in turn before handing the thread back."""
+"""Rounds a coordinator job takes (each one run per thread: those named, then those
+queued behind them meanwhile) before handing the threads back."""
+
+_T = TypeVar("_T")
 
 
 class UndecodableRunError(WorkerError):
@@ -65,95 +78,223 @@ class UndecodableRunError(WorkerError):
 
 
 def coordinate(ctx: WorkerContext, run_id: str) -> list[str]:
-    """Advance the thread of ``run_id`` as far as it goes without waiting. Safe to call twice.
+    """Advance the thread of ``run_id`` (see :func:`coordinate_many`). Safe to call twice."""
+    return coordinate_many(ctx, [run_id])
+
+
+def coordinate_many(ctx: WorkerContext, run_ids: Sequence[str]) -> list[str]:
+    """Advance the threads of ``run_ids`` as far as they go without waiting. Safe to call twice.
 
     Returns the runs that failed here, one line each (their errors are recorded).
 
     Runs of a thread go in order: whichever job holds the thread's lease advances
     its oldest run, then the next; a job that finds the lease taken leaves its run
-    to the holder, which finds it when it releases the lease.
+    to the holder, which finds it when it releases the lease. The runs a round ends
+    are ended together (:class:`Batch`); the runs queued behind them meanwhile are the
+    next round's.
     """
-    store, worker = ctx.store, ctx.worker_name
     failures: list[str] = []
+    pending = list(dict.fromkeys(run_ids))
     for _ in range(MAX_RUNS_PER_JOB):
-        claim = store.claim_run(run_id, worker, ctx.stale)
-        if claim.ended or not claim.leased or claim.run is None:
+        pending = _round(ctx, pending, failures)
+        if not pending:
             return failures
-        run = claim.run
-        lease = Lease(ctx, run.thread_id)
-        try:
-            with observe.run(run):
-                finished = advance(ctx, run, lease, failures)
-        finally:
-            following = lease.release()
-        if not finished or following is None:
-            return failures  # waiting on its task jobs (the last one calls us again), or idle
-        run_id = following  # queued meanwhile: its own job found the lease taken
-    ctx.broker.send_coordinate(run_id)  # hand the thread on rather than hold it for long
+    # hand the threads on rather than hold them for long
+    ctx.broker.send_coordinates(pending, per_message=ctx.settings.coordinate_batch)
     return failures
 
 
-class Lease:
-    """The thread's lease as a coordinator job holds it: given up once, by the run's end
-    (in the same transaction) or by the job when the run did not end."""
+def _round(ctx: WorkerContext, run_ids: Sequence[str], failures: list[str]) -> list[str]:
+    """Lease the runs' threads (one round trip), advance each leased thread's oldest run
+    with the shared driver, one after another, and end them together; the runs that
+    follow the ended ones.
 
-    def __init__(self, ctx: WorkerContext, thread_id: str) -> None:
+    Runs still unstarted after ``BATCH_BUDGET`` seconds are handed back (their threads
+    freed, their messages sent again) so that other workers take them meanwhile: slow
+    runs spread over the cluster, and a round's ends wait for at most that long.
+    """
+    claims = ctx.store.claim_runs(run_ids, ctx.worker_name, ctx.stale)
+    batch = Batch(ctx, failures)
+    runs: list[Run] = []
+    for run_id, claim in zip(run_ids, claims, strict=True):
+        if not claim.found:
+            log.warning("dropping coordinate message for unknown run %s", run_id)
+        elif claim.leased and claim.run is not None and batch.take(claim.run.thread_id):
+            runs.append(claim.run)  # a thread named twice: its first claim shows its status
+    started, done = time.monotonic(), 0
+    try:
+        heads = _heads(ctx, runs)
+        for run in runs:
+            if done and time.monotonic() - started > BATCH_BUDGET:
+                break
+            lease = batch.leases[run.thread_id]
+            done += 1
+            try:
+                with observe.run(run):
+                    advance(ctx, run, lease, failures, saved=heads.get(run.run_id, LOAD))
+            finally:
+                lease.release()  # not ended: waits on its task jobs, or was re-sent
+    except BaseException:
+        batch.close(runs[done:])  # what ended so far, and the threads not reached
+        raise
+    following = batch.close(runs[done:])
+    if runs[done:]:
+        per_message = min(done, ctx.settings.coordinate_batch)  # as many as fitted here
+        ctx.broker.send_coordinates([r.run_id for r in runs[done:]], per_message=per_message)
+    return following
+
+
+def _heads(ctx: WorkerContext, runs: Sequence[Run]) -> dict[str, CheckpointTuple | None]:
+    """The head checkpoints of the queued runs' threads, read in one round trip, under
+    their leases. Only queued runs: one under way may have task jobs still saving writes
+    on its step, which it must read when it re-opens the step, not before."""
+    fresh = [run for run in runs if run.status == "queued"]
+    if len(fresh) < 2:
+        return {}  # a run alone loads its own, as ever
+    configs: list[RunnableConfig] = [{"configurable": {"thread_id": r.thread_id}} for r in fresh]
+    loaded = ctx.saver.get_tuples(configs)
+    return {run.run_id: head for run, head in zip(fresh, loaded, strict=True)}
+
+
+class Batch:
+    """The thread leases a coordinator job's round holds, and the ends of its runs.
+
+    The ends are written together once every run of the round was advanced, with the
+    leases they free: one transaction, one durable commit. The WAL is flushed in order,
+    so that commit also makes durable every lazy write the round made before (each
+    run's checkpoints), all before the job is acked (late acks). No client sees a run
+    of the round end before that commit. A crash before it loses no more than a crash
+    before a single run's end: the redelivered job (or the sweeper) redoes each run
+    from its checkpoints, which every run is safe for.
+    """
+
+    def __init__(self, ctx: WorkerContext, failures: list[str]) -> None:
         self.ctx = ctx
+        self.failures = failures
+        self.leases: dict[str, Lease] = {}
+        self.ends: list[tuple[RunEnd, Callable[[], None]]] = []
+
+    def take(self, thread_id: str) -> bool:
+        """Hold the thread's lease (claimed) in this batch; False if it holds it already."""
+        if thread_id in self.leases:
+            return False
+        self.leases[thread_id] = Lease(self, thread_id)
+        return True
+
+    def close(self, unstarted: Sequence[Run] = ()) -> list[str]:
+        """End the runs that ended and free every lease still held, in one transaction;
+        the thread's next run still to finish, per ended run that has one.
+
+        ``unstarted``: claimed runs nothing was done for; those the claim marked running
+        are queued again (a queued run's start decides, e.g., whether it travels in time).
+        """
+        ctx = self.ctx
+        ends, self.ends = self.ends, []
+        held = [t for t, lease in self.leases.items() if lease.held and not lease.ending]
+        requeue = [run.run_id for run in unstarted if run.status == "queued"]
+        if not ends and not held:
+            return []
+        try:
+            released = _patiently(
+                lambda: ctx.store.finish_and_release_many(
+                    [end for end, _ in ends], worker=ctx.worker_name, free=held, requeue=requeue
+                ),
+                f"ending {len(ends)} runs",
+            )
+        except Exception:
+            self._free_each()  # a lease left with this live worker would stall its thread
+            raise
+        for lease in self.leases.values():
+            lease.held = False
+        following = []
+        for (end, then), done in zip(ends, released, strict=False):
+            if done.error is not None:
+                # not ended: the sweeper finds it stalled and runs it again (it then
+                # returns the state as its checkpoint saved it)
+                log.error("run %s could not be ended: %s", end.run_id, done.error)
+                self.failures.append(f"run {end.run_id}: {type(done.error).__name__}: {done.error}")
+                continue
+            then()
+            if done.following is not None:
+                following.append(done.following)
+        return following
+
+    def _free_each(self) -> None:
+        for lease in self.leases.values():
+            lease.ending = False
+            try:
+                lease.release()
+            except Exception:  # the next lease still gets its chance
+                log.exception("thread %s: its lease could not be freed", lease.thread_id)
+
+
+class Lease:
+    """A thread's lease as a coordinator job holds it: given up once, by the run's end
+    (with the batch's other ends, in the same transaction) or by the job when the run
+    did not end."""
+
+    def __init__(self, batch: Batch, thread_id: str) -> None:
+        self.batch = batch
         self.thread_id = thread_id
         self.held = True
-        self.following: str | None = None
+        self.ending = False
 
     def finish(
         self,
         run: Run,
-        status: Any,
+        status: RunStatus,
         result: Any,
         error: dict[str, Any] | None,
         inbox: InboxUpdate | None,
+        then: Callable[[], None],
     ) -> None:
-        """End ``run`` and give the lease up, in one transaction."""
-        released = self.ctx.store.finish_and_release(
-            run.run_id,
-            status,
-            thread_id=self.thread_id,
-            worker=self.ctx.worker_name,
-            result=result,
-            error=error,
-            inbox=inbox,
-        )
-        self.held, self.following = False, released.following
+        """End ``run`` and give the lease up when the batch closes; ``then`` once it did."""
+        end = RunEnd(run.run_id, self.thread_id, status, result, error, inbox)
+        self.batch.ends.append((end, then))
+        self.ending = True
 
-    def release(self) -> str | None:
-        """Give the lease up (if still held); the thread's next run still to finish.
+    def release(self) -> None:
+        """Give the lease up now, unless the run is ending (the batch frees it then).
 
         An outage is waited out (up to ``RELEASE_PATIENCE`` seconds): a lease left held
         by a live worker would keep every other job off the thread until it dies.
         """
-        if self.held:
-            give_up = time.monotonic() + RELEASE_PATIENCE
-            delay = 0.1
-            while True:
-                try:
-                    self.following = self.ctx.store.release_thread(
-                        self.thread_id, self.ctx.worker_name
-                    )
-                    break
-                except Exception as exc:
-                    if not is_transient(exc) or time.monotonic() > give_up:
-                        raise
-                    log.warning(
-                        "thread %s: freeing its lease failed (%s); retrying", self.thread_id, exc
-                    )
-                    time.sleep(delay)
-                    delay = min(2 * delay, 2.0)
+        if self.held and not self.ending:
+            ctx = self.batch.ctx
+            _patiently(
+                lambda: ctx.store.release_thread(self.thread_id, ctx.worker_name),
+                f"freeing thread {self.thread_id}'s lease",
+            )
             self.held = False
-        return self.following
 
 
-def advance(ctx: WorkerContext, run: Run, lease: Lease, failures: list[str] | None = None) -> bool:
+def _patiently(call: Callable[[], _T], doing: str) -> _T:
+    """``call()``, retried through an outage for up to ``RELEASE_PATIENCE`` seconds."""
+    give_up = time.monotonic() + RELEASE_PATIENCE
+    delay = 0.1
+    while True:
+        try:
+            return call()
+        except Exception as exc:
+            if not is_transient(exc) or time.monotonic() > give_up:
+                raise
+            log.warning("%s failed (%s); retrying", doing, exc)
+            time.sleep(delay)
+            delay = min(2 * delay, 2.0)
+
+
+def advance(
+    ctx: WorkerContext,
+    run: Run,
+    lease: Lease,
+    failures: list[str] | None = None,
+    *,
+    saved: CheckpointTuple | Any | None = LOAD,
+) -> bool:
     """Drive one run until it ends (True) or waits for its task jobs (False).
 
-    ``lease``: the thread's, held by this job; the run's end gives it up.
+    ``lease``: the thread's, held by this job; the run's end gives it up. ``saved``: the
+    thread's head checkpoint if the caller read it already (under the lease).
 
     Any failure that is not an outage ends the run with that error, as ``invoke``
     would raise it in-process; an outage propagates, so the job is retried.
@@ -193,7 +334,7 @@ def advance(ctx: WorkerContext, run: Run, lease: Lease, failures: list[str] | No
     # checkpoint, in one round trip, and any left are flushed before the run leaves us
     saver = DeferredWrites(ctx.saver.fenced().lazy())
     try:
-        loop, reentering = _open(ctx, run, graph, saver)
+        loop, reentering = _open(ctx, run, graph, saver, saved)
         # a step re-opened after its jobs ran: what they recorded, read once
         recorded = ctx.store.step_tasks(run.run_id, loop.checkpoint["id"]) if reentering else None
         loop.task_errors = recorded_errors(recorded or {})
@@ -240,7 +381,11 @@ def advance(ctx: WorkerContext, run: Run, lease: Lease, failures: list[str] | No
 
 
 def _open(
-    ctx: WorkerContext, run: Run, graph: Pregel, saver: DeferredWrites
+    ctx: WorkerContext,
+    run: Run,
+    graph: Pregel,
+    saver: DeferredWrites,
+    saved: CheckpointTuple | Any | None = LOAD,
 ) -> tuple[PregelLoop, bool]:
     """The run's loop, started or re-opened; and whether it re-enters a dispatched step.
 
@@ -248,7 +393,7 @@ def _open(
     a coordinator that died) re-opens its step instead of applying its input twice.
     """
     command = run.payload.get("input")
-    loop = run_loop(graph, run, saver)
+    loop = run_loop(graph, run, saver, saved=saved)
     if not at_run_start(loop, run):
         # the run saved a checkpoint of its own: it is under way past its input
         if run.stop is None:
@@ -427,20 +572,22 @@ class RunEvents:
 def _end(
     ctx: WorkerContext,
     run: Run,
-    status: Any,
+    status: RunStatus,
     *,
     result: Any = None,
     error: dict[str, Any] | None = None,
     inbox: InboxUpdate | None = None,
     lease: Lease,
 ) -> None:
-    lease.finish(run, status, result, error, inbox)
-    observe.run_ended(run.graph, status)
-    origin = run.origin or {}
-    if status == "error" and origin.get("route") == "queue" and origin.get("message"):
-        # a resume sent as a queue message: refused messages go to the dead letters
-        reason = f"{(error or {}).get('type', 'Error')}: {(error or {}).get('message', '')}"
-        ctx.broker.dead_letter(str(origin["message"]), reason)
+    def ended() -> None:
+        origin = run.origin or {}
+        if status == "error" and origin.get("route") == "queue" and origin.get("message"):
+            # a resume sent as a queue message: refused messages go to the dead letters
+            reason = f"{(error or {}).get('type', 'Error')}: {(error or {}).get('message', '')}"
+            ctx.broker.dead_letter(str(origin["message"]), reason)
+
+    lease.finish(run, status, result, error, inbox, then=ended)
+    observe.run_ended(run.graph, status)  # in the run's span (its end commits with the batch)
 
 
 def _waits(ctx: WorkerContext, run: Run, loop: PregelLoop) -> InboxUpdate:

@@ -30,8 +30,9 @@ class Broker(Protocol):
 
     def send_coordinate(self, run_id: str, *, delay: float = 0.0) -> None: ...
 
-    def send_coordinates(self, run_ids: Sequence[str]) -> None:
-        """A coordinator message for each run, over one connection."""
+    def send_coordinates(self, run_ids: Sequence[str], *, per_message: int = 1) -> None:
+        """Coordinator messages naming these runs, up to ``per_message`` each (see
+        :func:`batches`), over one connection."""
         ...
 
     def send_tasks(
@@ -49,6 +50,17 @@ class Broker(Protocol):
     def dead_letter(self, message: str, reason: str) -> None:
         """Set a refused resume-queue message aside, with why it was refused."""
         ...
+
+
+def batches(run_ids: Sequence[str], per_message: int) -> list[list[str]]:
+    """The runs of each coordinator message, in order, up to ``per_message`` each.
+
+    Runs of one thread may land in different messages: the job that leases the thread
+    first takes the others in turn (the other job finds the lease taken and leaves them).
+    """
+    if per_message <= 1:
+        return [[run_id] for run_id in run_ids]
+    return [list(run_ids[i : i + per_message]) for i in range(0, len(run_ids), per_message)]
 
 
 def chunk_size(settings: Settings, n_tasks: int) -> int:

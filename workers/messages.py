@@ -18,11 +18,37 @@ class _Message(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class CoordinateMessage(_Message):
-    """Advance a run: apply its input, or continue after a step's barrier."""
+MAX_COORDINATE_BATCH = 256
+"""Most runs one coordinator message names: its job holds their threads' leases until
+it ends them all."""
 
-    v: Literal[1] = 1
-    run_id: str
+
+class CoordinateMessage(_Message):
+    """Advance a run (v1: ``run_id``), or several runs of other threads in one job (v2:
+    ``run_ids``): apply their inputs, or continue after a step's barrier."""
+
+    v: Literal[1, 2] = 1
+    run_id: str | None = Field(default=None, min_length=1)
+    run_ids: tuple[str, ...] = Field(default=(), max_length=MAX_COORDINATE_BATCH)
+
+    @model_validator(mode="after")
+    def _names_runs(self) -> CoordinateMessage:
+        if self.v == 1 and (self.run_id is None or self.run_ids):
+            raise ValueError("version 1 names one run: run_id")
+        if self.v == 2 and (self.run_id is not None or not self.run_ids):
+            raise ValueError("version 2 names its runs in run_ids")
+        return self
+
+    @property
+    def runs(self) -> tuple[str, ...]:
+        return self.run_ids or ((self.run_id,) if self.run_id is not None else ())
+
+    @classmethod
+    def of(cls, run_ids: Sequence[str]) -> CoordinateMessage:
+        """The message for these runs: version 1 for one (as older workers read it)."""
+        if len(run_ids) == 1:
+            return cls(run_id=run_ids[0])
+        return cls(v=2, run_ids=tuple(run_ids))
 
 
 class TaskRef(BaseModel):

@@ -9,6 +9,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workers.dead_letters import DeadLetters
 from workers.errors import ConfigurationError
+from workers.messages import MAX_COORDINATE_BATCH
 
 _UNPREFIXED = {"database_url": "DATABASE_URL", "redis_url": "REDIS_URL"}
 
@@ -96,6 +97,15 @@ class Settings(BaseSettings):
         ge=1,
         description="A step's tasks are spread over at least this many jobs while it has "
         "that many tasks: only bigger fan-outs put several tasks in one job.",
+    )
+    coordinate_batch: int = Field(
+        default=32,
+        ge=1,
+        le=MAX_COORDINATE_BATCH,
+        description="Most runs one coordinator message names when many are sent at once "
+        "(submit_many, resume_many, deadline resumes, stalled runs): its job advances them "
+        "one after another and ends them in one transaction, one durable commit for all. "
+        "1 sends one message per run.",
     )
     task_stale_after: float = Field(
         default=300.0,

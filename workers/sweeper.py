@@ -50,8 +50,11 @@ def sweep_once(ctx: WorkerContext) -> SweepResult:
     stalled = store.stalled_runs(stale, stale if depths.coordinator == 0 else busy, SWEEP_LIMIT)
     for run_id in stalled:
         log.warning("nudging stalled run %s", run_id)
-        broker.send_coordinate(run_id)
-    deadlines = resume_expired(store, broker, ctx.saver.serde)
+    if stalled:
+        broker.send_coordinates(stalled, per_message=settings.coordinate_batch)
+    deadlines = resume_expired(
+        store, broker, ctx.saver.serde, per_message=settings.coordinate_batch
+    )
     return SweepResult(resent, len(stalled), deadlines)
 
 

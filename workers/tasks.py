@@ -24,7 +24,7 @@ from celery.utils.log import get_multiprocessing_logger
 from workers import observability as observe
 from workers.app import CeleryBroker, get_app
 from workers.context import WorkerContext
-from workers.coordinator import coordinate
+from workers.coordinator import coordinate_many
 from workers.errors import (
     MalformedMessageError,
     NodeFailedError,
@@ -78,11 +78,12 @@ def coordinate_task(self: Any, **kwargs: Any) -> None:
     except MalformedMessageError:
         log.exception("dropping malformed coordinate message %r", kwargs)
         return
-    with observe.job("coordinate", msg.run_id, self.request.id), _retry_when_transient(self):
+    runs = msg.runs
+    with observe.job("coordinate", runs[0], self.request.id), _retry_when_transient(self):
         try:
-            failures = coordinate(_context(), msg.run_id)
+            failures = coordinate_many(_context(), runs)
         except RunNotFoundError:
-            log.warning("dropping coordinate message for unknown run %s", msg.run_id)
+            log.warning("dropping coordinate message for unknown run %s", runs[0])
             return
     _fail_visibly(failures)
 

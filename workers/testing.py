@@ -20,7 +20,7 @@ from graphruntime.checkpoint import ClusterSaver, InMemorySaver, JsonSerializer
 from graphruntime.store.memory import InMemoryStore
 from workers.client import GraphClient
 from workers.context import WorkerContext
-from workers.dispatch import QueueDepths
+from workers.dispatch import QueueDepths, batches
 from workers.messages import TaskMessage
 from workers.registry import GraphRegistry
 from workers.settings import Settings
@@ -35,11 +35,14 @@ class Job:
 
     kind: Literal["coordinate", "execute"]
     run_id: str
+    """The job's run (a coordinator message naming several: its first)."""
     message: TaskMessage | None = None
     delay: float = 0.0
     seq: int = 0
     label: str = ""
     """What Celery would name the job (its shadow name), e.g. ``graph:node``."""
+    run_ids: tuple[str, ...] = ()
+    """The runs a coordinator message names."""
 
 
 @dataclass
@@ -53,13 +56,15 @@ class InlineBroker:
     _seq: itertools.count[int] = field(default_factory=itertools.count)
 
     def send_coordinate(self, run_id: str, *, delay: float = 0.0) -> None:
-        job = Job("coordinate", run_id, delay=delay, seq=next(self._seq))
+        job = Job("coordinate", run_id, delay=delay, seq=next(self._seq), run_ids=(run_id,))
         self.coordinator.append(job)
         self.sent.append(job)
 
-    def send_coordinates(self, run_ids: Sequence[str]) -> None:
-        for run_id in run_ids:
-            self.send_coordinate(run_id)
+    def send_coordinates(self, run_ids: Sequence[str], *, per_message: int = 1) -> None:
+        for batch in batches(run_ids, per_message):
+            job = Job("coordinate", batch[0], seq=next(self._seq), run_ids=tuple(batch))
+            self.coordinator.append(job)
+            self.sent.append(job)
 
     def send_tasks(
         self,
@@ -173,7 +178,7 @@ class InlineCluster:
         chooses another one. Delays are ignored: the test's clock decides nothing here.
         Returns how many were delivered.
         """
-        from workers.coordinator import coordinate
+        from workers.coordinator import coordinate_many
         from workers.executor import execute_tasks
 
         ctx = self.workers[worker]
@@ -188,7 +193,7 @@ class InlineCluster:
             queue = self.broker.coordinator if job.kind == "coordinate" else self.broker.tasks
             queue.remove(job)
             if job.kind == "coordinate":
-                coordinate(ctx, job.run_id)
+                coordinate_many(ctx, job.run_ids or (job.run_id,))
             else:
                 assert job.message is not None
                 execute_tasks(ctx, job.message, redelivered=redelivered)

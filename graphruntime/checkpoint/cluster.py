@@ -73,6 +73,11 @@ class ClusterSaver(BaseCheckpointSaver):
         """
         return self
 
+    def get_tuples(self, configs: Sequence[RunnableConfig]) -> list[CheckpointTuple | None]:
+        """:meth:`get_tuple` of each config, in order: one driver's loads of several
+        threads. Savers that can read them in one round trip should."""
+        return [self.get_tuple(config) for config in configs]
+
     def get_task_tuple(
         self, config: RunnableConfig, task_ids: Collection[str]
     ) -> CheckpointTuple | None:

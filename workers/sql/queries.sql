@@ -31,10 +31,13 @@ WITH bound AS (
 )
 INSERT INTO graphruntime_runs
     (run_id, thread_id, graph, status, kind, payload_type, payload, idempotency_key,
-     request_digest, origin, resumes_run)
+     request_digest, origin, resumes_run, created_at)
 SELECT %(run_id)s, %(thread_id)s, %(graph)s, 'queued', %(kind)s, %(payload_type)s,
        %(payload)s, %(idempotency_key)s, %(request_digest)s, %(origin)s,
-       CASE WHEN %(kind)s = 'resume' THEN (SELECT run_id FROM latest) END
+       CASE WHEN %(kind)s = 'resume' THEN (SELECT run_id FROM latest) END,
+       -- not now(): create_runs queues a batch in one transaction, and a thread's runs
+       -- go in created_at order (a tie would fall to the random run ids)
+       clock_timestamp()
 WHERE (SELECT graph FROM thread) = %(graph)s
 ON CONFLICT DO NOTHING
 RETURNING *;
@@ -137,6 +140,12 @@ RETURNING thread_id;
 -- transaction, then leases. Alone (no run ended) it is soft state: async_commit first.
 UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
 WHERE thread_id = %(thread_id)s AND lease_holder = %(worker)s;
+
+-- name: requeue_runs
+-- Runs a coordinator job claimed (marked running) but handed back untouched: queued
+-- again, as they were, in the transaction that frees their threads' leases.
+UPDATE graphruntime_runs SET status = 'queued'
+WHERE run_id = ANY(%(run_ids)s::uuid[]) AND status = 'running';
 
 -- name: async_commit
 -- This transaction commits without waiting for the WAL flush (soft state only).

@@ -171,6 +171,8 @@ class Claim:
     run: Run | None
     """Under the lease: the thread's oldest run still to finish, marked running (its
     ``status`` is the one it had before)."""
+    found: bool = True
+    """False: no such run (:meth:`RunStore.claim_runs`; ``claim_run`` raises)."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,21 @@ class Released:
     following: str | None
     """The thread's oldest run still to finish: queued while the lease was held, its own
     job found the lease taken, so the caller sends it on."""
+    error: Exception | None = None
+    """Why the run was not ended (:meth:`RunStore.finish_and_release_many`): its result
+    cannot be stored. The lease is freed all the same."""
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How a run ends (:meth:`RunStore.finish_and_release_many`)."""
+
+    run_id: str
+    thread_id: str
+    status: RunStatus
+    result: Any = None
+    error: Mapping[str, Any] | None = None
+    inbox: InboxUpdate | None = None
 
 
 @dataclass(frozen=True)
@@ -251,6 +268,11 @@ class RunStore(Protocol):
         """
         ...
 
+    def claim_runs(self, run_ids: Sequence[str], worker: str, stale: float) -> list[Claim]:
+        """:meth:`claim_run` for each run, in order, in one round trip; an unknown run's
+        claim is ended and not ``found``."""
+        ...
+
     def set_running(self, run_id: str, stop: int) -> None:
         """Mark the run started and record the last step it may take (kept if recorded):
         what its task jobs and later coordinator jobs re-open it with."""
@@ -286,6 +308,24 @@ class RunStore(Protocol):
         inbox: InboxUpdate | None = None,
     ) -> Released:
         """:meth:`finish_run`, then :meth:`release_thread`, in one transaction."""
+        ...
+
+    def finish_and_release_many(
+        self,
+        ends: Sequence[RunEnd],
+        *,
+        worker: str,
+        free: Sequence[str] = (),
+        requeue: Sequence[str] = (),
+    ) -> list[Released]:
+        """:meth:`finish_and_release` for runs of distinct threads, and :meth:`release_thread`
+        for the threads ``free`` (no run of theirs ended), all in one transaction: one
+        durable commit for every run it ends. ``requeue``: runs of the freed threads that
+        a claim marked running and nothing advanced, queued again.
+
+        One :class:`Released` per end, then per freed thread, in order. An end whose
+        result cannot be stored only frees its lease (its ``Released`` says why); the
+        others are not held back by it."""
         ...
 
     def create_runs(

@@ -35,6 +35,7 @@ from workers.store._model import (
     Overview,
     Released,
     Run,
+    RunEnd,
     RunQuery,
     RunStatus,
     StepTask,
@@ -304,6 +305,37 @@ class InMemoryRunStore:
             finished = self.finish_run(run_id, status, result=result, error=error, inbox=inbox)
             return Released(finished, self.release_thread(thread_id, worker))
 
+    def finish_and_release_many(
+        self,
+        ends: Sequence[RunEnd],
+        *,
+        worker: str,
+        free: Sequence[str] = (),
+        requeue: Sequence[str] = (),
+    ) -> list[Released]:
+        out: list[Released] = []
+        with self._lock:
+            for run_id in requeue:
+                row = self._state.runs[run_id]
+                if row.status == "running":
+                    row.status = "queued"
+            for e in ends:
+                try:
+                    out.append(
+                        self.finish_and_release(
+                            e.run_id,
+                            e.status,
+                            thread_id=e.thread_id,
+                            worker=worker,
+                            result=e.result,
+                            error=e.error,
+                            inbox=e.inbox,
+                        )
+                    )
+                except CheckpointError as exc:  # a result the serde refuses: the lease goes
+                    out.append(Released(False, self.release_thread(e.thread_id, worker), exc))
+            return out + [Released(False, self.release_thread(t, worker)) for t in free]
+
     def _replace_inbox(self, update: InboxUpdate, run_id: str | None) -> None:
         keep = {e.interrupt_id for e in update.entries}
         inbox = self._state.inbox
@@ -519,6 +551,15 @@ class InMemoryRunStore:
                 if row.status not in TERMINAL:
                     return row.run_id
             return None
+
+    def claim_runs(self, run_ids: Sequence[str], worker: str, stale: float) -> list[Claim]:
+        claims = []
+        for run_id in run_ids:
+            try:
+                claims.append(self.claim_run(run_id, worker, stale))
+            except RunNotFoundError:
+                claims.append(Claim(ended=True, leased=False, run=None, found=False))
+        return claims
 
     def claim_run(self, run_id: str, worker: str, stale: float) -> Claim:
         with self._lock:

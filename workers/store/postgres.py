@@ -47,6 +47,7 @@ from workers.store._model import (
     Overview,
     Released,
     Run,
+    RunEnd,
     RunQuery,
     RunStatus,
     StepTask,
@@ -194,9 +195,9 @@ class PostgresRunStore:
         error: Mapping[str, Any] | None = None,
         inbox: InboxUpdate | None = None,
     ) -> bool:
-        name, params = self._finish(run_id, status, result, error, inbox)
+        statement, params = self._finish(run_id, status, result, error, inbox)
         with self._conn("finish_run") as conn:
-            cur = conn.execute(query(name), params)
+            cur = conn.execute(statement, params)
             return bool(cur.rowcount > 0)
 
     def finish_and_release(
@@ -210,9 +211,54 @@ class PostgresRunStore:
         error: Mapping[str, Any] | None = None,
         inbox: InboxUpdate | None = None,
     ) -> Released:
-        name, params = self._finish(run_id, status, result, error, inbox)
-        params.update(thread_id=thread_id, worker=worker)
-        return self._release("finish_run", params, first=query(name))
+        end = RunEnd(run_id, thread_id, status, result, error, inbox)
+        return self.finish_and_release_many([end], worker=worker)[0]
+
+    def finish_and_release_many(
+        self,
+        ends: Sequence[RunEnd],
+        *,
+        worker: str,
+        free: Sequence[str] = (),
+        requeue: Sequence[str] = (),
+    ) -> list[Released]:
+        """One transaction in one round trip: per end its finish statement, then
+        release_lease and next_run_of_thread (see release_lease in queries.sql); per freed
+        thread the last two. Its commit waits for the WAL flush only when it ends a run."""
+        if not ends and not free:
+            return []
+        # per thread: its lease, the run's end (None: none, or refused) and why refused
+        steps: list[
+            tuple[dict[str, Any], tuple[LiteralString, dict[str, Any]] | None, Exception | None]
+        ] = []
+        for end in ends:
+            lease = {"thread_id": end.thread_id, "worker": worker}
+            try:
+                statement = self._finish(end.run_id, end.status, end.result, end.error, end.inbox)
+            except CheckpointError as exc:  # a result the serde refuses: the lease still goes
+                steps.append((lease, None, exc))
+            else:
+                steps.append((lease, statement, None))
+        steps += [({"thread_id": thread_id, "worker": worker}, None, None) for thread_id in free]
+        cursors: list[tuple[psycopg.Cursor[Any] | None, psycopg.Cursor[Any]]] = []
+        with self._conn("finish_and_release") as conn:
+            with conn.pipeline(), conn.transaction():
+                if not any(ending for _, ending, _ in steps):
+                    conn.execute(query("async_commit"))  # leases alone are soft state
+                if requeue:
+                    conn.execute(query("requeue_runs"), {"run_ids": list(requeue)})
+                for lease, ending, _ in steps:
+                    head: psycopg.Cursor[Any] | None = None
+                    if ending is not None:
+                        head = conn.execute(*ending)
+                    conn.execute(query("release_lease"), lease)
+                    cursors.append((head, conn.execute(query("next_run_of_thread"), lease)))
+            out = []
+            for (head, following), (_, _, refused) in zip(cursors, steps, strict=True):
+                row = following.fetchone()
+                finished = head is not None and head.rowcount > 0
+                out.append(Released(finished, None if row is None else str(row["run_id"]), refused))
+        return out
 
     def _finish(
         self,
@@ -221,7 +267,7 @@ class PostgresRunStore:
         result: Any,
         error: Mapping[str, Any] | None,
         inbox: InboxUpdate | None,
-    ) -> tuple[str, dict[str, Any]]:
+    ) -> tuple[LiteralString, dict[str, Any]]:
         """The statement that ends a run (and sets its thread's inbox), and its parameters."""
         result_type, result_bytes = self._dump(result) if result is not None else (None, None)
         params: dict[str, Any] = {
@@ -232,8 +278,8 @@ class PostgresRunStore:
             "error": json.dumps(dict(error)) if error is not None else None,
         }
         if inbox is None:
-            return "finish_run", params
-        return "finish_run_inbox", {**params, **_inbox_params(inbox)}
+            return query("finish_run"), params
+        return query("finish_run_inbox"), {**params, **_inbox_params(inbox)}
 
     def create_runs(
         self, news: Sequence[NewRun]
@@ -382,25 +428,7 @@ class PostgresRunStore:
             return conn.execute(query("acquire_thread"), params).fetchone() is not None
 
     def release_thread(self, thread_id: str, worker: str) -> str | None:
-        params = {"thread_id": thread_id, "worker": worker}
-        return self._release("release_thread", params, first=query("async_commit")).following
-
-    def _release(self, operation: str, params: dict[str, Any], *, first: LiteralString) -> Released:
-        """``first`` (a run's end, or async_commit for a lease alone), then release_lease
-        and next_run_of_thread, in one transaction and one round trip (see release_lease
-        in queries.sql)."""
-        with (
-            self._conn(operation) as conn,
-            conn.cursor() as head,
-            conn.cursor() as following,
-        ):
-            with conn.pipeline(), conn.transaction():
-                head.execute(first, params)
-                conn.execute(query("release_lease"), params)
-                following.execute(query("next_run_of_thread"), params)
-            row = following.fetchone()
-            finished = head.rowcount > 0
-        return Released(finished, None if row is None else str(row["run_id"]))
+        return self.finish_and_release_many([], worker=worker, free=[thread_id])[0].following
 
     def claim_run(self, run_id: str, worker: str, stale: float) -> Claim:
         params = {"run_id": run_id, "worker": worker, "stale": stale}
@@ -408,6 +436,28 @@ class PostgresRunStore:
             row = conn.execute(query("claim_run"), params).fetchone()
         if row is None:
             raise RunNotFoundError(f"No run {run_id}: check the id (graphrun runs lists them).")
+        return self._claim(row)
+
+    def claim_runs(self, run_ids: Sequence[str], worker: str, stale: float) -> list[Claim]:
+        """claim_run per run, pipelined: one round trip and one implicit transaction (one
+        Sync), committed without waiting for the WAL flush (claims are soft state). Two
+        jobs claiming the same threads in other orders may deadlock: Postgres aborts one,
+        a transient error its job retries."""
+        if not run_ids:
+            return []
+        params = [{"run_id": r, "worker": worker, "stale": stale} for r in run_ids]
+        rows: list[Any] = []
+        with self._conn("claim_runs") as conn, conn.cursor() as cur:
+            cur.executemany(query("claim_run"), params, returning=True)
+            while True:
+                rows.append(cur.fetchone())
+                if not cur.nextset():
+                    break
+        return [self._claim(row) for row in rows]
+
+    def _claim(self, row: Mapping[str, Any] | None) -> Claim:
+        if row is None:  # no such run (a claim of a single run raises instead)
+            return Claim(ended=True, leased=False, run=None, found=False)
         ended = row["target_status"] not in ("queued", "running")
         run = self._run(row) if row["run_id"] is not None else None
         return Claim(ended=ended, leased=bool(row["leased"]), run=run)

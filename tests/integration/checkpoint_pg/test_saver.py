@@ -328,3 +328,23 @@ def test_lazy_writes_store_the_same_rows_and_leave_the_session_as_it_was(
     # SET LOCAL: the relaxed commit ended with its transaction
     assert pg_conn.execute("SHOW synchronous_commit").fetchone() == {"synchronous_commit": "on"}
     assert saver._durable_writes  # the view did not change the saver it came from
+
+
+def test_get_tuples_reads_several_threads_as_get_tuple_does(saver: PostgresSaver) -> None:
+    a, b = thread(), thread()
+    first, versions = child(saver, None, {"a": 1}, step=-1)
+    ca = saver.put(config(a), first, meta(-1), versions)
+    saver.put_writes(ca, [("a", 5)], "task-1")
+    second, versions = child(saver, first, {"a": 2})
+    saver.put(ca, second, meta(0), versions)
+    other, versions = child(saver, None, {"b": 1}, step=-1)
+    saver.put(config(b), other, meta(-1), versions)
+    configs = [
+        config(a),
+        config(thread()),  # no such thread
+        config(b),
+        ca,  # an older checkpoint, by id, with its writes
+        config(a, checkpoint_id="not-a-uuid"),
+    ]
+    assert saver.get_tuples(configs) == [saver.get_tuple(c) for c in configs]
+    assert saver.get_tuples([]) == []

@@ -36,7 +36,7 @@ class NoBroker:
     def send_coordinate(self, run_id: str, *, delay: float = 0.0) -> None:
         pass
 
-    def send_coordinates(self, run_ids: Sequence[str]) -> None:
+    def send_coordinates(self, run_ids: Sequence[str], *, per_message: int = 1) -> None:
         pass
 
     def send_tasks(
