@@ -135,6 +135,7 @@ ALLOWED_IN_RUNTIME = {
             "callbacks.py",
             "pregel/_lc_callbacks.py",
             "pregel/_lc_messages.py",
+            "pregel/_lc_progress.py",
             "pregel/_lc_tools.py",
             "stream/_messages.py",
         )
