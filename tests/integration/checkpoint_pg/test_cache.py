@@ -43,9 +43,7 @@ def test_set_get_and_overwrite_with_typed_values(cache: PostgresCache[Any]) -> N
     assert cache.get([]) == {}
 
 
-def test_expired_entries_are_invisible_and_swept(
-    cache: PostgresCache[Any], pg_url: str
-) -> None:
+def test_expired_entries_are_invisible_and_swept(cache: PostgresCache[Any], pg_url: str) -> None:
     ns = _ns()
     cache.set({(ns, "old"): (1, 60), (ns, "live"): (2, None)})
     with psycopg.connect(pg_url, autocommit=True) as conn:
