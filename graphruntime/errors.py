@@ -281,7 +281,7 @@ class NodeTimeoutError(GraphRuntimeError):
         self.run_timeout = run_timeout
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # copy and pickle would call the constructor with ``args`` (the message)
+        # copy.copy would call the constructor with ``args`` (the message)
         return (
             _node_timeout_error,
             (self.node, self.elapsed, self.kind, self.idle_timeout, self.run_timeout),

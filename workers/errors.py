@@ -85,7 +85,7 @@ class RemoteGraphError(WorkerError):
         self.type_name = type_name
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # copy and pickle call the constructor with these (not with ``args``)
+        # copy.copy calls the constructor with these (not with ``args``)
         return (type(self), (self.type_name, str(self)), self.__dict__)
 
 

@@ -90,9 +90,10 @@ class LoopCalls:
 
     resume_taken_by: str | None
 
+    pending_writes: list[tuple[str, str, Any]]
+
     if TYPE_CHECKING:
 
-        def recorded_writes(self, task_id: str) -> list[tuple[str, Any]]: ...
         def _reattach_finished(self, tasks: Collection[PreparedTask]) -> list[PreparedTask]: ...
         def plan_task(self, path: Sequence[Any]) -> PreparedTask | None: ...
         def task_config(self, task: PreparedTask) -> RunnableConfig: ...
@@ -182,8 +183,9 @@ class LoopCalls:
         """
         if self.resume_taken_by is not None:
             return
-        for task_id in task_ids:
-            if any(channel == RESUME for channel, _ in self.recorded_writes(task_id)):
+        # one pass over the step's writes (not one per call: a round may be large)
+        for task_id, channel, _ in self.pending_writes:
+            if channel == RESUME and task_id in task_ids:
                 self.resume_taken_by = task_id
                 return
 

@@ -23,14 +23,11 @@ from graphruntime.errors import CheckpointError, InvalidUpdateError
 from graphruntime.graph import END, START, StateGraph
 from graphruntime.pregel import _delta
 from graphruntime.types import Command, Overwrite, Send, interrupt
-
-
-def _extend(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
-    return [*current, *(item for write in writes for item in write)]
+from tests.unit.runtime.delta_graphs import extend, input_graph
 
 
 class State(TypedDict, total=False):
-    log: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=3)]
+    log: Annotated[list[str], DeltaChannel(extend, snapshot_frequency=3)]
     plain: Annotated[list[str], operator.add]
 
 
@@ -55,7 +52,7 @@ def test_a_step_folds_its_writes_in_one_reducer_call() -> None:
 
     def reducer(current: list[Any], writes: Sequence[Any]) -> list[Any]:
         calls.append(list(writes))
-        return _extend(current, writes)
+        return extend(current, writes)
 
     channel = DeltaChannel(reducer).from_checkpoint(MISSING)
     assert channel.update([["a"], ["b"]])
@@ -66,7 +63,7 @@ def test_a_step_folds_its_writes_in_one_reducer_call() -> None:
 
 
 def test_an_overwrite_replaces_the_value_and_two_in_a_step_are_refused() -> None:
-    channel = DeltaChannel(_extend).from_checkpoint(DeltaSnapshot(["old"]))
+    channel = DeltaChannel(extend).from_checkpoint(DeltaSnapshot(["old"]))
     channel.update([["x"], Overwrite(["new"])])
     assert channel.get() == ["new"]
     with pytest.raises(InvalidUpdateError):
@@ -74,7 +71,7 @@ def test_an_overwrite_replaces_the_value_and_two_in_a_step_are_refused() -> None
 
 
 def test_replay_starts_over_at_the_last_overwrite() -> None:
-    channel = DeltaChannel(_extend).from_checkpoint(["seed"])
+    channel = DeltaChannel(extend).from_checkpoint(["seed"])
     channel.replay_writes(
         [("t1", "log", ["a"]), ("t2", "log", Overwrite(["b"])), ("t3", "log", ["c"])]
     )
@@ -82,7 +79,7 @@ def test_replay_starts_over_at_the_last_overwrite() -> None:
 
 
 def test_copies_do_not_share_the_value() -> None:
-    channel = DeltaChannel(_extend).from_checkpoint(DeltaSnapshot(["a"]))
+    channel = DeltaChannel(extend).from_checkpoint(DeltaSnapshot(["a"]))
     copy = channel.copy()
     copy.update([["b"]])
     assert channel.get() == ["a"]
@@ -107,9 +104,9 @@ def test_the_annotation_gives_the_value_type() -> None:
 
 def test_snapshot_frequency_must_be_a_positive_int() -> None:
     with pytest.raises(ValueError, match="positive"):
-        DeltaChannel(_extend, snapshot_frequency=0)
+        DeltaChannel(extend, snapshot_frequency=0)
     with pytest.raises(TypeError, match="positive int"):
-        DeltaChannel(_extend, snapshot_frequency=2.5)  # type: ignore[arg-type]
+        DeltaChannel(extend, snapshot_frequency=2.5)  # type: ignore[arg-type]
 
 
 def test_a_snapshot_round_trips_through_the_strict_serializer() -> None:
@@ -157,7 +154,7 @@ def test_a_channel_untouched_for_too_long_still_snapshots(monkeypatch: pytest.Mo
     monkeypatch.setattr(_delta, "DELTA_MAX_SUPERSTEPS_SINCE_SNAPSHOT", 4)
 
     class Quiet(TypedDict, total=False):
-        log: Annotated[list[str], DeltaChannel(_extend, snapshot_frequency=1000)]
+        log: Annotated[list[str], DeltaChannel(extend, snapshot_frequency=1000)]
         n: int
 
     builder = StateGraph(Quiet).add_node("count", lambda s: {"n": s.get("n", 0) + 1})
@@ -250,32 +247,9 @@ def test_history_without_a_saver_is_refused() -> None:
         _delta.load_channels(graph.channel_specs, saved.checkpoint, saver=None, config=saved.config)
 
 
-def _input_graph(saver: InMemorySaver) -> Any:
-    """A graph whose input channel is a DeltaChannel: the run's input is a delta write."""
-    from graphruntime.channels import LastValue
-    from graphruntime.pregel import Pregel
-    from graphruntime.pregel._node import NodeSpec
-
-    count = NodeSpec(
-        name="count",
-        func=lambda items: len(items),
-        triggers=(START,),
-        input_keys=START,
-        writers=(lambda n, config: [("n", n)],),
-    )
-    return Pregel(
-        nodes={"count": count},
-        channels={START: DeltaChannel(_extend), "n": LastValue(int)},
-        input_channels=START,
-        output_channels=[START, "n"],
-        stream_channels=[START, "n"],
-        checkpointer=saver,
-    )
-
-
 def test_a_run_input_to_a_delta_channel_reads_back_on_its_own_branch() -> None:
     saver = InMemorySaver()
-    graph = _input_graph(saver)
+    graph = input_graph(saver)
     config = _thread()
     assert graph.invoke(["a"], config) == {START: ["a"], "n": 1}
     older = graph.get_state(config).config

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import operator
 import uuid
-from collections.abc import Sequence
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -22,14 +21,11 @@ from graphruntime.config import RunnableConfig
 from graphruntime.graph import START, StateGraph
 from graphruntime.pregel._exit_delta import exit_delta_late_task_id, exit_delta_task_id
 from graphruntime.types import Command, interrupt
-
-
-def _extend(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
-    return [*current, *(item for write in writes for item in write)]
+from tests.unit.runtime.delta_graphs import extend, input_graph
 
 
 class State(TypedDict, total=False):
-    log: Annotated[list[str], DeltaChannel(_extend)]
+    log: Annotated[list[str], DeltaChannel(extend)]
     plain: Annotated[list[str], operator.add]
 
 
@@ -207,32 +203,9 @@ def test_an_async_run_saves_the_same_layout() -> None:
     _assert_history_agrees(graph, config)
 
 
-def _input_graph(saver: InMemorySaver) -> Any:
-    """A graph whose input channel is a DeltaChannel: the run's input is a delta write."""
-    from graphruntime.channels import LastValue
-    from graphruntime.pregel import Pregel
-    from graphruntime.pregel._node import NodeSpec
-
-    count = NodeSpec(
-        name="count",
-        func=lambda items: len(items),
-        triggers=(START,),
-        input_keys=START,
-        writers=(lambda n, config: [("n", n)],),
-    )
-    return Pregel(
-        nodes={"count": count},
-        channels={START: DeltaChannel(_extend), "n": LastValue(int)},
-        input_channels=START,
-        output_channels=[START, "n"],
-        stream_channels=[START, "n"],
-        checkpointer=saver,
-    )
-
-
 def test_a_run_input_to_a_delta_channel_is_stored_on_the_anchor() -> None:
     saver = InMemorySaver()
-    graph = _input_graph(saver)
+    graph = input_graph(saver)
     config = _thread()
     assert graph.invoke(["a"], config, durability="exit") == {START: ["a"], "n": 1}
     assert graph.invoke(["b"], config, durability="exit") == {START: ["a", "b"], "n": 2}
