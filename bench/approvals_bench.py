@@ -162,12 +162,16 @@ def workers_pause(client: Any, db: str, ids: Sequence[str], timeout: float) -> f
 
 
 def workers_bulk_resume(client: Any, db: str, key: str, timeout: float, n: int) -> float:
+    if n >= 1000: open("/tmp/cpu_start", "w").close()
     t0 = time.perf_counter()
     outcomes = client.resume_many("bench_approval", where={}, value="yes", idempotency_key=key)
+    if n >= 1000:
+        sys.stdout.write(f"  resume_many returned after {time.perf_counter() - t0:.2f}s\n")
     run_ids = [o.run_id for o in outcomes if o.outcome == "applied"]
     assert len(run_ids) == n, f"{len(run_ids)} applied of {n}: {outcomes[:3]}"
     _wait_runs(db, run_ids, timeout)
     took = time.perf_counter() - t0
+    if n >= 1000: open("/tmp/cpu_end", "w").close()
     bad = _failed(db, run_ids)
     assert bad == 0, f"{bad} resumed runs failed"
     return took
@@ -273,6 +277,9 @@ def run(
                 log(f"  first page {figures.inbox_filtered_ms:.2f} ms (filtered)")
         finally:
             client.close()
+
+
+def run_langgraph(env: Env, figures: Figures, n: int, bulk: int, log: Any) -> None:
     with langgraph_app(env.langgraph_db) as app:
         langgraph_pause(app, [f"warm-{i}" for i in range(8)])
         langgraph_resume(app, [f"warm-{i}" for i in range(8)])
@@ -348,11 +355,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--profile", metavar="DIR", help="cProfile the workers' pool processes into DIR"
     )
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--no-langgraph", action="store_true", help="graphruntime only, printed only"
+    )
     args = parser.parse_args(argv)
     n = args.threads if args.threads is not None else (200 if args.quick else 2000)
     bulk = args.bulk if args.bulk is not None else (500 if args.quick else 10_000)
     inbox_rows = args.inbox if args.inbox is not None else (10_000 if args.quick else 100_000)
-    write = not args.no_write and not args.quick and not args.profile
+    write = not (args.no_write or args.quick or args.profile or args.no_langgraph)
 
     def log(msg: str) -> None:
         sys.stdout.write(msg + "\n")
@@ -383,6 +393,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.environ["REDIS_URL"] = redis.url
             env = Env(redis, server, workers_db, lg_db, lg_db, args.profile, log)
             run(env, figures, n, bulk, inbox_rows, log, args.concurrency)
+            if not args.no_langgraph:
+                run_langgraph(env, figures, n, bulk, log)
     finally:
         redis.stop()
         for k, v in saved.items():
@@ -390,6 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    if args.no_langgraph:
+        log(f"graphruntime only: {figures}")
+        return 0
     text = section(figures, meta)
     log(text)
     if write:

@@ -26,7 +26,13 @@ from psycopg import Capabilities, Connection, Cursor, sql
 from psycopg.rows import DictRow, dict_row
 
 from checkpoint_pg import _queries as q
-from checkpoint_pg._codec import blob_version_key, decode_body, encode_checkpoint, task_key
+from checkpoint_pg._codec import (
+    EncodedCheckpoint,
+    blob_version_key,
+    decode_body,
+    encode_checkpoint,
+    task_key,
+)
 from checkpoint_pg._connection import Conn, ConnectionSource
 from checkpoint_pg._history import HistoryRows
 from checkpoint_pg.errors import (
@@ -464,7 +470,7 @@ class PostgresSaver(ClusterSaver):
                 json_serde=self._json,
                 stored=stored,
             )
-            row = self._write_checkpoint({**base, **encoded._asdict()}, thread_id, fenced)
+            row = self._write_checkpoint({**base, **_array_params(encoded)}, thread_id, fenced)
             if row is not None and not row["ok"]:
                 self._raise_unless_retry(row, thread_id, checkpoint_ns, parent_id, checkpoint["id"])
                 break
@@ -949,3 +955,9 @@ def _require_uuid(value: str, what: str) -> uuid.UUID:
 
 def _canonical(value: str) -> str:
     return str(uuid.UUID(value))
+
+
+def _array_params(encoded: EncodedCheckpoint) -> dict[str, Any]:
+    """The encoded checkpoint as the put statements' parameters; an empty array goes as
+    NULL (the statements treat both alike), which costs the client no array dump."""
+    return {k: (v if v or not isinstance(v, list) else None) for k, v in encoded._asdict().items()}

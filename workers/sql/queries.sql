@@ -355,7 +355,7 @@ WITH done AS (
     RETURNING run_id, thread_id
 ), cleared AS (
     DELETE FROM graphruntime_interrupts i USING done
-    WHERE i.thread_id = done.thread_id AND NOT (i.interrupt_id = ANY(%(ids)s::text[]))
+    WHERE i.thread_id = done.thread_id AND i.interrupt_id <> ALL(coalesce(%(ids)s::text[], '{}'))
 ), added AS (
     INSERT INTO graphruntime_interrupts
         (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
@@ -377,7 +377,7 @@ SELECT pg_notify('graphruntime_runs', run_id::text) FROM done;
 -- The thread's inbox set to what it waits on after an edit of its state.
 WITH cleared AS (
     DELETE FROM graphruntime_interrupts
-    WHERE thread_id = %(thread_id)s AND NOT (interrupt_id = ANY(%(ids)s::text[]))
+    WHERE thread_id = %(thread_id)s AND interrupt_id <> ALL(coalesce(%(ids)s::text[], '{}'))
 )
 INSERT INTO graphruntime_interrupts
     (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,

@@ -659,6 +659,12 @@ class PostgresRunStore:
 def _inbox_params(update: InboxUpdate) -> dict[str, Any]:
     """The inbox rows of an update as the statements' parallel arrays."""
     entries = update.entries
+    if not entries:  # NULL arrays: nothing to add, every wait goes (no array dumps)
+        return {
+            "graph": update.graph,
+            "checkpoint_id": update.checkpoint_id,
+            **dict.fromkeys(("ids", "nodes", "nss", "values", "deadlines", "dtypes", "dvalues")),
+        }
     return {
         "graph": update.graph,
         "checkpoint_id": update.checkpoint_id,
