@@ -34,6 +34,7 @@ from checkpoint_pg._codec import (
     task_key,
 )
 from checkpoint_pg._connection import Conn, ConnectionSource
+from checkpoint_pg._held import HeldPut, verdict
 from checkpoint_pg._history import HistoryRows
 from checkpoint_pg.errors import (
     CheckpointStoreError,
@@ -50,9 +51,11 @@ from graphruntime.checkpoint import (
     CheckpointTuple,
     ClusterSaver,
     DeltaChannelHistory,
+    HeldSave,
     JsonSerializer,
     PendingWrite,
     SerializerProtocol,
+    WriteBatch,
     get_checkpoint_id,
 )
 from graphruntime.checkpoint.base import checkpoint_config, config_key, write_rows
@@ -439,6 +442,37 @@ class PostgresSaver(ClusterSaver):
         (forking an old checkpoint must work), and do not take the lock.
         """
         fenced = fenced or self._fence_all
+        base = self._put_base(config, checkpoint, metadata, fenced)
+        thread_id, checkpoint_ns = base["thread_id"], base["checkpoint_ns"]
+        resend: set[str] = set()
+        for _ in range(3):
+            params, keys = self._encode_put(base, checkpoint, new_versions, resend)
+            row = self._write_checkpoint(params, thread_id, fenced)
+            if row is not None and not row["ok"]:
+                expected = get_checkpoint_id(config)
+                self._raise_unless_retry(row, thread_id, checkpoint_ns, expected, checkpoint["id"])
+                break
+            if row is None or not row["missing"]:
+                for key in keys:
+                    self._known.add(key)
+                break
+            # A referenced blob is gone (deleted or pruned meanwhile): send it too.
+            resend.update(row["missing"])
+        else:
+            raise CheckpointStoreError(
+                f"PostgresSaver.put: blobs {sorted(resend)} kept disappearing while "
+                f"storing checkpoint {checkpoint['id']}; is the thread being deleted?"
+            )
+        return checkpoint_config(thread_id, checkpoint_ns, checkpoint["id"])
+
+    def _put_base(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        fenced: bool,
+    ) -> dict[str, Any]:
+        """A put's parameters but the encoded checkpoint's, checked."""
         thread_id, checkpoint_ns = config_key(config)
         parent_id = get_checkpoint_id(config)
         new_id = _require_uuid(checkpoint["id"], 'checkpoint["id"]')
@@ -449,47 +483,44 @@ class PostgresSaver(ClusterSaver):
                 f"{parent_id}: ids are time-ordered uuid6, is this host's clock behind "
                 "the one that wrote the parent?"
             )
-        base = {
+        return {
             "thread_id": thread_id,
             "checkpoint_ns": checkpoint_ns,
             "checkpoint_id": new_id,
             "parent_checkpoint_id": parent,
             "metadata": self._json_text(dict(metadata), "checkpoint metadata"),
         }
-        resend: set[str] = set()
+
+    def _encode_put(
+        self,
+        base: dict[str, Any],
+        checkpoint: Checkpoint,
+        new_versions: ChannelVersions,
+        resend: Collection[str],
+    ) -> tuple[dict[str, Any], builtins.list[tuple[str, str, str, str]]]:
+        """The put's parameters, and the blobs it stores or references (its known keys)."""
+        thread_id, checkpoint_ns = base["thread_id"], base["checkpoint_ns"]
 
         def stored(channel: str, key: str) -> bool:
             key4 = (thread_id, checkpoint_ns, channel, key)
             return channel not in resend and key4 in self._known
 
-        for _ in range(3):
-            encoded = encode_checkpoint(
-                checkpoint,
-                new_versions,
-                values_serde=self.serde,
-                json_serde=self._json,
-                stored=stored,
+        encoded = encode_checkpoint(
+            checkpoint,
+            new_versions,
+            values_serde=self.serde,
+            json_serde=self._json,
+            stored=stored,
+        )
+        keys = [
+            (thread_id, checkpoint_ns, channel, key)
+            for channel, key in zip(
+                encoded.blob_channels + encoded.ref_channels,
+                encoded.blob_keys + encoded.ref_keys,
+                strict=True,
             )
-            row = self._write_checkpoint({**base, **_array_params(encoded)}, thread_id, fenced)
-            if row is not None and not row["ok"]:
-                self._raise_unless_retry(row, thread_id, checkpoint_ns, parent_id, checkpoint["id"])
-                break
-            if row is None or not row["missing"]:
-                for channel, key in zip(
-                    encoded.blob_channels + encoded.ref_channels,
-                    encoded.blob_keys + encoded.ref_keys,
-                    strict=True,
-                ):
-                    self._known.add((thread_id, checkpoint_ns, channel, key))
-                break
-            # A referenced blob is gone (deleted or pruned meanwhile): send it too.
-            resend.update(row["missing"])
-        else:
-            raise CheckpointStoreError(
-                f"PostgresSaver.put: blobs {sorted(resend)} kept disappearing while "
-                f"storing checkpoint {checkpoint['id']}; is the thread being deleted?"
-            )
-        return checkpoint_config(thread_id, checkpoint_ns, checkpoint["id"])
+        ]
+        return {**base, **_array_params(encoded)}, keys
 
     def _write_checkpoint(
         self, params: dict[str, Any], thread_id: str, fenced: bool
@@ -605,6 +636,119 @@ class PostgresSaver(ClusterSaver):
         view = copy.copy(self)
         view._ahead = statements
         return view.put(config, checkpoint, metadata, new_versions)
+
+    def hold_put(
+        self,
+        batch: WriteBatch,
+        config: RunnableConfig | None,
+        checkpoint: Checkpoint | None = None,
+        metadata: CheckpointMetadata | None = None,
+        new_versions: ChannelVersions | None = None,
+    ) -> HeldSave:
+        """The writes and the put (none without ``config``), encoded now, for
+        :meth:`save_held` to send with other threads' in one round trip."""
+        writes = self._batch_statements(batch)
+        if config is None:
+            return HeldPut(None, writes)
+        if checkpoint is None or metadata is None or new_versions is None:
+            raise TypeError("hold_put: a put takes checkpoint, metadata and new_versions")
+        fenced = self._fence_all
+        base = self._put_base(config, checkpoint, metadata, fenced)
+        params, keys = self._encode_put(base, checkpoint, new_versions, ())
+        for key in keys:
+            # the later held puts of the thread may refer to the blobs this one sends:
+            # the group stores them first (a refused group forgets them again)
+            self._known.add(key)
+        plain = params["blob_versions"] is None
+        query = (
+            q.PUT_CHECKPOINT_FENCED
+            if fenced
+            else q.PUT_CHECKPOINT_ROW
+            if plain
+            else q.PUT_CHECKPOINT
+        )
+        return HeldPut(
+            checkpoint_config(base["thread_id"], base["checkpoint_ns"], checkpoint["id"]),
+            writes,
+            query,
+            params,
+            returns_row=fenced or not plain,
+            expected=get_checkpoint_id(config),
+            keys=keys,
+        )
+
+    def save_held(self, runs: Sequence[Sequence[HeldSave]]) -> builtins.list[Exception | None]:
+        """The held saves of several runs in one transaction and one pipelined round trip
+        (committed without waiting for the WAL flush if this view is :meth:`lazy`).
+
+        A statement that fails takes the transaction with it: then each run's saves
+        are stored in a transaction of their own, so that only that run fails.
+        """
+        held = [[_held_put(h) for h in run if not h.stored] for run in runs]
+        if not any(held):
+            return [None] * len(held)
+        try:
+            return self._save_held(held)
+        except CheckpointStoreUnavailable:
+            self._forget(held)
+            raise
+        except CheckpointStoreError:
+            if len(held) == 1:
+                self._forget(held)
+                raise
+        out: builtins.list[Exception | None] = []
+        for run in held:
+            try:
+                out.extend(self._save_held([run]))
+            except CheckpointStoreUnavailable:
+                self._forget(held)
+                raise
+            except CheckpointStoreError as exc:
+                self._forget([run])
+                out.append(exc)
+        return out
+
+    def _save_held(self, runs: Sequence[Sequence[HeldPut]]) -> builtins.list[Exception | None]:
+        sent: builtins.list[builtins.list[tuple[HeldPut, Cursor[DictRow] | None]]] = []
+        with self._store_errors("save_held"), self._source.connection() as conn:
+            prepare = None if conn.prepare_threshold is None else True
+            with (
+                conn.pipeline() if self._pipeline else _no_pipeline(),
+                conn.transaction(),
+                conn.cursor(binary=True) as cur,
+            ):
+                if not self._durable_puts:
+                    cur.execute(q.ASYNC_COMMIT)
+                for run in runs:
+                    saves: builtins.list[tuple[HeldPut, Cursor[DictRow] | None]] = []
+                    for held in run:
+                        for query, params in held.writes:
+                            cur.execute(query, params, prepare=prepare)
+                        put: Cursor[DictRow] | None = None
+                        if held.query is not None:
+                            put = conn.cursor(binary=True, row_factory=dict_row)
+                            put.execute(held.query, held.params, prepare=prepare)
+                        saves.append((held, put))
+                    sent.append(saves)
+            # the rows arrived with the commit (one round trip in pipeline mode)
+            rows = [
+                [(h, c.fetchone() if c is not None and h.returns_row else None) for h, c in saves]
+                for saves in sent
+            ]
+        out: builtins.list[Exception | None] = []
+        for run_rows in rows:
+            error = verdict(run_rows, self._raise_unless_retry)
+            if error is not None:
+                self._forget([[h for h, _ in run_rows]])
+            out.append(error)
+        return out
+
+    def _forget(self, runs: Sequence[Sequence[HeldPut]]) -> None:
+        """Drop the blobs held puts vouched for: they may not be stored."""
+        for run in runs:
+            for held in run:
+                for key in held.keys:
+                    self._known.discard(key)
 
     def put_writes_many(
         self, batch: Sequence[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]
@@ -890,6 +1034,9 @@ class _KnownBlobs:
             with suppress(StopIteration, KeyError, RuntimeError):
                 del self._keys[next(iter(self._keys))]
 
+    def discard(self, key: tuple[str, str, str, str]) -> None:
+        self._keys.pop(key, None)
+
     def forget_thread(self, thread_id: str) -> None:
         for key in [k for k in builtins.list(self._keys) if k[0] == thread_id]:
             self._keys.pop(key, None)
@@ -955,6 +1102,14 @@ def _require_uuid(value: str, what: str) -> uuid.UUID:
 
 def _canonical(value: str) -> str:
     return str(uuid.UUID(value))
+
+
+def _held_put(held: HeldSave) -> HeldPut:
+    if not isinstance(held, HeldPut):
+        raise TypeError(
+            f"PostgresSaver.save_held takes the saves of its own hold_put, got {held!r}"
+        )
+    return held
 
 
 def _array_params(encoded: EncodedCheckpoint) -> dict[str, Any]:

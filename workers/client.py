@@ -79,15 +79,17 @@ class RunHandle:
 
 
 def check_durability(durability: Any) -> None:
-    """The durability modes a run on the workers can honour: "sync" and "async" (each
-    step is saved before its tasks are sent); "exit" is refused, not ignored."""
+    """The durability modes a run on the workers can honour: "sync" (each step's
+    checkpoint is stored before the next step starts) and "async", the default (stored
+    while later steps run, grouped with other runs'; see workers/_held_group.py). Both
+    store a step's checkpoint before its tasks are sent; "exit" is refused."""
     if durability in (None, "sync", "async"):
         return
     if durability == "exit":
         raise ValueError(
             "durability='exit' saves only a run's last checkpoint; on the workers every step "
-            "is saved, since each may run on another worker. Use 'sync' or 'async' (the "
-            "same there), or run the graph in-process for 'exit'."
+            "is saved, since each may run on another worker. Use 'sync' or 'async', or "
+            "run the graph in-process for 'exit'."
         )
     raise ValueError(f"durability must be 'sync', 'async' or 'exit', not {durability!r}")
 
@@ -162,9 +164,11 @@ class GraphClient:
         """Queue a run of ``graph`` on the config's thread; returns at once.
 
         ``context`` is the run's ``Runtime.context`` (checked against the graph's
-        ``context_schema`` here). ``durability`` "sync" and "async" are what the workers
-        do anyway (every step is saved before its tasks go out); "exit" is refused, and
-        so is ``control`` (an in-process ``RunControl``).
+        ``context_schema`` here). ``durability``: "async" (the default) stores a step's
+        checkpoint while the run goes on, as LangGraph does, grouped with other runs'
+        (a worker killed meanwhile redoes the steps not yet stored); "sync" stores it
+        before the next step starts; "exit" is refused, and so is ``control`` (an
+        in-process ``RunControl``).
 
         Nothing is read from the thread: a resume is checked against its pending
         interrupts when the run starts, after the thread's earlier runs, and a
@@ -295,6 +299,8 @@ class GraphClient:
         if context is not None:
             self.registry.get(graph).run_options({}, context=context)  # a bad one fails here
             payload["context"] = context
+        if durability == "sync":  # "async" (the default) lets the coordinator group puts
+            payload["durability"] = durability
         digest = self._check_payload(graph, payload)
         origin: dict[str, Any] = {"route": route}
         if actor is not None:

@@ -16,6 +16,7 @@ in one transaction (:class:`Batch`).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import logging
 import time
@@ -42,6 +43,7 @@ from graphruntime.pregel import (
 from workers import observability as observe
 from workers._call_jobs import CallJobs, only_calls_recorded
 from workers._deferred_writes import DeferredWrites
+from workers._held_group import HeldGroup
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.dispatch import dispatch_retry, dispatch_step
 from workers.errors import (
@@ -159,13 +161,15 @@ def _heads(ctx: WorkerContext, runs: Sequence[Run]) -> dict[str, CheckpointTuple
 class Batch:
     """The thread leases a coordinator job's round holds, and the ends of its runs.
 
-    The ends are written together once every run of the round was advanced, with the
-    leases they free: one transaction, one durable commit. The WAL is flushed in order,
-    so that commit also makes durable every lazy write the round made before (each
-    run's checkpoints), all before the job is acked (late acks). No client sees a run
-    of the round end before that commit. A crash before it loses no more than a crash
-    before a single run's end: the redelivered job (or the sweeper) redoes each run
-    from its checkpoints, which every run is safe for.
+    The runs' checkpoints, held as they were made (:class:`HeldGroup`, durability
+    "async"), are stored together once every run of the round was advanced: one
+    transaction, one round trip, committed lazily. Then the ends are written together,
+    with the leases they free: one transaction, one durable commit. The WAL is flushed
+    in order, so that commit also makes the checkpoints durable, all before the job is
+    acked (late acks). No client sees a run of the round end before that commit. A
+    crash before it loses the round's unstored checkpoints and its ends: the
+    redelivered job (or the sweeper) redoes each run from its stored checkpoints, which
+    every run is safe for.
     """
 
     def __init__(self, ctx: WorkerContext, failures: list[str]) -> None:
@@ -173,6 +177,7 @@ class Batch:
         self.failures = failures
         self.leases: dict[str, Lease] = {}
         self.ends: list[tuple[RunEnd, Callable[[], None]]] = []
+        self.held = HeldGroup(ctx.saver.lazy())
 
     def take(self, thread_id: str) -> bool:
         """Hold the thread's lease (claimed) in this batch; False if it holds it already."""
@@ -189,12 +194,13 @@ class Batch:
         are queued again (a queued run's start decides, e.g., whether it travels in time).
         """
         ctx = self.ctx
-        ends, self.ends = self.ends, []
-        held = [t for t, lease in self.leases.items() if lease.held and not lease.ending]
         requeue = [run.run_id for run in unstarted if run.status == "queued"]
-        if not ends and not held:
-            return []
+        redo: list[str] = []
         try:
+            ends = self._store_checkpoints(redo)
+            held = [t for t, lease in self.leases.items() if lease.held and not lease.ending]
+            if not ends and not held:
+                return []
             released = _patiently(
                 lambda: ctx.store.finish_and_release_many(
                     [end for end, _ in ends], worker=ctx.worker_name, free=held, requeue=requeue
@@ -206,6 +212,8 @@ class Batch:
             raise
         for lease in self.leases.values():
             lease.held = False
+        for run_id in redo:  # its thread moved on meanwhile: start over from where it is
+            ctx.broker.send_coordinate(run_id, delay=2 * ctx.settings.heartbeat_interval)
         following = []
         for (end, then), done in zip(ends, released, strict=False):
             if done.error is not None:
@@ -218,6 +226,30 @@ class Batch:
             if done.following is not None:
                 following.append(done.following)
         return following
+
+    def _store_checkpoints(self, redo: list[str]) -> list[tuple[RunEnd, Callable[[], None]]]:
+        """Store the checkpoints the ending runs held, all in one round trip; the ends to
+        write. A run whose puts were refused (its thread moved under it) does not end:
+        its id goes to ``redo``; one whose puts failed ends with that error."""
+        ends, self.ends = self.ends, []
+        self.held.store()
+        kept = []
+        for end, then in ends:
+            error = self.held.error_of(end.run_id)
+            if error is None:
+                kept.append((end, then))
+            elif isinstance(error, CheckpointConflict):
+                log.warning("run %s: its checkpoints were refused (%s); re-sent", end.run_id, error)
+                self.leases[end.thread_id].ending = False  # freed with the others
+                redo.append(end.run_id)
+            else:
+                log.error("run %s: its checkpoints could not be stored: %s", end.run_id, error)
+                self.failures.append(f"run {end.run_id}: {type(error).__name__}: {error}")
+                failed = dataclasses.replace(
+                    end, status="error", result=None, error=error_info(error), inbox=None
+                )
+                kept.append((failed, then))
+        return kept
 
     def _free_each(self) -> None:
         for lease in self.leases.values():
@@ -248,7 +280,8 @@ class Lease:
         inbox: InboxUpdate | None,
         then: Callable[[], None],
     ) -> None:
-        """End ``run`` and give the lease up when the batch closes; ``then`` once it did."""
+        """End ``run`` and give the lease up when the batch closes, once its held
+        checkpoints are stored; ``then`` once it ended."""
         end = RunEnd(run.run_id, self.thread_id, status, result, error, inbox)
         self.batch.ends.append((end, then))
         self.ending = True
@@ -330,9 +363,10 @@ def advance(
     events = RunEvents(ctx, run)
     loop: PregelLoop | None = None
     # every write of the run commits lazily (the run's end or a step's dispatch is a
-    # durable commit that makes them durable first); a step's writes go with its
-    # checkpoint, in one round trip, and any left are flushed before the run leaves us
-    saver = DeferredWrites(ctx.saver.fenced().lazy())
+    # durable commit that makes them durable first); with durability "async" its
+    # checkpoints are held and stored with the round's other runs' (HeldGroup)
+    held = None if run.payload.get("durability") == "sync" else lease.batch.held
+    saver = DeferredWrites(ctx.saver.fenced().lazy(), group=held, key=run.run_id)
     try:
         loop, reentering = _open(ctx, run, graph, saver, saved)
         # a step re-opened after its jobs ran: what they recorded, read once
@@ -340,7 +374,6 @@ def advance(
         loop.task_errors = recorded_errors(recorded or {})
         executor = observe.steps(ClusterExecutor(ctx, run, events, saver, recorded=recorded), run)
         events.extend(drive(loop, executor))
-        saver.flush()
     except StepSuspended:
         saver.flush()
         events.store()
@@ -373,10 +406,20 @@ def advance(
         return True
     events.store()
     waits = _waits(ctx, run, loop)
-    if loop.status in ("interrupted", "interrupt_before", "interrupt_after"):
-        _end(ctx, run, "interrupted", result=_result(loop, events), inbox=waits, lease=lease)
-    else:
-        _end(ctx, run, "success", result=_result(loop, events), inbox=waits, lease=lease)
+    status: RunStatus = (
+        "interrupted"
+        if loop.status in ("interrupted", "interrupt_before", "interrupt_after")
+        else "success"
+    )
+    _end(
+        ctx,
+        run,
+        status,
+        result=_result(loop, events),
+        inbox=waits,
+        lease=lease,
+    )
+    saver.hand_over()  # its last writes: stored with its checkpoints when the batch closes
     return True
 
 
@@ -456,9 +499,10 @@ class ClusterExecutor:
             calls = CallJobs(sent_calls)
             loop.calls = calls
             try:
-                outcome = observe.attempt(
-                    run, task, loop.task_config(task), loop.graph.retry_policy
-                )
+                with self.saver.storing_within():  # a slow node: what is held is stored
+                    outcome = observe.attempt(
+                        run, task, loop.task_config(task), loop.graph.retry_policy
+                    )
             finally:
                 loop.calls = None
             if unsent := calls.to_send():

@@ -12,7 +12,10 @@ last, so it also needs to:
 - save several tasks' writes at once (:meth:`ClusterSaver.put_writes_many`);
 - optionally commit pending writes, or all writes, without waiting for durability
   (:meth:`ClusterSaver.lazy_writes`, :meth:`ClusterSaver.lazy`) when the caller makes
-  them durable later.
+  them durable later;
+- optionally hold puts and store several threads' in one round trip
+  (:meth:`ClusterSaver.hold_put`, :meth:`ClusterSaver.save_held`), so a driver that
+  advances many threads in a row pays one round trip for all of their checkpoints.
 
 ``checkpoint_pg.PostgresSaver`` implements it for production and
 :class:`~graphruntime.checkpoint.memory.InMemorySaver` for tests;
@@ -35,10 +38,25 @@ from graphruntime.checkpoint.base import (
     CheckpointTuple,
 )
 
-__all__ = ("ClusterSaver", "WriteBatch")
+__all__ = ("ClusterSaver", "HeldSave", "WriteBatch")
 
 WriteBatch = Sequence[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]
 """``(config, writes, task_id, task_path)`` for each task, as ``put_writes`` takes them."""
+
+
+class HeldSave:
+    """A put (with the writes that go ahead of it) or writes alone, prepared by
+    :meth:`ClusterSaver.hold_put` and stored later by :meth:`ClusterSaver.save_held`.
+
+    ``config``: what ``put`` returns for the checkpoint (None: writes alone).
+    ``stored``: the saver stored it already (one that does not hold puts).
+    """
+
+    __slots__ = ("config", "stored")
+
+    def __init__(self, config: RunnableConfig | None, *, stored: bool) -> None:
+        self.config = config
+        self.stored = stored
 
 
 class ClusterSaver(BaseCheckpointSaver):
@@ -115,3 +133,44 @@ class ClusterSaver(BaseCheckpointSaver):
         """:meth:`put_writes` for several tasks; savers that can do it in one round trip should."""
         for config, writes, task_id, task_path in batch:
             self.put_writes(config, writes, task_id, task_path)
+
+    def hold_put(
+        self,
+        batch: WriteBatch,
+        config: RunnableConfig | None,
+        checkpoint: Checkpoint | None = None,
+        metadata: CheckpointMetadata | None = None,
+        new_versions: ChannelVersions | None = None,
+    ) -> HeldSave:
+        """:meth:`put_with_writes` (or, with no ``config``, :meth:`put_writes_many`),
+        prepared now and stored by :meth:`save_held`.
+
+        What is stored is what the values are now: a later change to them is not. This
+        default stores them now (a refused put raises here); savers that can send many
+        threads' puts in one round trip should hold them instead.
+        """
+        if config is None:
+            self.put_writes_many(batch)
+            return HeldSave(None, stored=True)
+        if checkpoint is None or metadata is None or new_versions is None:
+            raise TypeError("hold_put: a put takes checkpoint, metadata and new_versions")
+        saved = self.put_with_writes(batch, config, checkpoint, metadata, new_versions)
+        return HeldSave(saved, stored=True)
+
+    def save_held(self, runs: Sequence[Sequence[HeldSave]]) -> list[Exception | None]:
+        """Store held saves: each inner sequence in order, all in one round trip where the
+        saver can; durable or not as this view's puts are (:meth:`lazy`).
+
+        One entry per sequence: None if all of it was stored, else the error that
+        stopped it (:class:`~graphruntime.errors.CheckpointConflict` for a refused fenced
+        put, whose later puts are not stored either; their writes may be). An outage
+        raises, and then none of it may have been stored.
+        """
+        for run in runs:
+            for held in run:
+                if not held.stored:
+                    raise TypeError(
+                        f"{type(self).__name__} cannot store a save it did not hold: "
+                        "save_held takes the saves of the saver's own hold_put"
+                    )
+        return [None] * len(runs)

@@ -29,7 +29,7 @@ import pytest
 from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import InvalidResumeError
-from graphruntime.types import Command
+from graphruntime.types import Command, Durability
 from tests.e2e.fault_graphs import (
     Ledger,
     assert_applied_once,
@@ -149,12 +149,28 @@ def test_sigkill_worker_mid_task_job(cluster: LocalCluster, client: GraphClient,
     assert counts - Counter({"work:1": 1}) == oracle["counts"]  # nothing else ran twice
 
 
-def test_sigkill_worker_mid_inline_node(cluster: LocalCluster, client: GraphClient, ledger: Ledger):
-    """A single-task step runs inside the coordinator; the stalled run is nudged and re-run."""
+@pytest.mark.parametrize("durability", ["sync", "async"])
+def test_sigkill_worker_mid_inline_node(
+    cluster: LocalCluster, client: GraphClient, ledger: Ledger, durability: Durability
+):
+    """A single-task step runs inside the coordinator; the stalled run is nudged and re-run.
+
+    "sync": the step before was stored before the node started. "async": it is stored
+    while the node runs (a slow node: within STORE_WITHIN of its start), which the test
+    waits for; either way only the killed node runs again.
+    """
     cfg = fault_config(ledger, "b")
     tid = thread_of(cfg)
-    handle = client.submit(CHAIN, {"items": []}, cfg)
+    handle = client.submit(CHAIN, {"items": []}, cfg, durability=durability)
     victim = worker_of(cluster.workers, ledger.wait_started(tid, "b"))
+    if durability == "async":
+        wait_until(
+            lambda: client.get_state(CHAIN, cfg).values.get("items"),
+            timeout=10,
+            what="the checkpoint of the step before b to be stored",
+        )
+    else:
+        assert client.get_state(CHAIN, cfg).values.get("items"), "a's step was not stored"
     cluster.kill_worker(victim)
     ledger.release(tid, ["b"])
     cluster.restart_worker(victim)

@@ -1,0 +1,94 @@
+"""The checkpoints a coordinator round's runs hold, stored together in one round trip.
+
+A run with ``durability="async"`` (LangGraph's default) does not wait for each step's
+checkpoint to be stored before its next step, as in-process LangGraph does not: the
+coordinator holds them (encoded as they were made) and stores every run's at once when
+the round ends, before a step's tasks are dispatched, before anything reads them, and,
+while a node runs inline, at most ``STORE_WITHIN`` seconds after it started (a timer
+thread), so a slow node never keeps its predecessors' checkpoints unstored. A worker
+killed meanwhile loses only those: the run is redone from its last stored checkpoint.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from graphruntime.checkpoint import ClusterSaver, HeldSave
+
+STORE_WITHIN = 0.01
+"""Seconds a node runs inline before the checkpoints held so far are stored (by a
+timer thread, while it goes on)."""
+
+
+MAX_HELD = 256
+"""Saves held at most; then they are stored at once (a long chain of inline steps)."""
+
+
+class HeldGroup:
+    """Held saves of several runs (by run id), each run's in order; thread-safe."""
+
+    def __init__(self, saver: ClusterSaver) -> None:
+        self.saver = saver
+        self._lock = threading.Lock()
+        self._held: dict[str, list[HeldSave]] = {}
+        self._errors: dict[str, Exception] = {}
+        self._failure: BaseException | None = None
+        self._count = 0
+
+    def hold(self, run_id: str, save: HeldSave) -> None:
+        with self._lock:
+            if run_id not in self._errors:  # a refused run's later saves would be too
+                self._held.setdefault(run_id, []).append(save)
+                self._count += 1
+            full = self._count >= MAX_HELD
+        if full:
+            self.store()
+
+    def store(self) -> None:
+        """Store everything held, in one round trip. An outage raises (here, or in the
+        next call if a timer's store met it): what it took may not be stored."""
+        with self._lock:
+            if self._failure is not None:
+                raise self._failure
+            held, self._held = self._held, {}
+            self._count = 0
+            if not held:
+                return
+            try:
+                errors = self.saver.save_held(list(held.values()))
+            except BaseException as exc:
+                self._failure = exc
+                raise
+            for run_id, error in zip(held, errors, strict=True):
+                if error is not None:
+                    self._errors.setdefault(run_id, error)
+
+    def error_of(self, run_id: str) -> Exception | None:
+        """Why the run's saves were not all stored (None: all stored so far)."""
+        with self._lock:
+            return self._errors.get(run_id)
+
+    @contextmanager
+    def storing_within(self, delay: float = STORE_WITHIN) -> Iterator[None]:
+        """While the block runs (a node), store what is held once ``delay`` has passed."""
+        with self._lock:
+            idle = not self._held
+        if idle:
+            yield
+            return
+        timer = threading.Timer(delay, self._store_quietly)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+
+    def _store_quietly(self) -> None:
+        # an outage is kept for the coordinator's next store, which raises it
+        try:
+            self.store()
+        except BaseException:  # noqa: BLE001 (the coordinator's thread raises it)
+            return
