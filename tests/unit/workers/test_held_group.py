@@ -30,7 +30,7 @@ class RecordingSaver(InMemorySaver):
 
 
 def held(name: str) -> HeldSave:
-    return HeldSave({"configurable": {"thread_id": name}}, stored=False)  # type: ignore[arg-type]
+    return HeldSave({"configurable": {"thread_id": name}}, stored=False)
 
 
 def name(h: HeldSave) -> str:
