@@ -64,10 +64,6 @@ LACKING_GRAPH_DELAY = 5.0
 RELEASE_PATIENCE = 60.0
 """Seconds a job keeps trying to free a thread's lease through an outage."""
 
-BATCH_BUDGET = 1.0
-"""Seconds a coordinator job's round goes on starting the runs it was sent; the runs
-left are handed back, in messages of as many runs as fitted."""
-
 MAX_RUNS_PER_JOB = 16
 """Rounds a coordinator job takes (each one run per thread: those named, then those
 queued behind them meanwhile) before handing the threads back."""
@@ -111,7 +107,7 @@ def _round(ctx: WorkerContext, run_ids: Sequence[str], failures: list[str]) -> l
     with the shared driver, one after another, and end them together; the runs that
     follow the ended ones.
 
-    Runs still unstarted after ``BATCH_BUDGET`` seconds are handed back (their threads
+    Runs still unstarted after ``coordinate_budget`` seconds are handed back (their threads
     freed, their messages sent again) so that other workers take them meanwhile: slow
     runs spread over the cluster, and a round's ends wait for at most that long.
     """
@@ -127,7 +123,7 @@ def _round(ctx: WorkerContext, run_ids: Sequence[str], failures: list[str]) -> l
     try:
         heads = _heads(ctx, runs)
         for run in runs:
-            if done and time.monotonic() - started > BATCH_BUDGET:
+            if done and time.monotonic() - started > ctx.settings.coordinate_budget:
                 break
             lease = batch.leases[run.thread_id]
             done += 1

@@ -107,6 +107,15 @@ class Settings(BaseSettings):
         "one after another and ends them in one transaction, one durable commit for all. "
         "1 sends one message per run.",
     )
+    coordinate_budget: float = Field(
+        default=1.0,
+        ge=0,
+        le=60,
+        description="Seconds a coordinator job goes on starting the runs one message named; "
+        "those it has not started by then go back to the queue (their threads freed) for "
+        "any worker, so slow runs spread over the cluster and a batch's ends wait at most "
+        "about this long. 0: each job starts one run and hands the others back.",
+    )
     task_stale_after: float = Field(
         default=300.0,
         gt=0,

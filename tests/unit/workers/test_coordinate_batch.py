@@ -222,12 +222,11 @@ def test_an_outage_mid_batch_keeps_the_runs_ended_before_it_and_frees_every_leas
 
 
 def test_runs_not_started_within_the_budget_are_handed_back_to_other_workers(
-    make_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch
+    make_cluster: MakeCluster,
 ) -> None:
-    from workers import coordinator
-
-    monkeypatch.setattr(coordinator, "BATCH_BUDGET", 0.0)  # every run is "slow"
-    cluster = make_cluster({"ticket": ticket(Calls())})
+    # a budget of 0: every run is "slow"
+    settings = load_settings(database_url="memory://", redis_url="memory://", coordinate_budget=0)
+    cluster = make_cluster({"ticket": ticket(Calls())}, settings=settings)
     handles = cluster.client.submit_many(
         "ticket", [({"items": ["ops", f"T-{i}"]}, thread()) for i in range(3)]
     )
@@ -306,6 +305,12 @@ def test_one_run_per_message_when_the_batch_setting_is_1() -> None:
 def test_a_batch_setting_out_of_range_is_refused_by_name(value: int) -> None:
     with pytest.raises(ConfigurationError, match="GRAPHRUNTIME_COORDINATE_BATCH"):
         load_settings(coordinate_batch=value)
+
+
+@pytest.mark.parametrize("value", [-1, 61, "soon"])
+def test_a_budget_setting_out_of_range_is_refused_by_name(value: object) -> None:
+    with pytest.raises(ConfigurationError, match="GRAPHRUNTIME_COORDINATE_BUDGET"):
+        load_settings(coordinate_budget=value)
 
 
 def test_coordinator_messages_name_one_run_or_several() -> None:
