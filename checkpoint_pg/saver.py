@@ -682,7 +682,8 @@ class PostgresSaver(ClusterSaver):
         (committed without waiting for the WAL flush if this view is :meth:`lazy`).
 
         A statement that fails takes the transaction with it: then each run's saves
-        are stored in a transaction of their own, so that only that run fails.
+        are stored in a transaction of their own, so that only that run fails (its
+        entry is the error). Only an outage raises.
         """
         held = [[_held_put(h) for h in run if not h.stored] for run in runs]
         if not any(held):
@@ -692,10 +693,10 @@ class PostgresSaver(ClusterSaver):
         except CheckpointStoreUnavailable:
             self._forget(held)
             raise
-        except CheckpointStoreError:
+        except CheckpointStoreError as exc:
             if len(held) == 1:
                 self._forget(held)
-                raise
+                return [exc]
         out: builtins.list[Exception | None] = []
         for run in held:
             try:
@@ -742,6 +743,9 @@ class PostgresSaver(ClusterSaver):
                 self._forget([[h for h, _ in run_rows]])
             out.append(error)
         return out
+
+    def drop_held(self, saves: Sequence[HeldSave]) -> None:
+        self._forget([[_held_put(h) for h in saves if not h.stored]])
 
     def _forget(self, runs: Sequence[Sequence[HeldPut]]) -> None:
         """Drop the blobs held puts vouched for: they may not be stored."""

@@ -39,13 +39,28 @@ class HeldGroup:
         self._count = 0
 
     def hold(self, run_id: str, save: HeldSave) -> None:
+        """Hold ``save`` as the run's next; a run whose saves were refused gets that error
+        instead (its later saves would be refused too: it must stop and start over)."""
         with self._lock:
-            if run_id not in self._errors:  # a refused run's later saves would be too
+            error = self._errors.get(run_id)
+            if error is None:
                 self._held.setdefault(run_id, []).append(save)
                 self._count += 1
             full = self._count >= MAX_HELD
+        if error is not None:
+            self.saver.drop_held([save])
+            raise error
         if full:
             self.store()
+
+    def discard(self, run_id: str) -> None:
+        """Drop the run's saves still held: it failed here, and is redone from what was
+        stored (a run's saves must not land after its lease is freed)."""
+        with self._lock:
+            dropped = self._held.pop(run_id, [])
+            self._count -= len(dropped)
+        if dropped:
+            self.saver.drop_held(dropped)
 
     def store(self) -> None:
         """Store everything held, in one round trip. An outage raises (here, or in the
@@ -59,8 +74,9 @@ class HeldGroup:
                 return
             try:
                 errors = self.saver.save_held(list(held.values()))
-            except BaseException as exc:
+            except BaseException as exc:  # an outage: what it took may not be stored
                 self._failure = exc
+                self.saver.drop_held([save for saves in held.values() for save in saves])
                 raise
             for run_id, error in zip(held, errors, strict=True):
                 if error is not None:
@@ -77,13 +93,17 @@ class HeldGroup:
         if not self._held:  # a peek: a save held meanwhile is this thread's own
             yield
             return
-        watched = _watchdog().watched
+        dog = _watchdog()
         me = threading.get_ident()
-        watched[me] = (self, time.monotonic())
+        entry = (self, time.monotonic())
+        with dog.lock:
+            dog.watched[me] = entry
         try:
             yield
         finally:
-            watched.pop(me, None)
+            with dog.lock:
+                if dog.watched.get(me) is entry:
+                    del dog.watched[me]
 
     def _store_quietly(self) -> None:
         # an outage is kept for the coordinator's next store, which raises it
@@ -101,15 +121,20 @@ class _Watchdog(threading.Thread):
 
     def __init__(self) -> None:
         super().__init__(name="graphruntime-held-checkpoints", daemon=True)
+        self.lock = threading.Lock()
         self.watched: dict[int, tuple[HeldGroup, float]] = {}
+        """Per coordinator thread: the group of the node it runs, and since when."""
 
     def run(self) -> None:
         while True:
             time.sleep(STORE_WITHIN / 2)
             now = time.monotonic()
-            for ident, (group, since) in list(self.watched.items()):
-                if now - since >= STORE_WITHIN and self.watched.pop(ident, None) is not None:
-                    group._store_quietly()
+            with self.lock:
+                due = [e for e in self.watched.values() if now - e[1] >= STORE_WITHIN]
+                for ident in [i for i, e in self.watched.items() if e in due]:
+                    del self.watched[ident]  # once per node
+            for group, _ in due:
+                group._store_quietly()
 
 
 _dog: _Watchdog | None = None

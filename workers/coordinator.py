@@ -130,6 +130,9 @@ def _round(ctx: WorkerContext, run_ids: Sequence[str], failures: list[str]) -> l
             try:
                 with observe.run(run):
                     advance(ctx, run, lease, failures, saved=heads.get(run.run_id, LOAD))
+            except BaseException:
+                batch.held.discard(run.run_id)  # redone from what was stored, by the retry
+                raise
             finally:
                 lease.release()  # not ended: waits on its task jobs, or was re-sent
     except BaseException:
@@ -172,7 +175,7 @@ class Batch:
         self.ctx = ctx
         self.failures = failures
         self.leases: dict[str, Lease] = {}
-        self.ends: list[tuple[RunEnd, Callable[[], None]]] = []
+        self.ends: list[tuple[RunEnd, Callable[[RunEnd], None]]] = []
         self.held = HeldGroup(ctx.saver.lazy())
 
     def take(self, thread_id: str) -> bool:
@@ -218,12 +221,12 @@ class Batch:
                 log.error("run %s could not be ended: %s", end.run_id, done.error)
                 self.failures.append(f"run {end.run_id}: {type(done.error).__name__}: {done.error}")
                 continue
-            then()
+            then(end)
             if done.following is not None:
                 following.append(done.following)
         return following
 
-    def _store_checkpoints(self, redo: list[str]) -> list[tuple[RunEnd, Callable[[], None]]]:
+    def _store_checkpoints(self, redo: list[str]) -> list[tuple[RunEnd, Callable[[RunEnd], None]]]:
         """Store the checkpoints the ending runs held, all in one round trip; the ends to
         write. A run whose puts were refused (its thread moved under it) does not end:
         its id goes to ``redo``; one whose puts failed ends with that error."""
@@ -274,7 +277,7 @@ class Lease:
         result: Any,
         error: dict[str, Any] | None,
         inbox: InboxUpdate | None,
-        then: Callable[[], None],
+        then: Callable[[RunEnd], None],
     ) -> None:
         """End ``run`` and give the lease up when the batch closes, once its held
         checkpoints are stored; ``then`` once it ended."""
@@ -370,14 +373,13 @@ def advance(
         loop.task_errors = recorded_errors(recorded or {})
         executor = observe.steps(ClusterExecutor(ctx, run, events, saver, recorded=recorded), run)
         events.extend(drive(loop, executor))
+        saver.hand_over()  # its last writes: stored with its checkpoints (or now, "sync")
     except StepSuspended:
         saver.flush()
         events.store()
         return False
     except CheckpointConflict:
-        # the thread moved under us (a coordinator that lost its lease): start over from it
-        log.warning("run %s: thread %s advanced concurrently; re-sent", run.run_id, run.thread_id)
-        ctx.broker.send_coordinate(run.run_id, delay=2 * ctx.settings.heartbeat_interval)
+        _start_over(ctx, run)
         return False
     except Exception as exc:
         if is_transient(exc):
@@ -392,7 +394,15 @@ def advance(
             exc,
             exc_info=None if remote else exc,
         )
-        saver.flush()  # the failed step's writes: its sibling tasks' and the error
+        try:
+            saver.flush()  # the failed step's writes: its sibling tasks' and the error
+        except CheckpointConflict:
+            _start_over(ctx, run)  # its earlier steps were refused: redo it from the head
+            return False
+        except Exception as refused:
+            if is_transient(refused):
+                raise
+            log.error("run %s: its last writes could not be stored: %s", run.run_id, refused)
         events.store()
         info = exc.info if isinstance(exc, RemoteTaskError) else error_info(exc)
         if failures is not None:
@@ -407,16 +417,15 @@ def advance(
         if loop.status in ("interrupted", "interrupt_before", "interrupt_after")
         else "success"
     )
-    _end(
-        ctx,
-        run,
-        status,
-        result=_result(loop, events),
-        inbox=waits,
-        lease=lease,
-    )
-    saver.hand_over()  # its last writes: stored with its checkpoints when the batch closes
+    _end(ctx, run, status, result=_result(loop, events), inbox=waits, lease=lease)
     return True
+
+
+def _start_over(ctx: WorkerContext, run: Run) -> None:
+    """The thread moved under the run (a coordinator that lost its lease): it is sent
+    again, to start over from where the thread is."""
+    log.warning("run %s: thread %s advanced concurrently; re-sent", run.run_id, run.thread_id)
+    ctx.broker.send_coordinate(run.run_id, delay=2 * ctx.settings.heartbeat_interval)
 
 
 def _open(
@@ -619,11 +628,12 @@ def _end(
     inbox: InboxUpdate | None = None,
     lease: Lease,
 ) -> None:
-    def ended() -> None:
+    def ended(end: RunEnd) -> None:
         origin = run.origin or {}
-        if status == "error" and origin.get("route") == "queue" and origin.get("message"):
+        if end.status == "error" and origin.get("route") == "queue" and origin.get("message"):
             # a resume sent as a queue message: refused messages go to the dead letters
-            reason = f"{(error or {}).get('type', 'Error')}: {(error or {}).get('message', '')}"
+            info = end.error or {}
+            reason = f"{info.get('type', 'Error')}: {info.get('message', '')}"
             ctx.broker.dead_letter(str(origin["message"]), reason)
 
     lease.finish(run, status, result, error, inbox, then=ended)

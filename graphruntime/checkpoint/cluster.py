@@ -174,3 +174,7 @@ class ClusterSaver(BaseCheckpointSaver):
                         "save_held takes the saves of the saver's own hold_put"
                     )
         return [None] * len(runs)
+
+    def drop_held(self, saves: Sequence[HeldSave]) -> None:
+        """Held saves that will never be stored (their run is redone): whatever the saver
+        assumed of them (e.g. blobs it would have stored) is forgotten. Default: nothing."""

@@ -50,7 +50,7 @@ def test_one_store_takes_every_runs_saves_in_order() -> None:
     assert group.error_of("run-a") is None
 
 
-def test_a_refused_run_keeps_its_error_and_holds_nothing_more() -> None:
+def test_a_refused_run_keeps_its_error_and_cannot_hold_more() -> None:
     a1 = held("a1")
     saver = RecordingSaver(refuse=[name(a1)])
     group = HeldGroup(saver)
@@ -59,9 +59,11 @@ def test_a_refused_run_keeps_its_error_and_holds_nothing_more() -> None:
     group.store()
     assert isinstance(group.error_of("run-a"), CheckpointConflict)
     assert group.error_of("run-b") is None
-    group.hold("run-a", held("a2"))  # after its refusal: would be refused too
+    with pytest.raises(CheckpointConflict):  # the run must stop: later saves would be refused
+        group.hold("run-a", held("a2"))
+    group.hold("run-b", held("b2"))
     group.store()
-    assert len(saver.calls) == 1
+    assert saver.calls[1] == [[name(held("b2"))]]
 
 
 def test_many_saves_are_stored_without_waiting_for_the_round() -> None:
