@@ -32,6 +32,9 @@ class WorkerContext:
     worker_name: str = field(default_factory=_process_name)
     claim_token: str | None = None
     """The token of the task claims of the job this process is running (None: idle)."""
+    orphaned_leases: set[str] = field(default_factory=set)
+    """Threads whose leases a job of this process could not free (an outage outlasted
+    its patience): its heartbeat frees them once the store is back."""
 
     @property
     def stale(self) -> float:

@@ -183,6 +183,7 @@ class Batch:
         if thread_id in self.leases:
             return False
         self.leases[thread_id] = Lease(self, thread_id)
+        self.ctx.orphaned_leases.discard(thread_id)  # held by this job now, not orphaned
         return True
 
     def close(self, unstarted: Sequence[Run] = ()) -> list[str]:
@@ -289,14 +290,19 @@ class Lease:
         """Give the lease up now, unless the run is ending (the batch frees it then).
 
         An outage is waited out (up to ``RELEASE_PATIENCE`` seconds): a lease left held
-        by a live worker would keep every other job off the thread until it dies.
+        by a live worker would keep every other job off the thread. A lease still not
+        freed then is left to this process's heartbeat, which frees it once it can.
         """
         if self.held and not self.ending:
             ctx = self.batch.ctx
-            _patiently(
-                lambda: ctx.store.release_thread(self.thread_id, ctx.worker_name),
-                f"freeing thread {self.thread_id}'s lease",
-            )
+            try:
+                _patiently(
+                    lambda: ctx.store.release_thread(self.thread_id, ctx.worker_name),
+                    f"freeing thread {self.thread_id}'s lease",
+                )
+            except Exception:
+                ctx.orphaned_leases.add(self.thread_id)
+                raise
             self.held = False
 
 

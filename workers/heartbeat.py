@@ -25,7 +25,9 @@ class Heartbeat(threading.Thread):
 
     ``current_token`` reads the claim token of the job the process is running: each
     beat frees the process's task claims that no job of it holds any more (a job that
-    gave up on an outage and was re-queued, maybe to another worker).
+    gave up on an outage and was re-queued, maybe to another worker). ``orphaned_leases``
+    holds threads whose leases a job of the process could not free: each beat frees
+    them (unless leased again meanwhile) and forgets them once freed.
     """
 
     def __init__(
@@ -34,22 +36,27 @@ class Heartbeat(threading.Thread):
         worker: str,
         interval: float,
         current_token: Callable[[], str | None] = lambda: None,
+        orphaned_leases: set[str] | None = None,
     ) -> None:
         super().__init__(name="graphruntime-heartbeat", daemon=True)
         self.store = store
         self.worker = worker
         self.interval = interval
         self.current_token = current_token
+        self.orphaned_leases = orphaned_leases if orphaned_leases is not None else set()
         self._stop_event = threading.Event()
 
     def beat(self) -> None:
-        self.store.heartbeat(
+        orphans = sorted(self.orphaned_leases)
+        held = self.store.heartbeat(
             self.worker,
             socket.gethostname(),
             os.getpid(),
             keep=self.current_token(),
+            free_leases=orphans,
             grace=self.interval,
         )
+        self.orphaned_leases.difference_update(set(orphans) - set(held))
 
     def start(self) -> None:
         self.beat()

@@ -168,7 +168,11 @@ def _start_process(**_: Any) -> None:
     for name in ctx.registry.names():
         ctx.registry.get(name)
     heartbeat = Heartbeat(
-        ctx.store, ctx.worker_name, ctx.settings.heartbeat_interval, lambda: ctx.claim_token
+        ctx.store,
+        ctx.worker_name,
+        ctx.settings.heartbeat_interval,
+        lambda: ctx.claim_token,
+        ctx.orphaned_leases,
     )
     heartbeat.start()
     _background.append(heartbeat)

@@ -190,19 +190,31 @@ LEFT JOIN graphruntime_runs r ON r.run_id = next.run_id;
 
 -- name: heartbeat
 -- Beats, and frees the worker's task claims that its current job (claim token %(keep)s)
--- does not hold: those of a job that ended or gave up without completing them. A claim
--- younger than %(grace)s seconds is left alone: its job may have just begun.
+-- does not hold: those of a job that ended or gave up without completing them; and its
+-- leases of the threads free_leases (NULL: none), which a job could not free through an
+-- outage. A claim or lease younger than %(grace)s seconds is left alone: its job may
+-- have just begun (a thread leased again meanwhile). Returns the threads of free_leases
+-- whose lease it still holds (left alone), one row each.
 WITH beat AS (
     INSERT INTO graphruntime_workers (worker, hostname, pid)
     VALUES (%(worker)s, %(hostname)s, %(pid)s)
     ON CONFLICT (worker) DO UPDATE SET heartbeat_at = now()
     RETURNING worker
+), orphans_freed AS (
+    UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
+    WHERE thread_id = ANY(%(free_leases)s::text[]) AND lease_holder = %(worker)s
+      AND leased_at < now() - make_interval(secs => %(grace)s)
+    RETURNING thread_id
+), claims_freed AS (
+    UPDATE graphruntime_step_tasks
+    SET worker = NULL, claimed_at = NULL, claim_token = NULL
+    WHERE worker = %(worker)s AND status = 'dispatched'
+      AND claim_token IS DISTINCT FROM %(keep)s
+      AND claimed_at < now() - make_interval(secs => %(grace)s)
 )
-UPDATE graphruntime_step_tasks
-SET worker = NULL, claimed_at = NULL, claim_token = NULL
-WHERE worker = %(worker)s AND status = 'dispatched'
-  AND claim_token IS DISTINCT FROM %(keep)s
-  AND claimed_at < now() - make_interval(secs => %(grace)s);
+SELECT t.thread_id FROM graphruntime_threads t
+WHERE t.thread_id = ANY(%(free_leases)s::text[]) AND t.lease_holder = %(worker)s
+  AND t.thread_id NOT IN (SELECT f.thread_id FROM orphans_freed f);
 
 -- name: remove_worker
 DELETE FROM graphruntime_workers WHERE worker = %(worker)s;

@@ -383,11 +383,20 @@ class RunStore(Protocol):
         ...
 
     def heartbeat(
-        self, worker: str, hostname: str, pid: int, *, keep: str | None = None, grace: float = 0.0
-    ) -> None:
-        """Record that ``worker`` is alive; free its task claims not made with token ``keep``.
+        self,
+        worker: str,
+        hostname: str,
+        pid: int,
+        *,
+        keep: str | None = None,
+        free_leases: Sequence[str] = (),
+        grace: float = 0.0,
+    ) -> list[str]:
+        """Record that ``worker`` is alive; free its task claims not made with token
+        ``keep``, and its leases of the threads ``free_leases``.
 
-        Claims younger than ``grace`` seconds stay (a job that just began).
+        Claims and leases younger than ``grace`` seconds stay (a job that just began).
+        Returns the threads of ``free_leases`` whose lease it still holds (those).
         """
         ...
 

@@ -100,6 +100,7 @@ class _TaskRow:
 class _Thread:
     graph: str
     lease_holder: str | None = None
+    leased_at: datetime | None = None
 
 
 @dataclass
@@ -538,7 +539,7 @@ class InMemoryRunStore:
                 return False
             holder = thread.lease_holder
             if holder is None or holder == worker or not self._alive(holder, stale):
-                thread.lease_holder = worker
+                thread.lease_holder, thread.leased_at = worker, self.clock()
                 return True
             return False
 
@@ -546,7 +547,7 @@ class InMemoryRunStore:
         with self._lock:
             thread = self._state.threads.get(thread_id)
             if thread is not None and thread.lease_holder == worker:
-                thread.lease_holder = None
+                thread.lease_holder = thread.leased_at = None
             for row in self._thread_runs(thread_id):
                 if row.status not in TERMINAL:
                     return row.run_id
@@ -574,7 +575,7 @@ class InMemoryRunStore:
                 holder is None or holder == worker or not self._alive(holder, stale)
             ):
                 return Claim(ended=False, leased=False, run=None)
-            thread.lease_holder = worker
+            thread.lease_holder, thread.leased_at = worker, self.clock()
             for row in self._thread_runs(target.thread_id):
                 if row.status not in TERMINAL:
                     before = self._run(row)
@@ -584,10 +585,28 @@ class InMemoryRunStore:
             return Claim(ended=False, leased=True, run=None)
 
     def heartbeat(
-        self, worker: str, hostname: str, pid: int, *, keep: str | None = None, grace: float = 0.0
-    ) -> None:
+        self,
+        worker: str,
+        hostname: str,
+        pid: int,
+        *,
+        keep: str | None = None,
+        free_leases: Sequence[str] = (),
+        grace: float = 0.0,
+    ) -> list[str]:
         with self._lock:
             now = self.clock()
+            held: list[str] = []
+            for thread_id in free_leases:
+                thread = self._state.threads.get(thread_id)
+                if thread is None or thread.lease_holder != worker:
+                    continue
+                if thread.leased_at is not None and thread.leased_at < now - timedelta(
+                    seconds=grace
+                ):
+                    thread.lease_holder = thread.leased_at = None
+                else:
+                    held.append(thread_id)
             started = self._state.workers.get(worker, (hostname, pid, now, now))[2]
             self._state.workers[worker] = (hostname, pid, started, now)
             for row in self._state.tasks.values():
@@ -599,6 +618,7 @@ class InMemoryRunStore:
                     and row.claimed_at < now - timedelta(seconds=grace)
                 ):
                     row.worker = row.claimed_at = row.claim_token = None
+            return held
 
     def remove_worker(self, worker: str) -> None:
         with self._lock:

@@ -463,17 +463,26 @@ class PostgresRunStore:
         return Claim(ended=ended, leased=bool(row["leased"]), run=run)
 
     def heartbeat(
-        self, worker: str, hostname: str, pid: int, *, keep: str | None = None, grace: float = 0.0
-    ) -> None:
+        self,
+        worker: str,
+        hostname: str,
+        pid: int,
+        *,
+        keep: str | None = None,
+        free_leases: Sequence[str] = (),
+        grace: float = 0.0,
+    ) -> list[str]:
         params = {
             "worker": worker,
             "hostname": hostname,
             "pid": pid,
             "keep": keep,
+            "free_leases": list(free_leases) or None,
             "grace": grace,
         }
         with self._conn("heartbeat") as conn:
-            conn.execute(query("heartbeat"), params)
+            rows = conn.execute(query("heartbeat"), params).fetchall()
+        return [row["thread_id"] for row in rows]
 
     def remove_worker(self, worker: str) -> None:
         with self._conn("remove_worker") as conn:

@@ -17,6 +17,7 @@ from graphruntime.types import Command
 from tests.unit.workers.graphs import Calls, Log, ticket
 from workers.coordinator import coordinate_many
 from workers.errors import ConfigurationError, MalformedMessageError, StoreUnavailableError
+from workers.heartbeat import Heartbeat
 from workers.messages import CoordinateMessage, parse
 from workers.settings import load_settings
 from workers.store import Released, RunEnd
@@ -354,3 +355,48 @@ def test_bulk_resume_sends_each_page_once_queued_and_a_page_the_broker_missed_la
     assert sorted(sent[1]) == sorted(o.run_id or "" for o in outcomes)
     cluster.deliver()
     assert {cluster.store.get_run(o.run_id or "").status for o in outcomes} == {"success"}
+
+
+def test_a_lease_a_job_could_not_free_is_freed_by_its_process_heartbeat(
+    make_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An outage longer than the job's patience: the lease stays with the live worker
+    until its heartbeat, once the store is back, frees it."""
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    ctx = cluster.workers[0]
+    cluster.beat()  # live workers
+    cfg = thread()
+    tid = cfg["configurable"]["thread_id"]
+    cluster.client.submit("ticket", {"items": ["ops", "T-1"]}, cfg)
+
+    def away(*args: Any, **kwargs: Any) -> Any:
+        raise StoreUnavailableError("Postgres away")
+
+    monkeypatch.setattr("workers.coordinator.RELEASE_PATIENCE", 0.0)
+    monkeypatch.setattr(cluster.store, "finish_and_release_many", away)
+    monkeypatch.setattr(cluster.store, "release_thread", away)
+    with pytest.raises(StoreUnavailableError):
+        cluster.deliver(limit=1)
+    monkeypatch.undo()  # the store is back
+    assert ctx.orphaned_leases == {tid}
+    assert not cluster.store.acquire_thread(tid, "probe", ctx.stale)  # still held
+
+    cluster.clock.advance(1)  # the in-memory store's clock; Postgres' moves by itself
+    Heartbeat(cluster.store, ctx.worker_name, 0.0, orphaned_leases=ctx.orphaned_leases).beat()
+    assert ctx.orphaned_leases == set()
+    assert cluster.store.acquire_thread(tid, "probe", ctx.stale)
+
+
+def test_the_heartbeat_leaves_a_lease_taken_again_meanwhile(make_cluster: MakeCluster) -> None:
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    ctx = cluster.workers[0]
+    cfg = thread()
+    tid = cfg["configurable"]["thread_id"]
+    cluster.client.submit("ticket", {"items": ["ops", "T-1"]}, cfg)
+    cluster.deliver()
+    assert cluster.store.acquire_thread(tid, ctx.worker_name, ctx.stale)  # a new job's
+    orphans = {tid}
+    Heartbeat(cluster.store, ctx.worker_name, 3600.0, orphaned_leases=orphans).beat()
+    assert orphans == {tid}  # younger than the grace: kept, and tried again next beat
+    cluster.beat()  # alive: its lease stands
+    assert not cluster.store.acquire_thread(tid, "probe", ctx.stale)
