@@ -21,6 +21,9 @@ from graphruntime.checkpoint import (
 from graphruntime.config import RunnableConfig
 from workers._held_group import HeldGroup
 
+_UNCHANGEABLE = frozenset({str, int, float, bool, bytes, type(None)})
+"""Types of write values that cannot change after they were written (exact types)."""
+
 
 class DeferredWrites(ClusterSaver):
     """Everything goes to ``inner`` at once except ``put_writes``, kept until :meth:`flush`
@@ -83,8 +86,12 @@ class DeferredWrites(ClusterSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        # a copy: a later task of the job must not change what this one wrote; a task's
-        # error is kept as it is (an exception need not be copyable, and nothing changes it)
+        # a copy: a later task of the job must not change what this one wrote (values that
+        # cannot change need none); a task's error is kept as it is (an exception need
+        # not be copyable, and nothing changes it)
+        if all(type(value) in _UNCHANGEABLE for _, value in writes):
+            self._batch.append((config, list(writes), task_id, task_path))
+            return
         errors = {id(value): value for _, value in writes if isinstance(value, BaseException)}
         self._batch.append((config, copy.deepcopy(list(writes), errors), task_id, task_path))
 
