@@ -132,14 +132,21 @@ WHERE t.thread_id = %(thread_id)s
   AND set_config('synchronous_commit', 'off', true) IS NOT NULL
 RETURNING thread_id;
 
--- name: release_lease
--- Frees the lease. Followed, in the same transaction, by next_run_of_thread: a statement
--- of its own, so that its snapshot is taken once the lease row is locked. A run whose
--- job found the lease taken was committed before that job looked, so before the lock:
--- the next statement sees it. A job that looks after the lock waits for this
+-- name: release_leases
+-- Frees the threads' leases. Followed, in the same transaction, by next_runs_of_threads:
+-- a statement of its own, so that its snapshot is taken once the lease rows are locked.
+-- A run whose job found a lease taken was committed before that job looked, so before
+-- the lock: the next statement sees it. A job that looks after the lock waits for this
 -- transaction, then leases. Alone (no run ended) it is soft state: async_commit first.
 UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
-WHERE thread_id = %(thread_id)s AND lease_holder = %(worker)s;
+WHERE thread_id = ANY(%(threads)s::text[]) AND lease_holder = %(worker)s;
+
+-- name: next_runs_of_threads
+-- Each thread's oldest run still to finish, if any (queued while the lease was held: its
+-- own job found the lease taken, so the caller re-sends it); one row per thread.
+SELECT DISTINCT ON (thread_id) thread_id, run_id FROM graphruntime_runs
+WHERE thread_id = ANY(%(threads)s::text[]) AND status IN ('queued', 'running')
+ORDER BY thread_id, created_at, run_id;
 
 -- name: requeue_runs
 -- Runs a coordinator job claimed (marked running) but handed back untouched: queued
@@ -150,13 +157,6 @@ WHERE run_id = ANY(%(run_ids)s::uuid[]) AND status = 'running';
 -- name: async_commit
 -- This transaction commits without waiting for the WAL flush (soft state only).
 SET LOCAL synchronous_commit = off;
-
--- name: next_run_of_thread
--- The thread's oldest run still to finish, if any (queued while the lease was held:
--- its own job found the lease taken, so the caller re-sends it).
-SELECT run_id FROM graphruntime_runs
-WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running')
-ORDER BY created_at, run_id LIMIT 1;
 
 -- name: claim_run
 -- A coordinator job's start, in one statement: the message's run; if it is still to

@@ -223,8 +223,8 @@ class PostgresRunStore:
         requeue: Sequence[str] = (),
     ) -> list[Released]:
         """One transaction in one round trip: per end its finish statement, then
-        release_lease and next_run_of_thread (see release_lease in queries.sql); per freed
-        thread the last two. Its commit waits for the WAL flush only when it ends a run."""
+        release_leases and next_runs_of_threads for all the threads (see release_leases in
+        queries.sql). Its commit waits for the WAL flush only when it ends a run."""
         if not ends and not free:
             return []
         # per thread: its lease, the run's end (None: none, or refused) and why refused
@@ -240,24 +240,24 @@ class PostgresRunStore:
             else:
                 steps.append((lease, statement, None))
         steps += [({"thread_id": thread_id, "worker": worker}, None, None) for thread_id in free]
-        cursors: list[tuple[psycopg.Cursor[Any] | None, psycopg.Cursor[Any]]] = []
+        heads: list[psycopg.Cursor[Any] | None] = []
+        threads = {"threads": [lease["thread_id"] for lease, _, _ in steps], "worker": worker}
         with self._conn("finish_and_release") as conn:
             with conn.pipeline(), conn.transaction():
                 if not any(ending for _, ending, _ in steps):
                     conn.execute(query("async_commit"))  # leases alone are soft state
                 if requeue:
                     conn.execute(query("requeue_runs"), {"run_ids": list(requeue)})
-                for lease, ending, _ in steps:
-                    head: psycopg.Cursor[Any] | None = None
-                    if ending is not None:
-                        head = conn.execute(*ending)
-                    conn.execute(query("release_lease"), lease)
-                    cursors.append((head, conn.execute(query("next_run_of_thread"), lease)))
+                heads = [
+                    None if ending is None else conn.execute(*ending) for _, ending, _ in steps
+                ]
+                conn.execute(query("release_leases"), threads)
+                following = conn.execute(query("next_runs_of_threads"), threads)
+            next_of = {row["thread_id"]: str(row["run_id"]) for row in following.fetchall()}
             out = []
-            for (head, following), (_, _, refused) in zip(cursors, steps, strict=True):
-                row = following.fetchone()
+            for head, (lease, _, refused) in zip(heads, steps, strict=True):
                 finished = head is not None and head.rowcount > 0
-                out.append(Released(finished, None if row is None else str(row["run_id"]), refused))
+                out.append(Released(finished, next_of.get(lease["thread_id"]), refused))
         return out
 
     def _finish(
