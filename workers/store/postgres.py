@@ -102,13 +102,14 @@ class PostgresRunStore:
             return None
         return self.serde.loads_typed((type_, bytes(data)))
 
-    def _run(self, row: Mapping[str, Any]) -> Run:
-        payload: Any = {}
+    def _run(self, row: Mapping[str, Any], payload: Any = None) -> Run:
+        """The run of ``row``; ``payload``: its payload if the caller has it (not decoded)."""
         payload_error = result_error = None
-        try:
-            payload = self._load(row["payload_type"], row["payload"])
-        except CheckpointError as exc:
-            payload_error = str(exc)
+        if payload is None:
+            try:
+                payload = self._load(row["payload_type"], row["payload"])
+            except CheckpointError as exc:
+                payload_error = str(exc)
         result = None
         try:
             result = self._load(row["result_type"], row["result"])
@@ -298,8 +299,8 @@ class PostgresRunStore:
                     break
         out: list[tuple[Run | None, bool, Exception | None]] = []
         for new, row in zip(news, rows, strict=True):
-            if row is not None:
-                out.append((self._run(row), True, None))
+            if row is not None:  # its payload is the one just stored
+                out.append((self._run(row, payload=new.payload), True, None))
                 continue
             try:
                 run, created = self.create_run(new)
