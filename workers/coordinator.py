@@ -635,6 +635,7 @@ def _end(
     lease: Lease,
 ) -> None:
     def ended(end: RunEnd) -> None:
+        observe.run_end_committed(run.graph, end.status)
         origin = run.origin or {}
         if end.status == "error" and origin.get("route") == "queue" and origin.get("message"):
             # a resume sent as a queue message: refused messages go to the dead letters
@@ -643,7 +644,7 @@ def _end(
             ctx.broker.dead_letter(str(origin["message"]), reason)
 
     lease.finish(run, status, result, error, inbox, then=ended)
-    observe.run_ended(run.graph, status)  # in the run's span (its end commits with the batch)
+    observe.run_ending(status)  # in the run's span; counted once its batch commits
 
 
 def _waits(ctx: WorkerContext, run: Run, loop: PregelLoop) -> InboxUpdate:

@@ -58,6 +58,17 @@ def run_ended(graph: str, status: str) -> None:
     _tracing.annotate(status=status)
 
 
+def run_ending(status: str) -> None:
+    """In the run's span: the run ends with ``status`` once its batch commits
+    (:func:`run_end_committed` counts it then, with the status it got)."""
+    _tracing.annotate(status=status)
+
+
+def run_end_committed(graph: str, status: str) -> None:
+    """A coordinator's batch committed a run's end with ``status``."""
+    _metrics.record_run_ended(graph, status)
+
+
 def log_fields(run: Run, task: PreparedTask) -> dict[str, Any]:
     """``extra=`` for a log line about one task (JSON lines carry these fields)."""
     return {

@@ -106,6 +106,23 @@ def test_a_failed_fan_out_counts_the_failure_the_run_the_steps_and_each_attempt(
     assert sample(registry, "graphruntime_step_duration_seconds_count", graph="fan") == 2
 
 
+def test_a_run_counts_with_the_status_its_batch_committed(registry: CollectorRegistry) -> None:
+    """Held checkpoints that cannot be stored turn a success into an error: counted as such."""
+    from checkpoint_pg import CheckpointStoreError
+    from graphruntime.errors import CheckpointConflict
+    from tests.unit.workers.test_held_checkpoints import cluster_with
+
+    cluster, faults = cluster_with(chain(Calls(), n=2))
+    faults.verdict = lambda: CheckpointConflict("the thread moved (test)")
+    cluster.client.submit("g", {"log": []}, thread())
+    cluster.deliver(limit=1)  # refused: sent again, not ended, not counted
+    assert sample(registry, "graphruntime_runs_ended_total", graph="g", status="success") == 0
+    faults.verdict = lambda: CheckpointStoreError("PostgresSaver.save_held failed (test)")
+    cluster.deliver()
+    assert sample(registry, "graphruntime_runs_ended_total", graph="g", status="error") == 1
+    assert sample(registry, "graphruntime_runs_ended_total", graph="g", status="success") == 0
+
+
 def test_a_chain_counts_inline_steps_and_a_success(registry: CollectorRegistry) -> None:
     cluster = InlineCluster({"chain": chain(Calls(), n=3)})
     cluster.run("chain", {"log": []}, thread())
