@@ -27,7 +27,8 @@ _UNCHANGEABLE = frozenset({str, int, float, bool, bytes, type(None)})
 
 class DeferredWrites(ClusterSaver):
     """Everything goes to ``inner`` at once except ``put_writes``, kept until :meth:`flush`
-    or the next :meth:`put` (which sends them ahead of the checkpoint).
+    or the next :meth:`put` (which sends them ahead of the checkpoint); with a ``group``,
+    puts and their writes are held in it instead, encoded as they are made.
 
     A job of fifty no-op tasks would otherwise pay fifty round trips for their
     writes. Nothing is lost by waiting: the tasks are marked done (the run ended, the

@@ -130,10 +130,9 @@ class _Watchdog(threading.Thread):
             time.sleep(STORE_WITHIN / 2)
             now = time.monotonic()
             with self.lock:
-                due = [e for e in self.watched.values() if now - e[1] >= STORE_WITHIN]
-                for ident in [i for i, e in self.watched.items() if e in due]:
-                    del self.watched[ident]  # once per node
-            for group, _ in due:
+                due = [i for i, (_, since) in self.watched.items() if now - since >= STORE_WITHIN]
+                groups = [self.watched.pop(i)[0] for i in due]  # once per node
+            for group in groups:
                 group._store_quietly()
 
 

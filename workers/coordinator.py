@@ -213,7 +213,7 @@ class Batch:
         for lease in self.leases.values():
             lease.held = False
         for run_id in redo:  # its thread moved on meanwhile: start over from where it is
-            ctx.broker.send_coordinate(run_id, delay=2 * ctx.settings.heartbeat_interval)
+            _send_again(ctx, run_id)
         following = []
         for (end, then), done in zip(ends, released, strict=False):
             if done.error is not None:
@@ -431,7 +431,12 @@ def _start_over(ctx: WorkerContext, run: Run) -> None:
     """The thread moved under the run (a coordinator that lost its lease): it is sent
     again, to start over from where the thread is."""
     log.warning("run %s: thread %s advanced concurrently; re-sent", run.run_id, run.thread_id)
-    ctx.broker.send_coordinate(run.run_id, delay=2 * ctx.settings.heartbeat_interval)
+    _send_again(ctx, run.run_id)
+
+
+def _send_again(ctx: WorkerContext, run_id: str) -> None:
+    """Send the run again, after its lease holder's death would have shown."""
+    ctx.broker.send_coordinate(run_id, delay=2 * ctx.settings.heartbeat_interval)
 
 
 def _open(

@@ -372,11 +372,7 @@ def _prepare_pull(
             return None
         value: Any = chan.get()
     else:
-        value = {}
-        for k in node.input_keys:
-            chan = channels.get(k)
-            if chan is not None and chan.is_available():
-                value[k] = chan.get()
+        value = read_channels(channels, node.input_keys)
         if ctx.managed_values:
             managed = ctx.managed_values
             value.update((k, managed[k]) for k in node.input_keys if k in managed)

@@ -78,13 +78,13 @@ def task_runtime(
 ) -> Runtime[Any]:
     """The runtime one task sees: the run's, with its stream writer and execution info."""
     info = ExecutionInfo(
-        checkpoint_id,
-        task.checkpoint_ns,
-        task.id,
-        thread_id,
-        str(run_id) if run_id else None,
-        1,
-        first_attempt,
+        checkpoint_id=checkpoint_id,
+        checkpoint_ns=task.checkpoint_ns,
+        task_id=task.id,
+        thread_id=thread_id,
+        run_id=str(run_id) if run_id else None,
+        node_attempt=1,
+        node_first_attempt_time=first_attempt,
     )
     # Every task gets one: set the fields directly, as the frozen dataclass's __init__
     # would, at half its cost (tests check RUNTIME_FIELDS against the dataclass).
