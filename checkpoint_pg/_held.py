@@ -19,7 +19,7 @@ Statement = tuple[bytes, list[Any]]
 class HeldPut(HeldSave):
     """A put's statement, encoded when it was held, and the writes that go ahead of it."""
 
-    __slots__ = ("expected", "keys", "params", "query", "returns_row", "writes")
+    __slots__ = ("expected", "keys", "params", "query", "writes")
 
     def __init__(
         self,
@@ -28,7 +28,6 @@ class HeldPut(HeldSave):
         query: str | None = None,
         params: dict[str, Any] | None = None,
         *,
-        returns_row: bool = False,
         expected: str | None = None,
         keys: Sequence[BlobKey] = (),
     ) -> None:
@@ -36,7 +35,6 @@ class HeldPut(HeldSave):
         self.writes = writes
         self.query = query
         self.params = params
-        self.returns_row = returns_row
         self.expected = expected
         """The parent checkpoint id the put was made on (None: a new thread)."""
         self.keys = keys

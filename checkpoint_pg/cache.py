@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from importlib.resources import files
 from typing import Any, TypeVar
 
@@ -121,22 +122,24 @@ class PostgresCache(BaseCache[ValueT]):
 
     def sweep_expired(self) -> int:
         """Delete the expired entries now; returns how many."""
-        with self._source.cursor() as cur:
-            try:
-                cur.execute(_Q["cache_sweep"])
-            except psycopg.Error as exc:
-                raise CacheError(f"PostgresCache sweep failed: {exc}") from exc
-            return cur.rowcount
+        with self._errors("PostgresCache sweep failed"), self._source.cursor() as cur:
+            cur.execute(_Q["cache_sweep"])
+            return max(cur.rowcount, 0)
 
     def _run(self, query: Any, params: Mapping[str, Any], *, fetch: bool = False) -> list[Any]:
+        with self._errors("PostgresCache failed"), self._source.cursor() as cur:
+            cur.execute(query, params)
+            return cur.fetchall() if fetch else []
+
+    @staticmethod
+    @contextmanager
+    def _errors(failed: str) -> Iterator[None]:
         try:
-            with self._source.cursor() as cur:
-                cur.execute(query, params)
-                return cur.fetchall() if fetch else []
+            yield
         except psycopg.errors.UndefinedTable as exc:
             raise CacheError(
                 "PostgresCache: the cache table is missing: run PostgresCache.setup() "
                 "(or `graphrun db migrate`) first"
             ) from exc
         except psycopg.Error as exc:
-            raise CacheError(f"PostgresCache failed: {exc}") from exc
+            raise CacheError(f"{failed}: {exc}") from exc

@@ -531,12 +531,9 @@ class PostgresSaver(ClusterSaver):
         if fenced:
             return self._put_fenced(params, thread_id)
         with self._cursor("put") as cur:
-            if params["blob_versions"] is None:
-                # Every value inline: a plain upsert, no blob to check.
-                cur.execute(q.PUT_CHECKPOINT_ROW, params, prepare=_prepare(cur))
-                return None
-            cur.execute(q.PUT_CHECKPOINT, params, prepare=_prepare(cur))
-            return cur.fetchone()
+            query = _plain_put(params)
+            cur.execute(query, params, prepare=_prepare(cur))
+            return cur.fetchone() if _returns_row(query) else None
 
     def _put_lazily(self, params: dict[str, Any], fenced: bool) -> DictRow | None:
         """The put, committed without waiting for the WAL flush: the fenced put in one
@@ -555,7 +552,7 @@ class PostgresSaver(ClusterSaver):
                 with conn.cursor(binary=True, row_factory=dict_row) as cur:
                     cur.execute(q.PUT_CHECKPOINT_FENCED_LAZY, params, prepare=prepare)
                     return cur.fetchone()
-        plain = params["blob_versions"] is None
+        plain_put = _plain_put(params)
         with (
             self._store_errors("put"),
             self._source.connection() as conn,
@@ -564,8 +561,8 @@ class PostgresSaver(ClusterSaver):
             conn.cursor(row_factory=dict_row) as cur,
         ):
             cur.execute(q.ASYNC_COMMIT)
-            cur.execute(q.PUT_CHECKPOINT_ROW if plain else q.PUT_CHECKPOINT, params)
-            return None if plain else cur.fetchone()
+            cur.execute(plain_put, params)
+            return cur.fetchone() if _returns_row(plain_put) else None
 
     def _put_fenced(self, params: dict[str, Any], thread_id: str) -> DictRow | None:
         # One statement: the function takes the thread's lock, then checks and inserts.
@@ -659,20 +656,12 @@ class PostgresSaver(ClusterSaver):
             # the later held puts of the thread may refer to the blobs this one sends:
             # the group stores them first (a refused group forgets them again)
             self._known.add(key)
-        plain = params["blob_versions"] is None
-        query = (
-            q.PUT_CHECKPOINT_FENCED
-            if fenced
-            else q.PUT_CHECKPOINT_ROW
-            if plain
-            else q.PUT_CHECKPOINT
-        )
+        query = q.PUT_CHECKPOINT_FENCED if fenced else _plain_put(params)
         return HeldPut(
             checkpoint_config(base["thread_id"], base["checkpoint_ns"], checkpoint["id"]),
             writes,
             query,
             params,
-            returns_row=fenced or not plain,
             expected=get_checkpoint_id(config),
             keys=keys,
         )
@@ -733,7 +722,10 @@ class PostgresSaver(ClusterSaver):
                     sent.append(saves)
             # the rows arrived with the commit (one round trip in pipeline mode)
             rows = [
-                [(h, c.fetchone() if c is not None and h.returns_row else None) for h, c in saves]
+                [
+                    (h, c.fetchone() if c is not None and _returns_row(h.query) else None)
+                    for h, c in saves
+                ]
                 for saves in sent
             ]
         out: builtins.list[Exception | None] = []
@@ -1106,6 +1098,17 @@ def _require_uuid(value: str, what: str) -> uuid.UUID:
 
 def _canonical(value: str) -> str:
     return str(uuid.UUID(value))
+
+
+def _plain_put(params: Mapping[str, Any]) -> str:
+    """The unfenced put statement for ``params``: with every value inline (no blob to
+    check), a plain upsert that returns no row."""
+    return q.PUT_CHECKPOINT_ROW if params["blob_versions"] is None else q.PUT_CHECKPOINT
+
+
+def _returns_row(query: str | None) -> bool:
+    """Whether a put statement returns its verdict row (all but the plain upsert)."""
+    return query is not None and query != q.PUT_CHECKPOINT_ROW
 
 
 def _held_put(held: HeldSave) -> HeldPut:
