@@ -20,6 +20,7 @@ import dataclasses
 import json
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
@@ -93,10 +94,14 @@ def coordinate_many(ctx: WorkerContext, run_ids: Sequence[str]) -> list[str]:
     """
     failures: list[str] = []
     pending = list(dict.fromkeys(run_ids))
-    for _ in range(MAX_RUNS_PER_JOB):
-        pending = _round(ctx, pending, failures)
-        if not pending:
-            return failures
+    ctx.job_token = uuid.uuid4().hex
+    try:
+        for _ in range(MAX_RUNS_PER_JOB):
+            pending = _round(ctx, pending, failures)
+            if not pending:
+                return failures
+    finally:
+        ctx.job_token = None
     # hand the threads on rather than hold them for long
     ctx.broker.send_coordinates(pending, per_message=ctx.settings.coordinate_batch)
     return failures
@@ -111,7 +116,7 @@ def _round(ctx: WorkerContext, run_ids: Sequence[str], failures: list[str]) -> l
     freed, their messages sent again) so that other workers take them meanwhile: slow
     runs spread over the cluster, and a round's ends wait for at most that long.
     """
-    claims = ctx.store.claim_runs(run_ids, ctx.worker_name, ctx.stale)
+    claims = ctx.store.claim_runs(run_ids, ctx.worker_name, ctx.stale, ctx.job_token)
     batch = Batch(ctx, failures)
     runs: list[Run] = []
     for run_id, claim in zip(run_ids, claims, strict=True):
@@ -183,7 +188,6 @@ class Batch:
         if thread_id in self.leases:
             return False
         self.leases[thread_id] = Lease(self, thread_id)
-        self.ctx.orphaned_leases.discard(thread_id)  # held by this job now, not orphaned
         return True
 
     def close(self, unstarted: Sequence[Run] = ()) -> list[str]:
@@ -291,18 +295,15 @@ class Lease:
 
         An outage is waited out (up to ``RELEASE_PATIENCE`` seconds): a lease left held
         by a live worker would keep every other job off the thread. A lease still not
-        freed then is left to this process's heartbeat, which frees it once it can.
+        freed then is left to this process's heartbeat, which frees the leases no job of
+        the process holds once it can.
         """
         if self.held and not self.ending:
             ctx = self.batch.ctx
-            try:
-                _patiently(
-                    lambda: ctx.store.release_thread(self.thread_id, ctx.worker_name),
-                    f"freeing thread {self.thread_id}'s lease",
-                )
-            except Exception:
-                ctx.orphaned_leases.add(self.thread_id)
-                raise
+            _patiently(
+                lambda: ctx.store.release_thread(self.thread_id, ctx.worker_name),
+                f"freeing thread {self.thread_id}'s lease",
+            )
             self.held = False
 
 

@@ -119,11 +119,13 @@ SELECT graph FROM graphruntime_threads WHERE thread_id = %(thread_id)s
 LIMIT 1;
 
 -- name: acquire_thread
--- Take the thread's lease if it is free, ours, or held by a dead worker. Leases are
--- soft state: committed without waiting for the WAL flush (see set_running); a lease
--- lost in a crash is taken again, one held after a lost release is taken by its
--- holder's next job or, once the holder is gone, by anyone.
-UPDATE graphruntime_threads t SET lease_holder = %(worker)s, leased_at = now()
+-- Take the thread's lease if it is free, ours, or held by a dead worker, for the job
+-- %(token)s. Taking a lease is soft state: committed without waiting for the WAL flush
+-- (see set_running); a lease lost in a crash is simply taken again. Releases are durable
+-- (release_leases), and a lease a crash gives back to a live holder all the same is
+-- freed by the holder's next heartbeat (its job token is not the current one).
+UPDATE graphruntime_threads t
+SET lease_holder = %(worker)s, leased_at = now(), lease_token = %(token)s
 WHERE t.thread_id = %(thread_id)s
   AND (t.lease_holder IS NULL OR t.lease_holder = %(worker)s
        OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
@@ -137,8 +139,10 @@ RETURNING thread_id;
 -- a statement of its own, so that its snapshot is taken once the lease rows are locked.
 -- A run whose job found a lease taken was committed before that job looked, so before
 -- the lock: the next statement sees it. A job that looks after the lock waits for this
--- transaction, then leases. Alone (no run ended) it is soft state: async_commit first.
-UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
+-- transaction, then leases. Always a durable commit: a release lost in a crash would
+-- give the lease back to a live worker sure it had freed it, and the thread would wait
+-- for that worker's next heartbeat.
+UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL, lease_token = NULL
 WHERE thread_id = ANY(%(threads)s::text[]) AND lease_holder = %(worker)s;
 
 -- name: next_runs_of_threads
@@ -154,10 +158,6 @@ ORDER BY thread_id, created_at, run_id;
 UPDATE graphruntime_runs SET status = 'queued'
 WHERE run_id = ANY(%(run_ids)s::uuid[]) AND status = 'running';
 
--- name: async_commit
--- This transaction commits without waiting for the WAL flush (soft state only).
-SET LOCAL synchronous_commit = off;
-
 -- name: claim_run
 -- A coordinator job's start, in one statement: the message's run; if it is still to
 -- finish, its thread's lease (soft state, see acquire_thread) and, under it, the
@@ -166,7 +166,8 @@ SET LOCAL synchronous_commit = off;
 WITH target AS (
     SELECT thread_id, status FROM graphruntime_runs WHERE run_id = %(run_id)s
 ), lease AS (
-    UPDATE graphruntime_threads t SET lease_holder = %(worker)s, leased_at = now()
+    UPDATE graphruntime_threads t
+    SET lease_holder = %(worker)s, leased_at = now(), lease_token = %(token)s
     FROM target
     WHERE t.thread_id = target.thread_id AND target.status IN ('queued', 'running')
       AND (t.lease_holder IS NULL OR t.lease_holder = %(worker)s
@@ -189,22 +190,16 @@ LEFT JOIN next ON true
 LEFT JOIN graphruntime_runs r ON r.run_id = next.run_id;
 
 -- name: heartbeat
--- Beats, and frees the worker's task claims that its current job (claim token %(keep)s)
--- does not hold: those of a job that ended or gave up without completing them; and its
--- leases of the threads free_leases (NULL: none), which a job could not free through an
--- outage. A claim or lease younger than %(grace)s seconds is left alone: its job may
--- have just begun (a thread leased again meanwhile). Returns the threads of free_leases
--- whose lease it still holds (left alone), one row each.
+-- Beats, and frees what the worker holds that its current job (token %(keep)s; NULL:
+-- none) does not: task claims of a job that ended or gave up without completing them,
+-- and thread leases a job could not free through an outage, or whose durable release a
+-- Postgres crash took back. A claim or lease younger than %(grace)s seconds is left
+-- alone: its job may have just begun. Returns the leases it freed, one row each.
 WITH beat AS (
     INSERT INTO graphruntime_workers (worker, hostname, pid)
     VALUES (%(worker)s, %(hostname)s, %(pid)s)
     ON CONFLICT (worker) DO UPDATE SET heartbeat_at = now()
     RETURNING worker
-), orphans_freed AS (
-    UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
-    WHERE thread_id = ANY(%(free_leases)s::text[]) AND lease_holder = %(worker)s
-      AND leased_at < now() - make_interval(secs => %(grace)s)
-    RETURNING thread_id
 ), claims_freed AS (
     UPDATE graphruntime_step_tasks
     SET worker = NULL, claimed_at = NULL, claim_token = NULL
@@ -212,9 +207,15 @@ WITH beat AS (
       AND claim_token IS DISTINCT FROM %(keep)s
       AND claimed_at < now() - make_interval(secs => %(grace)s)
 )
-SELECT t.thread_id FROM graphruntime_threads t
-WHERE t.thread_id = ANY(%(free_leases)s::text[]) AND t.lease_holder = %(worker)s
-  AND t.thread_id NOT IN (SELECT f.thread_id FROM orphans_freed f);
+UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL, lease_token = NULL
+WHERE lease_holder = %(worker)s AND lease_token IS DISTINCT FROM %(keep)s
+  AND leased_at < now() - make_interval(secs => %(grace)s)
+RETURNING thread_id;
+
+-- name: beat
+INSERT INTO graphruntime_workers (worker, hostname, pid)
+VALUES (%(worker)s, %(hostname)s, %(pid)s)
+ON CONFLICT (worker) DO UPDATE SET heartbeat_at = now();
 
 -- name: remove_worker
 DELETE FROM graphruntime_workers WHERE worker = %(worker)s;

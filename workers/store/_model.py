@@ -261,14 +261,17 @@ class RunStore(Protocol):
 
     def active_runs(self, thread_id: str) -> list[str]: ...
 
-    def claim_run(self, run_id: str, worker: str, stale: float) -> Claim:
-        """Start a coordinator job for ``run_id`` in one round trip (see :class:`Claim`).
+    def claim_run(self, run_id: str, worker: str, stale: float, token: str | None = None) -> Claim:
+        """Start a coordinator job for ``run_id`` in one round trip (see :class:`Claim`);
+        ``token``: the job's, kept with the thread's lease (see :meth:`heartbeat`).
 
         Raises :class:`~workers.errors.RunNotFoundError` for an unknown run.
         """
         ...
 
-    def claim_runs(self, run_ids: Sequence[str], worker: str, stale: float) -> list[Claim]:
+    def claim_runs(
+        self, run_ids: Sequence[str], worker: str, stale: float, token: str | None = None
+    ) -> list[Claim]:
         """:meth:`claim_run` for each run, in order, in one round trip; an unknown run's
         claim is ended and not ``found``."""
         ...
@@ -374,8 +377,11 @@ class RunStore(Protocol):
         """The graph the thread belongs to; a new thread is bound to ``graph`` now."""
         ...
 
-    def acquire_thread(self, thread_id: str, worker: str, stale: float) -> bool:
-        """Lease the thread to ``worker`` if free, already its, or held by a dead worker."""
+    def acquire_thread(
+        self, thread_id: str, worker: str, stale: float, token: str | None = None
+    ) -> bool:
+        """Lease the thread to ``worker``'s job ``token`` if free, already the worker's,
+        or held by a dead worker."""
         ...
 
     def release_thread(self, thread_id: str, worker: str) -> str | None:
@@ -389,14 +395,13 @@ class RunStore(Protocol):
         pid: int,
         *,
         keep: str | None = None,
-        free_leases: Sequence[str] = (),
-        grace: float = 0.0,
+        grace: float | None = None,
     ) -> list[str]:
-        """Record that ``worker`` is alive; free its task claims not made with token
-        ``keep``, and its leases of the threads ``free_leases``.
+        """Record that ``worker`` is alive; with a ``grace``, also free its task claims
+        and thread leases not taken by its current job (token ``keep``; None: it runs
+        none) and older than ``grace`` seconds (younger: a job that just began).
 
-        Claims and leases younger than ``grace`` seconds stay (a job that just began).
-        Returns the threads of ``free_leases`` whose lease it still holds (those).
+        Returns the threads whose leases it freed.
         """
         ...
 

@@ -101,6 +101,10 @@ class _Thread:
     graph: str
     lease_holder: str | None = None
     leased_at: datetime | None = None
+    lease_token: str | None = None
+
+    def lease(self, worker: str | None, at: datetime | None, token: str | None) -> None:
+        self.lease_holder, self.leased_at, self.lease_token = worker, at, token
 
 
 @dataclass
@@ -532,14 +536,16 @@ class InMemoryRunStore:
         with self._lock:
             return self._state.threads.setdefault(thread_id, _Thread(graph)).graph
 
-    def acquire_thread(self, thread_id: str, worker: str, stale: float) -> bool:
+    def acquire_thread(
+        self, thread_id: str, worker: str, stale: float, token: str | None = None
+    ) -> bool:
         with self._lock:
             thread = self._state.threads.get(thread_id)
             if thread is None:
                 return False
             holder = thread.lease_holder
             if holder is None or holder == worker or not self._alive(holder, stale):
-                thread.lease_holder, thread.leased_at = worker, self.clock()
+                thread.lease(worker, self.clock(), token)
                 return True
             return False
 
@@ -547,22 +553,24 @@ class InMemoryRunStore:
         with self._lock:
             thread = self._state.threads.get(thread_id)
             if thread is not None and thread.lease_holder == worker:
-                thread.lease_holder = thread.leased_at = None
+                thread.lease(None, None, None)
             for row in self._thread_runs(thread_id):
                 if row.status not in TERMINAL:
                     return row.run_id
             return None
 
-    def claim_runs(self, run_ids: Sequence[str], worker: str, stale: float) -> list[Claim]:
+    def claim_runs(
+        self, run_ids: Sequence[str], worker: str, stale: float, token: str | None = None
+    ) -> list[Claim]:
         claims = []
         for run_id in run_ids:
             try:
-                claims.append(self.claim_run(run_id, worker, stale))
+                claims.append(self.claim_run(run_id, worker, stale, token))
             except RunNotFoundError:
                 claims.append(Claim(ended=True, leased=False, run=None, found=False))
         return claims
 
-    def claim_run(self, run_id: str, worker: str, stale: float) -> Claim:
+    def claim_run(self, run_id: str, worker: str, stale: float, token: str | None = None) -> Claim:
         with self._lock:
             target = self._state.runs.get(run_id)
             if target is None:
@@ -575,7 +583,7 @@ class InMemoryRunStore:
                 holder is None or holder == worker or not self._alive(holder, stale)
             ):
                 return Claim(ended=False, leased=False, run=None)
-            thread.lease_holder, thread.leased_at = worker, self.clock()
+            thread.lease(worker, self.clock(), token)
             for row in self._thread_runs(target.thread_id):
                 if row.status not in TERMINAL:
                     before = self._run(row)
@@ -591,24 +599,24 @@ class InMemoryRunStore:
         pid: int,
         *,
         keep: str | None = None,
-        free_leases: Sequence[str] = (),
-        grace: float = 0.0,
+        grace: float | None = None,
     ) -> list[str]:
         with self._lock:
             now = self.clock()
-            held: list[str] = []
-            for thread_id in free_leases:
-                thread = self._state.threads.get(thread_id)
-                if thread is None or thread.lease_holder != worker:
-                    continue
-                if thread.leased_at is not None and thread.leased_at < now - timedelta(
-                    seconds=grace
-                ):
-                    thread.lease_holder = thread.leased_at = None
-                else:
-                    held.append(thread_id)
+            freed: list[str] = []
             started = self._state.workers.get(worker, (hostname, pid, now, now))[2]
             self._state.workers[worker] = (hostname, pid, started, now)
+            if grace is None:
+                return freed
+            for thread_id, thread in self._state.threads.items():
+                if (
+                    thread.lease_holder == worker
+                    and thread.lease_token != keep
+                    and thread.leased_at is not None
+                    and thread.leased_at < now - timedelta(seconds=grace)
+                ):
+                    thread.lease(None, None, None)
+                    freed.append(thread_id)
             for row in self._state.tasks.values():
                 if (
                     row.worker == worker
@@ -618,7 +626,7 @@ class InMemoryRunStore:
                     and row.claimed_at < now - timedelta(seconds=grace)
                 ):
                     row.worker = row.claimed_at = row.claim_token = None
-            return held
+            return freed
 
     def remove_worker(self, worker: str) -> None:
         with self._lock:

@@ -225,7 +225,7 @@ class PostgresRunStore:
     ) -> list[Released]:
         """One transaction in one round trip: per end its finish statement, then
         release_leases and next_runs_of_threads for all the threads (see release_leases in
-        queries.sql). Its commit waits for the WAL flush only when it ends a run."""
+        queries.sql). A durable commit, also when it ends no run."""
         if not ends and not free:
             return []
         # per thread: its lease, the run's end (None: none, or refused) and why refused
@@ -245,8 +245,6 @@ class PostgresRunStore:
         threads = {"threads": [lease["thread_id"] for lease, _, _ in steps], "worker": worker}
         with self._conn("finish_and_release") as conn:
             with conn.pipeline(), conn.transaction():
-                if not any(ending for _, ending, _ in steps):
-                    conn.execute(query("async_commit"))  # leases alone are soft state
                 if requeue:
                     conn.execute(query("requeue_runs"), {"run_ids": list(requeue)})
                 heads = [
@@ -423,30 +421,34 @@ class PostgresRunStore:
         assert row is not None
         return str(row["graph"])
 
-    def acquire_thread(self, thread_id: str, worker: str, stale: float) -> bool:
-        params = {"thread_id": thread_id, "worker": worker, "stale": stale}
+    def acquire_thread(
+        self, thread_id: str, worker: str, stale: float, token: str | None = None
+    ) -> bool:
+        params = {"thread_id": thread_id, "worker": worker, "stale": stale, "token": token}
         with self._conn("acquire_thread") as conn:
             return conn.execute(query("acquire_thread"), params).fetchone() is not None
 
     def release_thread(self, thread_id: str, worker: str) -> str | None:
         return self.finish_and_release_many([], worker=worker, free=[thread_id])[0].following
 
-    def claim_run(self, run_id: str, worker: str, stale: float) -> Claim:
-        params = {"run_id": run_id, "worker": worker, "stale": stale}
+    def claim_run(self, run_id: str, worker: str, stale: float, token: str | None = None) -> Claim:
+        params = {"run_id": run_id, "worker": worker, "stale": stale, "token": token}
         with self._conn("claim_run") as conn:
             row = conn.execute(query("claim_run"), params).fetchone()
         if row is None:
             raise RunNotFoundError(f"No run {run_id}: check the id (graphrun runs lists them).")
         return self._claim(row)
 
-    def claim_runs(self, run_ids: Sequence[str], worker: str, stale: float) -> list[Claim]:
+    def claim_runs(
+        self, run_ids: Sequence[str], worker: str, stale: float, token: str | None = None
+    ) -> list[Claim]:
         """claim_run per run, pipelined: one round trip and one implicit transaction (one
         Sync), committed without waiting for the WAL flush (claims are soft state). Two
         jobs claiming the same threads in other orders may deadlock: Postgres aborts one,
         a transient error its job retries."""
         if not run_ids:
             return []
-        params = [{"run_id": r, "worker": worker, "stale": stale} for r in run_ids]
+        params = [{"run_id": r, "worker": worker, "stale": stale, "token": token} for r in run_ids]
         rows: list[Any] = []
         with self._conn("claim_runs") as conn, conn.cursor() as cur:
             cur.executemany(query("claim_run"), params, returning=True)
@@ -470,15 +472,17 @@ class PostgresRunStore:
         pid: int,
         *,
         keep: str | None = None,
-        free_leases: Sequence[str] = (),
-        grace: float = 0.0,
+        grace: float | None = None,
     ) -> list[str]:
+        if grace is None:
+            with self._conn("heartbeat") as conn:
+                conn.execute(query("beat"), {"worker": worker, "hostname": hostname, "pid": pid})
+            return []
         params = {
             "worker": worker,
             "hostname": hostname,
             "pid": pid,
             "keep": keep,
-            "free_leases": list(free_leases) or None,
             "grace": grace,
         }
         with self._conn("heartbeat") as conn:

@@ -1,0 +1,6 @@
+-- Which job holds a thread's lease: a worker's heartbeat frees the leases held under its
+-- name that its current job does not hold (a release a crash took back, or one an outage
+-- kept a job from making), as it frees task claims.
+ALTER TABLE graphruntime_threads ADD COLUMN lease_token text;
+CREATE INDEX graphruntime_threads_leases
+    ON graphruntime_threads (lease_holder) WHERE lease_holder IS NOT NULL;
