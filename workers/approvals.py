@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from graphruntime.checkpoint import SerializerProtocol, check_round_trip
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import InvalidResumeError
-from graphruntime.pregel import end_pending
 from graphruntime.types import Command
 from workers._requests import thread_id_of
 from workers.dispatch import Broker
@@ -30,8 +29,8 @@ from workers.errors import (
     NotDispatchedError,
     ResumeConflictError,
 )
-from workers.messages import MAX_NAME, MAX_NOTE
-from workers.store import InboxQuery, InboxRow, InboxUpdate, NewRun, Run, RunStore
+from workers.messages import MAX_NAME
+from workers.store import InboxQuery, InboxRow, NewRun, Run, RunStore
 
 if TYPE_CHECKING:
     from workers.client import GraphClient
@@ -221,6 +220,9 @@ def resume_many(
     key = f"bulk:{idempotency_key}"
     wanted = [(str(t), str(i)) for t, i in items] if items is not None else None
     done = {run.thread_id: run for run in client.store.runs_by_key(graph, key)}
+    if wanted is not None:  # report the threads asked about, not every one under the key
+        named = {t for t, _ in wanted}
+        done = {t: run for t, run in done.items() if t in named}
     rows = _targets(client, graph, where, node, wanted)
     by_thread: dict[str, list[str]] = {}
     for row in rows:
@@ -321,56 +323,6 @@ def resume_run(
         ).hexdigest(),
         origin=origin,
     )
-
-
-def cancel(
-    client: GraphClient,
-    graph: str,
-    config: RunnableConfig,
-    *,
-    reason: str,
-    actor: str | None = None,
-) -> list[str]:
-    """End the thread's queued and running runs and its pending waits; returns the runs.
-
-    Their runs end as ``cancelled``, their open tasks are closed and the inbox rows go,
-    in one transaction. Then a checkpoint with nothing left to run is put on the thread
-    (fenced: any job still working on it can no longer save a checkpoint, and its
-    pending writes belong to a checkpoint the thread has left), whose metadata says
-    who cancelled and why.
-    """
-    client.registry.get(graph)
-    thread_id = thread_id_of(config)
-    if not reason or len(reason) > MAX_NOTE:
-        raise ValueError(f"reason must be 1 to {MAX_NOTE} characters")
-    bound = client.store.bind_thread(thread_id, graph)
-    if bound != graph:
-        raise GraphMismatchError(
-            f"Thread {thread_id!r} belongs to graph {bound!r}, not {graph!r}; nothing was changed."
-        )
-    cancelled_by = {"reason": reason, "actor": actor}
-    error = {
-        "type": "RunCancelled",
-        "module": "workers.errors",
-        "message": f"Cancelled: {reason}",
-        "args": [f"Cancelled: {reason}"],
-        "actor": actor,
-    }
-    runs = client.store.cancel_thread(thread_id, error)
-    compiled = client.registry.get(graph)
-    fenced = client.saver.fenced()
-    pinned: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-    for _ in range(20):  # a job may still save the step it was on: retry on the new head
-        try:
-            end_pending(compiled, fenced, pinned, {"cancelled": {**cancelled_by, "runs": runs}})
-            break
-        except Exception as exc:
-            from graphruntime.errors import CheckpointConflict
-
-            if not isinstance(exc, CheckpointConflict):
-                raise
-    client.store.replace_inbox(InboxUpdate(thread_id, graph, "", []), None)
-    return runs
 
 
 def resume_history(

@@ -43,6 +43,7 @@ from graphruntime.pregel import (
 )
 from workers import observability as observe
 from workers._call_jobs import CallJobs, only_calls_recorded
+from workers._cancel import close_thread, stop_runs
 from workers._deferred_writes import DeferredWrites
 from workers._held_group import HeldGroup
 from workers.context import WorkerContext, at_run_start, run_loop
@@ -344,28 +345,12 @@ def advance(
         )
         _end(ctx, run, "error", error=error_info(exc), lease=lease)
         return True
-    try:
-        graph = ctx.registry.get(run.graph)
-    except UnknownGraphError as exc:
-        # the client knows the graph, this worker does not (a rolling deploy, a worker
-        # pool serving other graphs): leave the run to a worker that has it, for a while
-        waited = (datetime.now(UTC) - run.created_at).total_seconds()
-        if waited > ctx.settings.unserved_graph_timeout:
-            unserved = UnknownGraphError(
-                f"{exc} No worker took this run of graph {run.graph!r} for {waited:.0f}s "
-                "(GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT)."
-            )
-            _end(ctx, run, "error", error=error_info(unserved), lease=lease)
-            if failures is not None:
-                failures.append(f"run {run.run_id}: UnknownGraphError: {unserved}")
-            return True
-        log.warning(
-            "run %s is of graph %r, which this worker does not serve; left for another worker",
-            run.run_id,
-            run.graph,
-        )
-        ctx.broker.send_coordinate(run.run_id, delay=LACKING_GRAPH_DELAY)
-        return False
+    graph = _served(ctx, run, lease, failures)
+    if graph is None:
+        return lease.ending  # ended with the error, or left to a worker that serves it
+    if run.kind == "cancel":
+        _cancel(ctx, run, graph, lease)
+        return True
     events = RunEvents(ctx, run)
     loop: PregelLoop | None = None
     # every write of the run commits lazily (the run's end or a step's dispatch is a
@@ -426,6 +411,44 @@ def advance(
     )
     _end(ctx, run, status, result=_result(loop, events), inbox=waits, lease=lease)
     return True
+
+
+def _served(
+    ctx: WorkerContext, run: Run, lease: Lease, failures: list[str] | None
+) -> Pregel | None:
+    """The run's graph; None if this worker does not serve it (the run is left to a
+    worker that does, for a while, then ends with the error)."""
+    try:
+        return ctx.registry.get(run.graph)
+    except UnknownGraphError as exc:
+        # the client knows the graph, this worker does not (a rolling deploy, a worker
+        # pool serving other graphs): leave the run to a worker that has it, for a while
+        waited = (datetime.now(UTC) - run.created_at).total_seconds()
+        if waited > ctx.settings.unserved_graph_timeout:
+            unserved = UnknownGraphError(
+                f"{exc} No worker took this run of graph {run.graph!r} for {waited:.0f}s "
+                "(GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT)."
+            )
+            _end(ctx, run, "error", error=error_info(unserved), lease=lease)
+            if failures is not None:
+                failures.append(f"run {run.run_id}: UnknownGraphError: {unserved}")
+            return None
+        log.warning(
+            "run %s is of graph %r, which this worker does not serve; left for another worker",
+            run.run_id,
+            run.graph,
+        )
+        ctx.broker.send_coordinate(run.run_id, delay=LACKING_GRAPH_DELAY)
+        return None
+
+
+def _cancel(ctx: WorkerContext, run: Run, graph: Pregel, lease: Lease) -> None:
+    """A cancel run, under its thread's lease (see workers/_cancel.py); a client that
+    made the barrier already but lacks the graph's code leaves the checkpoint to it."""
+    stopped = stop_runs(ctx.store, run, ctx.stale)
+    close_thread(graph, ctx.saver.fenced(), run, stopped)
+    inbox = InboxUpdate(run.thread_id, run.graph, "", [])
+    _end(ctx, run, "success", result=stopped.result(), inbox=inbox, lease=lease)
 
 
 def _start_over(ctx: WorkerContext, run: Run) -> None:

@@ -8,7 +8,10 @@ WorkerError (GraphRuntimeError)
 ├── ResumeConflictError     another resume of the same pause got there first
 │                           (also an InvalidResumeError)
 ├── ThreadBusyError         the thread has a run in flight
+│   └── ThreadLeasedError   a live worker holds its lease
+├── CancelPendingError      a cancel is queued behind a run in flight (a TimeoutError)
 ├── RunNotFoundError        no run has that id
+├── ThreadNotFoundError     no run was ever made on that thread id
 ├── RunTimeoutError         waiting on a run exceeded the timeout (the run goes on)
 ├── NotDispatchedError      the run is recorded but the broker could not be reached
 ├── RemoteGraphError        a node raised on a worker; ``type_name`` names its class
@@ -57,8 +60,25 @@ class ThreadBusyError(WorkerError):
     """The thread has a run in flight; wait for it or resume after it pauses."""
 
 
+class ThreadLeasedError(ThreadBusyError):
+    """A live worker holds the thread's lease (it is advancing one of its runs)."""
+
+
+class CancelPendingError(WorkerError, TimeoutError):
+    """The cancel could not take the thread's lease in time; it is queued and applies
+    once the worker advancing the thread frees it. ``run_id``: the cancel's run."""
+
+    def __init__(self, message: str, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
 class RunNotFoundError(WorkerError, LookupError):
     """No run has this id."""
+
+
+class ThreadNotFoundError(WorkerError, LookupError):
+    """No run was ever made on this thread id: check the id."""
 
 
 class RunTimeoutError(WorkerError, TimeoutError):

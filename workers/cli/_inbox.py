@@ -238,7 +238,11 @@ def cancel(
     no longer write, its waits leave the inbox, and its state says who and why."""
     with connected() as client:
         runs = client.cancel(
-            graph, {"configurable": {"thread_id": thread}}, reason=reason, actor=actor
+            graph,
+            {"configurable": {"thread_id": thread}},
+            reason=reason,
+            actor=actor,
+            route="cli",
         )
     if as_json:
         json_line({"thread_id": thread, "cancelled_runs": runs})

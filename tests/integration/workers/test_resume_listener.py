@@ -18,7 +18,7 @@ import redis as redis_lib
 from graphruntime.graph import END, START, StateGraph
 from graphruntime.pregel import Pregel
 from graphruntime.types import interrupt
-from tests.unit.workers.graphs import Calls, approval, chain
+from tests.unit.workers.graphs import Calls, approval, chain, parallel_questions
 from workers.dead_letters import DeadLetters
 from workers.errors import StoreUnavailableError
 from workers.resume import MAX_ATTEMPTS, ResumeListener, sign
@@ -41,7 +41,12 @@ def redis_server() -> Iterator[Any]:
 def cluster_with_queue(**settings: Any) -> InlineCluster:
     queue = f"test:resume:{uuid.uuid4().hex[:8]}"
     return InlineCluster(
-        {"approval": approval(Calls()), "chain": chain(Calls()), "payments": payments()},
+        {
+            "approval": approval(Calls()),
+            "chain": chain(Calls()),
+            "payments": payments(),
+            "questions": parallel_questions(Calls()),
+        },
         settings=Settings(
             database_url="memory://", redis_url="memory://", resume_queue=queue, **settings
         ),
@@ -138,7 +143,7 @@ def test_a_message_that_cannot_apply_is_dead_lettered_at_once(
     assert cluster.client.get_state("approval", {"configurable": {"thread_id": tid}}).interrupts
 
 
-def test_a_resume_refused_when_its_run_starts_is_dead_lettered(
+def test_a_resume_naming_no_pending_interrupt_is_dead_lettered_at_once(
     redis_server: Any,
 ) -> None:
     r, cluster = redis_server, cluster_with_queue()
@@ -147,11 +152,27 @@ def test_a_resume_refused_when_its_run_starts_is_dead_lettered(
     raw = message(tid, {"f" * 32: "no"})  # a resume map naming no pending interrupt
     r.lpush(lst.queue, raw)
     take(lst, r)
+    assert not cluster.broker.coordinator  # refused before a run was queued
+    # UnknownInterruptError is the InvalidResumeError that names the unknown ids
+    reason = dead(r, cluster)[raw]
+    assert reason.startswith("UnknownInterruptError: Resume map key"), reason
+
+
+def test_a_resume_refused_when_its_run_starts_is_dead_lettered(
+    redis_server: Any,
+) -> None:
+    r, cluster = redis_server, cluster_with_queue()
+    tid = f"t-{uuid.uuid4()}"
+    out = cluster.run("questions", {"items": ["a", "b"]}, {"configurable": {"thread_id": tid}})
+    assert len(out["__interrupt__"]) == 2
+    lst = listener(cluster, r)
+    raw = json.dumps({"graph": "questions", "thread_id": tid, "resume": "yes"})
+    r.lpush(lst.queue, raw)
+    take(lst, r)  # queued: which wait a plain value answers is the graph's to say
     cluster.deliver()
     ((text, reason),) = cluster.broker.dead_letters
     assert text == raw
-    # UnknownInterruptError is the InvalidResumeError that names the unknown ids
-    assert reason.startswith("UnknownInterruptError: Resume map key"), reason
+    assert reason.startswith("AmbiguousResumeError: When there are multiple"), reason
 
 
 def test_the_same_key_with_another_value_is_refused(redis_server: Any) -> None:
