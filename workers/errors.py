@@ -4,6 +4,8 @@ WorkerError (GraphRuntimeError)
 ├── ConfigurationError      bad settings or registry entries
 ├── UnknownGraphError       a run names a graph that is not in the registry
 ├── GraphMismatchError      a thread belongs to another graph than the run names
+├── InvalidRequestError     a bad argument: a name, a note, a limit (a ValueError)
+│   └── InvalidFilterError  an inbox filter or cursor that cannot be used
 ├── MalformedMessageError   a queue message that does not parse
 ├── ResumeConflictError     another resume of the same pause got there first
 │                           (also an InvalidResumeError)
@@ -46,6 +48,15 @@ class UnknownGraphError(WorkerError, LookupError):
 
 class GraphMismatchError(WorkerError, ValueError):
     """The thread was started by another graph; a thread runs under one graph only."""
+
+
+class InvalidRequestError(WorkerError, ValueError):
+    """A request with a bad argument (a name, a note, a value, a limit); the message says
+    which and why. Nothing was read or changed."""
+
+
+class InvalidFilterError(InvalidRequestError):
+    """An inbox filter, page cursor or selection that cannot be used."""
 
 
 class MalformedMessageError(WorkerError, ValueError):

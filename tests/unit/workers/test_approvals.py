@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 import time
 import uuid
@@ -16,7 +18,12 @@ from graphruntime.errors import InvalidResumeError, UnknownInterruptError
 from graphruntime.graph import START, StateGraph
 from graphruntime.types import Command, Send, interrupt
 from tests.unit.workers.graphs import Calls, Log, fan, ticket
-from workers.errors import ThreadNotFoundError, UnknownGraphError
+from workers.errors import (
+    InvalidFilterError,
+    InvalidRequestError,
+    ThreadNotFoundError,
+    UnknownGraphError,
+)
 from workers.store import InboxQuery, RunQuery
 from workers.sweeper import sweep_once
 from workers.testing import InlineCluster
@@ -112,6 +119,45 @@ def test_inbox_refuses_bad_requests_with_a_clear_error(make_cluster: MakeCluster
         cluster.client.inbox("ticket", limit=0)
     with pytest.raises(ValueError, match="aware"):
         cluster.client.inbox("ticket", older_than=datetime(2026, 1, 1))
+
+
+def test_hostile_filters_are_refused_with_the_reason_before_any_query(
+    make_cluster: MakeCluster,
+) -> None:
+    """NUL characters, a filter nested 5,000 deep, an age of a million years, a forged
+    cursor: each an InvalidFilterError (a ValueError) naming the problem; never a
+    RecursionError or a database error."""
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    paused(cluster, 1)
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(5000):
+        inner["x"] = {}
+        inner = inner["x"]
+    forged = base64.urlsafe_b64encode(
+        json.dumps(["2026-01-01T00:00:00+00:00", "t\x00", "i"]).encode()
+    ).decode()
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"where": {"team": "o\x00ps"}}, "NUL"),
+        ({"where": {"te\x00am": "ops"}}, "NUL"),
+        ({"where": deep}, "deeper than"),
+        ({"where": ["not", "an", "object"]}, "JSON object"),
+        ({"where": {"x": "y" * 70_000}}, "limit"),
+        ({"node": "ask\x00"}, "node"),
+        ({"older_than": timedelta(days=999_999_999)}, "older_than"),
+        ({"older_than": "7d"}, "older_than"),
+        ({"cursor": "\x00"}, "cursor"),
+        ({"cursor": forged}, "cursor"),
+        ({"cursor": "A" * 100_000}, "cursor"),
+    ]
+    for kwargs, reason in cases:
+        with pytest.raises(InvalidFilterError, match=reason):
+            cluster.client.inbox("ticket", **kwargs)
+    with pytest.raises(InvalidFilterError, match="deeper than"):
+        cluster.client.resume_many("ticket", where=deep, value="x", idempotency_key="k")
+    with pytest.raises(InvalidRequestError, match="NUL"):
+        cluster.client.resume_many("ticket", items=[("t\x00", "i")], value="x", idempotency_key="k")
+    assert len(cluster.client.inbox("ticket").items) == 1  # nothing changed
 
 
 def test_resume_many_answers_every_selected_wait_once(make_cluster: MakeCluster) -> None:
