@@ -9,7 +9,6 @@ the error, which ``wait()``/``invoke()`` raise.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import socket
@@ -19,16 +18,18 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from graphruntime.checkpoint import ClusterSaver, check_round_trip
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointError
 from graphruntime.pregel import Pregel
-from graphruntime.types import Command, Durability, StateSnapshot
+from graphruntime.types import Durability, StateSnapshot
 from workers import approvals
 from workers._cancel import CANCEL_TASK_WAIT, cancel_request, close_thread, stop_runs
 from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunListener, RunWatch
+from workers._queue_runs import queue_runs
 from workers._requests import check_text, thread_id_of
 from workers.approvals import InboxPage, ResumeOutcome, ResumeRecord
 from workers.dispatch import Broker
@@ -45,7 +46,7 @@ from workers.errors import (
 from workers.messages import MAX_NAME, MAX_NOTE
 from workers.registry import GraphRegistry
 from workers.settings import Settings, load_settings
-from workers.store import InboxUpdate, NewRun, PostgresRunStore, Run, RunKind, RunStore
+from workers.store import NewRun, PostgresRunStore, Run, RunPayload, RunStore
 
 log = logging.getLogger(__name__)
 
@@ -229,21 +230,15 @@ class GraphClient:
                 self._new_run(graph, input, config, idempotency_key=key, actor=actor, note=note)
             )
         handles: list[RunHandle] = []
-        unsent: list[str] = []
-        for start in range(0, len(news), 1000):
-            batch = news[start : start + 1000]
-            created: list[str] = []
-            for new, (run, fresh, error) in zip(batch, self.store.create_runs(batch), strict=True):
-                if error is not None:
-                    raise error
-                assert run is not None
-                handles.append(RunHandle(self, run.run_id, new.thread_id, created=fresh))
-                if fresh:
-                    created.append(run.run_id)
-            # each thousand goes out once queued: workers start while the next is made
-            unsent = approvals.send_page(self, created, unsent, "submit them again")
-        if unsent:  # the broker was away: one more try, which says what to do if it still is
-            self.send_coordinates(unsent, "submit them again")
+
+        def handle(new: NewRun, run: Run | None, fresh: bool, error: Exception | None) -> None:
+            if error is not None:
+                raise error
+            assert run is not None
+            handles.append(RunHandle(self, run.run_id, new.thread_id, created=fresh))
+
+        send = partial(self.send_coordinates, instead="submit them again")
+        queue_runs(self.store, news, send, each=handle)
         return handles
 
     def send_coordinates(self, run_ids: Sequence[str], instead: str) -> None:
@@ -287,24 +282,21 @@ class GraphClient:
         check_text("idempotency_key", idempotency_key, MAX_NAME)
         check_text("actor", actor, MAX_NAME)
         check_text("note", note, MAX_NOTE)
-        kind: RunKind = "input"
-        if isinstance(input, Command):
-            kind = "resume" if input.resume is not None else "command"
-        modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode or ())
-        payload = {
-            "input": input,
-            "config": _user_config(config),
-            "stream_modes": modes,
-            "subgraphs": subgraphs,
-            "interrupt_before": interrupt_before,
-            "interrupt_after": interrupt_after,
-        }
+        payload = RunPayload(
+            input=input,
+            config=_user_config(config),
+            stream_modes=tuple(
+                [stream_mode] if isinstance(stream_mode, str) else stream_mode or ()
+            ),
+            subgraphs=subgraphs,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            context=context,
+            durability="sync" if durability == "sync" else None,  # "async" lets puts group
+        )
         if context is not None:
             self.registry.get(graph).run_options({}, context=context)  # a bad one fails here
-            payload["context"] = context
-        if durability == "sync":  # "async" (the default) lets the coordinator group puts
-            payload["durability"] = durability
-        digest = self._check_payload(graph, payload)
+        self._check_payload(payload)
         origin: dict[str, Any] = {"route": route}
         if actor is not None:
             origin["actor"] = actor
@@ -312,33 +304,20 @@ class GraphClient:
             origin["note"] = note
         if message is not None:
             origin["message"] = message
-        return NewRun(
-            run_id=str(uuid.uuid4()),
-            thread_id=thread_id,
-            graph=graph,
-            kind=kind,
-            payload=payload,
-            idempotency_key=idempotency_key,
-            request_digest=digest,
-            origin=origin,
+        serde = self.saver.serde
+        return NewRun.of(
+            graph, thread_id, payload, serde, idempotency_key=idempotency_key, origin=origin
         )
 
-    def _check_payload(self, graph: str, payload: dict[str, Any]) -> str:
-        """Refuse a payload the workers could not read back; returns its digest.
-
-        Nothing is written when it is refused.
-        """
-        serde = self.saver.serde
+    def _check_payload(self, payload: RunPayload) -> None:
+        """Refuse a payload the workers could not read back; nothing is written then."""
         try:
-            check_round_trip(payload, serde)
-            typed = serde.dumps_typed(payload)
+            check_round_trip(payload.stored(), self.saver.serde)
         except CheckpointError as exc:
             raise type(exc)(
                 f"The run's input or config cannot be stored for the workers: {exc} "
                 "Nothing was queued."
             ) from exc
-        digest = hashlib.sha256(graph.encode() + b"\0" + typed[0].encode() + b"\0" + typed[1])
-        return digest.hexdigest()
 
     def wait_done(self, run_id: str, timeout: float | None) -> Run:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -523,9 +502,7 @@ class GraphClient:
                 saver = self.saver if addressed else self.saver.fenced()
                 edited = edit(self.registry.get(graph).with_checkpointer(saver))
                 # the edit leaves the interrupts it answered or replaced behind
-                self.store.replace_inbox(
-                    InboxUpdate(thread_id, graph, _checkpoint_id(edited), []), None
-                )
+                self.store.replace_inbox(thread_id)
                 return edited
         except ThreadLeasedError as exc:
             raise busy from exc
@@ -658,7 +635,9 @@ class GraphClient:
         """
         check_text("actor", actor, MAX_NAME)
         thread_id = thread_id_of(config)
-        new = cancel_request(graph, thread_id, reason=reason, actor=actor, route=route, wait=wait)
+        new = cancel_request(
+            graph, thread_id, self.saver.serde, reason=reason, actor=actor, route=route, wait=wait
+        )
         run, _ = self.store.create_run(new)  # an unknown thread or graph: refused here
         try:
             with self._holding(thread_id, timeout):
@@ -668,9 +647,8 @@ class GraphClient:
                 stopped = stop_runs(self.store, run, self.settings.stale_after, self._beat)
                 if graph in self.registry.names():
                     close_thread(self.registry.get(graph), self.saver.fenced(), run, stopped)
-                    inbox = InboxUpdate(thread_id, graph, "", [])
                     result = stopped.result()
-                    self.store.finish_run(run.run_id, "success", result=result, inbox=inbox)
+                    self.store.finish_run(run.run_id, "success", result=result, inbox=[])
                 # else: the cancel run is the thread's next run, sent on as the lease goes
         except ThreadLeasedError as exc:
             self._send_quietly(run.run_id)
@@ -705,7 +683,3 @@ def _user_config(config: RunnableConfig | None) -> dict[str, Any]:
         if key in config:
             out[key] = config.get(key)
     return out
-
-
-def _checkpoint_id(config: RunnableConfig) -> str:
-    return str((config.get("configurable") or {}).get("checkpoint_id") or "")

@@ -41,16 +41,12 @@ class WorkerContext:
         return self.settings.stale_after
 
 
-# A run's payload (stored by the client):
-# {"input": <input or Command>, "config": RunnableConfig (user part), "stream_modes": [...],
-#  "subgraphs": bool, "interrupt_before": ..., "interrupt_after": ...}
-
 RUN_EVENT_MODES = ("values", "updates")
 
 
 def run_config(run: Run, *, checkpoint_id: str | None = None) -> RunnableConfig:
     """The config a run's loops see: the user's config, pinned to the run's thread."""
-    user: dict[str, Any] = dict(run.payload.get("config") or {})
+    user: dict[str, Any] = dict(run.payload.config)
     configurable = {**user.get("configurable", {}), "thread_id": run.thread_id}
     configurable.pop("checkpoint_id", None)
     if checkpoint_id is not None:
@@ -73,21 +69,19 @@ def run_loop(
     ``invoke`` returns only the output schema's keys.
     """
     payload = run.payload
-    streaming = bool(payload.get("stream_modes"))
-    modes = {*RUN_EVENT_MODES, *(payload.get("stream_modes") or ())}
     config = run_config(run, checkpoint_id=checkpoint_id)
     return PregelLoop(
         graph,
         config,
         checkpointer=saver,
-        sink=StreamSink(modes, bool(payload.get("subgraphs"))),
+        sink=StreamSink({*RUN_EVENT_MODES, *payload.stream_modes}, payload.subgraphs),
         options=graph.run_options(
             config,
-            output_keys=graph.stream_channels if streaming else None,
-            interrupt_before=payload.get("interrupt_before"),
-            interrupt_after=payload.get("interrupt_after"),
+            output_keys=graph.stream_channels if payload.stream_modes else None,
+            interrupt_before=payload.interrupt_before,
+            interrupt_after=payload.interrupt_after,
             stop=run.stop,
-            context=payload.get("context"),
+            context=payload.context,
             shared_saver=True,  # a subgraph's own saver would live in one worker process
         ),
         saved=saved,

@@ -56,7 +56,7 @@ from workers.errors import (
     is_transient,
     rebuild_error,
 )
-from workers.store import InboxEntry, InboxUpdate, Run, RunEnd, RunStatus, StepTask
+from workers.store import Run, RunEnd, RunStatus, StepTask, Wait
 
 log = logging.getLogger(__name__)
 
@@ -282,7 +282,7 @@ class Lease:
         status: RunStatus,
         result: Any,
         error: dict[str, Any] | None,
-        inbox: InboxUpdate | None,
+        inbox: Sequence[Wait] | None,
         then: Callable[[RunEnd], None],
     ) -> None:
         """End ``run`` and give the lease up when the batch closes, once its held
@@ -356,7 +356,7 @@ def advance(
     # every write of the run commits lazily (the run's end or a step's dispatch is a
     # durable commit that makes them durable first); with durability "async" its
     # checkpoints are held and stored with the round's other runs' (HeldGroup)
-    held = None if run.payload.get("durability") == "sync" else lease.batch.held
+    held = None if run.payload.durability == "sync" else lease.batch.held
     saver = DeferredWrites(ctx.saver.fenced().lazy(), group=held, key=run.run_id)
     try:
         loop, reentering = _open(ctx, run, graph, saver, saved)
@@ -447,8 +447,7 @@ def _cancel(ctx: WorkerContext, run: Run, graph: Pregel, lease: Lease) -> None:
     made the barrier already but lacks the graph's code leaves the checkpoint to it."""
     stopped = stop_runs(ctx.store, run, ctx.stale)
     close_thread(graph, ctx.saver.fenced(), run, stopped)
-    inbox = InboxUpdate(run.thread_id, run.graph, "", [])
-    _end(ctx, run, "success", result=stopped.result(), inbox=inbox, lease=lease)
+    _end(ctx, run, "success", result=stopped.result(), inbox=[], lease=lease)
 
 
 def _start_over(ctx: WorkerContext, run: Run) -> None:
@@ -475,14 +474,14 @@ def _open(
     ``first()`` is given the run's id: a run that started before (a redelivered job,
     a coordinator that died) re-opens its step instead of applying its input twice.
     """
-    command = run.payload.get("input")
+    command = run.payload.input
     loop = run_loop(graph, run, saver, saved=saved)
     if not at_run_start(loop, run):
         # the run saved a checkpoint of its own: it is under way past its input
         if run.stop is None:
             ctx.store.set_running(run.run_id, loop.stop)
         return loop, True
-    addressed = (run.payload.get("config") or {}).get("configurable", {}).get("checkpoint_id")
+    addressed = (run.payload.config.get("configurable") or {}).get("checkpoint_id")
     if addressed and run.status == "queued":
         # an explicit checkpoint_id is time travel: fork from there (not fenced)
         saver.flush()
@@ -631,7 +630,7 @@ class RunEvents:
     def __init__(self, ctx: WorkerContext, run: Run) -> None:
         self.ctx = ctx
         self.run = run
-        self.streaming = bool(run.payload.get("stream_modes"))
+        self.streaming = bool(run.payload.stream_modes)
         self.pending: list[StreamChunk] = []
         self.last_values: Any = None
         self.has_values = False
@@ -660,7 +659,7 @@ def _end(
     *,
     result: Any = None,
     error: dict[str, Any] | None = None,
-    inbox: InboxUpdate | None = None,
+    inbox: Sequence[Wait] | None = None,
     lease: Lease,
 ) -> None:
     def ended(end: RunEnd) -> None:
@@ -676,43 +675,40 @@ def _end(
     observe.run_ending(status)  # in the run's span; counted once its batch commits
 
 
-def _waits(ctx: WorkerContext, run: Run, loop: PregelLoop) -> InboxUpdate:
-    """What the thread waits on as the run ends: the pending interrupts of its step."""
-    return InboxUpdate(
-        thread_id=run.thread_id,
-        graph=run.graph,
-        checkpoint_id=loop.checkpoint["id"],
-        entries=inbox_entries(loop, ctx.saver.serde),
-    )
-
-
-def inbox_entries(loop: PregelLoop, serde: SerializerProtocol) -> list[InboxEntry]:
-    """The loaded step's pending interrupts as inbox rows, in task order."""
-    entries: list[InboxEntry] = []
+def _waits(ctx: WorkerContext, run: Run, loop: PregelLoop) -> list[Wait]:
+    """What the thread waits on as the run ends: the pending interrupts of its step, as
+    inbox rows, in task order."""
+    serde = ctx.saver.serde
+    waits: list[Wait] = []
     seen: set[str] = set()
     for task in sorted(loop.tasks.values(), key=task_order):
         for intr in loop.recorded_interrupts(task.id):
             if intr.id in seen:
                 continue
             seen.add(intr.id)
-            entries.append(
-                InboxEntry(
+            waits.append(
+                Wait(
+                    graph=run.graph,
+                    thread_id=run.thread_id,
                     interrupt_id=intr.id,
                     node=task.name,
                     namespace=task.checkpoint_ns,
-                    value=_json_text(serde, intr.value),
+                    value=_json_value(serde, intr.value),
+                    run_id=run.run_id,
+                    checkpoint_id=loop.checkpoint["id"],
                     deadline=intr.deadline,
                     default=serde.dumps_typed(intr.default) if intr.deadline else None,
                 )
             )
-    return entries
+    return waits
 
 
-def _json_text(serde: SerializerProtocol, value: Any) -> str:
+def _json_value(serde: SerializerProtocol, value: Any) -> Any:
+    """The value as JSON, as the serde stores it (bytes it cannot: base64)."""
     kind, data = serde.dumps_typed(value)
     if kind == "json":
-        return data.decode("utf-8")
-    return json.dumps({"__bytes__": base64.b64encode(data).decode("ascii")})
+        return json.loads(data)
+    return {"__bytes__": base64.b64encode(data).decode("ascii")}
 
 
 def _result(loop: PregelLoop, events: RunEvents) -> Any:

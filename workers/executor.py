@@ -139,8 +139,8 @@ def _run_claimed(
         # an error handler gets the failed node's error as its job recorded it (typed)
         loop.task_errors = recorded_errors(ctx.store.step_tasks(run.run_id, msg.checkpoint_id))
     if at_run_start(loop, run):
-        loop.open_step(run.payload.get("input"))
-    streaming = bool(run.payload.get("stream_modes"))
+        loop.open_step(run.payload.input)
+    streaming = bool(run.payload.stream_modes)
     outcomes: dict[str, dict[str, object] | None] = {}
     events: dict[str, list[EventRow]] = {}
     for ref in msg.tasks:

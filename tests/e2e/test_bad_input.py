@@ -38,7 +38,7 @@ from workers.app import CeleryBroker
 from workers.client import GraphClient
 from workers.errors import RunTimeoutError, ThreadBusyError, UnknownGraphError
 from workers.local_cluster import LocalCluster
-from workers.store import NewRun
+from workers.store import NewRun, RunPayload
 
 FAN, CHAIN, APPROVAL = "ledger_fan", "ledger_chain", "ledger_approval"
 
@@ -155,7 +155,7 @@ def test_unknown_graph_in_a_queued_run_is_left_for_a_worker_that_serves_it(
             thread_id=tid,
             graph="no-such-graph",
             kind="input",
-            payload={"input": {"items": []}, "config": {}, "stream_modes": []},
+            payload=RunPayload(input={"items": []}),
         )
     )
     assert created

@@ -55,7 +55,9 @@ def _short(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _age(at: datetime) -> str:
+def _age(at: datetime | None) -> str:
+    if at is None:
+        return ""
     seconds = int((datetime.now(UTC) - at).total_seconds())
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:

@@ -115,14 +115,40 @@ WHERE run_id = %(run_id)s
   AND set_config('synchronous_commit', 'off', true) IS NOT NULL;
 
 -- name: finish_run
--- One row (rowcount 1) when this call finished the run. Waiting clients LISTEN on
--- graphruntime_runs; the notification (payload: the run id) is delivered at commit.
+-- Ends a queued or running run: one row when this call ended it. Waiting clients LISTEN
+-- on graphruntime_runs; the notification (payload: the run id) is delivered at commit.
+-- With %(set_inbox)s, the thread's inbox is set to what it waits on now, in the same
+-- statement: the ended run's thread (only when this call ended it), or, with no run to
+-- end (%(run_id)s NULL: an edit of its state), %(thread_id)s. A wait still pending keeps
+-- its row and its created_at; the others go. The inbox rows come as parallel arrays.
 WITH done AS (
     UPDATE graphruntime_runs
     SET status = %(status)s, result_type = %(result_type)s, result = %(result)s,
         error = %(error)s, updated_at = now()
     WHERE run_id = %(run_id)s AND status IN ('queued', 'running')
-    RETURNING run_id
+    RETURNING run_id, thread_id
+), thread AS (
+    SELECT thread_id FROM done WHERE %(set_inbox)s
+    UNION ALL
+    SELECT %(thread_id)s::text WHERE %(set_inbox)s AND %(run_id)s::uuid IS NULL
+), cleared AS (
+    DELETE FROM graphruntime_interrupts i USING thread
+    WHERE i.thread_id = thread.thread_id
+      AND i.interrupt_id <> ALL(coalesce(%(ids)s::text[], '{}'))
+), added AS (
+    INSERT INTO graphruntime_interrupts
+        (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
+         deadline, default_type, default_value)
+    SELECT thread.thread_id, x.*
+    FROM thread, unnest(%(ids)s::text[], %(graphs)s::text[], %(run_ids)s::uuid[],
+                        %(checkpoint_ids)s::text[], %(nodes)s::text[], %(namespaces)s::text[],
+                        %(values)s::jsonb[], %(deadlines)s::timestamptz[],
+                        %(default_types)s::text[], %(default_values)s::bytea[]) AS x
+    ON CONFLICT (thread_id, interrupt_id) DO UPDATE
+    SET graph = EXCLUDED.graph, run_id = EXCLUDED.run_id,
+        checkpoint_id = EXCLUDED.checkpoint_id, node = EXCLUDED.node,
+        namespace = EXCLUDED.namespace, value = EXCLUDED.value, deadline = EXCLUDED.deadline,
+        default_type = EXCLUDED.default_type, default_value = EXCLUDED.default_value
 )
 SELECT pg_notify('graphruntime_runs', run_id::text) FROM done;
 
@@ -382,60 +408,9 @@ SELECT pg_notify('graphruntime_events', run_id::text) FROM added;
 SELECT seq, ns, mode, payload_type, payload FROM graphruntime_run_events
 WHERE run_id = %(run_id)s AND seq > %(after)s ORDER BY seq;
 
--- name: finish_run_inbox
--- finish_run, and the thread's inbox set to what it waits on now, in one transaction
--- (only when this call ended the run). A wait still pending keeps its row and its
--- created_at; the others go.
-WITH done AS (
-    UPDATE graphruntime_runs
-    SET status = %(status)s, result_type = %(result_type)s, result = %(result)s,
-        error = %(error)s, updated_at = now()
-    WHERE run_id = %(run_id)s AND status IN ('queued', 'running')
-    RETURNING run_id, thread_id
-), cleared AS (
-    DELETE FROM graphruntime_interrupts i USING done
-    WHERE i.thread_id = done.thread_id AND i.interrupt_id <> ALL(coalesce(%(ids)s::text[], '{}'))
-), added AS (
-    INSERT INTO graphruntime_interrupts
-        (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
-         deadline, default_type, default_value)
-    SELECT done.thread_id, x.id, %(graph)s, done.run_id, %(checkpoint_id)s, x.node, x.ns,
-           x.value::jsonb, x.deadline, x.dtype, x.dvalue
-    FROM done, unnest(%(ids)s::text[], %(nodes)s::text[], %(nss)s::text[], %(values)s::text[],
-                      %(deadlines)s::timestamptz[], %(dtypes)s::text[], %(dvalues)s::bytea[])
-        AS x(id, node, ns, value, deadline, dtype, dvalue)
-    ON CONFLICT (thread_id, interrupt_id) DO UPDATE
-    SET run_id = EXCLUDED.run_id, checkpoint_id = EXCLUDED.checkpoint_id,
-        node = EXCLUDED.node, namespace = EXCLUDED.namespace, value = EXCLUDED.value,
-        deadline = EXCLUDED.deadline, default_type = EXCLUDED.default_type,
-        default_value = EXCLUDED.default_value
-)
-SELECT pg_notify('graphruntime_runs', run_id::text) FROM done;
-
--- name: replace_inbox
--- The thread's inbox set to what it waits on after an edit of its state.
-WITH cleared AS (
-    DELETE FROM graphruntime_interrupts
-    WHERE thread_id = %(thread_id)s AND interrupt_id <> ALL(coalesce(%(ids)s::text[], '{}'))
-)
-INSERT INTO graphruntime_interrupts
-    (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
-     deadline, default_type, default_value)
-SELECT %(thread_id)s, x.id, %(graph)s, %(run_id)s, %(checkpoint_id)s, x.node, x.ns,
-       x.value::jsonb, x.deadline, x.dtype, x.dvalue
-FROM unnest(%(ids)s::text[], %(nodes)s::text[], %(nss)s::text[], %(values)s::text[],
-            %(deadlines)s::timestamptz[], %(dtypes)s::text[], %(dvalues)s::bytea[])
-    AS x(id, node, ns, value, deadline, dtype, dvalue)
-ON CONFLICT (thread_id, interrupt_id) DO UPDATE
-SET run_id = EXCLUDED.run_id, checkpoint_id = EXCLUDED.checkpoint_id,
-    node = EXCLUDED.node, namespace = EXCLUDED.namespace, value = EXCLUDED.value,
-    deadline = EXCLUDED.deadline, default_type = EXCLUDED.default_type,
-    default_value = EXCLUDED.default_value;
-
 -- name: inbox_page
 -- Run unprepared: planned with the actual values, the NULL conditions fold away.
-SELECT i.graph, i.thread_id, i.interrupt_id, i.node, i.namespace, i.value, i.created_at,
-       i.deadline, i.run_id, i.checkpoint_id,
+SELECT i.*,
        EXISTS (SELECT 1 FROM graphruntime_runs r
                WHERE r.thread_id = i.thread_id AND r.status IN ('queued', 'running'))
            AS resuming
@@ -456,7 +431,7 @@ LIMIT %(limit)s;
 
 -- name: expired_waits
 -- Pending interrupts past their deadline, of threads with no run under way.
-SELECT i.graph, i.thread_id, i.interrupt_id, i.default_type, i.default_value
+SELECT i.*, false AS resuming
 FROM graphruntime_interrupts i
 WHERE i.deadline < now() AND i.default_type IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM graphruntime_runs r
