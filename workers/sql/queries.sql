@@ -134,13 +134,13 @@ WITH done AS (
 ), cleared AS (
     DELETE FROM graphruntime_interrupts i USING thread
     WHERE i.thread_id = thread.thread_id
-      AND i.interrupt_id <> ALL(coalesce(%(ids)s::text[], '{}'))
+      AND i.interrupt_id <> ALL(coalesce(%(interrupt_ids)s::text[], '{}'))
 ), added AS (
     INSERT INTO graphruntime_interrupts
         (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
          deadline, default_type, default_value)
     SELECT thread.thread_id, x.*
-    FROM thread, unnest(%(ids)s::text[], %(graphs)s::text[], %(run_ids)s::uuid[],
+    FROM thread, unnest(%(interrupt_ids)s::text[], %(graphs)s::text[], %(run_ids)s::uuid[],
                         %(checkpoint_ids)s::text[], %(nodes)s::text[], %(namespaces)s::text[],
                         %(values)s::jsonb[], %(deadlines)s::timestamptz[],
                         %(default_types)s::text[], %(default_values)s::bytea[]) AS x

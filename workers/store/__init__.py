@@ -27,7 +27,7 @@ from workers.store._model import (
 )
 from workers.store._payload import CancelRequest, RunKind, RunPayload
 from workers.store._store import RunStore
-from workers.store.memory import InMemoryRunStore, ManualClock
+from workers.store.memory import InMemoryRunStore
 from workers.store.postgres import PostgresRunStore, make_pool
 
 __all__ = (
@@ -38,7 +38,6 @@ __all__ = (
     "EventRow",
     "InMemoryRunStore",
     "InboxQuery",
-    "ManualClock",
     "NewRun",
     "OrphanTask",
     "Overview",

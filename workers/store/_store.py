@@ -2,31 +2,27 @@
 
 :class:`RunStore` decides what to run and what the rows mean: how a run is queued and
 why it was refused, a coordinator's claim, a run's end with its thread's inbox and
-lease, the barrier's counts. A :class:`Connector` runs the named queries: on Postgres
-(``workers.store.postgres``), or their in-memory mirror, one method per query
-(``workers.store.memory``). Every method is one statement, or one transaction, and
-holds no connection while it waits for anything else, so one store can be shared by
-any number of threads.
+lease (and, in :class:`~workers.store._barrier.StepBarrier`, the barrier's counts). Its
+:class:`~workers.store._connector.Connector` runs the queries, on Postgres or in memory.
+Every method is one statement, or one transaction, and holds no connection while it
+waits for anything else, so one store can be shared by any number of threads.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any
 
-from graphruntime.checkpoint import JsonSerializer, SerializerProtocol
 from graphruntime.errors import CheckpointError, InvalidResumeError
 from workers.errors import RunNotFoundError, WorkerError
+from workers.store._barrier import StepBarrier
+from workers.store._connector import Params, Row, one
 from workers.store._model import (
     Claim,
-    Event,
-    EventRow,
     InboxQuery,
     NewRun,
-    OrphanTask,
     Overview,
     Released,
     Run,
@@ -34,68 +30,16 @@ from workers.store._model import (
     RunningTask,
     RunQuery,
     RunStatus,
-    StepTask,
     Wait,
 )
 from workers.store._payload import RunPayload
 from workers.store._refusals import refused_as
 
-__all__ = ("Connector", "Row", "RunStore", "Session")
-
-Row = dict[str, Any]
-Params = Mapping[str, Any]
+__all__ = ("RunStore",)
 
 
-class Session(Protocol):
-    """One connection (or transaction) of a :class:`Connector`: named queries on it."""
-
-    def all(self, name: str, params: Params | None = None) -> list[Row]:
-        """The query's rows (none for a statement that returns none)."""
-        ...
-
-    def many(
-        self, name: str, params: Sequence[Params], *, returning: bool = True
-    ) -> list[list[Row]]:
-        """The query once per params, pipelined; each one's rows (``returning``)."""
-        ...
-
-
-class Connector(Protocol):
-    """Runs the named queries: Postgres, or their in-memory mirror."""
-
-    def session(
-        self, operation: str, *, transaction: bool = False
-    ) -> AbstractContextManager[Session]:
-        """A connection for ``operation`` (named in errors), in one transaction if asked."""
-        ...
-
-    def batch(self, operation: str, statements: Sequence[tuple[str, Params]]) -> list[list[Row]]:
-        """The statements in one transaction, sent in one round trip; each one's rows."""
-        ...
-
-
-def _one(rows: list[Row]) -> Row | None:
-    return rows[0] if rows else None
-
-
-class RunStore:
+class RunStore(StepBarrier):
     """Runs, the step barrier, thread leases, heartbeats and stream events."""
-
-    def __init__(self, db: Connector, serde: SerializerProtocol | None = None) -> None:
-        self.db = db
-        self.serde = serde or JsonSerializer()
-
-    def _all(self, name: str, params: Params | None = None) -> list[Row]:
-        """One statement on a connection of its own."""
-        with self.db.session(name) as s:
-            return s.all(name, params)
-
-    # --- rows ----------------------------------------------------------------------------
-
-    def _load(self, type_: str | None, data: bytes | None) -> Any:
-        return (
-            None if type_ is None or data is None else self.serde.loads_typed((type_, bytes(data)))
-        )
 
     def _run(self, row: Row, payload: RunPayload | None = None) -> Run:
         """The run of ``row``; ``payload``: its payload if the caller has it (not decoded)."""
@@ -179,8 +123,8 @@ class RunStore:
         """
         params = self._new_run_params(new)
         with self.db.session("create_run") as s:
-            row = _one(s.all("create_run", params))
-            why = None if row is not None else _one(s.all("explain_refused_run", params))
+            row = one(s.all("create_run", params))
+            why = None if row is not None else one(s.all("explain_refused_run", params))
         if row is not None:
             return self._run(row, new.payload), True
         assert why is not None
@@ -211,14 +155,14 @@ class RunStore:
 
     def get_run(self, run_id: str) -> Run:
         """The run; :class:`~workers.errors.RunNotFoundError` if there is none."""
-        row = _one(self._all("get_run", {"run_id": run_id}))
+        row = one(self._all("get_run", {"run_id": run_id}))
         if row is None:
             raise RunNotFoundError(f"No run {run_id}: check the id (graphrun runs lists them).")
         return self._run(row)
 
     def next_run(self, thread_id: str) -> Run | None:
         """The thread's next run: its oldest still to finish, a cancel before any other."""
-        row = _one(self._all("next_run", {"thread_id": thread_id}))
+        row = one(self._all("next_run", {"thread_id": thread_id}))
         return None if row is None else self._run(row)
 
     def active_runs(self, thread_id: str) -> list[str]:
@@ -249,7 +193,7 @@ class RunStore:
         )
         waits = inbox or ()
         arrays: dict[str, list[Any] | None] = {
-            "ids": [w.interrupt_id for w in waits],
+            "interrupt_ids": [w.interrupt_id for w in waits],
             "graphs": [w.graph for w in waits],
             "run_ids": [w.run_id for w in waits],
             "checkpoint_ids": [w.checkpoint_id for w in waits],
@@ -464,7 +408,7 @@ class RunStore:
         Raises :class:`~workers.errors.RunNotFoundError` for an unknown run.
         """
         params = {"run_id": run_id, "worker": worker, "stale": stale, "token": token}
-        row = _one(self._all("claim_run", params))
+        row = one(self._all("claim_run", params))
         if row is None:
             raise RunNotFoundError(f"No run {run_id}: check the id (graphrun runs lists them).")
         return self._claim(row)
@@ -482,7 +426,7 @@ class RunStore:
         params = [{"run_id": r, "worker": worker, "stale": stale, "token": token} for r in run_ids]
         with self.db.session("claim_runs") as s:
             rows = s.many("claim_run", params)
-        return [self._claim(_one(found)) for found in rows]
+        return [self._claim(one(found)) for found in rows]
 
     def _claim(self, row: Row | None) -> Claim:
         if row is None:  # no such run (a claim of a single run raises instead)
@@ -520,174 +464,3 @@ class RunStore:
         """Worker processes (and clients holding a lease) with a fresh heartbeat: worker,
         hostname, pid, started_at, heartbeat_at."""
         return self._all("live_workers", {"stale": stale})
-
-    # --- the step barrier ---------------------------------------------------------------
-
-    def register_tasks(
-        self,
-        run_id: str,
-        thread_id: str,
-        checkpoint_id: str,
-        tasks: Sequence[tuple[str, Sequence[Any]]],
-    ) -> list[str]:
-        """Open the barrier rows of a step's (task id, path); returns the ids new here."""
-        params = {
-            "run_id": run_id,
-            "checkpoint_id": checkpoint_id,
-            "task_ids": [tid for tid, _ in tasks],
-            "paths": [json.dumps(list(path)) for _, path in tasks],
-            "thread_id": thread_id,
-        }
-        return [r["task_id"] for r in self._all("register_tasks", params)]
-
-    def step_tasks(self, run_id: str, checkpoint_id: str) -> dict[str, StepTask]:
-        rows = self._all("step_tasks", {"run_id": run_id, "checkpoint_id": checkpoint_id})
-        return {r["task_id"]: StepTask(r["task_id"], r["status"], r["error"]) for r in rows}
-
-    def claim_tasks(
-        self,
-        run_id: str,
-        checkpoint_id: str,
-        tasks: Sequence[tuple[str, Sequence[Any], int]],
-        worker: str,
-        stale: float,
-        token: str | None = None,
-    ) -> list[str]:
-        """Claim the (task id, path, attempts) still open and held by nobody alive; ids in
-        order. ``token`` names the job execution that claims (see :meth:`heartbeat`).
-
-        A task whose registered path differs from the message's is not claimed, nor is
-        one whose recorded retries are past the message's attempt.
-        """
-        base = {"run_id": run_id, "checkpoint_id": checkpoint_id, "worker": worker}
-        rows = [
-            {
-                **base,
-                "token": token,
-                "stale": stale,
-                "task_id": t,
-                "path": json.dumps(list(p)),
-                "attempts": a,
-            }
-            for t, p, a in tasks
-        ]
-        with self.db.session("claim_tasks", transaction=True) as s:
-            s.all("async_commit")
-            claimed = {r["task_id"] for found in s.many("claim_task", rows) for r in found}
-        return [t for t, _, _ in tasks if t in claimed]
-
-    def complete_tasks(
-        self,
-        run_id: str,
-        checkpoint_id: str,
-        outcomes: Mapping[str, Mapping[str, Any] | None],
-        worker: str,
-        events: Mapping[str, Sequence[EventRow]],
-    ) -> tuple[int, int]:
-        """Mark claimed tasks done with their error (or None), keep their events.
-
-        Returns (how many this call completed, tasks of the step still open). The step's
-        counter goes down in the same transaction, so exactly one completer sees zero.
-        """
-        base = {"run_id": run_id, "checkpoint_id": checkpoint_id}
-        rows = [
-            {
-                **base,
-                "task_id": tid,
-                "worker": worker,
-                "error": json.dumps(dict(e)) if e is not None else None,
-            }
-            for tid, e in outcomes.items()
-        ]
-        with self.db.session("complete_tasks", transaction=True) as s:
-            done = {r["task_id"] for found in s.many("complete_task", rows) for r in found}
-            if not done:
-                return 0, -1  # other deliveries completed them: their events are the ones kept
-            row = _one(s.all("count_down_step", {**base, "done": len(done)}))
-            kept = [e for t in outcomes if t in done for e in events.get(t, ())]
-            if kept:
-                s.many("add_event", self._event_rows(run_id, kept), returning=False)
-        return len(done), int(row["open_tasks"]) if row else 0
-
-    def release_claims(
-        self, run_id: str, checkpoint_id: str, task_ids: Sequence[str], worker: str
-    ) -> None:
-        """Free ``worker``'s claims on open tasks (a job giving up, to be retried anywhere)."""
-        params = {
-            "run_id": run_id,
-            "checkpoint_id": checkpoint_id,
-            "task_ids": list(task_ids),
-            "worker": worker,
-        }
-        self._all("release_claims", params)
-
-    def hold_for_retry(
-        self, run_id: str, checkpoint_id: str, task_id: str, attempts: int, hold: float
-    ) -> None:
-        """Release a failed task's claim; nobody re-sends it for ``hold`` seconds."""
-        params = {
-            "run_id": run_id,
-            "checkpoint_id": checkpoint_id,
-            "task_id": task_id,
-            "attempts": attempts,
-            "hold": hold,
-        }
-        self._all("hold_for_retry", params)
-
-    # --- the sweeper ---------------------------------------------------------------------
-
-    def orphaned_tasks(self, stale: float, unclaimed: float, limit: int) -> list[OrphanTask]:
-        """Open tasks claimed by dead workers or unclaimed for ``unclaimed`` s; re-dispatched."""
-        rows = self._all("orphaned_tasks", {"stale": stale, "unclaimed": unclaimed, "limit": limit})
-        return [
-            OrphanTask(
-                run_id=str(r["run_id"]),
-                thread_id=r["thread_id"],
-                checkpoint_id=r["checkpoint_id"],
-                task_id=r["task_id"],
-                path=tuple(r["task_path"]),
-                retry_attempts=r["retry_attempts"],
-                resends=r["attempts"],
-            )
-            for r in rows
-            if r["task_path"] is not None
-        ]
-
-    def stalled_runs(self, stale: float, idle: float, limit: int) -> list[str]:
-        """Oldest runs of their threads that nothing advances; marked as nudged."""
-        rows = self._all("stalled_runs", {"stale": stale, "idle": idle, "limit": limit})
-        return [str(r["run_id"]) for r in rows]
-
-    # --- events --------------------------------------------------------------------------
-
-    def add_events(self, run_id: str, chunks: Sequence[EventRow]) -> None:
-        if chunks:
-            with self.db.session("add_events") as s:
-                s.many("add_event", self._event_rows(run_id, chunks), returning=False)
-
-    def _event_rows(self, run_id: str, chunks: Sequence[EventRow]) -> list[Row]:
-        rows = []
-        for ns, mode, payload in chunks:
-            payload_type, data = self.serde.dumps_typed(payload)
-            rows.append(
-                {
-                    "run_id": run_id,
-                    "ns": "|".join(ns),
-                    "mode": mode,
-                    "payload_type": payload_type,
-                    "payload": data,
-                }
-            )
-        return rows
-
-    def events_after(self, run_id: str, after: int) -> list[Event]:
-        rows = self._all("events_after", {"run_id": run_id, "after": after})
-        return [
-            Event(
-                seq=r["seq"],
-                ns=tuple(r["ns"].split("|")) if r["ns"] else (),
-                mode=r["mode"],
-                payload=self._load(r["payload_type"], r["payload"]),
-            )
-            for r in rows
-        ]

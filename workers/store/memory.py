@@ -1,12 +1,11 @@
 """The run store in memory, for fast unit tests: the named queries, mirrored.
 
-:class:`InMemoryConnector` has one method per query of ``workers/sql/queries.sql``,
-doing to its tables (dicts of rows, with the columns of Postgres' tables) what the
-statement does, under one lock (a transaction), and returning the rows it returns
-(copies: nothing a caller holds aliases what is stored). The store's rules are the
-same :class:`~workers.store.RunStore` above both. ``now()`` is a clock the test can
-move (:class:`ManualClock`), so heartbeats going stale and tasks waiting for a worker
-are decided without sleeping. It imports no database driver.
+:class:`InMemoryConnector` has a method per query of ``workers/sql/queries.sql`` that
+does to its tables (rows with the columns of Postgres' tables) what the statement does,
+under one lock, and returns copies of the rows it returns. The store's rules are the
+:class:`~workers.store.RunStore` above both. ``now()`` is the clock the store is given,
+one a test moves by hand (``workers.testing.ManualClock``) to make heartbeats stale or
+tasks wait without sleeping. No database driver is imported.
 """
 
 from __future__ import annotations
@@ -21,39 +20,27 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from graphruntime.checkpoint import SerializerProtocol
-from workers.store._store import Row, RunStore
+from workers.store._connector import Row
+from workers.store._refusals import accepts
+from workers.store._store import RunStore
 
-__all__ = ("InMemoryConnector", "InMemoryRunStore", "ManualClock")
+__all__ = ("InMemoryConnector", "InMemoryRunStore")
 
 P = Mapping[str, Any]
 ACTIVE = ("queued", "running")
-_INBOX = (  # the inbox row's columns, and the arrays of finish_run that carry them
-    ("interrupt_id", "ids"),
-    ("graph", "graphs"),
-    ("run_id", "run_ids"),
-    ("checkpoint_id", "checkpoint_ids"),
-    ("node", "nodes"),
-    ("namespace", "namespaces"),
-    ("value", "values"),
-    ("deadline", "deadlines"),
-    ("default_type", "default_types"),
-    ("default_value", "default_values"),
+INBOX: tuple[str, ...] = (
+    "interrupt_id",
+    "graph",
+    "run_id",
+    "checkpoint_id",
+    "node",
+    "namespace",
+    "value",
 )
-_NO_CLAIM = {"worker": None, "claimed_at": None, "claim_token": None}
-_NO_LEASE = {"lease_holder": None, "leased_at": None, "lease_token": None}
-
-
-class ManualClock:
-    """A clock tests move by hand (``advance``); starts at a fixed instant."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+INBOX += ("deadline", "default_type", "default_value")
+"""The inbox row's columns that finish_run sets, each from the array named after it + s."""
+NO_CLAIM = {"worker": None, "claimed_at": None, "claim_token": None}
+NO_LEASE = {"lease_holder": None, "leased_at": None, "lease_token": None}
 
 
 def _json(text: str | None) -> Any:
@@ -97,8 +84,6 @@ class InMemoryConnector:
         self.interrupts: dict[tuple[str, str], Row] = {}
         self._seq = itertools.count(1)
 
-    # --- the connector -------------------------------------------------------------------
-
     @contextmanager
     def session(self, operation: str, *, transaction: bool = False) -> Iterator[InMemoryConnector]:
         with self.lock:
@@ -124,12 +109,19 @@ class InMemoryConnector:
         return self.clock() - timedelta(seconds=seconds)
 
     def _alive(self, worker: str | None, stale: float) -> bool:
-        found = self.workers.get(worker) if worker is not None else None
+        found = self.workers.get(worker or "")
         return found is not None and found["heartbeat_at"] > self._ago(stale)
 
-    def _free(self, thread: Row, worker: str, stale: float) -> bool:
+    def _lease(self, thread: Row | None, p: P) -> bool:
+        """Lease the thread to ``p``'s worker and job if it is free, theirs, or held by a
+        dead worker."""
+        if thread is None:
+            return False
         holder = thread["lease_holder"]
-        return holder is None or holder == worker or not self._alive(holder, stale)
+        if holder not in (None, p["worker"]) and self._alive(holder, p["stale"]):
+            return False
+        thread.update(lease_holder=p["worker"], leased_at=self.clock(), lease_token=p["token"])
+        return True
 
     def _of_thread(self, thread_id: str) -> list[Row]:
         return sorted((r for r in self.runs.values() if r["thread_id"] == thread_id), key=_order)
@@ -139,7 +131,7 @@ class InMemoryConnector:
         return min(active, key=lambda r: r["kind"] != "cancel", default=None)
 
     def _pause(self, thread_id: str) -> str | None:
-        """The pause a resume answers (see create_run's ``latest``)."""
+        """The pause a resume answers (create_run's ``latest``)."""
         runs = self._of_thread(thread_id)
         if not runs:
             return None
@@ -148,99 +140,68 @@ class InMemoryConnector:
         return str(last["resumes_run"] if under_way else last["run_id"])
 
     def _bind(self, thread_id: str, graph: str) -> Row:
-        new = {"thread_id": thread_id, "graph": graph, "created_at": self.clock(), **_NO_LEASE}
+        new = {"thread_id": thread_id, "graph": graph, "created_at": self.clock(), **NO_LEASE}
         return self.threads.setdefault(thread_id, new)
 
     def _close_unheld(self, run_ids: Sequence[str], stale: float) -> None:
-        for task in self.tasks.values():
-            if task["run_id"] in run_ids and task["status"] == "dispatched":
-                if task["worker"] is None or not self._alive(task["worker"], stale):
-                    task.update(status="done", done_at=self.clock())
+        for t in self.tasks.values():
+            open_ = t["run_id"] in run_ids and t["status"] == "dispatched"
+            if open_ and not self._alive(t["worker"], stale):
+                t.update(status="done", done_at=self.clock())
 
-    def _set_inbox(self, thread_id: str, p: P) -> None:
-        ids = p["ids"] or []
-        for key in [k for k in self.interrupts if k[0] == thread_id and k[1] not in ids]:
-            del self.interrupts[key]
-        for n, interrupt_id in enumerate(ids):
-            old = self.interrupts.get((thread_id, interrupt_id))
-            row = {column: p[array][n] for column, array in _INBOX}
-            row["value"] = json.loads(row["value"])
-            created = old["created_at"] if old else self.clock()
-            self.interrupts[(thread_id, interrupt_id)] = {
-                **(old or {}),
-                **row,
-                "thread_id": thread_id,
-                "created_at": created,
-            }
+    def _open_task(self, p: P) -> Row | None:
+        task = self.tasks.get((p["run_id"], p["checkpoint_id"], p["task_id"]))
+        return task if task is not None and task["status"] != "done" else None
+
+    def _active_threads(self) -> set[str]:
+        return {r["thread_id"] for r in self.runs.values() if r["status"] in ACTIVE}
 
     # --- runs ----------------------------------------------------------------------------
 
     def create_run(self, p: P) -> list[Row]:
         if p["kind"] not in ("resume", "cancel"):
             self._bind(p["thread_id"], p["graph"])
-        why = self.explain_refused_run(p)[0]
-        waits, answers = why["open_waits"] or [], p["answers"]
-        accepted = why["thread_graph"] == p["graph"]
-        if p["kind"] == "resume":
-            accepted = accepted and (
-                bool(answers) and set(answers) <= set(waits)
-                if answers is not None
-                else bool(waits) or why["latest_status"] in ("interrupted", *ACTIVE)
-            )
-        if not accepted or why["same_key_run"] or why["same_pause_run"]:
+        if not accepts(p, self.explain_refused_run(p)[0]):
             return []
-        now = self.clock()
-        row = {
-            **{k: p[k] for k in ("run_id", "thread_id", "graph", "kind", "payload_type")},
-            **{k: p[k] for k in ("payload", "idempotency_key", "request_digest")},
-            "status": "queued",
-            "origin": _json(p["origin"]),
-            "resumes_run": self._pause(p["thread_id"]) if p["kind"] == "resume" else None,
-            "created_at": now,
-            "updated_at": now,
-            "seq": next(self._seq),
-            **dict.fromkeys(("stop", "result_type", "result", "error")),
-        }
-        self.runs[row["run_id"]] = row
+        row = {k: p[k] for k in ("run_id", "thread_id", "graph", "kind", "payload_type", "payload")}
+        row |= {k: p[k] for k in ("idempotency_key", "request_digest")}
+        row |= dict.fromkeys(("stop", "result_type", "result", "error"))
+        row |= {"status": "queued", "origin": _json(p["origin"]), "seq": next(self._seq)}
+        row |= {"created_at": self.clock(), "updated_at": self.clock()}
+        row["resumes_run"] = self._pause(p["thread_id"]) if p["kind"] == "resume" else None
+        self.runs[p["run_id"]] = row
         return [row]
 
     def explain_refused_run(self, p: P) -> list[Row]:
         runs = self._of_thread(p["thread_id"])
-        thread = self.threads.get(p["thread_id"])
-        key, pause = p["idempotency_key"], None
-        if p["kind"] == "resume":
-            pause = self._pause(p["thread_id"])
-        same_key = next((r for r in runs if key is not None and r["idempotency_key"] == key), None)
-        same_pause = next(
-            (r for r in runs if pause is not None and r["resumes_run"] == pause), None
-        )
+        key, pause = p["idempotency_key"], self._pause(p["thread_id"])
+        key_run: Row = next((r for r in runs if key and r["idempotency_key"] == key), {})
+        resumes = p["kind"] == "resume" and pause is not None
+        pause_run: Row = next((r for r in runs if resumes and r["resumes_run"] == pause), {})
         waits = sorted(i for t, i in self.interrupts if t == p["thread_id"])
         return [
             {
-                "thread_graph": thread["graph"] if thread else None,
+                "thread_graph": self.threads.get(p["thread_id"], {}).get("graph"),
                 "open_waits": waits or None,
                 "latest_status": runs[-1]["status"] if runs else None,
-                "same_key_run": same_key and same_key["run_id"],
-                "same_key_digest": same_key and same_key["request_digest"],
-                "same_pause_run": same_pause and same_pause["run_id"],
-                "same_pause_status": same_pause and same_pause["status"],
+                "same_key_run": key_run.get("run_id"),
+                "same_key_digest": key_run.get("request_digest"),
+                "same_pause_run": pause_run.get("run_id"),
+                "same_pause_status": pause_run.get("status"),
             }
         ]
 
     def get_run(self, p: P) -> list[Row]:
-        run = self.runs.get(p["run_id"])
-        return [run] if run else []
+        return [r for r in [self.runs.get(p["run_id"])] if r]
 
     def next_run(self, p: P) -> list[Row]:
-        run = self._next(p["thread_id"])
-        return [run] if run else []
+        return [r for r in [self._next(p["thread_id"])] if r]
 
     def active_runs_of_thread(self, p: P) -> list[Row]:
         return [r for r in self._of_thread(p["thread_id"]) if r["status"] in ACTIVE]
 
     def set_running(self, p: P) -> list[Row]:
-        run = self.runs.get(p["run_id"])
-        if run and run["status"] in ACTIVE:
+        if (run := self.runs.get(p["run_id"])) and run["status"] in ACTIVE:
             stop = p["stop"] if run["stop"] is None else run["stop"]
             run.update(status="running", stop=stop, updated_at=self.clock())
         return []
@@ -251,21 +212,26 @@ class InMemoryConnector:
         return []
 
     def finish_run(self, p: P) -> list[Row]:
-        run = self.runs.get(p["run_id"]) if p["run_id"] is not None else None
+        run = self.runs.get(p["run_id"] or "")
         thread = p["thread_id"] if p["run_id"] is None else None
         if run is not None and run["status"] in ACTIVE:
             run.update(status=p["status"], result_type=p["result_type"], result=p["result"])
             run.update(error=_json(p["error"]), updated_at=self.clock())
             thread = run["thread_id"]
         if p["set_inbox"] and thread is not None:
-            self._set_inbox(thread, p)
+            ids = p["interrupt_ids"] or []
+            for key in [k for k in self.interrupts if k[0] == thread and k[1] not in ids]:
+                del self.interrupts[key]
+            for n, interrupt_id in enumerate(ids):
+                old = self.interrupts.get((thread, interrupt_id), {"created_at": self.clock()})
+                row = {column: p[column + "s"][n] for column in INBOX}
+                row |= {"thread_id": thread, "value": json.loads(row["value"])}
+                self.interrupts[(thread, interrupt_id)] = old | row  # keeps created_at
         return [{"pg_notify": run["run_id"]}] if run is not None and thread else []
 
     def requeue_runs(self, p: P) -> list[Row]:
-        for run_id in p["run_ids"]:
-            run = self.runs.get(run_id)
-            if run and run["status"] == "running":
-                run["status"] = "queued"
+        for run in (self.runs[r] for r in p["run_ids"] if r in self.runs):
+            run["status"] = "queued" if run["status"] == "running" else run["status"]
         return []
 
     def cancel_thread(self, p: P) -> list[Row]:
@@ -282,10 +248,9 @@ class InMemoryConnector:
 
     def running_cancelled_tasks(self, p: P) -> list[Row]:
         self._close_unheld(p["run_ids"], p["stale"])
+        ids = p["run_ids"]
         return [
-            t
-            for t in self.tasks.values()
-            if t["run_id"] in p["run_ids"] and t["status"] == "dispatched" and t["worker"]
+            t for t in self.tasks.values() if t["run_id"] in ids and t["status"] == "dispatched"
         ]
 
     def resume_history(self, p: P) -> list[Row]:
@@ -293,22 +258,19 @@ class InMemoryConnector:
         return [r for r in runs if r["kind"] == "resume"][: p["limit"]]
 
     def runs_by_key(self, p: P) -> list[Row]:
-        return [
-            r
-            for r in self.runs.values()
-            if r["graph"] == p["graph"] and r["idempotency_key"] == p["key"]
-        ]
+        runs = self.runs.values()
+        return [r for r in runs if r["graph"] == p["graph"] and r["idempotency_key"] == p["key"]]
 
     def runs_of_thread(self, p: P) -> list[Row]:
-        runs = list(reversed(self._of_thread(p["thread_id"])))[: p["limit"]]
         keys = ("run_id", "status", "kind", "created_at", "updated_at", "error")
+        runs = list(reversed(self._of_thread(p["thread_id"])))[: p["limit"]]
         return [{k: r[k] for k in keys} for r in runs]
 
     def list_runs(self, p: P) -> list[Row]:
         runs = [
             r
             for r in self.runs.values()
-            if all(p[k] is None or r[k] == p[k] for k in ("thread_id", "graph", "status"))
+            if all(p[k] in (None, r[k]) for k in ("thread_id", "graph", "status"))
             and (p["age"] is None or r["created_at"] > self._ago(p["age"]))
         ]
         keys = ("run_id", "thread_id", "graph", "status", "kind", "created_at", "updated_at")
@@ -317,57 +279,54 @@ class InMemoryConnector:
             mine = [t for t in self.tasks.values() if t["run_id"] == run["run_id"]]
             latest = max((t["checkpoint_id"] for t in mine), default=None)
             step = [t for t in mine if t["checkpoint_id"] == latest and run["status"] == "running"]
-            out.append(
-                {k: run[k] for k in (*keys, "error", "origin")}
-                | {"tasks_done": sum(t["status"] == "done" for t in step), "tasks_total": len(step)}
-            )
+            done = sum(t["status"] == "done" for t in step)
+            out.append({k: run[k] for k in (*keys, "error", "origin")})
+            out[-1] |= {"tasks_done": done, "tasks_total": len(step)}
         return out
 
     def overview(self, p: P) -> list[Row]:
-        runs, now = self.runs.values(), self.clock()
-        waits = self.interrupts.values()
+        statuses = [r["status"] for r in self.runs.values()]
+        overdue = [w for w in self.interrupts.values() if _before(w["deadline"], self.clock())]
+        workers = [w for w in self.workers if self._alive(w, p["stale"])]
         return [
             {
-                "queued": sum(r["status"] == "queued" for r in runs),
-                "running": sum(r["status"] == "running" for r in runs),
+                "queued": statuses.count("queued"),
+                "running": statuses.count("running"),
                 "pending_interrupts": len(self.interrupts),
-                "overdue": sum(w["deadline"] is not None and w["deadline"] < now for w in waits),
-                "workers": sum(
-                    self._alive(w, p["stale"]) and not w.startswith("client:") for w in self.workers
-                ),
+                "overdue": len(overdue),
+                "workers": sum(not w.startswith("client:") for w in workers),
             }
         ]
 
     # --- the inbox -----------------------------------------------------------------------
 
     def inbox_page(self, p: P) -> list[Row]:
-        active = {r["thread_id"] for r in self.runs.values() if r["status"] in ACTIVE}
-        where = _json(p["where"])
-        pairs = None if p["thread_ids"] is None else set(zip(p["thread_ids"], p["interrupt_ids"]))
+        active, where = self._active_threads(), _json(p["where"])
+        threads, ids = p["thread_ids"], p["interrupt_ids"]
+        pairs = None if threads is None else set(zip(threads, ids, strict=True))
         after = (p["after_at"], p["after_thread"], p["after_id"])
         rows = []
         for w in self.interrupts.values():
             key = (w["created_at"], w["thread_id"], w["interrupt_id"])
             if (
-                (p["graph"] is None or w["graph"] == p["graph"])
+                p["graph"] in (None, w["graph"])
+                and p["node"] in (None, w["node"])
                 and (where is None or _contains(w["value"], where))
-                and (p["node"] is None or w["node"] == p["node"])
                 and (p["older_than"] is None or w["created_at"] < p["older_than"])
                 and (p["age"] is None or w["created_at"] < self._ago(p["age"]))
                 and (p["after_at"] is None or key > after)
                 and (pairs is None or key[1:] in pairs)
             ):
-                rows.append({**w, "resuming": w["thread_id"] in active})
+                rows.append(w | {"resuming": w["thread_id"] in active})
         rows.sort(key=lambda w: (w["created_at"], w["thread_id"], w["interrupt_id"]))
         return rows[: p["limit"]]
 
     def expired_waits(self, p: P) -> list[Row]:
-        active = {r["thread_id"] for r in self.runs.values() if r["status"] in ACTIVE}
+        active = self._active_threads()
         rows = [
-            {**w, "resuming": False}
+            w | {"resuming": False}
             for w in self.interrupts.values()
-            if w["deadline"] is not None
-            and w["deadline"] < self.clock()
+            if _before(w["deadline"], self.clock())
             and w["default_type"] is not None
             and w["thread_id"] not in active
         ]
@@ -379,17 +338,13 @@ class InMemoryConnector:
         return [self._bind(p["thread_id"], p["graph"])]
 
     def acquire_thread(self, p: P) -> list[Row]:
-        thread = self.threads.get(p["thread_id"])
-        if thread is None or not self._free(thread, p["worker"], p["stale"]):
-            return []
-        thread.update(lease_holder=p["worker"], leased_at=self.clock(), lease_token=p["token"])
-        return [{"thread_id": p["thread_id"]}]
+        leased = self._lease(self.threads.get(p["thread_id"]), p)
+        return [{"thread_id": p["thread_id"]}] if leased else []
 
     def release_leases(self, p: P) -> list[Row]:
-        for thread_id in p["threads"]:
-            thread = self.threads.get(thread_id)
+        for thread in (self.threads.get(t) for t in p["threads"]):
             if thread and thread["lease_holder"] == p["worker"]:
-                thread.update(_NO_LEASE)
+                thread.update(NO_LEASE)
         return []
 
     def next_runs_of_threads(self, p: P) -> list[Row]:
@@ -397,16 +352,13 @@ class InMemoryConnector:
         return [{"thread_id": r["thread_id"], "run_id": r["run_id"]} for r in nexts if r]
 
     def claim_run(self, p: P) -> list[Row]:
-        target = self.runs.get(p["run_id"])
-        if target is None:
+        if (target := self.runs.get(p["run_id"])) is None:
             return []
         row: Row = {"target_status": target["status"], "leased": False, "run_id": None}
-        thread = self.threads.get(target["thread_id"])
-        if target["status"] in ACTIVE and thread and self._free(thread, p["worker"], p["stale"]):
-            thread.update(lease_holder=p["worker"], leased_at=self.clock(), lease_token=p["token"])
+        if target["status"] in ACTIVE and self._lease(self.threads.get(target["thread_id"]), p):
             row["leased"] = True
             if run := self._next(target["thread_id"]):
-                row.update(run)  # the run's status as it was
+                row |= run  # the run's status as it was
                 if run["status"] == "queued":
                     run.update(status="running", updated_at=self.clock())
         return [row]
@@ -415,15 +367,15 @@ class InMemoryConnector:
         self.beat(p)
         worker, keep, cut = p["worker"], p["keep"], self._ago(p["grace"])
         for task in self.tasks.values():
-            if task["worker"] == worker and task["status"] == "dispatched":
-                if task["claim_token"] != keep and _before(task["claimed_at"], cut):
-                    task.update(_NO_CLAIM)
+            mine = (task["worker"], task["status"]) == (worker, "dispatched")
+            if mine and task["claim_token"] != keep and _before(task["claimed_at"], cut):
+                task.update(NO_CLAIM)
         freed = []
         for thread in self.threads.values():
-            if thread["lease_holder"] == worker and thread["lease_token"] != keep:
-                if _before(thread["leased_at"], cut):
-                    thread.update(_NO_LEASE)
-                    freed.append({"thread_id": thread["thread_id"]})
+            mine = thread["lease_holder"] == worker and thread["lease_token"] != keep
+            if mine and _before(thread["leased_at"], cut):
+                thread.update(NO_LEASE)
+                freed.append({"thread_id": thread["thread_id"]})
         return freed
 
     def beat(self, p: P) -> list[Row]:
@@ -442,24 +394,15 @@ class InMemoryConnector:
     # --- the step barrier ----------------------------------------------------------------
 
     def register_tasks(self, p: P) -> list[Row]:
-        run_id, checkpoint_id, new = p["run_id"], p["checkpoint_id"], []
+        step, new = (p["run_id"], p["checkpoint_id"]), []
         for task_id, path in zip(p["task_ids"], p["paths"], strict=True):
-            if (run_id, checkpoint_id, task_id) not in self.tasks:
-                self.tasks[(run_id, checkpoint_id, task_id)] = {
-                    "run_id": run_id,
-                    "checkpoint_id": checkpoint_id,
-                    "task_id": task_id,
-                    "thread_id": p["thread_id"],
-                    "status": "dispatched",
-                    "task_path": json.loads(path),
-                    "dispatched_at": self.clock(),
-                    "attempts": 1,
-                    "retry_attempts": 0,
-                    **_NO_CLAIM,
-                    **dict.fromkeys(("hold_until", "error", "started_at", "done_at")),
-                }
+            if (*step, task_id) not in self.tasks:
+                row = {"run_id": step[0], "checkpoint_id": step[1], "task_id": task_id, **NO_CLAIM}
+                row |= {"thread_id": p["thread_id"], "status": "dispatched", "attempts": 1}
+                row |= {"task_path": json.loads(path), "dispatched_at": self.clock()}
+                row |= {"retry_attempts": 0, **dict.fromkeys(("hold_until", "error", "done_at"))}
+                self.tasks[(*step, task_id)] = row | {"started_at": None}
                 new.append({"task_id": task_id})
-        step = (run_id, checkpoint_id)
         self.steps[step] = self.steps.get(step, 0) + len(new)
         return new
 
@@ -470,87 +413,71 @@ class InMemoryConnector:
     def async_commit(self, p: P) -> list[Row]:
         return []
 
-    def _task(self, p: P) -> Row | None:
-        task = self.tasks.get((p["run_id"], p["checkpoint_id"], p["task_id"]))
-        return task if task is not None and task["status"] != "done" else None
-
     def claim_task(self, p: P) -> list[Row]:
-        task = self._task(p)
+        task = self._open_task(p)
         if task is None or task["task_path"] != json.loads(p["path"]):
             return []
-        if task["retry_attempts"] > p["attempts"]:
+        held = task["worker"] not in (None, p["worker"]) and self._alive(task["worker"], p["stale"])
+        if held or task["retry_attempts"] > p["attempts"]:
             return []
-        if task["worker"] not in (None, p["worker"]) and self._alive(task["worker"], p["stale"]):
-            return []
-        now = self.clock()
-        task.update(worker=p["worker"], claimed_at=now, claim_token=p["token"])
-        task["started_at"] = task["started_at"] or now
+        task.update(worker=p["worker"], claimed_at=self.clock(), claim_token=p["token"])
+        task["started_at"] = task["started_at"] or self.clock()
         return [{"task_id": p["task_id"]}]
 
     def complete_task(self, p: P) -> list[Row]:
-        task = self._task(p)
-        if task is None or task["worker"] != p["worker"]:
+        if (task := self._open_task(p)) is None or task["worker"] != p["worker"]:
             return []
         task.update(status="done", done_at=self.clock(), error=_json(p["error"]))
         return [{"task_id": p["task_id"]}]
 
     def release_claims(self, p: P) -> list[Row]:
-        for task_id in p["task_ids"]:
-            task = self._task({**p, "task_id": task_id})
-            if task is not None and task["worker"] == p["worker"]:
-                task.update(_NO_CLAIM)
+        for task in (self._open_task({**p, "task_id": t}) for t in p["task_ids"]):
+            if task and task["worker"] == p["worker"]:
+                task.update(NO_CLAIM)
         return []
 
     def count_down_step(self, p: P) -> list[Row]:
-        step = (p["run_id"], p["checkpoint_id"])
-        if step not in self.steps:
+        if (step := (p["run_id"], p["checkpoint_id"])) not in self.steps:
             return []
         self.steps[step] -= p["done"]
         return [{"open_tasks": self.steps[step]}]
 
     def hold_for_retry(self, p: P) -> list[Row]:
-        if task := self._task(p):
+        if task := self._open_task(p):
             hold = self.clock() + timedelta(seconds=p["hold"])
-            task.update(_NO_CLAIM, retry_attempts=p["attempts"], hold_until=hold)
+            task.update(NO_CLAIM, retry_attempts=p["attempts"], hold_until=hold)
         return []
 
     # --- the sweeper ---------------------------------------------------------------------
 
     def orphaned_tasks(self, p: P) -> list[Row]:
-        now, found = self.clock(), list[Row]()
+        found: list[Row] = []
         for task in sorted(self.tasks.values(), key=lambda t: t["dispatched_at"]):
+            run = self.runs.get(task["run_id"], {"status": None})
+            lost = (
+                task["dispatched_at"] < self._ago(p["unclaimed"])
+                if task["worker"] is None
+                else not self._alive(task["worker"], p["stale"])
+            )
+            held = task["hold_until"] is not None and task["hold_until"] >= self.clock()
+            if lost and not held and task["status"] == "dispatched" and run["status"] in ACTIVE:
+                task.update(NO_CLAIM, dispatched_at=self.clock(), attempts=task["attempts"] + 1)
+                found.append(task)
             if len(found) >= p["limit"]:
                 break
-            run = self.runs.get(task["run_id"])
-            if task["status"] != "dispatched" or run is None or run["status"] not in ACTIVE:
-                continue
-            if task["hold_until"] is not None and task["hold_until"] >= now:
-                continue
-            if task["worker"] is None:
-                if task["dispatched_at"] >= self._ago(p["unclaimed"]):
-                    continue
-            elif self._alive(task["worker"], p["stale"]):
-                continue
-            task.update(_NO_CLAIM, dispatched_at=now, attempts=task["attempts"] + 1)
-            found.append(task)
         return found
 
     def stalled_runs(self, p: P) -> list[Row]:
-        nexts = (self._next(t) for t in dict.fromkeys(r["thread_id"] for r in self.runs.values()))
         found: list[Row] = []
+        nexts = (self._next(t) for t in dict.fromkeys(r["thread_id"] for r in self.runs.values()))
         for run in sorted((r for r in nexts if r), key=lambda r: r["updated_at"]):
-            thread = self.threads.get(run["thread_id"])
-            if len(found) >= p["limit"]:
-                break
-            if thread is None or run["updated_at"] >= self._ago(p["idle"]):
-                continue
-            if any(
-                t["run_id"] == run["run_id"] and t["status"] == "dispatched"
-                for t in self.tasks.values()
-            ):
-                continue
-            if thread["lease_holder"] is None or not self._alive(
-                thread["lease_holder"], p["stale"]
+            holder = self.threads.get(run["thread_id"], {}).get("lease_holder")
+            tasks = (t for t in self.tasks.values() if t["run_id"] == run["run_id"])
+            if (
+                len(found) < p["limit"]
+                and _before(run["updated_at"], self._ago(p["idle"]))
+                and not any(t["status"] == "dispatched" for t in tasks)
+                and not self._alive(holder, p["stale"])
             ):
                 run["updated_at"] = self.clock()
                 found.append({"run_id": run["run_id"]})
@@ -570,9 +497,7 @@ class InMemoryRunStore(RunStore):
     """A :class:`~workers.store.RunStore` on :class:`InMemoryConnector`."""
 
     def __init__(
-        self,
-        serde: SerializerProtocol | None = None,
-        clock: Callable[[], datetime] | None = None,
+        self, serde: SerializerProtocol | None = None, clock: Callable[[], datetime] | None = None
     ) -> None:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.memory = InMemoryConnector(self.clock)
@@ -584,6 +509,5 @@ class InMemoryRunStore(RunStore):
             return dict(self.memory.tasks[(run_id, checkpoint_id, task_id)])
 
     def thread_lease(self, thread_id: str) -> str | None:
-        with self.memory.lock:
-            thread = self.memory.threads.get(thread_id)
-            return thread["lease_holder"] if thread is not None else None
+        thread = self.memory.threads.get(thread_id)
+        return thread["lease_holder"] if thread is not None else None

@@ -22,7 +22,8 @@ from checkpoint_pg import is_connection_error, missing_schema
 from graphruntime.checkpoint import SerializerProtocol
 from workers._sql import MIGRATIONS, query
 from workers.errors import StoreError, StoreUnavailableError
-from workers.store._store import Row, RunStore
+from workers.store._connector import Row
+from workers.store._store import RunStore
 
 __all__ = ("PostgresConnector", "PostgresRunStore", "make_pool")
 
