@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -165,6 +165,19 @@ class Wait:
     """When it was first asked, by the store's clock (None: not stored yet)."""
     resuming: bool = False
     """A run of the thread is queued or running (the wait may be answered already)."""
+
+
+INBOX_COLUMNS: tuple[str, ...] = (
+    *(
+        f.name
+        for f in fields(Wait)
+        if f.name not in ("thread_id", "default", "created_at", "resuming")
+    ),
+    "default_type",
+    "default_value",
+)
+"""The inbox's columns a run's end sets from its waits (``finish_run`` takes each as the
+array named after it plus "s"); the thread is the statement's, the rest the store's."""
 
 
 @dataclass(frozen=True)

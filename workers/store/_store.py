@@ -20,6 +20,7 @@ from workers.errors import RunNotFoundError, WorkerError
 from workers.store._barrier import StepBarrier
 from workers.store._connector import Params, Row, one
 from workers.store._model import (
+    INBOX_COLUMNS,
     Claim,
     InboxQuery,
     NewRun,
@@ -191,21 +192,9 @@ class RunStore(StepBarrier):
         result_type, result_bytes = (
             self.serde.dumps_typed(result) if result is not None else (None, None)
         )
-        waits = inbox or ()
-        arrays: dict[str, list[Any] | None] = {
-            "interrupt_ids": [w.interrupt_id for w in waits],
-            "graphs": [w.graph for w in waits],
-            "run_ids": [w.run_id for w in waits],
-            "checkpoint_ids": [w.checkpoint_id for w in waits],
-            "nodes": [w.node for w in waits],
-            "namespaces": [w.namespace for w in waits],
-            "values": [json.dumps(w.value) for w in waits],
-            "deadlines": [w.deadline for w in waits],
-            "default_types": [w.default[0] if w.default else None for w in waits],
-            "default_values": [w.default[1] if w.default else None for w in waits],
-        }
-        if not waits:  # NULL arrays: no array dumps
-            arrays = dict.fromkeys(arrays)
+        rows = [_columns(w) for w in inbox or ()]
+        # as parallel arrays; NULL ones (no array dumps) when there is no row
+        arrays = {f"{c}s": [r[c] for r in rows] if rows else None for c in INBOX_COLUMNS}
         return {
             "run_id": run_id,
             "status": status,
@@ -464,3 +453,14 @@ class RunStore(StepBarrier):
         """Worker processes (and clients holding a lease) with a fresh heartbeat: worker,
         hostname, pid, started_at, heartbeat_at."""
         return self._all("live_workers", {"stale": stale})
+
+
+def _columns(wait: Wait) -> Row:
+    """A wait as the inbox's columns (see INBOX_COLUMNS)."""
+    default_type, default_value = wait.default or (None, None)
+    return {
+        **vars(wait),
+        "value": json.dumps(wait.value),
+        "default_type": default_type,
+        "default_value": default_value,
+    }

@@ -21,6 +21,7 @@ from typing import Any
 
 from graphruntime.checkpoint import SerializerProtocol
 from workers.store._connector import Row
+from workers.store._model import INBOX_COLUMNS
 from workers.store._refusals import accepts
 from workers.store._store import RunStore
 
@@ -28,17 +29,6 @@ __all__ = ("InMemoryConnector", "InMemoryRunStore")
 
 P = Mapping[str, Any]
 ACTIVE = ("queued", "running")
-INBOX: tuple[str, ...] = (
-    "interrupt_id",
-    "graph",
-    "run_id",
-    "checkpoint_id",
-    "node",
-    "namespace",
-    "value",
-)
-INBOX += ("deadline", "default_type", "default_value")
-"""The inbox row's columns that finish_run sets, each from the array named after it + s."""
 NO_CLAIM = {"worker": None, "claimed_at": None, "claim_token": None}
 NO_LEASE = {"lease_holder": None, "leased_at": None, "lease_token": None}
 
@@ -137,7 +127,7 @@ class InMemoryConnector:
             return None
         last = runs[-1]
         under_way = last["kind"] == "resume" and last["status"] in ACTIVE
-        return str(last["resumes_run"] if under_way else last["run_id"])
+        return last["resumes_run"] if under_way else last["run_id"]  # type: ignore[no-any-return]
 
     def _bind(self, thread_id: str, graph: str) -> Row:
         new = {"thread_id": thread_id, "graph": graph, "created_at": self.clock(), **NO_LEASE}
@@ -224,7 +214,7 @@ class InMemoryConnector:
                 del self.interrupts[key]
             for n, interrupt_id in enumerate(ids):
                 old = self.interrupts.get((thread, interrupt_id), {"created_at": self.clock()})
-                row = {column: p[column + "s"][n] for column in INBOX}
+                row = {column: p[column + "s"][n] for column in INBOX_COLUMNS}
                 row |= {"thread_id": thread, "value": json.loads(row["value"])}
                 self.interrupts[(thread, interrupt_id)] = old | row  # keeps created_at
         return [{"pg_notify": run["run_id"]}] if run is not None and thread else []
