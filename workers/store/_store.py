@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from datetime import timedelta
 from typing import Any
 
@@ -77,24 +78,11 @@ class RunStore(StepBarrier):
 
     @staticmethod
     def _wait(row: Row) -> Wait:
-        return Wait(
-            graph=row["graph"],
-            thread_id=row["thread_id"],
-            interrupt_id=row["interrupt_id"],
-            node=row["node"],
-            namespace=row["namespace"],
-            value=row["value"],
-            run_id=str(row["run_id"]),
-            checkpoint_id=row["checkpoint_id"],
-            deadline=row["deadline"],
-            default=(
-                (row["default_type"], bytes(row["default_value"]))
-                if row["default_type"] is not None
-                else None
-            ),
-            created_at=row["created_at"],
-            resuming=row["resuming"],
-        )
+        """The wait of an inbox row (every field of :class:`Wait` is a column of it)."""
+        typed = row["default_type"]
+        default = (typed, bytes(row["default_value"])) if typed is not None else None
+        columns = {f.name: row[f.name] for f in fields(Wait) if f.name != "default"}
+        return Wait(**{**columns, "run_id": str(row["run_id"]), "default": default})
 
     # --- runs ----------------------------------------------------------------------------
 

@@ -499,5 +499,5 @@ class InMemoryRunStore(RunStore):
             return dict(self.memory.tasks[(run_id, checkpoint_id, task_id)])
 
     def thread_lease(self, thread_id: str) -> str | None:
-        thread = self.memory.threads.get(thread_id)
-        return thread["lease_holder"] if thread is not None else None
+        with self.memory.lock:
+            return self.memory.threads.get(thread_id, {}).get("lease_holder")
