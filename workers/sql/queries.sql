@@ -409,8 +409,10 @@ SELECT seq, ns, mode, payload_type, payload FROM graphruntime_run_events
 WHERE run_id = %(run_id)s AND seq > %(after)s ORDER BY seq;
 
 -- name: inbox_page
--- Run unprepared: planned with the actual values, the NULL conditions fold away.
-SELECT i.*,
+-- Run unprepared: planned with the actual values, the NULL conditions fold away. A page
+-- leaves the deadlines' resume values out (typed bytes, for the deadline sweep only).
+SELECT i.graph, i.thread_id, i.interrupt_id, i.node, i.namespace, i.value, i.created_at,
+       i.deadline, i.run_id, i.checkpoint_id, NULL AS default_type, NULL AS default_value,
        EXISTS (SELECT 1 FROM graphruntime_runs r
                WHERE r.thread_id = i.thread_id AND r.status IN ('queued', 'running'))
            AS resuming

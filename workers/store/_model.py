@@ -160,7 +160,8 @@ class Wait:
     checkpoint_id: str
     deadline: datetime | None = None
     default: tuple[str, bytes] | None = None
-    """The resume value at the deadline, typed-serialized."""
+    """The resume value at the deadline, typed-serialized (for the deadline sweep:
+    :meth:`~workers.store.RunStore.expired_waits`; inbox pages leave it out)."""
     created_at: datetime | None = None
     """When it was first asked, by the store's clock (None: not stored yet)."""
     resuming: bool = False

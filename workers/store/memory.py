@@ -30,6 +30,7 @@ __all__ = ("InMemoryConnector", "InMemoryRunStore")
 P = Mapping[str, Any]
 ACTIVE = ("queued", "running")
 NO_CLAIM = {"worker": None, "claimed_at": None, "claim_token": None}
+NO_DEFAULT = {"default_type": None, "default_value": None}
 NO_LEASE = {"lease_holder": None, "leased_at": None, "lease_token": None}
 
 
@@ -307,7 +308,7 @@ class InMemoryConnector:
                 and (p["after_at"] is None or key > after)
                 and (pairs is None or key[1:] in pairs)
             ):
-                rows.append(w | {"resuming": w["thread_id"] in active})
+                rows.append(w | {"resuming": w["thread_id"] in active, **NO_DEFAULT})
         rows.sort(key=lambda w: (w["created_at"], w["thread_id"], w["interrupt_id"]))
         return rows[: p["limit"]]
 
