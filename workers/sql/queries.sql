@@ -88,13 +88,6 @@ LEFT JOIN graphruntime_runs p
 -- name: get_run
 SELECT * FROM graphruntime_runs WHERE run_id = %(run_id)s;
 
--- name: next_run
--- The thread's next run: runs of a thread go in order, its oldest still to finish
--- first, but a cancel before any other (it ends them).
-SELECT * FROM graphruntime_runs
-WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running')
-ORDER BY kind <> 'cancel', created_at, run_id LIMIT 1;
-
 -- name: active_runs_of_thread
 SELECT run_id FROM graphruntime_runs
 WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running');
@@ -197,7 +190,8 @@ UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL, lease_tok
 WHERE thread_id = ANY(%(threads)s::text[]) AND lease_holder = %(worker)s;
 
 -- name: next_runs_of_threads
--- Each thread's next run (see next_run), if any (queued while the lease was held: its
+-- Each thread's next run: runs of a thread go in order, its oldest still to finish first,
+-- but a cancel before any other (it ends them). If any (queued while the lease was held: its
 -- own job found the lease taken, so the caller re-sends it); one row per thread.
 SELECT DISTINCT ON (thread_id) thread_id, run_id FROM graphruntime_runs
 WHERE thread_id = ANY(%(threads)s::text[]) AND status IN ('queued', 'running')
@@ -212,7 +206,7 @@ WHERE run_id = ANY(%(run_ids)s::uuid[]) AND status = 'running';
 -- name: claim_run
 -- A coordinator job's start, in one statement: the message's run; if it is still to
 -- finish, its thread's lease (soft state, see acquire_thread) and, under it, the
--- thread's next run (see next_run), marked running (the row shows its status as it
+-- thread's next run (see next_runs_of_threads), marked running (the row shows its status as it
 -- was). One row: target_status (NULL: no such run), leased, then the run's columns.
 WITH target AS (
     SELECT thread_id, status FROM graphruntime_runs WHERE run_id = %(run_id)s

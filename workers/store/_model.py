@@ -199,7 +199,7 @@ class InboxQuery:
 
 @dataclass(frozen=True)
 class Claim:
-    """A coordinator job's start (:meth:`RunStore.claim_run`)."""
+    """A coordinator job's start (:meth:`RunStore.claim_runs`)."""
 
     ended: bool
     """The message's run had already ended: nothing to do."""
@@ -209,12 +209,12 @@ class Claim:
     """Under the lease: the thread's oldest run still to finish, marked running (its
     ``status`` is the one it had before)."""
     found: bool = True
-    """False: no such run (:meth:`RunStore.claim_runs`; ``claim_run`` raises)."""
+    """False: no such run."""
 
 
 @dataclass(frozen=True)
 class Released:
-    """A thread's lease given up (:meth:`RunStore.finish_and_release`)."""
+    """A thread's lease given up (:meth:`RunStore.finish_and_release_many`)."""
 
     finished: bool
     """This call ended the run (False: it had already ended)."""

@@ -149,11 +149,6 @@ class RunStore(StepBarrier):
             raise RunNotFoundError(f"No run {run_id}: check the id (graphrun runs lists them).")
         return self._run(row)
 
-    def next_run(self, thread_id: str) -> Run | None:
-        """The thread's next run: its oldest still to finish, a cancel before any other."""
-        row = one(self._all("next_run", {"thread_id": thread_id}))
-        return None if row is None else self._run(row)
-
     def active_runs(self, thread_id: str) -> list[str]:
         rows = self._all("active_runs_of_thread", {"thread_id": thread_id})
         return [str(r["run_id"]) for r in rows]
@@ -215,21 +210,6 @@ class RunStore(StepBarrier):
         """Set the thread's inbox rows (after an edit of its state)."""
         self._all("finish_run", self._finish_params(None, None, inbox=waits, thread_id=thread_id))
 
-    def finish_and_release(
-        self,
-        run_id: str,
-        status: RunStatus,
-        *,
-        thread_id: str,
-        worker: str,
-        result: Any = None,
-        error: Mapping[str, Any] | None = None,
-        inbox: Sequence[Wait] | None = None,
-    ) -> Released:
-        """:meth:`finish_run`, then :meth:`release_thread`, in one transaction."""
-        end = RunEnd(run_id, thread_id, status, result, error, inbox)
-        return self.finish_and_release_many([end], worker=worker)[0]
-
     def finish_and_release_many(
         self,
         ends: Sequence[RunEnd],
@@ -238,7 +218,7 @@ class RunStore(StepBarrier):
         free: Sequence[str] = (),
         requeue: Sequence[str] = (),
     ) -> list[Released]:
-        """:meth:`finish_and_release` for runs of distinct threads, and :meth:`release_thread`
+        """End runs of distinct threads and free their leases, and :meth:`release_thread`
         for the threads ``free`` (no run of theirs ended), all in one transaction in one
         round trip: one durable commit for every run it ends, also when it ends none.
         ``requeue``: runs of the freed threads that a claim marked running and nothing
@@ -378,22 +358,11 @@ class RunStore(StepBarrier):
         """Free the lease; the thread's oldest run still to finish, if any."""
         return self.finish_and_release_many([], worker=worker, free=[thread_id])[0].following
 
-    def claim_run(self, run_id: str, worker: str, stale: float, token: str | None = None) -> Claim:
-        """Start a coordinator job for ``run_id`` in one statement (see :class:`Claim`);
-        ``token``: the job's, kept with the thread's lease (see :meth:`heartbeat`).
-
-        Raises :class:`~workers.errors.RunNotFoundError` for an unknown run.
-        """
-        params = {"run_id": run_id, "worker": worker, "stale": stale, "token": token}
-        row = one(self._all("claim_run", params))
-        if row is None:
-            raise RunNotFoundError(f"No run {run_id}: check the id (graphrun runs lists them).")
-        return self._claim(row)
-
     def claim_runs(
         self, run_ids: Sequence[str], worker: str, stale: float, token: str | None = None
     ) -> list[Claim]:
-        """:meth:`claim_run` per run, in order, pipelined: one round trip and one implicit
+        """Start a coordinator job for each run (see :class:`Claim`): the ``claim_run``
+        statement per run, in order, pipelined: one round trip and one implicit
         transaction, committed without waiting for the WAL flush (claims are soft state);
         an unknown run's claim is ended and not ``found``. Two jobs claiming the same
         threads in other orders may deadlock: Postgres aborts one, a transient error its

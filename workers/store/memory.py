@@ -185,9 +185,6 @@ class InMemoryConnector:
     def get_run(self, p: P) -> list[Row]:
         return [r for r in [self.runs.get(p["run_id"])] if r]
 
-    def next_run(self, p: P) -> list[Row]:
-        return [r for r in [self._next(p["thread_id"])] if r]
-
     def active_runs_of_thread(self, p: P) -> list[Row]:
         return [r for r in self._of_thread(p["thread_id"]) if r["status"] in ACTIVE]
 
