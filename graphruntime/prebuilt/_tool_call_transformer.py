@@ -44,14 +44,14 @@ class ToolCallTransformer(StreamTransformer):
 
     def __init__(self, scope: tuple[str, ...] = ()) -> None:
         super().__init__(scope)
-        self._calls: StreamChannel[ToolCallStream] = StreamChannel()
-        self._running: dict[str, ToolCallStream] = {}
+        self._log: StreamChannel[ToolCallStream] = StreamChannel()
+        self._active: dict[str, ToolCallStream] = {}
         self._is_async = False
         self._pump: Callable[[], bool] | None = None
         self._apump: Callable[[], Awaitable[bool]] | None = None
 
     def init(self) -> dict[str, Any]:
-        return {"tool_calls": self._calls}
+        return {"tool_calls": self._log}
 
     # the mux hands its pumps over, so a handle's deltas can pull the run forward too
     def _bind_pump(self, fn: Callable[[], bool]) -> None:
@@ -65,8 +65,8 @@ class ToolCallTransformer(StreamTransformer):
         handle._bind(is_async=self._is_async)
         handle.output_deltas._request_more = self._pump
         handle.output_deltas._arequest_more = self._apump
-        self._running[call_id] = handle
-        self._calls.push(handle)
+        self._active[call_id] = handle
+        self._log.push(handle)
 
     def process(self, event: ProtocolEvent) -> bool:
         params = event["params"]
@@ -80,25 +80,25 @@ class ToolCallTransformer(StreamTransformer):
         if kind == "tool-started":
             self._start(call_id, data)
         elif kind == "tool-output-delta":
-            if (handle := self._running.get(call_id)) is not None:
+            if (handle := self._active.get(call_id)) is not None:
                 handle._push_delta(data.get("delta"))
         elif kind == "tool-finished":
-            if (handle := self._running.pop(call_id, None)) is not None:
+            if (handle := self._active.pop(call_id, None)) is not None:
                 handle._finish(_tool_output(data.get("output")))
-        elif kind == "tool-error" and (handle := self._running.pop(call_id, None)) is not None:
+        elif kind == "tool-error" and (handle := self._active.pop(call_id, None)) is not None:
             handle._fail(data.get("message", ""))
         return True
 
     def finalize(self) -> None:
         """The run ended: a call still open ends without output."""
-        for handle in self._running.values():
+        for handle in self._active.values():
             if not handle.completed:
                 handle._finish(None)
-        self._running.clear()
+        self._active.clear()
 
     def fail(self, err: BaseException) -> None:
         """The run failed: a call still open fails with the run's error."""
-        for handle in self._running.values():
+        for handle in self._active.values():
             if not handle.completed:
                 handle._fail(str(err))
-        self._running.clear()
+        self._active.clear()

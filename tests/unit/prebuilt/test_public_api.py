@@ -21,8 +21,7 @@ with warnings.catch_warnings():
     import langgraph.prebuilt.interrupt as lg_interrupt
 
 ROOT = Path(__file__).resolve().parents[3]
-# A transformer of LangGraph's v3 event stream, which graphruntime does not have.
-NOT_PROVIDED = {"ToolCallTransformer"}
+NOT_PROVIDED: set[str] = set()
 
 
 def test_package_exports_langgraphs_names() -> None:
