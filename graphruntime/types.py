@@ -67,7 +67,8 @@ __all__ = (
 
 # LangGraph's names for types that live in higher layers here: CachePolicy with the cache
 # (its default key goes through the checkpoint serde), a step's executable task and what
-# compile(checkpointer=...) takes with the step machinery. Loaded on first use, so this module imports neither.
+# compile(checkpointer=...) takes with the step machinery. Loaded on first use, so this
+# module imports neither.
 _ELSEWHERE = {
     "CachePolicy": ("graphruntime.cache", "CachePolicy"),
     "Checkpointer": ("graphruntime.pregel.main", "Checkpointer"),

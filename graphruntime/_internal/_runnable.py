@@ -94,9 +94,7 @@ class RunnableCallable:
             return result.invoke(input, config)
         return result
 
-    async def ainvoke(
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> Any:
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         if self.afunc is None:
             return self.invoke(input, config, **kwargs)
         if config is None:

@@ -138,11 +138,7 @@ def _real_langgraph_modules() -> list[str]:
 
 def _is_ours(module: types.ModuleType) -> bool:
     name = getattr(module, "__name__", "")
-    return (
-        name == _OURS
-        or name.startswith(_OURS + ".")
-        or name in set(POSTGRES_MODULES.values())
-    )
+    return name == _OURS or name.startswith(_OURS + ".") or name in set(POSTGRES_MODULES.values())
 
 
 def alias_langgraph() -> None:

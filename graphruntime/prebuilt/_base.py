@@ -16,7 +16,7 @@ def ensure_config(config: RunnableConfig | None) -> RunnableConfig:
     LangChain's), as LangGraph's nodes see theirs: a ToolNode invoked inside a node reads
     that node's state and runtime."""
     if config is None:
-        config = var_config.get()  # type: ignore[assignment]
+        config = var_config.get()
     return lc_ensure_config(config)
 
 

@@ -405,7 +405,7 @@ def _read_channels(read: Any) -> Any:
     """Every channel through a read function of LangGraph's shape (a ``functools.partial``
     whose second argument is the channels), as LangGraph's ToolNode reads them. Outside a
     graph there is no state: a tool that injects it gets a clear error."""
-    args = getattr(read, "args", ())
+    args: tuple[Any, ...] = tuple(getattr(read, "args", ()))
     if read is None or len(args) < 2 or not isinstance(args[1], Mapping):
         return _BareCallsState()
     return read(list(args[1]), True)

@@ -68,9 +68,7 @@ class NodeSpec:
         """Run the node's code on ``input`` (its writers are not run), as LangGraph's."""
         return self._runnable().invoke(input, self._own_config(config), **kwargs)
 
-    async def ainvoke(
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> Any:
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         return await self._runnable().ainvoke(input, self._own_config(config), **kwargs)
 
     def _runnable(self) -> Any:

@@ -31,19 +31,19 @@ if TARGET == "graphruntime":
 
     alias_langgraph()
 
-import pytest_asyncio  # noqa: E402
-from blockbuster import BlockBuster, blockbuster_ctx  # noqa: E402
-from langchain_tests.conftest import (  # noqa: E402
+import pytest_asyncio
+from blockbuster import BlockBuster, blockbuster_ctx
+from langchain_tests.conftest import (
     CustomPersister,
     CustomSerializer,
     base_vcr_config,
 )
-from vcr import VCR  # noqa: E402
+from vcr import VCR
 
-from tests.upstream_langchain.conftest_checkpointer import _checkpointer_memory  # noqa: E402
-from tests.upstream_langchain.conftest_store import _store_memory  # noqa: E402
-from tests.upstream_langchain.port import SUITE  # noqa: E402
-from tests.vendored.harness import AsyncioModule, apply_lists  # noqa: E402
+from tests.upstream_langchain.conftest_checkpointer import _checkpointer_memory
+from tests.upstream_langchain.conftest_store import _store_memory
+from tests.upstream_langchain.port import SUITE
+from tests.vendored.harness import AsyncioModule, apply_lists
 
 TIMEOUT = float(os.environ.get("UPSTREAM_TIMEOUT", "30"))
 

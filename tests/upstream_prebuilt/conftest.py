@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -48,23 +47,23 @@ def _in_memory_store() -> Any:
 
 
 @pytest.fixture(params=["in_memory"])
-def sync_store() -> Iterator[Any]:
-    yield _in_memory_store()
+def sync_store() -> Any:
+    return _in_memory_store()
 
 
 @pytest_asyncio.fixture(params=["in_memory"])
-async def async_store() -> AsyncIterator[Any]:
-    yield _in_memory_store()
+async def async_store() -> Any:
+    return _in_memory_store()
 
 
 @pytest.fixture(params=["memory"])
-def sync_checkpointer() -> Iterator[Any]:
-    yield MemorySaverAssertImmutable()
+def sync_checkpointer() -> Any:
+    return MemorySaverAssertImmutable()
 
 
 @pytest_asyncio.fixture(params=["memory"])
-async def async_checkpointer() -> AsyncIterator[Any]:
-    yield MemorySaverAssertImmutable()
+async def async_checkpointer() -> Any:
+    return MemorySaverAssertImmutable()
 
 
 def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> Any:

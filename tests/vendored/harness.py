@@ -35,8 +35,8 @@ import pytest
 
 __all__ = (
     "ROOT",
-    "AsyncioModule",
     "TARGET",
+    "AsyncioModule",
     "Suite",
     "apply_lists",
     "compare_main",
@@ -152,10 +152,10 @@ def _check(suite: Suite, source: Path, extra_root: Path) -> list[str]:
     for outside, inside in suite.copied_trees:
         for path in sorted((extra_root / outside).rglob("*")):
             if path.is_file():
-                rel = path.relative_to(extra_root / outside)
-                mine = suite.here / inside / rel
+                relative = path.relative_to(extra_root / outside)
+                mine = suite.here / inside / relative
                 if not mine.exists() or mine.read_bytes() != path.read_bytes():
-                    drift.append(f"{inside}/{rel.as_posix()}")
+                    drift.append(f"{inside}/{relative.as_posix()}")
     return drift
 
 
@@ -281,9 +281,7 @@ def _read_record(path: Path) -> dict[str, dict[str, str]]:
 
 def _count(record: dict[str, dict[str, str]]) -> str:
     outcomes = [entry["outcome"] for entry in record.values()]
-    return ", ".join(
-        f"{outcomes.count(kind)} {kind}" for kind in ("passed", "failed", "skipped")
-    )
+    return ", ".join(f"{outcomes.count(kind)} {kind}" for kind in ("passed", "failed", "skipped"))
 
 
 def compare_main(suite: Suite, argv: list[str] | None) -> int:

@@ -129,9 +129,12 @@ def _langchain_imports() -> dict[str, list[str]]:
     found: dict[str, set[str]] = {}
     for path in Path(langchain.__file__).parent.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                if node.module.split(".")[0] == "langgraph":
-                    found.setdefault(node.module, set()).update(a.name for a in node.names)
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.level == 0
+                and (node.module or "").split(".")[0] == "langgraph"
+            ):
+                found.setdefault(str(node.module), set()).update(a.name for a in node.names)
     return {module: sorted(names) for module, names in found.items()}
 
 
@@ -273,3 +276,27 @@ def test_the_setting_on_installs_the_alias() -> None:
         **{ALIAS_SETTING: "1"},
     )
     assert out.strip() == "graphruntime.graph"
+
+
+def test_the_workers_registry_honours_the_setting() -> None:
+    out = _ok(
+        """
+        from workers.registry import GraphRegistry
+        registry = GraphRegistry.parse("agent=tests.unit.compat.agent_graph:agent")
+        graph = registry.get("agent")
+        print(type(graph).__module__, sorted(graph.nodes))
+        """,
+        **{ALIAS_SETTING: "1"},
+    )
+    module, nodes = out.strip().split(" ", 1)
+    assert module == "graphruntime.graph.state"
+    assert "HumanInTheLoopMiddleware.after_model" in nodes
+
+
+def test_the_workers_registry_refuses_a_bad_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from workers.errors import ConfigurationError
+    from workers.registry import GraphRegistry
+
+    monkeypatch.setenv(ALIAS_SETTING, "maybe")
+    with pytest.raises(ConfigurationError, match=ALIAS_SETTING):
+        GraphRegistry.parse("agent=tests.unit.compat.agent_graph:agent")
