@@ -107,18 +107,18 @@ class _LangGraphAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         module = sys.modules[_counterpart(spec.name)]
-        # The import system overwrites __spec__ (and __loader__) with ours when it takes the
-        # module: exec_module puts graphruntime's back, so the module stays what it was.
+        # The import system sets the module's __spec__ to the alias's spec when it takes
+        # the module: exec_module puts the module's own back, so it stays what it was.
         with self._lock:
             self._specs[spec.name] = module.__spec__
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:
-        spec = module.__spec__  # ours, set by the import system
-        if spec is not None:
+        alias_spec = module.__spec__
+        if alias_spec is not None:
             with self._lock:
-                theirs = self._specs.pop(spec.name, spec)
-            module.__spec__ = theirs
+                own = self._specs.pop(alias_spec.name, alias_spec)
+            module.__spec__ = own
 
 
 def is_aliased() -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import inspect
 import json
 import os
 import re
@@ -328,8 +329,13 @@ def compare_main(suite: Suite, argv: list[str] | None) -> int:
 
 class AsyncioModule(pytest.Module):
     """A vendored test module whose coroutine tests run on asyncio, as upstream's
-    ``asyncio_mode = "auto"`` runs them (this repository keeps pytest-asyncio's strict mode)."""
+    ``asyncio_mode = "auto"`` runs them (this repository keeps pytest-asyncio's strict mode):
+    each ``async def`` test, or test method, is marked ``asyncio`` before it is collected."""
 
     def collect(self) -> Any:
-        self.add_marker(pytest.mark.asyncio)
+        for value in list(vars(self.obj).values()):
+            members = vars(value).values() if isinstance(value, type) else (value,)
+            for member in members:
+                if inspect.iscoroutinefunction(member):
+                    pytest.mark.asyncio(member)
         return super().collect()

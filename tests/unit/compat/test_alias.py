@@ -300,3 +300,28 @@ def test_the_workers_registry_refuses_a_bad_setting(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv(ALIAS_SETTING, "maybe")
     with pytest.raises(ConfigurationError, match=ALIAS_SETTING):
         GraphRegistry.parse("agent=tests.unit.compat.agent_graph:agent")
+
+
+def test_a_create_agent_graph_pauses_and_resumes_on_the_workers_logic() -> None:
+    """The workers' coordinator and task jobs (in memory, their strict serializer) run a
+    LangChain agent: paused for approval, resumed with an edit."""
+    out = _ok(
+        """
+        from graphruntime.compat import alias_langgraph
+        alias_langgraph()
+        from langgraph.types import Command
+        from tests.unit.compat.agent_graph import agent
+        from workers.testing import InlineCluster
+
+        cluster = InlineCluster({"agent": agent})
+        config = {"configurable": {"thread_id": "t1"}}
+        paused = cluster.run("agent", {"messages": [("user", "mail a")]}, config)
+        [pending] = paused["__interrupt__"]
+        assert pending.value["action_requests"][0]["args"] == {"to": "a@x", "body": "hi"}
+        edit = {"type": "edit",
+                "edited_action": {"name": "send_email", "args": {"to": "b@x", "body": "hi"}}}
+        done = cluster.run("agent", Command(resume={"decisions": [edit]}), config)
+        print(done["messages"][-2].content.splitlines()[-1], "|", done["messages"][-1].content)
+        """
+    )
+    assert out.strip() == "sent to b@x | done"
