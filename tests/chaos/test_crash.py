@@ -35,6 +35,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -67,7 +68,7 @@ def crashing() -> Iterator[Private]:
 
 @dataclass
 class Crash:
-    at: float  # seconds into the test
+    at: str  # wall clock (UTC), as in the workers' and the server's logs
     moment: str
     subject: str | None  # the thread or run the moment was about (None: none came)
     stopped_for: float  # seconds SIGSTOPped before the SIGKILL (0: SIGKILL at once)
@@ -83,7 +84,7 @@ class Crasher:
         self.url = p.ledger.url
         self.crashes: list[Crash] = []
 
-    def crash_at(self, moment: str, at: float) -> Crash:
+    def crash_at(self, moment: str) -> Crash:
         stopped_for = self.rng.choice([0.0, self.rng.uniform(0.5, 4.0)])
         canary = uuid.uuid4().hex
         with psycopg.connect(self.url, autocommit=True, connect_timeout=10) as conn:
@@ -92,6 +93,7 @@ class Crasher:
             conn.execute("UPDATE chaos_armed SET moment = %s", (moment,))
             known = self.p.postgres_processes()
             note = next(conn.notifies(timeout=MOMENT_WAIT, stop_after=1), None)
+            at = datetime.now(UTC).strftime("%H:%M:%S.%f")
             if self.rng.random() < 0.5:  # now, or a little later (the moment's next steps)
                 time.sleep(self.rng.uniform(0.0, 0.02))
             conn.execute("INSERT INTO chaos_canary VALUES (%s)", (canary,))
@@ -125,7 +127,7 @@ def test_the_ledger_holds_when_postgres_crashes_at_the_moments_that_matter(
         while time.monotonic() - started < CRASH_SECONDS:
             time.sleep(rng.uniform(1.0, 4.0))
             moment = rng.choice(MOMENTS)
-            crash = crasher.crash_at(moment, time.monotonic() - started)
+            crash = crasher.crash_at(moment)
             style = "stop+kill" if crash.stopped_for else "kill"
             timed = moment if crash.subject is not None else f"{moment} (none came)"
             outcome.faults[f"{style} after {timed}"] += 1

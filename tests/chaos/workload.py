@@ -30,6 +30,7 @@ from graphruntime.types import Command
 from tests.chaos.chaos_graphs import expected_items
 from tests.e2e.fault_graphs import redis_for
 from tests.e2e.private_cluster import Private
+from workers.client import RunHandle
 from workers.errors import RunTimeoutError, is_transient
 from workers.store import PostgresRunStore
 
@@ -45,6 +46,7 @@ class Outcome:
     failures: list[str] = field(default_factory=list)
     faults: Counter[str] = field(default_factory=Counter)
     current: dict[str, str] = field(default_factory=dict)  # client thread -> chaos thread
+    failed: list[str] = field(default_factory=list)  # the chaos threads of the failures
     # (thread, idempotency key) -> the run ids the client was given for it
     acked: defaultdict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -93,7 +95,9 @@ class Workload:
                 tid, items = self._one_thread(via_queue)
             except Exception as exc:  # noqa: BLE001 - collected and reported by the test
                 with self.outcome.lock:
-                    self.outcome.failures.append(f"{type(exc).__name__}: {exc}")
+                    tid = self.outcome.current[threading.current_thread().name]
+                    self.outcome.failures.append(f"{tid}: {type(exc).__name__}: {exc}")
+                    self.outcome.failed.append(tid)
                 return
             with self.outcome.lock:
                 self.outcome.done[tid] = items
@@ -138,7 +142,7 @@ class Workload:
                     raise RunTimeoutError("resume not taken yet")
                 for run in runs:  # taken off the queue: the listener acknowledged it
                     outcome.ack(tid, "resume", run["run_id"])
-                return client.wait_done(str(runs[0]["run_id"]), 30)
+                return RunHandle(client, str(runs[0]["run_id"]), tid).wait(timeout=30)
 
             self._retrying(resumed)
         else:
@@ -192,6 +196,29 @@ def diagnose(p: Private, threads: Iterable[str]) -> str:
                 lines.extend(
                     f"    log w{w.index}: {ln}" for ln in list(w.log) if str(run["run_id"]) in ln
                 )
+        for cp in _query(
+            p,
+            "SELECT checkpoint_id, parent_checkpoint_id, blob_versions, metadata "
+            "FROM graphruntime_checkpoints WHERE thread_id = %s ORDER BY checkpoint_id",
+            (tid,),
+        ):
+            lines.append(f"  checkpoint {cp}")
+        for write in _query(
+            p,
+            "SELECT checkpoint_id, task_id, task_name, idx, channel, type, value "
+            "FROM graphruntime_writes WHERE thread_id = %s ORDER BY seq",
+            (tid,),
+        ):
+            lines.append(f"  write {write}")
+        for blob in _query(
+            p,
+            "SELECT channel, version, type, value FROM graphruntime_blobs "
+            "WHERE thread_id = %s ORDER BY channel, version",
+            (tid,),
+        ):
+            lines.append(f"  blob {blob}")
+        for w in p.cluster.workers:
+            lines.extend(f"  log w{w.index}: {ln}" for ln in list(w.log) if tid in ln)
     return "\n".join(lines)
 
 
@@ -239,11 +266,13 @@ def _settled(p: Private) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 def check(p: Private, outcome: Outcome, stuck: list[str]) -> None:
     """The ledger holds, every acknowledged request ran once, nothing is left running."""
     assert not stuck, "the workload did not finish in time:\n" + diagnose(p, stuck)
-    assert outcome.failures == [], outcome.failures
+    assert outcome.failures == [], f"{outcome.failures}\n{diagnose(p, outcome.failed)}"
     assert outcome.done, "no thread finished"
     expected = Counter(expected_items(FAN_OUT))
     wrong = {tid: items for tid, items in outcome.done.items() if Counter(items) != expected}
-    assert wrong == {}, f"threads whose ledger lost or doubled a write: {wrong}"
+    assert wrong == {}, f"threads whose ledger lost or doubled a write: {wrong}\n" + diagnose(
+        p, wrong
+    )
     unacknowledged = _unacknowledged(p, outcome)
     assert unacknowledged == [], "acknowledged runs lost or replaced:\n" + "\n".join(unacknowledged)
     # heartbeats free the leases no job holds; the sweeper ends what a crash left behind
