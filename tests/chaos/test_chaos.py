@@ -5,9 +5,8 @@ exactly once; every acknowledged request ran once; nothing left running or lease
 
 Faults, one every few seconds for ``CHAOS_SECONDS``: a worker SIGKILLed, a worker
 SIGSTOPped past its heartbeat, Redis restarted (with its data, as deployed with AOF) and
-wiped (every waiting message lost), Postgres restarted and crashed (killed hard, then
-started on its data), task messages duplicated and forged (another task's path), poison
-resume messages.
+wiped (every waiting message lost), Postgres restarted, task messages duplicated and
+forged (another task's path), poison resume messages.
 
 ``make test`` runs a short round; ``make chaos`` a long one (``CHAOS_SECONDS=600``);
 tests/chaos/test_crash.py is the crash mode (Postgres killed hard at chosen moments).
@@ -86,8 +85,6 @@ def _fault(p: Private, kind: str) -> None:
         p.redis.restart(down=0.5, wipe=True)
     elif kind == "postgres":
         p.restart_postgres()
-    elif kind == "postgres-crash":  # at no moment in particular: see test_crash.py
-        p.crash_postgres(stopped_for=random.choice([0.0, 2.0]))
     elif kind in ("duplicate", "forged"):
         broker = p.client.broker
         assert isinstance(broker, CeleryBroker)
@@ -122,7 +119,6 @@ FAULTS = (
     "redis",
     "redis-wipe",
     "postgres",
-    "postgres-crash",
     "duplicate",
     "forged",
     "poison",

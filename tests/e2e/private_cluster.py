@@ -6,24 +6,20 @@ uses one of these instead. Every process started here is stopped when the block 
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Collection, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import psycopg
 import redis
-from psycopg import sql
 
 from tests.e2e.fault_graphs import Ledger, redis_for, wait_until
+from tests.integration.private_postgres import PrivatePostgres, private_postgres
 from workers.client import GraphClient
 from workers.local_cluster import LocalCluster
 
@@ -107,145 +103,11 @@ class Private:
     client: GraphClient
     ledger: Ledger
     redis: PrivateRedis
-    pg: Any  # pgserver.PostgresServer
+    postgres: PrivatePostgres
 
     def restart_postgres(self) -> None:
-        """``pg_ctl restart -m fast``: every connection is cut, the server comes back on the
-        same socket with the same data (pg_ctl reuses the options it was started with)."""
-        _pg_ctl(self.pg, "-w", "-m", "fast", "-l", str(self.pg.log), "restart", timeout=60)
-
-    def postmaster_pid(self) -> int | None:
-        """The running server's postmaster (None: none runs)."""
-        return _postmaster_pid(self.pg)
-
-    def postgres_processes(self) -> set[int]:
-        """The running server's processes: the postmaster and its children."""
-        pid = self.postmaster_pid()
-        return set() if pid is None else {pid} | _children(pid)
-
-    def crash_postgres(
-        self, *, stopped_for: float = 0.0, down: float = 0.0, known: Collection[int] = ()
-    ) -> None:
-        """Kill the server hard, then start it again on the same data: crash recovery.
-
-        Every process of the server is frozen (SIGSTOP), then killed (SIGKILL): nothing
-        shuts down, and WAL still in shared memory (async commits the WAL writer had not
-        written) is gone. ``stopped_for``: seconds it stays frozen first (a server that
-        hangs, its clients waiting on it). ``down``: seconds before the start.
-        ``known``: its processes as :meth:`postgres_processes` found them a moment ago,
-        frozen at once, before the scan for the others (a scan takes milliseconds).
-        """
-        pid = self.postmaster_pid()
-        if pid is None:
-            raise RuntimeError("no postgres server runs to crash")
-        frozen = _freeze(pid, known)
-        time.sleep(stopped_for)
-        for each in frozen:
-            _signal(each, signal.SIGKILL)
-        # gone, not only dead: a new server refuses to start while the old postmaster's
-        # pid is taken, even by a zombie not reaped yet
-        wait_until(
-            lambda: not any(_proc_stat(str(each)) for each in frozen),
-            timeout=60,
-            what="the killed postgres processes to be reaped",
-        )
-        time.sleep(down)
-        self.start_postgres()
-
-    def start_postgres(self) -> None:
-        """Start the server on its data directory, with the options pgserver gave it."""
-        socket_dir = self.pg.get_postmaster_info().socket_dir
-        _pg_ctl(
-            self.pg,
-            "-w",
-            *("-o", '-h ""', "-o", f"-k {socket_dir}"),
-            *("-l", str(self.pg.log), "start"),
-        )
-
-
-def _pg_ctl(pg: Any, *args: str, timeout: float = 120) -> None:
-    from pgserver._commands import POSTGRES_BIN_PATH
-
-    done = subprocess.run(
-        [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pg.pgdata), *args],
-        user=pg.system_user,
-        timeout=timeout,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        log = pg.log.read_text(errors="replace").splitlines()[-30:] if pg.log.exists() else []
-        raise RuntimeError(
-            f"pg_ctl {' '.join(args)} failed ({done.returncode}): {done.stdout}{done.stderr}"
-            + "\nthe server's log ends:\n"
-            + "\n".join(log)
-        )
-
-
-def _postmaster_pid(pg: Any) -> int | None:
-    try:
-        pid = int((pg.pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
-    except (FileNotFoundError, ValueError):
-        return None
-    return pid if _alive(pid) else None
-
-
-def _stop_postgres(pg: Any) -> None:
-    """Stop whatever server runs on the data directory now: pgserver's cleanup stops only
-    the one it started, which a restart or a crash replaced."""
-    if _postmaster_pid(pg) is not None:
-        _pg_ctl(pg, "-w", "-m", "immediate", "stop", timeout=60)
-
-
-def _proc_stat(pid: str) -> tuple[str, int] | None:
-    """(state, parent) of a process, from /proc (None: gone)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text.rsplit(")", 1)[1].split()  # after the command name: state, ppid, ...
-    return fields[0], int(fields[1])
-
-
-def _alive(pid: int) -> bool:
-    stat = _proc_stat(str(pid))
-    return stat is not None and stat[0] != "Z"
-
-
-def _children(pid: int) -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            stat = _proc_stat(entry.name)
-            if stat is not None and stat[1] == pid:
-                found.add(int(entry.name))
-    return found
-
-
-def _signal(pid: int, sig: signal.Signals) -> None:
-    with suppress(ProcessLookupError):
-        os.kill(pid, sig)
-
-
-def _freeze(postmaster: int, known: Collection[int] = ()) -> set[int]:
-    """SIGSTOP the postmaster and every process it started; their pids.
-
-    Each child of the postmaster leads a process group of its own (postgres calls setsid
-    in them), so one killpg does not reach them. The postmaster is stopped first: it
-    forks no more children; then the ``known`` ones, then those a scan finds.
-    """
-    _signal(postmaster, signal.SIGSTOP)
-    frozen = {postmaster}
-    for pid in known:
-        stat = _proc_stat(str(pid))
-        if stat is not None and stat[1] == postmaster:  # still its child: not a reused pid
-            _signal(pid, signal.SIGSTOP)
-            frozen.add(pid)
-    while fresh := _children(postmaster) - frozen:
-        for child in fresh:
-            _signal(child, signal.SIGSTOP)
-        frozen |= fresh
-    return frozen
+        """A clean restart (see :meth:`PrivatePostgres.restart`)."""
+        self.postgres.restart()
 
 
 @contextmanager
@@ -259,53 +121,32 @@ def private_cluster(
     """Start a private Postgres, Redis and ``workers`` celery workers; stop them all at exit.
 
     ``base_env``: the GRAPHRUNTIME_* settings to copy (e.g. the shared cluster's env).
-    ``postgres_settings``: server settings (``ALTER SYSTEM``: kept across restarts) that
-    take effect on a reload, set before anything connects.
+    ``postgres_settings``: server settings (see :meth:`PrivatePostgres.configure`), set
+    before anything connects.
     """
-    from pgserver.postgres_server import get_server
-
     folder = Path(tempfile.mkdtemp(prefix="gr-faults-"))
-    pg = get_server(folder / "pg", cleanup_mode="delete")
-    own_redis = PrivateRedis(folder)
     own_cluster: LocalCluster | None = None
     own_client: GraphClient | None = None
+    own_redis = PrivateRedis(folder)
     try:
-        own_redis.start()
-        url = pg.get_uri()
-        if postgres_settings:
-            _configure(url, postgres_settings)
-        env = {k: v for k, v in base_env.items() if k.startswith("GRAPHRUNTIME_")}
-        env.update(DATABASE_URL=url, REDIS_URL=own_redis.url, **(extra_env or {}))
-        own_cluster = LocalCluster(
-            env["GRAPHRUNTIME_GRAPHS"], workers=workers, pythonpath=[str(ROOT)], extra_env=env
-        ).start()
-        own_client = GraphClient.from_env(own_cluster.settings())
-        yield Private(own_cluster, own_client, Ledger(url), own_redis, pg)
+        with private_postgres(postgres_settings, folder=folder) as postgres:
+            try:
+                own_redis.start()
+                env = {k: v for k, v in base_env.items() if k.startswith("GRAPHRUNTIME_")}
+                env.update(DATABASE_URL=postgres.url, REDIS_URL=own_redis.url, **(extra_env or {}))
+                own_cluster = LocalCluster(
+                    env["GRAPHRUNTIME_GRAPHS"],
+                    workers=workers,
+                    pythonpath=[str(ROOT)],
+                    extra_env=env,
+                ).start()
+                own_client = GraphClient.from_env(own_cluster.settings())
+                yield Private(own_cluster, own_client, Ledger(postgres.url), own_redis, postgres)
+            finally:
+                if own_client is not None:
+                    own_client.close()
+                if own_cluster is not None:
+                    own_cluster.stop()
+                own_redis.stop()
     finally:
-        if own_client is not None:
-            own_client.close()
-        if own_cluster is not None:
-            own_cluster.stop()
-        own_redis.stop()
-        _stop_postgres(pg)
-        pg.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def _configure(url: str, settings: Mapping[str, str]) -> None:
-    with psycopg.connect(url, autocommit=True) as conn:
-        for name, value in settings.items():
-            # ALTER SYSTEM takes no parameters: composed, the name quoted, the value a literal
-            conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), value))
-        conn.execute("SELECT pg_reload_conf()")
-        for name, value in settings.items():
-            wait_until(
-                lambda n=name, v=value: _shows(conn, n, v),
-                timeout=10,
-                what=f"postgres to take {name} = {value}",
-            )
-
-
-def _shows(conn: psycopg.Connection[Any], name: str, value: str) -> bool:
-    row = conn.execute("SELECT current_setting(%s)", (name,)).fetchone()
-    return row is not None and row[0] == value
