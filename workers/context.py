@@ -88,6 +88,7 @@ def run_loop(
             interrupt_after=payload.get("interrupt_after"),
             stop=run.stop,
             context=payload.get("context"),
+            shared_saver=True,  # a subgraph's own saver would live in one worker process
         ),
         saved=saved,
     )
