@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from tests.chaos.chaos_graphs import GRAPHS
-from tests.chaos.workload import DRAIN, POISON, SETTLE, Outcome, Workload, check
+from tests.chaos.workload import DRAIN, POISON, SETTLE, run_with_faults
 from tests.e2e.fault_graphs import redis_for
 from tests.e2e.private_cluster import Private, private_cluster
 from workers.app import CeleryBroker
@@ -128,32 +128,24 @@ FAULTS = (
 @pytest.mark.timeout(CHAOS_SECONDS + DRAIN + SETTLE + 180)
 def test_the_ledger_holds_every_write_exactly_once_under_faults(chaos: Private) -> None:
     p = chaos
-    outcome = Outcome()
-    started = time.monotonic()
-    workload = Workload(
-        p, outcome, clients=CLIENT_THREADS, deadline=started + CHAOS_SECONDS + DRAIN
-    )
-    workload.start()
     rng = random.Random(os.environ.get("CHAOS_SEED"))
-    try:
-        while time.monotonic() - started < CHAOS_SECONDS:
-            time.sleep(rng.uniform(1.0, 4.0))
-            kind = rng.choice(FAULTS)
-            _fault(p, kind)
-            outcome.faults[kind] += 1
-    except BaseException:
-        workload.stop(patience=10.0)  # the test failed already: do not wait for the drain
-        raise
-    finally:
+
+    def inject() -> str:
+        kind = rng.choice(FAULTS)
+        _fault(p, kind)
+        return kind
+
+    def restore() -> None:
         for worker in p.cluster.workers:  # nothing stays stopped
             if worker.proc.poll() is None:
                 os.killpg(worker.pid, signal.SIGCONT)
         for index, worker in enumerate(list(p.cluster.workers)):
             if worker.proc.poll() is not None:
                 p.cluster.restart_worker(index)
-    stuck = workload.stop()
-    check(p, outcome, stuck)
+
+    outcome = run_with_faults(
+        p, seconds=CHAOS_SECONDS, clients=CLIENT_THREADS, rng=rng, inject=inject, restore=restore
+    )
     print(  # the run's shape, for the record (pytest -s)
-        f"chaos: {len(outcome.done)} threads, faults {dict(outcome.faults)}, "
-        f"{time.monotonic() - started:.0f}s"
+        f"chaos: {len(outcome.done)} threads, faults {dict(outcome.faults)}, {outcome.seconds:.0f}s"
     )

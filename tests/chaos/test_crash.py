@@ -42,7 +42,7 @@ import psycopg
 import pytest
 
 from tests.chaos.chaos_graphs import GRAPHS
-from tests.chaos.workload import DRAIN, SETTLE, Outcome, Workload, check
+from tests.chaos.workload import DRAIN, SETTLE, run_with_faults
 from tests.e2e.private_cluster import Private, private_cluster
 
 pytestmark = pytest.mark.e2e
@@ -114,32 +114,22 @@ class Crasher:
 def test_the_ledger_holds_when_postgres_crashes_at_the_moments_that_matter(
     crashing: Private,
 ) -> None:
-    p = crashing
-    outcome = Outcome()
-    started = time.monotonic()
-    workload = Workload(
-        p, outcome, clients=CLIENT_THREADS, deadline=started + CRASH_SECONDS + DRAIN
-    )
-    workload.start()
     rng = random.Random(os.environ.get("CHAOS_SEED"))
-    crasher = Crasher(p, rng)
-    try:
-        while time.monotonic() - started < CRASH_SECONDS:
-            time.sleep(rng.uniform(1.0, 4.0))
-            moment = rng.choice(MOMENTS)
-            crash = crasher.crash_at(moment)
-            style = "stop+kill" if crash.stopped_for else "kill"
-            timed = moment if crash.subject is not None else f"{moment} (none came)"
-            outcome.faults[f"{style} after {timed}"] += 1
-    except BaseException:
-        workload.stop(patience=10.0)  # the test failed already: do not wait for the drain
-        raise
-    stuck = workload.stop()
-    check(p, outcome, stuck)
+    crasher = Crasher(crashing, rng)
+
+    def crash() -> str:
+        moment = rng.choice(MOMENTS)
+        done = crasher.crash_at(moment)
+        style = "stop+kill" if done.stopped_for else "kill"
+        return f"{style} after {moment if done.subject is not None else f'{moment} (none came)'}"
+
+    outcome = run_with_faults(
+        crashing, seconds=CRASH_SECONDS, clients=CLIENT_THREADS, rng=rng, inject=crash
+    )
     lost = sum(c.canary_lost for c in crasher.crashes)
     print(  # the run's shape, for the record (pytest -s)
         f"crash: {len(outcome.done)} threads, {len(crasher.crashes)} crashes "
         f"(the canary async commit lost in {lost}), {dict(outcome.faults)}, "
-        f"{time.monotonic() - started:.0f}s"
+        f"{outcome.seconds:.0f}s"
     )
     assert crasher.crashes, "no crash happened"

@@ -15,6 +15,7 @@ or running, and no thread lease left held, once the workload drained.
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 import uuid
@@ -49,6 +50,7 @@ class Outcome:
     failed: list[str] = field(default_factory=list)  # the chaos threads of the failures
     # (thread, idempotency key) -> the run ids the client was given for it
     acked: defaultdict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
+    seconds: float = 0.0  # how long the round took, faults and drain
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def ack(self, thread_id: str, key: str, run_id: str) -> None:
@@ -157,6 +159,35 @@ class Workload:
             self._retrying(resume)
         values = self._retrying(lambda: client.get_state("chaos", cfg).values)
         return tid, list(values["items"])
+
+
+def run_with_faults(
+    p: Private,
+    *,
+    seconds: float,
+    clients: int,
+    rng: random.Random,
+    inject: Callable[[], str],
+    restore: Callable[[], None] = lambda: None,
+) -> Outcome:
+    """Run the workload for ``seconds``, with a fault every 1-4 s (``inject`` makes one and
+    names it), then ``restore`` the cluster, let the workload drain and :func:`check`."""
+    outcome = Outcome()
+    started = time.monotonic()
+    workload = Workload(p, outcome, clients=clients, deadline=started + seconds + DRAIN)
+    workload.start()
+    try:
+        while time.monotonic() - started < seconds:
+            time.sleep(rng.uniform(1.0, 4.0))
+            outcome.faults[inject()] += 1
+    except BaseException:
+        workload.stop(patience=10.0)  # the test failed already: do not wait for the drain
+        raise
+    finally:
+        restore()
+    check(p, outcome, workload.stop())
+    outcome.seconds = time.monotonic() - started
+    return outcome
 
 
 def _query(p: Private, sql: str, params: Any = None) -> list[dict[str, Any]]:
