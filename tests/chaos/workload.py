@@ -32,7 +32,7 @@ from tests.chaos.chaos_graphs import expected_items
 from tests.e2e.fault_graphs import redis_for
 from tests.e2e.private_cluster import Private
 from workers.client import RunHandle
-from workers.errors import RunTimeoutError, is_transient
+from workers.errors import NotDispatchedError, RunTimeoutError, is_transient
 from workers.store import PostgresRunStore
 
 FAN_OUT = 4
@@ -110,7 +110,11 @@ class Workload:
             try:
                 return action()
             except Exception as exc:
-                outage = isinstance(exc, RunTimeoutError | redis.exceptions.ConnectionError)
+                # NotDispatchedError: recorded, the sweeper sends it; asked again with the
+                # same key, the client gets the same run (and waits for it)
+                outage = isinstance(
+                    exc, RunTimeoutError | redis.exceptions.ConnectionError | NotDispatchedError
+                )
                 if not (is_transient(exc) or outage):
                     raise
                 if time.monotonic() > self.deadline or self._abandoned.is_set():
@@ -124,10 +128,17 @@ class Workload:
             outcome.current[threading.current_thread().name] = tid
         cfg: RunnableConfig = {"configurable": {"thread_id": tid}}
 
+        def submit(payload: Any, key: str) -> RunHandle:
+            try:
+                handle = client.submit("chaos", payload, cfg, idempotency_key=key)
+            except NotDispatchedError as exc:
+                outcome.ack(tid, key, exc.run_id)  # recorded: acknowledged all the same
+                raise
+            outcome.ack(tid, key, handle.run_id)
+            return handle
+
         def start() -> Any:
-            handle = client.submit("chaos", {"n": FAN_OUT}, cfg, idempotency_key="start")
-            outcome.ack(tid, "start", handle.run_id)
-            return handle.wait(timeout=30)
+            return submit({"n": FAN_OUT}, "start").wait(timeout=30)
 
         paused = self._retrying(start)
         assert "__interrupt__" in paused, paused
@@ -150,11 +161,7 @@ class Workload:
         else:
 
             def resume() -> Any:
-                handle = client.submit(
-                    "chaos", Command(resume="yes"), cfg, idempotency_key="resume"
-                )
-                outcome.ack(tid, "resume", handle.run_id)
-                return handle.wait(timeout=30)
+                return submit(Command(resume="yes"), "resume").wait(timeout=30)
 
             self._retrying(resume)
         values = self._retrying(lambda: client.get_state("chaos", cfg).values)
