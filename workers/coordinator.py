@@ -682,7 +682,7 @@ def _waits(ctx: WorkerContext, run: Run, loop: PregelLoop) -> list[Wait]:
     waits: list[Wait] = []
     seen: set[str] = set()
     for task in sorted(loop.tasks.values(), key=task_order):
-        for intr in loop.recorded_interrupts(task.id):
+        for intr in loop.waiting_interrupts(task.id):
             if intr.id in seen:
                 continue
             seen.add(intr.id)
