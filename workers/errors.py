@@ -18,7 +18,8 @@ WorkerError (GraphRuntimeError)
 ├── NotDispatchedError      the run is recorded but the broker could not be reached
 ├── RemoteGraphError        a node raised on a worker; ``type_name`` names its class
 ├── StoreError              the run store (Postgres) failed an operation
-│   └── StoreUnavailableError   Postgres could not be reached: retry later
+│   ├── StoreUnavailableError   Postgres could not be reached: retry later
+│   └── StoreRecoveredError     Postgres recovered from a crash mid-job: the job is redone
 └── BrokerUnavailableError  the broker (Redis) could not be reached: retry later
 """
 
@@ -141,6 +142,12 @@ class StoreError(WorkerError):
     """The run store failed an operation; the driver's exception is the ``__cause__``."""
 
 
+class StoreRecoveredError(StoreError):
+    """Postgres recovered from a crash since the job began: work it committed without
+    waiting for the WAL flush may be lost, so its durable commit was refused and the job
+    is redone (transient: retried, never retried in place)."""
+
+
 class StoreUnavailableError(StoreError):
     """The run store's database could not be reached; the operation may be retried."""
 
@@ -159,7 +166,11 @@ def is_transient(exc: BaseException) -> bool:
     from checkpoint_pg import CheckpointStoreUnavailable
 
     return isinstance(
-        exc, StoreUnavailableError | BrokerUnavailableError | CheckpointStoreUnavailable
+        exc,
+        StoreUnavailableError
+        | StoreRecoveredError
+        | BrokerUnavailableError
+        | CheckpointStoreUnavailable,
     )
 
 

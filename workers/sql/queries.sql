@@ -209,7 +209,8 @@ WITH target AS (
     UPDATE graphruntime_runs r SET status = 'running', updated_at = now()
     FROM next WHERE r.run_id = next.run_id AND r.status = 'queued'
 )
-SELECT target.status AS target_status, EXISTS (SELECT FROM lease) AS leased, r.*
+SELECT target.status AS target_status, EXISTS (SELECT FROM lease) AS leased,
+       graphruntime_epoch() AS epoch, r.*
 FROM target
 LEFT JOIN next ON true
 LEFT JOIN graphruntime_runs r ON r.run_id = next.run_id;
@@ -236,6 +237,15 @@ UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL, lease_tok
 WHERE lease_holder = %(worker)s AND lease_token IS DISTINCT FROM %(keep)s
   AND leased_at < now() - make_interval(secs => %(grace)s)
 RETURNING thread_id;
+
+-- name: epoch
+-- See migration 0006: the server's epoch, which crash recovery resets.
+SELECT graphruntime_epoch() AS epoch;
+
+-- name: check_epoch
+-- First in a durable commit that vouches for a job's asynchronous commits: refused
+-- (SQLSTATE GRCRA) if the server recovered from a crash since the job read %(epoch)s.
+SELECT graphruntime_check_epoch(%(epoch)s::uuid);
 
 -- name: beat
 INSERT INTO graphruntime_workers (worker, hostname, pid)

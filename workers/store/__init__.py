@@ -28,6 +28,7 @@ from workers.store._model import (
     RunStatus,
     RunStore,
     StepTask,
+    TaskClaims,
 )
 from workers.store.memory import InMemoryRunStore, ManualClock
 from workers.store.postgres import PostgresRunStore, make_pool
@@ -57,5 +58,6 @@ __all__ = (
     "RunStore",
     "RunningTask",
     "StepTask",
+    "TaskClaims",
     "make_pool",
 )

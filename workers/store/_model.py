@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from graphruntime.pregel import is_resume_map
 
@@ -192,6 +192,17 @@ class Claim:
     ``status`` is the one it had before)."""
     found: bool = True
     """False: no such run (:meth:`RunStore.claim_runs`; ``claim_run`` raises)."""
+    epoch: str | None = None
+    """The server's epoch when claimed (see :meth:`RunStore.finish_and_release_many`)."""
+
+
+class TaskClaims(NamedTuple):
+    """A task job's start (:meth:`RunStore.claim_tasks`)."""
+
+    ids: list[str]
+    """The task ids claimed, in the message's order."""
+    epoch: str | None
+    """The server's epoch when claimed (see :meth:`RunStore.complete_tasks`)."""
 
 
 @dataclass(frozen=True)
@@ -339,11 +350,17 @@ class RunStore(Protocol):
         worker: str,
         free: Sequence[str] = (),
         requeue: Sequence[str] = (),
+        epoch: str | None = None,
     ) -> list[Released]:
         """:meth:`finish_and_release` for runs of distinct threads, and :meth:`release_thread`
         for the threads ``free`` (no run of theirs ended), all in one transaction: one
         durable commit for every run it ends. ``requeue``: runs of the freed threads that
         a claim marked running and nothing advanced, queued again.
+
+        ``epoch``: the one the job's claim read. When it ends runs, the commit vouches for
+        the job's asynchronous commits before it (held checkpoints): it is refused with a
+        :class:`~workers.errors.StoreRecoveredError` if the server recovered from a crash
+        since, which may have taken them back (the job is then redone).
 
         One :class:`Released` per end, then per freed thread, in order. An end whose
         result cannot be stored only frees its lease (its ``Released`` says why); the
@@ -442,8 +459,12 @@ class RunStore(Protocol):
         thread_id: str,
         checkpoint_id: str,
         tasks: Sequence[tuple[str, Sequence[Any]]],
+        epoch: str | None = None,
     ) -> list[str]:
-        """Open the barrier rows of a step's (task id, path); returns the ids new here."""
+        """Open the barrier rows of a step's (task id, path); returns the ids new here.
+
+        ``epoch``: as :meth:`finish_and_release_many`'s (the step's checkpoint and the
+        run's writes before it may have been committed asynchronously)."""
         ...
 
     def step_tasks(self, run_id: str, checkpoint_id: str) -> dict[str, StepTask]: ...
@@ -456,8 +477,9 @@ class RunStore(Protocol):
         worker: str,
         stale: float,
         token: str | None = None,
-    ) -> list[str]:
-        """Claim the (task id, path, attempts) still open and held by nobody alive; ids in order.
+    ) -> TaskClaims:
+        """Claim the (task id, path, attempts) still open and held by nobody alive: their
+        ids in order, and the server's epoch.
 
         ``token`` names the job execution that claims (see :meth:`heartbeat`).
 
@@ -474,11 +496,14 @@ class RunStore(Protocol):
         outcomes: Mapping[str, Mapping[str, Any] | None],
         worker: str,
         events: Mapping[str, Sequence[EventRow]],
+        epoch: str | None = None,
     ) -> tuple[int, int]:
         """Mark claimed tasks done with their error (or None), keep their events.
 
         Returns (how many this call completed, tasks of the step still open). The step's
         counter goes down in the same transaction, so exactly one completer sees zero.
+        ``epoch``: the one :meth:`claim_tasks` read; as :meth:`finish_and_release_many`'s
+        (the tasks' writes were committed asynchronously).
         """
         ...
 

@@ -40,6 +40,7 @@ from workers.store._model import (
     RunQuery,
     RunStatus,
     StepTask,
+    TaskClaims,
 )
 from workers.store._refusals import refused_as
 
@@ -333,6 +334,7 @@ class InMemoryRunStore:
         worker: str,
         free: Sequence[str] = (),
         requeue: Sequence[str] = (),
+        epoch: str | None = None,
     ) -> list[Released]:
         out: list[Released] = []
         with self._lock:
@@ -682,6 +684,7 @@ class InMemoryRunStore:
         thread_id: str,
         checkpoint_id: str,
         tasks: Sequence[tuple[str, Sequence[Any]]],
+        epoch: str | None = None,  # nothing here is lost in a crash: no epoch to check
     ) -> list[str]:
         with self._lock:
             new: list[str] = []
@@ -713,7 +716,7 @@ class InMemoryRunStore:
         worker: str,
         stale: float,
         token: str | None = None,
-    ) -> list[str]:
+    ) -> TaskClaims:
         claimed: list[str] = []
         with self._lock:
             for task_id, path, attempts in tasks:
@@ -726,7 +729,7 @@ class InMemoryRunStore:
                     continue
                 row.worker, row.claimed_at, row.claim_token = worker, self.clock(), token
                 claimed.append(task_id)
-        return claimed
+        return TaskClaims(claimed, None)
 
     def complete_tasks(
         self,
@@ -735,6 +738,7 @@ class InMemoryRunStore:
         outcomes: Mapping[str, Mapping[str, Any] | None],
         worker: str,
         events: Mapping[str, Sequence[EventRow]],
+        epoch: str | None = None,
     ) -> tuple[int, int]:
         with self._lock:
             done = []
