@@ -239,7 +239,7 @@ WHERE lease_holder = %(worker)s AND lease_token IS DISTINCT FROM %(keep)s
 RETURNING thread_id;
 
 -- name: epoch
--- See migration 0006: the server's epoch, which crash recovery resets.
+-- See migration 0007: the server's epoch, which crash recovery resets.
 SELECT graphruntime_epoch() AS epoch;
 
 -- name: check_epoch

@@ -58,7 +58,7 @@ from workers.store._refusals import refused_as
 __all__ = ("PostgresRunStore", "make_pool")
 
 EPOCH_CHANGED = "GRCRA"
-"""SQLSTATE of graphruntime_check_epoch (migration 0006): see StoreRecoveredError."""
+"""SQLSTATE of graphruntime_check_epoch (migration 0007): see StoreRecoveredError."""
 
 
 class PostgresRunStore:
