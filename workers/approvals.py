@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args
 
 from graphruntime.checkpoint import SerializerProtocol, check_round_trip
 from graphruntime.config import RunnableConfig
@@ -24,14 +24,16 @@ from graphruntime.errors import InvalidResumeError
 from graphruntime.pregel import end_pending
 from graphruntime.types import Command
 from workers._requests import thread_id_of
+from workers.decisions import DecisionError, DecisionInput, action_filter, answer, read_request
 from workers.dispatch import Broker
 from workers.errors import (
     GraphMismatchError,
     NotDispatchedError,
     ResumeConflictError,
+    WaitNotPendingError,
 )
 from workers.messages import MAX_NAME, MAX_NOTE
-from workers.store import InboxQuery, InboxRow, InboxUpdate, NewRun, Run, RunStore
+from workers.store import InboxQuery, InboxRow, InboxUpdate, NewRun, Run, RunStore, WaitClaim
 
 if TYPE_CHECKING:
     from workers.client import GraphClient
@@ -40,6 +42,17 @@ log = logging.getLogger(__name__)
 
 MAX_PAGE = 1000
 """Largest inbox page; bulk operations page through everything with it."""
+
+Route = Literal["ui", "inbox", "cli", "queue", "client", "deadline", "api"]
+ROUTES: tuple[Route, ...] = get_args(Route)
+"""Where a run came from, as its audit record says: the web inbox, ``graphrun inbox
+resume``, ``graphrun resume``/``run``, a resume-queue message, ``GraphClient``, a
+deadline, the HTTP API."""
+
+
+def check_route(route: str) -> None:
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,11 @@ class Wait:
     run_id: str
     resuming: bool
     """A run of the thread is queued or running: the wait may be answered already."""
+    response_schema: Any = None
+    """The JSON schema ``interrupt(..., response_schema=...)`` gave, if any."""
+    claimed_by: str | None = None
+    """The approver whose claim on it has not lapsed (the web inbox's claims)."""
+    claimed_until: datetime | None = None
 
 
 class InboxPage(NamedTuple):
@@ -118,6 +136,9 @@ def _wait(row: InboxRow) -> Wait:
         deadline=row.deadline,
         run_id=row.run_id,
         resuming=row.resuming,
+        response_schema=row.response_schema,
+        claimed_by=row.claimed_by,
+        claimed_until=row.claimed_until,
     )
 
 
@@ -138,9 +159,14 @@ def inbox(
     older_than: timedelta | datetime | None = None,
     limit: int = 50,
     cursor: str | None = None,
+    thread: str | None = None,
+    action: str | None = None,
+    args: dict[str, Any] | None = None,
 ) -> InboxPage:
     """A page of pending interrupts, oldest first; filter on the value's fields (``where``:
-    JSON containment), the node and the age."""
+    JSON containment), the node, the age, the thread, and the action a review asks
+    about (``action``: its name, ``args``: contained in its args; see
+    :func:`workers.decisions.action_filter`)."""
     if graph is not None:
         client.registry.get(graph)  # an unknown graph is an error, not an empty inbox
     if not 1 <= limit <= MAX_PAGE:
@@ -155,6 +181,8 @@ def inbox(
             older_than=_older_than(older_than),
             limit=limit,
             after=decode_cursor(cursor) if cursor else None,
+            thread_id=thread,
+            any_of=action_filter(action, args) or None,
         )
     )
     more = encode_cursor(rows[-1]) if len(rows) == limit else None
@@ -167,6 +195,7 @@ def _targets(
     where: dict[str, Any] | None,
     node: str | None,
     items: Sequence[tuple[str, str]] | None,
+    any_of: list[Any] | None = None,
 ) -> list[InboxRow]:
     rows: list[InboxRow] = []
     after: tuple[datetime, str, str] | None = None
@@ -179,6 +208,7 @@ def _targets(
                 limit=MAX_PAGE,
                 after=after,
                 threads=list(items) if items is not None else None,
+                any_of=any_of,
             )
         )
         rows.extend(page)
@@ -192,40 +222,53 @@ def resume_many(
     client: GraphClient,
     graph: str,
     *,
-    value: Any,
+    value: Any = None,
+    decision: DecisionInput | None = None,
     idempotency_key: str,
     where: dict[str, Any] | None = None,
     node: str | None = None,
     items: Iterable[tuple[str, str]] | None = None,
+    action: str | None = None,
+    args: dict[str, Any] | None = None,
     actor: str | None = None,
     note: str | None = None,
     route: str = "client",
     progress: Callable[[int, int], None] | None = None,
 ) -> list[ResumeOutcome]:
-    """Resume many pending interrupts with one value; one outcome per thread.
+    """Resume many pending interrupts with one value, or one decision; one outcome per thread.
 
     Select them by ``where`` (the value contains it; ``{}`` is every wait of the graph)
-    and ``node``, or name them as ``items`` ``(thread_id, interrupt_id)``. Each thread
-    gets one resume run answering its selected waits, under a key derived from
+    and ``node``, or name them as ``items`` ``(thread_id, interrupt_id)``; ``action`` and
+    ``args`` keep the reviews of that action. ``decision`` (approve / edit / reject /
+    respond, or one per action of a batched request) answers each wait in its own
+    format (:mod:`workers.decisions`); if any selected wait does not allow it, nothing
+    is resumed (:class:`~workers.decisions.DecisionError` names what they allow). Each
+    thread gets one resume run answering its selected waits, under a key derived from
     ``idempotency_key``: running the same call again changes nothing (its threads
     report "already applied").
     """
     client.registry.get(graph)
+    check_route(route)
     if (where is None) == (items is None):
         raise ValueError("resume_many takes where= (a JSON filter; {} for all) or items=, not both")
-    if value is None:
-        raise ValueError("value is the resume value; None resumes nothing")
+    if (value is None) == (decision is None):
+        raise ValueError(
+            "resume_many takes value= (the resume value) or decision= (approve, edit, reject, "
+            "respond), not both; None resumes nothing"
+        )
     if not idempotency_key or len(idempotency_key) > MAX_NAME - 5:
         raise ValueError(f"idempotency_key must be 1 to {MAX_NAME - 5} characters")
-    check_round_trip(value, client.saver.serde)
+    if value is not None:
+        check_round_trip(value, client.saver.serde)
     key = f"bulk:{idempotency_key}"
     wanted = [(str(t), str(i)) for t, i in items] if items is not None else None
     done = {run.thread_id: run for run in client.store.runs_by_key(graph, key)}
-    rows = _targets(client, graph, where, node, wanted)
+    rows = _targets(client, graph, where, node, wanted, action_filter(action, args) or None)
+    rows = [row for row in rows if row.thread_id not in done]
+    answers = _answers(rows, value, decision)
     by_thread: dict[str, list[str]] = {}
     for row in rows:
-        if row.thread_id not in done:
-            by_thread.setdefault(row.thread_id, []).append(row.interrupt_id)
+        by_thread.setdefault(row.thread_id, []).append(row.interrupt_id)
     outcomes: list[ResumeOutcome] = [
         ResumeOutcome(t, (), "already applied", run.run_id) for t, run in done.items()
     ]
@@ -242,7 +285,14 @@ def resume_many(
     if note is not None:
         origin["note"] = note
     news = [
-        resume_run(client.saver.serde, graph, thread_id, dict.fromkeys(ids, value), key, origin)
+        resume_run(
+            client.saver.serde,
+            graph,
+            thread_id,
+            {i: answers[(thread_id, i)] for i in ids},
+            key,
+            origin,
+        )
         for thread_id, ids in by_thread.items()
     ]
     unsent: list[str] = []
@@ -276,6 +326,69 @@ def resume_many(
     if unsent:  # the broker was away: one more try, which says what to do if it still is
         client.send_coordinates(unsent, "resume them again with another key")
     return outcomes
+
+
+def _answers(
+    rows: list[InboxRow], value: Any, decision: DecisionInput | None
+) -> dict[tuple[str, str], Any]:
+    """Each wait's resume value: ``value``, or ``decision`` in the wait's own format.
+    Every refusal is collected before anything is written."""
+    if decision is None:
+        return {(r.thread_id, r.interrupt_id): value for r in rows}
+    out: dict[tuple[str, str], Any] = {}
+    refused: list[str] = []
+    for row in rows:
+        try:
+            out[(row.thread_id, row.interrupt_id)] = answer(
+                read_request(row.value, row.response_schema), decision
+            )
+        except DecisionError as exc:
+            refused.append(f"thread {row.thread_id!r}, wait {row.interrupt_id}: {exc}")
+    if refused:
+        more = f" (and {len(refused) - 5} more)" if len(refused) > 5 else ""
+        raise DecisionError(
+            f"{len(refused)} of the {len(rows)} selected waits refuse this decision; nothing "
+            f"was resumed. {' '.join(refused[:5])}{more}"
+        )
+    return out
+
+
+def claim_wait(
+    client: GraphClient,
+    graph: str,
+    thread_id: str,
+    interrupt_id: str,
+    *,
+    actor: str,
+    minutes: float,
+    take_over: bool = False,
+) -> WaitClaim:
+    """Claim a pending wait for ``minutes``; the claim as it stands after the attempt.
+
+    Taken when nobody holds it, the holder's claim lapsed, ``actor`` holds it already
+    (renewed), or ``take_over``. Raises :class:`WaitNotPendingError` when the wait is
+    not pending.
+    """
+    client.registry.get(graph)
+    if not actor or len(actor) > MAX_NAME:
+        raise ValueError(f"actor must be 1 to {MAX_NAME} characters")
+    if not 0 < minutes <= 24 * 60:
+        raise ValueError("a claim lasts more than 0 and at most 1440 minutes")
+    claim = client.store.claim_wait(thread_id, interrupt_id, actor, minutes * 60, take_over)
+    if claim is None:
+        raise WaitNotPendingError(
+            f"Thread {thread_id!r} has no pending wait {interrupt_id!r} (answered already, "
+            "or cancelled)."
+        )
+    return claim
+
+
+def release_wait(
+    client: GraphClient, graph: str, thread_id: str, interrupt_id: str, *, actor: str
+) -> bool:
+    """End ``actor``'s claim on a wait; whether there was one."""
+    client.registry.get(graph)
+    return client.store.release_wait(thread_id, interrupt_id, actor)
 
 
 def send_page(

@@ -9,6 +9,7 @@ WorkerError (GraphRuntimeError)
 │                           (also an InvalidResumeError)
 ├── ThreadBusyError         the thread has a run in flight
 ├── RunNotFoundError        no run has that id
+├── WaitNotPendingError     no such pending interrupt (answered, or cancelled)
 ├── RunTimeoutError         waiting on a run exceeded the timeout (the run goes on)
 ├── NotDispatchedError      the run is recorded but the broker could not be reached
 ├── RemoteGraphError        a node raised on a worker; ``type_name`` names its class
@@ -59,6 +60,10 @@ class ThreadBusyError(WorkerError):
 
 class RunNotFoundError(WorkerError, LookupError):
     """No run has this id."""
+
+
+class WaitNotPendingError(WorkerError, LookupError):
+    """The thread has no such pending interrupt: it was answered, or cancelled."""
 
 
 class RunTimeoutError(WorkerError, TimeoutError):

@@ -27,6 +27,7 @@ from workers.store._model import (
     RunStatus,
     RunStore,
     StepTask,
+    WaitClaim,
 )
 from workers.store.memory import InMemoryRunStore, ManualClock
 from workers.store.postgres import PostgresRunStore, make_pool
@@ -55,5 +56,6 @@ __all__ = (
     "RunStatus",
     "RunStore",
     "StepTask",
+    "WaitClaim",
     "make_pool",
 )
