@@ -184,8 +184,8 @@ def _canonical(value: Any) -> str:
 
 def decisions_of(raw: Decision | Mapping[str, Any] | str | Sequence[Any]) -> list[Decision]:
     """One decision, or a list of them (by position), as :class:`Decision` objects."""
-    if isinstance(raw, Decision | Mapping | str):
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
         return [Decision.of(raw)]
-    if not isinstance(raw, Sequence) or not raw:
+    if not raw:
         raise DecisionError("Give a decision, or a non-empty list of them (one per action).")
     return [Decision.of(d) for d in raw]
