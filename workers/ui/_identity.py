@@ -84,7 +84,10 @@ def read_tokens(path: str | Path) -> dict[str, str]:
         if match:
             digest = match.group(1)
         else:
-            check_token(secret)
+            try:
+                check_token(secret)
+            except ConfigurationError as exc:
+                raise ConfigurationError(f"{where}: {exc}") from None
             digest = _digest(secret)
         if digest in tokens:
             raise ConfigurationError(f"{where}: this token is given to another approver too.")
