@@ -79,7 +79,8 @@ def test_inbox_resume_refuses_a_decision_the_review_does_not_allow_writing_nothi
     assert cluster.client.resume_history("agent", cfg("a")) == []
     both = cli("inbox", "resume", "--graph", "agent", "--where", "{}", "--key", "k",
                "--value", "1", "--decision", "approve")  # fmt: skip
-    assert both.exit_code == 2 and "not both" in said(both)
+    assert both.exit_code == 2
+    assert "not both" in said(both)
 
 
 def test_resume_answers_a_threads_waits_with_a_decision(cluster: InlineCluster) -> None:
@@ -98,8 +99,10 @@ def test_resume_answers_a_threads_waits_with_a_decision(cluster: InlineCluster) 
     (record,) = cluster.client.resume_history("agent", cfg("a"))
     assert record.route == "cli"
     refused = cli("resume", "--graph", "agent", "--thread", "a", "--decision", "approve")
-    assert refused.exit_code == 1 and "no pending wait" in said(refused)
+    assert refused.exit_code == 1
+    assert "no pending wait" in said(refused)
     cluster.run("agent", {"calls": [DELETE]}, cfg("b"))
     wrong = cli("resume", "--graph", "agent", "--thread", "b", "--decision", "respond",
                 "--message", "hi")  # fmt: skip
-    assert wrong.exit_code == 2 and "it allows approve, reject" in said(wrong)
+    assert wrong.exit_code == 2
+    assert "it allows approve, reject" in said(wrong)

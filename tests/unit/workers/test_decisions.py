@@ -69,8 +69,9 @@ def per_call_type(allowed: list[str], tool: str = "send_email") -> Any:
     """A per-call request's response_schema as the middleware gives it to interrupt(): the
     union of the allowed decisions, the edit's name pinned to the tool and its args the
     tool's schema (TypedDicts here, so a validated answer stays a dict)."""
-    edited = TypedDict("EditedAction", {"name": Literal[tool], "args": EmailArgs})  # type: ignore[misc]
-    edit = TypedDict("EditDecision", {"type": Literal["edit"], "edited_action": edited})  # type: ignore[misc]
+    # functional syntax: the name is pinned to a value known only here
+    edited = TypedDict("EditedAction", {"name": Literal[tool], "args": EmailArgs})  # type: ignore[misc]  # noqa: UP013
+    edit = TypedDict("EditDecision", {"type": Literal["edit"], "edited_action": edited})  # type: ignore[misc]  # noqa: UP013
     by_type: dict[str, Any] = {
         "approve": ApproveDecision,
         "edit": edit,
@@ -156,7 +157,8 @@ def test_an_agent_inbox_request_allows_what_its_config_flags(allowed: tuple[bool
         d for d, on in zip(("approve", "edit", "respond", "reject"), allowed, strict=True) if on
     }
     assert set(review.actions[0].allowed) == expected
-    assert review.label("approve") == "Accept" and review.label("reject") == "Ignore"
+    assert review.label("approve") == "Accept"
+    assert review.label("reject") == "Ignore"
 
 
 def test_only_the_first_agent_inbox_request_is_answered() -> None:
@@ -380,7 +382,8 @@ def test_choices_take_approve_or_reject_only_when_they_are_choices() -> None:
 def test_a_malformed_decision_is_refused_clearly(raw: Any, message: str) -> None:
     with pytest.raises(DecisionError, match=message) as info:
         answer(read_request(agent_inbox(dict.fromkeys(FLAGS, True))), raw)
-    assert isinstance(info.value, WorkerError) and isinstance(info.value, ValueError)
+    assert isinstance(info.value, WorkerError)
+    assert isinstance(info.value, ValueError)
 
 
 def test_the_action_filter_matches_every_format() -> None:
@@ -396,7 +399,8 @@ def test_the_action_filter_matches_every_format() -> None:
     assert matches(batched, action="send_email", args={"to": "ops"})
     assert matches(batched, action="other")
     assert not matches(batched, action="other", args={"to": "ops"})  # same action only
-    assert matches(per_call, action="send_email") and matches(per_call, args={"to": "ops"})
+    assert matches(per_call, action="send_email")
+    assert matches(per_call, args={"to": "ops"})
     assert not matches(per_call, action="delete_file")
     assert matches(inbox, action="send_email", args={"to": "a@b.c"})
     assert not matches({"name": "send_email", "args": {}}, action="send_email")  # no type
