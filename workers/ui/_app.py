@@ -98,13 +98,21 @@ class InboxApp:
     """The routes, over one client."""
 
     def __init__(
-        self, client: GraphClient, csrf: Csrf, *, page_size: int, title: str, claim_minutes: float
+        self,
+        client: GraphClient,
+        csrf: Csrf,
+        *,
+        page_size: int,
+        title: str,
+        claim_minutes: float,
+        refresh_seconds: float,
     ) -> None:
         self.client = client
         self.csrf = csrf
         self.page_size = page_size
         self.title = title
         self.claim_minutes = claim_minutes
+        self.refresh_seconds = refresh_seconds
         self.templates = Templates()
 
     def form(self) -> Form:
@@ -126,6 +134,7 @@ class InboxApp:
             root=root,
             thread_url=thread_url,
             claim_minutes=self.claim_minutes,
+            refresh_seconds=self.refresh_seconds,
         )
         return self.templates.response(request, name, context, status)
 
@@ -349,6 +358,7 @@ def create_app(
     page_size: int = 50,
     title: str = "graphrun inbox",
     claim_minutes: float = 15,
+    refresh_seconds: float = 15,
 ) -> Starlette:
     """The inbox as an ASGI app over ``client``.
 
@@ -357,7 +367,7 @@ def create_app(
     header, or a shared ``token``), every request must authenticate and its identity is
     the actor of what it resumes. Bind it beyond loopback only with authentication
     (:func:`serve` checks). ``claim_minutes``: how long an approver's claim on a wait
-    lasts.
+    lasts; ``refresh_seconds``: how often an open list fetches itself again (0: never).
     """
     if auth is None:
         auth = Auth.of(token=token)
@@ -367,8 +377,15 @@ def create_app(
         raise ValueError(f"page_size must be between 1 and 1000, got {page_size}")
     if not 0 < claim_minutes <= 24 * 60:
         raise ValueError(f"claim_minutes must be more than 0 and at most 1440, got {claim_minutes}")
+    if refresh_seconds < 0:
+        raise ValueError(f"refresh_seconds must be 0 (never) or more, got {refresh_seconds}")
     inbox = InboxApp(
-        client, Csrf(auth.seed()), page_size=page_size, title=title, claim_minutes=claim_minutes
+        client,
+        Csrf(auth.seed()),
+        page_size=page_size,
+        title=title,
+        claim_minutes=claim_minutes,
+        refresh_seconds=refresh_seconds,
     )
     return Starlette(
         routes=[

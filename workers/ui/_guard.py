@@ -39,7 +39,7 @@ SECURITY_HEADERS = {
     # No inline script or style anywhere: the page's own files only, and no framing.
     "content-security-policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "x-content-type-options": "nosniff",
     "referrer-policy": "same-origin",
