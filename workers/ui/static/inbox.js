@@ -75,15 +75,10 @@
       const response = await fetch(window.location.href, { credentials: "same-origin" });
       if (!response.ok) return;
       const page = new DOMParser().parseFromString(await response.text(), "text/html");
-      const fresh = page.getElementById("inbox");
-      if (!fresh || busy()) return;
-      // the row forms live after the table; take the whole main block but the flash
-      const main = document.querySelector("main");
-      const freshMain = page.querySelector("main");
-      const flash = document.getElementById("flash");
-      main.replaceChildren(...Array.from(freshMain.childNodes));
-      const newFlash = document.getElementById("flash");
-      if (newFlash && flash) newFlash.replaceWith(flash);
+      const fresh = page.querySelector("main");
+      if (!fresh || !page.getElementById("inbox") || busy()) return;
+      // the whole main block: the row forms (fresh form tokens) live after the table
+      document.querySelector("main").replaceChildren(...Array.from(fresh.childNodes));
       bindSelectAll();
       mark(currentRow());
     } catch (error) {
