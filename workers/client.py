@@ -690,7 +690,7 @@ class GraphClient:
         *,
         reason: str,
         actor: str | None = None,
-        route: str = "client",
+        route: Route = "client",
         wait: float = CANCEL_TASK_WAIT,
         timeout: float = 60.0,
     ) -> list[str]:
@@ -709,6 +709,7 @@ class GraphClient:
         the cancel (a run of its own, kind ``cancel``, ahead of the thread's others).
         """
         check_text("actor", actor, MAX_NAME)
+        approvals.check_route(route)
         thread_id = thread_id_of(config)
         new = cancel_request(graph, thread_id, reason=reason, actor=actor, route=route, wait=wait)
         run, _ = self.store.create_run(new)  # an unknown thread or graph: refused here
