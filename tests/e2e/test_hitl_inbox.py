@@ -21,8 +21,16 @@ from workers.decisions import Decision, DecisionError
 
 TIMEOUT = 60.0
 
-EMAIL = {"name": "send_email", "args": {"to": "ops@x.io"}, "allowed": ["approve", "edit", "reject"]}
-DELETE = {"name": "delete_file", "args": {"path": "/tmp/r"}, "allowed": ["approve", "reject"]}
+EMAIL: dict[str, Any] = {
+    "name": "send_email",
+    "args": {"to": "ops@x.io"},
+    "allowed": ["approve", "edit", "reject"],
+}
+DELETE: dict[str, Any] = {
+    "name": "delete_file",
+    "args": {"path": "/tmp/r"},
+    "allowed": ["approve", "reject"],
+}
 
 
 def cfg(thread_id: str) -> Any:

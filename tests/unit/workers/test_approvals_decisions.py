@@ -65,12 +65,16 @@ def cfg(thread_id: str) -> Any:
     return {"configurable": {"thread_id": thread_id}}
 
 
-EMAIL = {
+EMAIL: dict[str, Any] = {
     "name": "send_email",
     "args": {"to": "ops@x.io", "retries": 1},
     "allowed": ["approve", "edit", "reject"],
 }
-DELETE = {"name": "delete_file", "args": {"path": "/tmp/r"}, "allowed": ["approve", "reject"]}
+DELETE: dict[str, Any] = {
+    "name": "delete_file",
+    "args": {"path": "/tmp/r"},
+    "allowed": ["approve", "reject"],
+}
 
 
 def test_the_inbox_row_carries_the_response_schema_the_interrupt_gave(
@@ -124,7 +128,7 @@ def test_resume_many_edits_one_action_with_a_decision_per_position(
     cluster = make_cluster({"agent": agent()})
     cluster.run("agent", {"calls": [EMAIL, DELETE]}, cfg("a"))
     (wait,) = cluster.client.inbox("agent").items
-    decisions = [
+    decisions: list[Any] = [
         {"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "team@x.io"}}},
         {"type": "reject", "message": "keep it"},
     ]

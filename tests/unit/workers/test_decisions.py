@@ -70,11 +70,16 @@ def per_call_type(allowed: list[str], tool: str = "send_email") -> Any:
     union of the allowed decisions, the edit's name pinned to the tool and its args the
     tool's schema (TypedDicts here, so a validated answer stays a dict)."""
     # functional syntax: the name is pinned to a value known only here
-    edited = TypedDict("EditedAction", {"name": Literal[tool], "args": EmailArgs})  # type: ignore[misc]  # noqa: UP013
-    edit = TypedDict("EditDecision", {"type": Literal["edit"], "edited_action": edited})  # type: ignore[misc]  # noqa: UP013
+    EditedAction = TypedDict(  # noqa: UP013
+        "EditedAction",
+        {"name": Literal[tool], "args": EmailArgs},  # type: ignore[valid-type]
+    )
+    EditDecision = TypedDict(  # noqa: UP013
+        "EditDecision", {"type": Literal["edit"], "edited_action": EditedAction}
+    )
     by_type: dict[str, Any] = {
         "approve": ApproveDecision,
-        "edit": edit,
+        "edit": EditDecision,
         "reject": RejectDecision,
         "respond": RespondDecision,
     }

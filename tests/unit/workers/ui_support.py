@@ -43,7 +43,7 @@ def review() -> Pregel:
             deadline = timedelta(minutes=state["minutes"])
             return {"answer": interrupt(state["ask"], deadline=deadline, default="timed out")}
         if state.get("choices"):
-            kind: Any = Literal[tuple(state["choices"])]  # type: ignore[valid-type]
+            kind: Any = Literal[tuple(state["choices"])]
             return {"answer": interrupt(state["ask"], response_schema=kind)}
         if state.get("per_call"):
             schema = per_call_type(state["per_call"])
