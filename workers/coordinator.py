@@ -721,9 +721,15 @@ def inbox_entries(loop: PregelLoop, serde: SerializerProtocol) -> list[InboxEntr
                     value=_json_text(serde, intr.value),
                     deadline=intr.deadline,
                     default=serde.dumps_typed(intr.default) if intr.deadline else None,
+                    response_schema=_schema_text(intr.response_schema),
                 )
             )
     return entries
+
+
+def _schema_text(schema: Any) -> str | None:
+    """An interrupt's response_schema (a JSON schema) as the inbox keeps it."""
+    return None if schema is None else json.dumps(schema, default=str)
 
 
 def _json_text(serde: SerializerProtocol, value: Any) -> str:

@@ -14,6 +14,7 @@ WorkerError (GraphRuntimeError)
 ├── CancelPendingError      a cancel is queued behind a run in flight (a TimeoutError)
 ├── RunNotFoundError        no run has that id
 ├── ThreadNotFoundError     no run was ever made on that thread id
+├── WaitNotPendingError     no such pending interrupt (answered, or cancelled)
 ├── RunTimeoutError         waiting on a run exceeded the timeout (the run goes on)
 ├── NotDispatchedError      the run is recorded but the broker could not be reached
 ├── RemoteGraphError        a node raised on a worker; ``type_name`` names its class
@@ -91,6 +92,10 @@ class RunNotFoundError(WorkerError, LookupError):
 
 class ThreadNotFoundError(WorkerError, LookupError):
     """No run was ever made on this thread id: check the id."""
+
+
+class WaitNotPendingError(WorkerError, LookupError):
+    """The thread has no such pending interrupt: it was answered, or cancelled."""
 
 
 class RunTimeoutError(WorkerError, TimeoutError):

@@ -29,6 +29,7 @@ from workers.store._model import (
     RunStore,
     StepTask,
     TaskClaims,
+    WaitClaim,
 )
 from workers.store.memory import InMemoryRunStore, ManualClock
 from workers.store.postgres import PostgresRunStore, make_pool
@@ -59,5 +60,6 @@ __all__ = (
     "RunningTask",
     "StepTask",
     "TaskClaims",
+    "WaitClaim",
     "make_pool",
 )

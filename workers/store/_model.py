@@ -133,6 +133,8 @@ class InboxEntry:
     value: str
     deadline: datetime | None = None
     default: tuple[str, bytes] | None = None
+    response_schema: str | None = None
+    """The interrupt's ``response_schema`` as JSON text, when it has one."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,11 @@ class InboxRow:
     checkpoint_id: str
     resuming: bool
     """A run of the thread is queued or running (the wait may be answered already)."""
+    response_schema: Any = None
+    """The interrupt's ``response_schema`` (JSON), when it has one."""
+    claimed_by: str | None = None
+    """The approver whose claim on the wait has not lapsed (see :class:`WaitClaim`)."""
+    claimed_until: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -177,6 +184,21 @@ class InboxQuery:
     """Keyset cursor: the (created_at, thread_id, interrupt_id) of the last row seen."""
     threads: Sequence[tuple[str, str]] | None = None
     """Only these (thread_id, interrupt_id)."""
+    thread_id: str | None = None
+    """Only this thread's waits."""
+    any_of: Sequence[Any] | None = None
+    """The value contains at least one of these (JSON containment each)."""
+
+
+@dataclass(frozen=True)
+class WaitClaim:
+    """An approver's claim on a pending wait, as it stands after a claim attempt."""
+
+    holder: str | None
+    """Who holds it (None: nobody, or it lapsed)."""
+    until: datetime | None
+    taken: bool
+    """This attempt took (or renewed) it."""
 
 
 @dataclass(frozen=True)
@@ -395,6 +417,17 @@ class RunStore(Protocol):
 
     def expired_waits(self, limit: int) -> list[ExpiredWait]:
         """Pending interrupts past their deadline whose thread has no run under way."""
+        ...
+
+    def claim_wait(
+        self, thread_id: str, interrupt_id: str, actor: str, seconds: float, take_over: bool
+    ) -> WaitClaim | None:
+        """Claim a pending wait for ``seconds`` when it is free, lapsed, ``actor``'s, or
+        ``take_over``; the claim after the attempt, None when the wait is not pending."""
+        ...
+
+    def release_wait(self, thread_id: str, interrupt_id: str, actor: str) -> bool:
+        """End ``actor``'s claim on the wait; whether there was one."""
         ...
 
     def runs_by_key(self, graph: str, key: str) -> list[Run]:

@@ -52,6 +52,7 @@ from workers.store._model import (
     RunStatus,
     StepTask,
     TaskClaims,
+    WaitClaim,
 )
 from workers.store._refusals import refused_as
 
@@ -352,7 +353,9 @@ class PostgresRunStore:
         params = {
             "graph": query_.graph,
             "where": json.dumps(query_.where) if query_.where is not None else None,
+            "any_of": [json.dumps(w) for w in query_.any_of] if query_.any_of else None,
             "node": query_.node,
+            "thread_id": query_.thread_id,
             "older_than": None if isinstance(age, timedelta) else age,
             "age": age.total_seconds() if isinstance(age, timedelta) else None,
             "after_at": after[0] if after else None,
@@ -377,9 +380,33 @@ class PostgresRunStore:
                 run_id=str(r["run_id"]),
                 checkpoint_id=r["checkpoint_id"],
                 resuming=r["resuming"],
+                response_schema=r["response_schema"],
+                claimed_by=r["claimed_by"],
+                claimed_until=r["claimed_until"],
             )
             for r in rows
         ]
+
+    def claim_wait(
+        self, thread_id: str, interrupt_id: str, actor: str, seconds: float, take_over: bool
+    ) -> WaitClaim | None:
+        params = {
+            "thread_id": thread_id,
+            "interrupt_id": interrupt_id,
+            "actor": actor,
+            "seconds": seconds,
+            "take_over": take_over,
+        }
+        with self._conn("claim_wait") as conn:
+            row = conn.execute(query("claim_wait"), params).fetchone()
+        if row is None:
+            return None
+        return WaitClaim(row["claimed_by"], row["claimed_until"], row["taken"])
+
+    def release_wait(self, thread_id: str, interrupt_id: str, actor: str) -> bool:
+        params = {"thread_id": thread_id, "interrupt_id": interrupt_id, "actor": actor}
+        with self._conn("release_wait") as conn:
+            return conn.execute(query("release_wait"), params).fetchone() is not None
 
     def expired_waits(self, limit: int) -> list[ExpiredWait]:
         with self._conn("expired_waits") as conn:
@@ -715,7 +742,9 @@ def _inbox_params(update: InboxUpdate) -> dict[str, Any]:
         return {
             "graph": update.graph,
             "checkpoint_id": update.checkpoint_id,
-            **dict.fromkeys(("ids", "nodes", "nss", "values", "deadlines", "dtypes", "dvalues")),
+            **dict.fromkeys(
+                ("ids", "nodes", "nss", "values", "deadlines", "dtypes", "dvalues", "schemas")
+            ),
         }
     return {
         "graph": update.graph,
@@ -727,6 +756,7 @@ def _inbox_params(update: InboxUpdate) -> dict[str, Any]:
         "deadlines": [e.deadline for e in entries],
         "dtypes": [e.default[0] if e.default else None for e in entries],
         "dvalues": [e.default[1] if e.default else None for e in entries],
+        "schemas": [e.response_schema for e in entries],
     }
 
 
