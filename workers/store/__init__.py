@@ -23,7 +23,9 @@ from workers.store._model import (
     RunQuery,
     RunStatus,
     StepTask,
+    TaskClaims,
     Wait,
+    WaitClaim,
 )
 from workers.store._payload import CancelRequest, RunKind, RunPayload
 from workers.store._store import RunStore
@@ -52,6 +54,8 @@ __all__ = (
     "RunStore",
     "RunningTask",
     "StepTask",
+    "TaskClaims",
     "Wait",
+    "WaitClaim",
     "make_pool",
 )

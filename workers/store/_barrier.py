@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workers.store._connector import Row, StoreBase, one
-from workers.store._model import Event, EventRow, OrphanTask, StepTask
+from workers.store._model import Event, EventRow, OrphanTask, StepTask, TaskClaims
 
 __all__ = ("StepBarrier",)
 
@@ -25,8 +25,13 @@ class StepBarrier(StoreBase):
         thread_id: str,
         checkpoint_id: str,
         tasks: Sequence[tuple[str, Sequence[Any]]],
+        epoch: str | None = None,
     ) -> list[str]:
-        """Open the barrier rows of a step's (task id, path); returns the ids new here."""
+        """Open the barrier rows of a step's (task id, path); returns the ids new here.
+
+        ``epoch``: as :meth:`~workers.store.RunStore.finish_and_release_many`'s (the step's
+        checkpoint and the run's writes before it may have been committed asynchronously).
+        """
         params = {
             "run_id": run_id,
             "checkpoint_id": checkpoint_id,
@@ -34,7 +39,12 @@ class StepBarrier(StoreBase):
             "paths": [json.dumps(list(path)) for _, path in tasks],
             "thread_id": thread_id,
         }
-        return [r["task_id"] for r in self._all("register_tasks", params)]
+        if epoch is None:
+            rows = self._all("register_tasks", params)
+        else:
+            check = ("check_epoch", {"epoch": epoch})
+            rows = self.db.batch("register_tasks", [check, ("register_tasks", params)])[-1]
+        return [r["task_id"] for r in rows]
 
     def step_tasks(self, run_id: str, checkpoint_id: str) -> dict[str, StepTask]:
         rows = self._all("step_tasks", {"run_id": run_id, "checkpoint_id": checkpoint_id})
@@ -48,9 +58,10 @@ class StepBarrier(StoreBase):
         worker: str,
         stale: float,
         token: str | None = None,
-    ) -> list[str]:
-        """Claim the (task id, path, attempts) still open and held by nobody alive; ids in
-        order. ``token`` names the job execution that claims (see :meth:`heartbeat`).
+    ) -> TaskClaims:
+        """Claim the (task id, path, attempts) still open and held by nobody alive: their
+        ids in order, and the server's epoch (None when none was claimed). ``token`` names
+        the job execution that claims (see :meth:`heartbeat`).
 
         A task whose registered path differs from the message's is not claimed, nor is
         one whose recorded retries are past the message's attempt.
@@ -70,7 +81,9 @@ class StepBarrier(StoreBase):
         with self.db.session("claim_tasks", transaction=True) as s:
             s.all("async_commit")
             claimed = {r["task_id"] for found in s.many("claim_task", rows) for r in found}
-        return [t for t, _, _ in tasks if t in claimed]
+            epoch = one(s.all("epoch")) if claimed else None
+        ids = [t for t, _, _ in tasks if t in claimed]
+        return TaskClaims(ids, None if epoch is None else str(epoch["epoch"]))
 
     def complete_tasks(
         self,
@@ -79,11 +92,15 @@ class StepBarrier(StoreBase):
         outcomes: Mapping[str, Mapping[str, Any] | None],
         worker: str,
         events: Mapping[str, Sequence[EventRow]],
+        epoch: str | None = None,
     ) -> tuple[int, int]:
         """Mark claimed tasks done with their error (or None), keep their events.
 
         Returns (how many this call completed, tasks of the step still open). The step's
         counter goes down in the same transaction, so exactly one completer sees zero.
+        ``epoch``: the one :meth:`claim_tasks` read; as
+        :meth:`~workers.store.RunStore.finish_and_release_many`'s (the tasks' writes were
+        committed asynchronously).
         """
         base = {"run_id": run_id, "checkpoint_id": checkpoint_id}
         rows = [
@@ -96,6 +113,8 @@ class StepBarrier(StoreBase):
             for tid, e in outcomes.items()
         ]
         with self.db.session("complete_tasks", transaction=True) as s:
+            if epoch is not None:
+                s.all("check_epoch", {"epoch": epoch})
             done = {r["task_id"] for found in s.many("complete_task", rows) for r in found}
             if not done:
                 return 0, -1  # other deliveries completed them: their events are the ones kept

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from graphruntime.checkpoint import SerializerProtocol
 from workers.store._payload import RunKind, RunPayload
@@ -166,19 +166,26 @@ class Wait:
     """When it was first asked, by the store's clock (None: not stored yet)."""
     resuming: bool = False
     """A run of the thread is queued or running (the wait may be answered already)."""
+    response_schema: Any = None
+    """The interrupt's ``response_schema`` (a JSON schema: the answers it takes), if any."""
+    claimed_by: str | None = None
+    """The approver whose claim on the wait has not lapsed (see :class:`WaitClaim`)."""
+    claimed_until: datetime | None = None
 
 
 INBOX_COLUMNS: tuple[str, ...] = (
     *(
         f.name
         for f in fields(Wait)
-        if f.name not in ("thread_id", "default", "created_at", "resuming")
+        if f.name
+        not in ("thread_id", "default", "created_at", "resuming", "claimed_by", "claimed_until")
     ),
     "default_type",
     "default_value",
 )
 """The inbox's columns a run's end sets from its waits (``finish_run`` takes each as the
-array named after it plus "s"); the thread is the statement's, the rest the store's."""
+array named after it plus "s"); the thread is the statement's, the rest (when it was
+asked, a run under way, an approver's claim) the store's."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +202,21 @@ class InboxQuery:
     """Keyset cursor: the (created_at, thread_id, interrupt_id) of the last row seen."""
     threads: Sequence[tuple[str, str]] | None = None
     """Only these (thread_id, interrupt_id)."""
+    thread_id: str | None = None
+    """Only this thread's waits."""
+    any_of: Sequence[Any] | None = None
+    """The value contains at least one of these (JSON containment each)."""
+
+
+@dataclass(frozen=True)
+class WaitClaim:
+    """An approver's claim on a pending wait, as it stands after a claim attempt."""
+
+    holder: str | None
+    """Who holds it (None: nobody, or it lapsed)."""
+    until: datetime | None
+    taken: bool
+    """This attempt took (or renewed) it."""
 
 
 @dataclass(frozen=True)
@@ -210,6 +232,17 @@ class Claim:
     ``status`` is the one it had before)."""
     found: bool = True
     """False: no such run."""
+    epoch: str | None = None
+    """The server's epoch when claimed (see :meth:`RunStore.finish_and_release_many`)."""
+
+
+class TaskClaims(NamedTuple):
+    """A task job's start (:meth:`RunStore.claim_tasks`)."""
+
+    ids: list[str]
+    """The task ids claimed, in the message's order."""
+    epoch: str | None
+    """The server's epoch when claimed (see :meth:`RunStore.complete_tasks`)."""
 
 
 @dataclass(frozen=True)

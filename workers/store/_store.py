@@ -33,6 +33,7 @@ from workers.store._model import (
     RunQuery,
     RunStatus,
     Wait,
+    WaitClaim,
 )
 from workers.store._payload import RunPayload
 from workers.store._refusals import refused_as
@@ -217,6 +218,7 @@ class RunStore(StepBarrier):
         worker: str,
         free: Sequence[str] = (),
         requeue: Sequence[str] = (),
+        epoch: str | None = None,
     ) -> list[Released]:
         """End runs of distinct threads and free their leases, and :meth:`release_thread`
         for the threads ``free`` (no run of theirs ended), all in one transaction in one
@@ -228,10 +230,17 @@ class RunStore(StepBarrier):
         result cannot be stored only frees its lease (its ``Released`` says why); the
         others are not held back by it. The threads' next runs are read by a statement
         of its own after the lease rows are locked (see release_leases in queries.sql).
+
+        ``epoch``: the server's when the runs were claimed (:attr:`Claim.epoch`). Ending
+        runs makes their earlier asynchronous commits durable, so it is refused
+        (:class:`~workers.errors.StoreRecoveredError`, nothing written) if Postgres
+        recovered from a crash since, which may have taken them back: the job is redone.
         """
         if not ends and not free:
             return []
         statements: list[tuple[str, Params]] = []
+        if ends and epoch is not None:  # freeing a lease alone vouches for nothing
+            statements.append(("check_epoch", {"epoch": epoch}))
         if requeue:
             statements.append(("requeue_runs", {"run_ids": list(requeue)}))
         heads: list[int | None] = []  # per end, the index of its finish_run statement
@@ -287,7 +296,9 @@ class RunStore(StepBarrier):
         params = {
             "graph": query.graph,
             "where": json.dumps(query.where) if query.where is not None else None,
+            "any_of": [json.dumps(w) for w in query.any_of] if query.any_of else None,
             "node": query.node,
+            "thread_id": query.thread_id,
             "older_than": None if isinstance(age, timedelta) else age,
             "age": age.total_seconds() if isinstance(age, timedelta) else None,
             "after_at": after[0] if after else None,
@@ -298,6 +309,30 @@ class RunStore(StepBarrier):
             "limit": query.limit,
         }
         return [self._wait(r) for r in self._all("inbox_page", params)]
+
+    def claim_wait(
+        self, thread_id: str, interrupt_id: str, actor: str, seconds: float, take_over: bool
+    ) -> WaitClaim | None:
+        """Claim a pending wait for ``seconds`` when it is free, lapsed, ``actor``'s, or
+        ``take_over``; the claim after the attempt, None when the wait is not pending."""
+        params = {
+            "thread_id": thread_id,
+            "interrupt_id": interrupt_id,
+            "actor": actor,
+            "seconds": seconds,
+            "take_over": take_over,
+        }
+        row = one(self._all("claim_wait", params))
+        return (
+            None
+            if row is None
+            else WaitClaim(row["claimed_by"], row["claimed_until"], row["taken"])
+        )
+
+    def release_wait(self, thread_id: str, interrupt_id: str, actor: str) -> bool:
+        """End ``actor``'s claim on the wait; whether there was one."""
+        params = {"thread_id": thread_id, "interrupt_id": interrupt_id, "actor": actor}
+        return bool(self._all("release_wait", params))
 
     def expired_waits(self, limit: int) -> list[Wait]:
         """Pending interrupts past their deadline (with a default) whose thread has no run
@@ -379,7 +414,8 @@ class RunStore(StepBarrier):
             return Claim(ended=True, leased=False, run=None, found=False)
         ended = row["target_status"] not in ("queued", "running")
         run = self._run(row) if row["run_id"] is not None else None
-        return Claim(ended=ended, leased=bool(row["leased"]), run=run)
+        epoch = row["epoch"]
+        return Claim(ended, bool(row["leased"]), run, epoch=None if epoch is None else str(epoch))
 
     def heartbeat(
         self,
@@ -415,9 +451,11 @@ class RunStore(StepBarrier):
 def _columns(wait: Wait) -> Row:
     """A wait as the inbox's columns (see INBOX_COLUMNS)."""
     default_type, default_value = wait.default or (None, None)
+    schema = wait.response_schema
     return {
         **vars(wait),
         "value": json.dumps(wait.value),
+        "response_schema": None if schema is None else json.dumps(schema, default=str),
         "default_type": default_type,
         "default_value": default_value,
     }

@@ -14,12 +14,14 @@ import copy
 import itertools
 import json
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from graphruntime.checkpoint import SerializerProtocol
+from workers.errors import StoreRecoveredError
 from workers.store._connector import Row
 from workers.store._model import INBOX_COLUMNS
 from workers.store._refusals import accepts
@@ -32,6 +34,7 @@ ACTIVE = ("queued", "running")
 NO_CLAIM = {"worker": None, "claimed_at": None, "claim_token": None}
 NO_DEFAULT = {"default_type": None, "default_value": None}
 NO_LEASE = {"lease_holder": None, "leased_at": None, "lease_token": None}
+NO_WAIT_CLAIM = {"claimed_by": None, "claimed_until": None}
 
 
 def _json(text: str | None) -> Any:
@@ -73,6 +76,9 @@ class InMemoryConnector:
         self.steps: dict[tuple[str, str], int] = {}
         self.events: list[Row] = []
         self.interrupts: dict[tuple[str, str], Row] = {}
+        self.server_epoch = str(uuid.uuid4())
+        """Postgres' epoch (migration 0007); nothing here is lost in a crash, so it stays,
+        unless a test changes it to stand for a crash recovery."""
         self._seq = itertools.count(1)
 
     @contextmanager
@@ -144,6 +150,11 @@ class InMemoryConnector:
         task = self.tasks.get((p["run_id"], p["checkpoint_id"], p["task_id"]))
         return task if task is not None and task["status"] != "done" else None
 
+    def _claimed(self, wait: Row) -> bool:
+        """An approver's claim on the wait has not lapsed."""
+        until = wait["claimed_until"]
+        return until is not None and until > self.clock()
+
     def _active_threads(self) -> set[str]:
         return {r["thread_id"] for r in self.runs.values() if r["status"] in ACTIVE}
 
@@ -211,10 +222,12 @@ class InMemoryConnector:
             for key in [k for k in self.interrupts if k[0] == thread and k[1] not in ids]:
                 del self.interrupts[key]
             for n, interrupt_id in enumerate(ids):
-                old = self.interrupts.get((thread, interrupt_id), {"created_at": self.clock()})
+                new = {"created_at": self.clock(), **NO_WAIT_CLAIM}
+                old = self.interrupts.get((thread, interrupt_id), new)
                 row = {column: p[column + "s"][n] for column in INBOX_COLUMNS}
                 row |= {"thread_id": thread, "value": json.loads(row["value"])}
-                self.interrupts[(thread, interrupt_id)] = old | row  # keeps created_at
+                row["response_schema"] = _json(row["response_schema"])
+                self.interrupts[(thread, interrupt_id)] = old | row  # keeps created_at, claim
         return [{"pg_notify": run["run_id"]}] if run is not None and thread else []
 
     def requeue_runs(self, p: P) -> list[Row]:
@@ -290,6 +303,7 @@ class InMemoryConnector:
 
     def inbox_page(self, p: P) -> list[Row]:
         active, where = self._active_threads(), _json(p["where"])
+        any_of = None if p["any_of"] is None else [json.loads(w) for w in p["any_of"]]
         threads, ids = p["thread_ids"], p["interrupt_ids"]
         pairs = None if threads is None else set(zip(threads, ids, strict=True))
         after = (p["after_at"], p["after_thread"], p["after_id"])
@@ -300,14 +314,39 @@ class InMemoryConnector:
                 p["graph"] in (None, w["graph"])
                 and p["node"] in (None, w["node"])
                 and (where is None or _contains(w["value"], where))
+                and (any_of is None or any(_contains(w["value"], want) for want in any_of))
+                and p["thread_id"] in (None, w["thread_id"])
                 and (p["older_than"] is None or w["created_at"] < p["older_than"])
                 and (p["age"] is None or w["created_at"] < self._ago(p["age"]))
                 and (p["after_at"] is None or key > after)
                 and (pairs is None or key[1:] in pairs)
             ):
-                rows.append(w | {"resuming": w["thread_id"] in active, **NO_DEFAULT})
+                claim = {} if self._claimed(w) else NO_WAIT_CLAIM
+                rows.append(w | {"resuming": w["thread_id"] in active, **NO_DEFAULT, **claim})
         rows.sort(key=lambda w: (w["created_at"], w["thread_id"], w["interrupt_id"]))
         return rows[: p["limit"]]
+
+    def claim_wait(self, p: P) -> list[Row]:
+        if (wait := self.interrupts.get((p["thread_id"], p["interrupt_id"]))) is None:
+            return []
+        taken = not self._claimed(wait) or wait["claimed_by"] == p["actor"] or p["take_over"]
+        if taken:
+            until = self.clock() + timedelta(seconds=p["seconds"])
+            wait.update(claimed_by=p["actor"], claimed_until=until)
+        return [
+            {
+                "claimed_by": wait["claimed_by"],
+                "claimed_until": wait["claimed_until"],
+                "taken": taken,
+            }
+        ]
+
+    def release_wait(self, p: P) -> list[Row]:
+        wait = self.interrupts.get((p["thread_id"], p["interrupt_id"]))
+        if wait is None or wait["claimed_by"] != p["actor"]:
+            return []
+        wait.update(NO_WAIT_CLAIM)
+        return [{"thread_id": p["thread_id"]}]
 
     def expired_waits(self, p: P) -> list[Row]:
         active = self._active_threads()
@@ -343,6 +382,7 @@ class InMemoryConnector:
         if (target := self.runs.get(p["run_id"])) is None:
             return []
         row: Row = {"target_status": target["status"], "leased": False, "run_id": None}
+        row["epoch"] = self.server_epoch
         if target["status"] in ACTIVE and self._lease(self.threads.get(target["thread_id"]), p):
             row["leased"] = True
             if run := self._next(target["thread_id"]):
@@ -365,6 +405,17 @@ class InMemoryConnector:
                 thread.update(NO_LEASE)
                 freed.append({"thread_id": thread["thread_id"]})
         return freed
+
+    def epoch(self, p: P) -> list[Row]:
+        return [{"epoch": self.server_epoch}]
+
+    def check_epoch(self, p: P) -> list[Row]:
+        if p["epoch"] is not None and p["epoch"] != self.server_epoch:
+            raise StoreRecoveredError(
+                "run store: Postgres recovered from a crash since this job began: its work "
+                "that was not yet durable may be lost, so it is redone"
+            )
+        return [{"graphruntime_check_epoch": True}]
 
     def beat(self, p: P) -> list[Row]:
         now = self.clock()

@@ -21,11 +21,14 @@ from psycopg_pool import ConnectionPool
 from checkpoint_pg import is_connection_error, missing_schema
 from graphruntime.checkpoint import SerializerProtocol
 from workers._sql import MIGRATIONS, query
-from workers.errors import StoreError, StoreUnavailableError
+from workers.errors import StoreError, StoreRecoveredError, StoreUnavailableError
 from workers.store._connector import Row
 from workers.store._store import RunStore
 
 __all__ = ("PostgresConnector", "PostgresRunStore", "make_pool")
+
+EPOCH_CHANGED = "GRCRA"
+"""SQLSTATE of graphruntime_check_epoch (migration 0007): see StoreRecoveredError."""
 
 UNPREPARED = frozenset({"inbox_page", "list_runs"})
 """Queries planned with their actual values each time: their NULL conditions fold away."""
@@ -86,6 +89,10 @@ class PostgresConnector:
             with self.pool.connection() as conn:
                 yield conn
         except (psycopg.Error, OSError) as exc:
+            if isinstance(exc, psycopg.Error) and exc.sqlstate == EPOCH_CHANGED:
+                raise StoreRecoveredError(
+                    f"run store: {operation}: {exc.diag.message_primary}"
+                ) from exc
             if isinstance(exc, OSError) or is_connection_error(exc):
                 raise StoreUnavailableError(
                     f"run store: {operation} could not reach Postgres: {exc}"
