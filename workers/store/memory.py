@@ -333,13 +333,7 @@ class InMemoryConnector:
         if taken:
             until = self.clock() + timedelta(seconds=p["seconds"])
             wait.update(claimed_by=p["actor"], claimed_until=until)
-        return [
-            {
-                "claimed_by": wait["claimed_by"],
-                "claimed_until": wait["claimed_until"],
-                "taken": taken,
-            }
-        ]
+        return [{k: wait[k] for k in NO_WAIT_CLAIM} | {"taken": taken}]
 
     def release_wait(self, p: P) -> list[Row]:
         wait = self.interrupts.get((p["thread_id"], p["interrupt_id"]))
@@ -411,10 +405,7 @@ class InMemoryConnector:
 
     def check_epoch(self, p: P) -> list[Row]:
         if p["epoch"] is not None and p["epoch"] != self.server_epoch:
-            raise StoreRecoveredError(
-                "run store: Postgres recovered from a crash since this job began: its work "
-                "that was not yet durable may be lost, so it is redone"
-            )
+            raise StoreRecoveredError("run store: the server recovered since this job began")
         return [{"graphruntime_check_epoch": True}]
 
     def beat(self, p: P) -> list[Row]:

@@ -18,8 +18,8 @@ from tests.unit.workers.graphs import Calls, chain
 from workers import _queue_runs
 from workers._queue_runs import queue_runs
 from workers._sql import queries
-from workers.errors import NotDispatchedError
-from workers.store import CancelRequest, InMemoryRunStore, NewRun, Run, RunPayload
+from workers.errors import NotDispatchedError, StoreRecoveredError
+from workers.store import CancelRequest, InMemoryRunStore, NewRun, Run, RunEnd, RunPayload
 from workers.store.memory import InMemoryConnector
 from workers.testing import InlineCluster
 
@@ -162,3 +162,32 @@ def test_a_page_whose_runs_are_refused_by_the_caller_is_not_sent(
         queue_runs(store, news, broker.send, each=refuse_the_third)
     assert broker.sent == [[news[0].run_id, news[1].run_id]]
     assert [store.get_run(n.run_id).status for n in news] == ["queued"] * 4
+
+
+def test_after_a_recovery_the_commits_that_vouch_for_a_jobs_work_are_refused() -> None:
+    store = InMemoryRunStore()
+    (new,) = _news(1)
+    store.create_run(new)
+    (claim,) = store.claim_runs([new.run_id], "w", stale=30)
+    assert claim.leased
+    assert claim.epoch is not None
+    store.register_tasks(new.run_id, "t-0", "c1", [("a", ["p"])], epoch=claim.epoch)
+    ids, epoch = store.claim_tasks(new.run_id, "c1", [("a", ["p"], 0)], "w", stale=30)
+    assert (ids, epoch) == (["a"], claim.epoch)
+    store.memory.server_epoch = "recovered"  # what crash recovery does to Postgres' epoch
+    end = RunEnd(new.run_id, "t-0", "success", result={"ok": True})
+    with pytest.raises(StoreRecoveredError):
+        store.finish_and_release_many([end], worker="w", epoch=claim.epoch)
+    with pytest.raises(StoreRecoveredError):
+        store.register_tasks(new.run_id, "t-0", "c2", [("b", ["p"])], epoch=claim.epoch)
+    with pytest.raises(StoreRecoveredError):
+        store.complete_tasks(new.run_id, "c1", {"a": None}, "w", {}, epoch=epoch)
+    # nothing was written: the run goes on, its task is open, its lease held
+    assert store.get_run(new.run_id).status == "running"
+    assert store.step_tasks(new.run_id, "c1")["a"].status == "dispatched"
+    assert store.step_tasks(new.run_id, "c2") == {}
+    assert store.thread_lease("t-0") == "w"
+    # freeing a lease alone vouches for nothing: it goes through
+    (freed,) = store.finish_and_release_many([], worker="w", free=["t-0"], epoch=claim.epoch)
+    assert freed.following == new.run_id
+    assert store.thread_lease("t-0") is None
