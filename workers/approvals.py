@@ -29,6 +29,7 @@ from workers.errors import (
     GraphMismatchError,
     NotDispatchedError,
     ResumeConflictError,
+    ThreadNotFoundError,
 )
 from workers.messages import MAX_NAME, MAX_NOTE
 from workers.store import InboxQuery, InboxRow, InboxUpdate, NewRun, Run, RunStore
@@ -343,6 +344,12 @@ def cancel(
     thread_id = thread_id_of(config)
     if not reason or len(reason) > MAX_NOTE:
         raise ValueError(f"reason must be 1 to {MAX_NOTE} characters")
+    pinned: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    if not client.store.runs_of_thread(thread_id, 1) and client.saver.get_tuple(pinned) is None:
+        raise ThreadNotFoundError(
+            f"No thread {thread_id!r}: no run and no checkpoint has this id (mistyped?); "
+            "nothing was cancelled."
+        )
     bound = client.store.bind_thread(thread_id, graph)
     if bound != graph:
         raise GraphMismatchError(
@@ -359,7 +366,6 @@ def cancel(
     runs = client.store.cancel_thread(thread_id, error)
     compiled = client.registry.get(graph)
     fenced = client.saver.fenced()
-    pinned: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     for _ in range(20):  # a job may still save the step it was on: retry on the new head
         try:
             end_pending(compiled, fenced, pinned, {"cancelled": {**cancelled_by, "runs": runs}})

@@ -54,6 +54,7 @@ from workers.errors import (
     is_transient,
     rebuild_error,
 )
+from workers.heartbeat import unserved_reason
 from workers.store import InboxEntry, InboxUpdate, Run, RunEnd, RunStatus, StepTask
 
 log = logging.getLogger(__name__)
@@ -347,13 +348,17 @@ def advance(
         graph = ctx.registry.get(run.graph)
     except UnknownGraphError as exc:
         # the client knows the graph, this worker does not (a rolling deploy, a worker
-        # pool serving other graphs): leave the run to a worker that has it, for a while
+        # pool serving other graphs): leave the run to a live worker that serves it, for
+        # a while; when none does (their heartbeats say which graphs), fail it at once
         waited = (datetime.now(UTC) - run.created_at).total_seconds()
-        if waited > ctx.settings.unserved_graph_timeout:
-            unserved = UnknownGraphError(
-                f"{exc} No worker took this run of graph {run.graph!r} for {waited:.0f}s "
+        reason = unserved_reason(ctx.store, run.graph, ctx.stale, waited)
+        if reason is None and waited > ctx.settings.unserved_graph_timeout:
+            reason = (
+                f"No worker took this run of graph {run.graph!r} for {waited:.0f}s "
                 "(GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT)."
             )
+        if reason is not None:
+            unserved = UnknownGraphError(f"{exc} {reason}")
             _end(ctx, run, "error", error=error_info(unserved), lease=lease)
             if failures is not None:
                 failures.append(f"run {run.run_id}: UnknownGraphError: {unserved}")

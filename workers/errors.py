@@ -9,6 +9,7 @@ WorkerError (GraphRuntimeError)
 │                           (also an InvalidResumeError)
 ├── ThreadBusyError         the thread has a run in flight
 ├── RunNotFoundError        no run has that id
+├── ThreadNotFoundError     no run or checkpoint has that thread id (a mistyped id)
 ├── RunTimeoutError         waiting on a run exceeded the timeout (the run goes on)
 ├── NotDispatchedError      the run is recorded but the broker could not be reached
 ├── RemoteGraphError        a node raised on a worker; ``type_name`` names its class
@@ -59,6 +60,10 @@ class ThreadBusyError(WorkerError):
 
 class RunNotFoundError(WorkerError, LookupError):
     """No run has this id."""
+
+
+class ThreadNotFoundError(WorkerError, LookupError):
+    """No run and no checkpoint has this thread id: nothing to act on (a mistyped id?)."""
 
 
 class RunTimeoutError(WorkerError, TimeoutError):

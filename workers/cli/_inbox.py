@@ -11,7 +11,9 @@ import typer
 from rich.progress import Progress
 
 from workers.cli._output import (
+    Col,
     JsonOption,
+    WideOption,
     connected,
     console,
     fail,
@@ -52,7 +54,8 @@ def _short(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _age(at: datetime) -> str:
+def age_of(at: datetime) -> str:
+    """How long ago, in the largest whole unit: 45s, 12m, 3h, 2d."""
     seconds = int((datetime.now(UTC) - at).total_seconds())
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
@@ -72,11 +75,12 @@ def list_waits(
     ] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="Rows per page.")] = 50,
     cursor: Annotated[str | None, typer.Option(help="The next-page cursor printed before.")] = None,
+    wide: Annotated[bool, WideOption] = False,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """Pending interrupts, oldest first: thread, interrupt id, node, age, deadline, value."""
     age = parse_age(older_than) if older_than else None
-    with connected() as client:
+    with connected(redis=False) as client:
         page = client.inbox(
             graph, where=_where(where), node=node, older_than=age, limit=limit, cursor=cursor
         )
@@ -87,19 +91,30 @@ def list_waits(
             json_line({"next_cursor": page.cursor})
         return
     table(
-        ("graph", "thread", "interrupt", "node", "age", "deadline", "value"),
+        (
+            Col("graph", 12),
+            Col("thread", 16, id=True),
+            Col("interrupt", 8, id=True),
+            Col("node", 12),
+            Col("age"),
+            Col("deadline", 16),
+            Col("value"),
+        ),
         [
             (
                 w.graph,
                 w.thread_id,
                 w.interrupt_id,
                 w.node,
-                _age(w.created_at) + (" (resuming)" if w.resuming else ""),
-                w.deadline.isoformat(timespec="seconds") if w.deadline else "",
-                _short(w.value),
+                age_of(w.created_at) + (" (resuming)" if w.resuming else ""),
+                w.deadline.isoformat(timespec="minutes" if not wide else "seconds")
+                if w.deadline
+                else "",
+                _short(w.value, 10_000 if wide else 60),
             )
             for w in page.items
         ],
+        wide=wide,
     )
     if page.cursor:
         console.print(f"next page: --cursor {page.cursor}", markup=False, highlight=False)
@@ -184,7 +199,7 @@ def resume_waits(
     if not as_json:
         if others:
             table(
-                ("thread", "outcome", "run", "detail"),
+                (Col("thread", 24, id=True), Col("outcome"), Col("run", 8, id=True), Col("detail")),
                 [(o.thread_id, o.outcome, o.run_id, o.detail) for o in others],
                 title="threads not newly applied",
             )
@@ -201,29 +216,39 @@ def history(
     graph: Annotated[str, typer.Option(help="Registered graph name.")],
     thread: Annotated[str, typer.Option(help="Thread id.")],
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
+    wide: Annotated[bool, WideOption] = False,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """Who resumed the thread, when, with what value and by which route; newest first."""
-    with connected() as client:
+    with connected(redis=False) as client:
         records = client.resume_history(graph, {"configurable": {"thread_id": thread}}, limit=limit)
     if as_json:
         for record in records:
             json_line(record)
         return
     table(
-        ("when", "route", "actor", "value", "status", "note", "run"),
+        (
+            Col("when", 16),
+            Col("route"),
+            Col("actor", 12),
+            Col("value", 16),
+            Col("status", 16),
+            Col("note"),
+            Col("run", 8, id=True),
+        ),
         [
             (
                 r.created_at.isoformat(timespec="seconds"),
                 r.route,
                 r.actor,
-                _short(r.value, 40),
+                _short(r.value, 10_000 if wide else 40),
                 r.status + (f": {r.error.get('message')}" if r.error else ""),
                 r.note,
                 r.run_id,
             )
             for r in records
         ],
+        wide=wide,
     )
 
 
@@ -235,8 +260,11 @@ def cancel(
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """Cancel a thread: its queued and running runs end as cancelled, its open tasks can
-    no longer write, its waits leave the inbox, and its state says who and why."""
-    with connected() as client:
+    no longer write, its waits leave the inbox, and its state says who and why.
+
+    A thread id no run and no checkpoint has (mistyped?) is refused: exit 1, nothing changed.
+    """
+    with connected(redis=False) as client:
         runs = client.cancel(
             graph, {"configurable": {"thread_id": thread}}, reason=reason, actor=actor
         )

@@ -223,7 +223,9 @@ class Overview:
     overdue: int
     """Pending interrupts past their deadline (the sweepers resume them)."""
     workers: int
-    """Worker processes with a fresh heartbeat."""
+    """Worker nodes (a Celery worker: its main process and its pool) with a fresh heartbeat."""
+    processes: int = 0
+    """Their processes with a fresh heartbeat."""
 
 
 @dataclass(frozen=True)
@@ -391,9 +393,12 @@ class RunStore(Protocol):
         keep: str | None = None,
         free_leases: Sequence[str] = (),
         grace: float = 0.0,
+        node: str | None = None,
+        graphs: Sequence[str] | None = None,
     ) -> list[str]:
-        """Record that ``worker`` is alive; free its task claims not made with token
-        ``keep``, and its leases of the threads ``free_leases``.
+        """Record that ``worker`` is alive (a process of Celery node ``node``, serving
+        ``graphs``); free its task claims not made with token ``keep``, and its leases of
+        the threads ``free_leases``.
 
         Claims and leases younger than ``grace`` seconds stay (a job that just began).
         Returns the threads of ``free_leases`` whose lease it still holds (those).

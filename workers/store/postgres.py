@@ -472,11 +472,15 @@ class PostgresRunStore:
         keep: str | None = None,
         free_leases: Sequence[str] = (),
         grace: float = 0.0,
+        node: str | None = None,
+        graphs: Sequence[str] | None = None,
     ) -> list[str]:
         params = {
             "worker": worker,
             "hostname": hostname,
             "pid": pid,
+            "node": node,
+            "graphs": None if graphs is None else list(graphs),
             "keep": keep,
             "free_leases": list(free_leases) or None,
             "grace": grace,
