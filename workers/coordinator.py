@@ -354,11 +354,11 @@ def advance(
         reason = unserved_reason(ctx.store, run.graph, ctx.stale, waited)
         if reason is None and waited > ctx.settings.unserved_graph_timeout:
             reason = (
-                f"No worker took this run of graph {run.graph!r} for {waited:.0f}s "
+                f"{exc} No worker took this run of graph {run.graph!r} for {waited:.0f}s "
                 "(GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT)."
             )
         if reason is not None:
-            unserved = UnknownGraphError(f"{exc} {reason}")
+            unserved = UnknownGraphError(reason)
             _end(ctx, run, "error", error=error_info(unserved), lease=lease)
             if failures is not None:
                 failures.append(f"run {run.run_id}: UnknownGraphError: {unserved}")
