@@ -9,6 +9,7 @@ a password.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -103,7 +104,8 @@ def postgres_location(url: str) -> str:
     try:
         info = conninfo_to_dict(url)
     except ProgrammingError as exc:
-        problem = str(exc).strip().replace(url, redacted(url))
+        # libpq quotes the text it could not read, which may hold the password
+        problem = re.sub(r'"[^"]*"', '"…"', _first_line(exc))
         raise ConfigurationError(
             f"DATABASE_URL is not a Postgres URL ({problem}): give "
             "postgresql://user:password@host:5432/dbname"

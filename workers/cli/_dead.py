@@ -44,7 +44,7 @@ def list_dead(
             json_line(entry)
         return
     table(
-        (Col("at", 16), Col("sha256"), Col("error", 24), Col("message")),
+        (Col("at", 16), Col("sha256"), Col("error", 24), Col("message", fill=True)),
         [
             (
                 dt.datetime.fromtimestamp(float(e.get("at", 0)), dt.UTC).isoformat(

@@ -92,13 +92,14 @@ def list_waits(
         return
     table(
         (
-            Col("graph", 12),
+            Col("graph", 10, wide_only=graph is not None),  # the filter names it
             Col("thread", 16, id=True),
             Col("interrupt", 8, id=True),
-            Col("node", 12),
+            Col("node", 10),
             Col("age"),
-            Col("deadline", 16),
-            Col("value"),
+            Col("due"),
+            Col("deadline", wide_only=True),
+            Col("value", fill=True),
         ),
         [
             (
@@ -107,9 +108,8 @@ def list_waits(
                 w.interrupt_id,
                 w.node,
                 age_of(w.created_at) + (" (resuming)" if w.resuming else ""),
-                w.deadline.isoformat(timespec="minutes" if not wide else "seconds")
-                if w.deadline
-                else "",
+                _due(w.deadline),
+                w.deadline.isoformat(timespec="seconds") if w.deadline else "",
                 _short(w.value, 10_000 if wide else 60),
             )
             for w in page.items
@@ -118,6 +118,16 @@ def list_waits(
     )
     if page.cursor:
         console.print(f"next page: --cursor {page.cursor}", markup=False, highlight=False)
+
+
+def _due(deadline: datetime | None) -> str:
+    """When a wait's deadline falls, from now: "in 3h", or "5m ago" once past."""
+    if deadline is None:
+        return ""
+    now = datetime.now(UTC)
+    if deadline <= now:
+        return f"{age_of(deadline)} ago"
+    return f"in {age_of(now - (deadline - now))}"  # the span from now, as an age
 
 
 def _item(text: str) -> tuple[str, str]:
@@ -199,7 +209,12 @@ def resume_waits(
     if not as_json:
         if others:
             table(
-                (Col("thread", 24, id=True), Col("outcome"), Col("run", 8, id=True), Col("detail")),
+                (
+                    Col("thread", 24, id=True),
+                    Col("outcome"),
+                    Col("run", 8, id=True),
+                    Col("detail", fill=True),
+                ),
                 [(o.thread_id, o.outcome, o.run_id, o.detail) for o in others],
                 title="threads not newly applied",
             )
@@ -229,16 +244,16 @@ def history(
     table(
         (
             Col("when", 16),
-            Col("route"),
-            Col("actor", 12),
-            Col("value", 16),
-            Col("status", 16),
-            Col("note"),
+            Col("route", 8),
+            Col("actor", 10),
+            Col("value", fill=True),
+            Col("status", 12),
+            Col("note", wide_only=True),
             Col("run", 8, id=True),
         ),
         [
             (
-                r.created_at.isoformat(timespec="seconds"),
+                r.created_at.isoformat(sep=" ", timespec="seconds"),
                 r.route,
                 r.actor,
                 _short(r.value, 10_000 if wide else 40),

@@ -67,11 +67,13 @@ def json_line(value: Any) -> None:
 class Col:
     """A table column. ``width``: in the default (80-column) layout, values longer than this
     are cut with an ellipsis; an ``id`` is then named in a hint (``--wide`` and ``--json``
-    show it whole). ``wide_only``: a column only ``--wide`` shows."""
+    show it whole). ``fill``: the column that takes the width the others leave (cut at the
+    terminal's edge). ``wide_only``: a column only ``--wide`` shows."""
 
     header: str
     width: int | None = None
     id: bool = False
+    fill: bool = False
     wide_only: bool = False
 
 
@@ -93,11 +95,10 @@ def table(
         show_edge=False,
         show_header=any(c.header for c in cols),
     )
-    for i in shown:
-        out.add_column(cols[i].header, no_wrap=True, overflow="ellipsis")
     cut_ids: set[str] = set()
+    cells = []
     for row in rows:
-        cells = []
+        line = []
         for i in shown:
             text = "" if row[i] is None else str(row[i])
             width = cols[i].width
@@ -105,8 +106,28 @@ def table(
                 text = text[: width - 1] + "…"
                 if cols[i].id:
                     cut_ids.add(cols[i].header)
-            cells.append(text)
-        out.add_row(*cells)
+            line.append(text)
+        cells.append(line)
+    widths = [
+        max([len(cols[i].header), *(len(line[k]) for line in cells)]) for k, i in enumerate(shown)
+    ]
+    fill = next((k for k, i in enumerate(shown) if cols[i].fill), None)
+    if not wide and fill is not None:
+        # the filling column gets what the others leave (each column but the first is
+        # 3 characters from the previous one); its values are cut to that
+        others = sum(w for k, w in enumerate(widths) if k != fill) + 3 * (len(shown) - 1)
+        room = max(len(cols[shown[fill]].header), console.width - others)
+        widths[fill] = min(widths[fill], room)
+        for line in cells:
+            if len(line[fill]) > room:
+                line[fill] = line[fill][: room - 1] + "…"
+    for k, i in enumerate(shown):
+        exact = None if wide else widths[k]
+        out.add_column(
+            cols[i].header, no_wrap=True, overflow="ellipsis", min_width=exact, max_width=exact
+        )
+    for line in cells:
+        out.add_row(*line)
     if wide:  # as wide as the values: a console of its own, wider than any terminal
         Console(width=100_000, no_color=console.no_color).print(out)
     else:

@@ -103,14 +103,14 @@ def runs(
     table(
         (
             Col("run", 8, id=True),
-            Col("graph", 12),
+            Col("graph", 10),
             Col("thread", 16, id=True),
             Col("status", 11),
             Col("step tasks", 11),
             Col("kind", wide_only=True),
             Col("age"),
             Col("created", wide_only=True),
-            Col("error"),
+            Col("error", fill=True),
         ),
         [
             (
