@@ -79,9 +79,7 @@ def test_a_malformed_database_url_is_refused_by_name_without_its_password(
         ("redis://:s3cret@broker:6379/zero", "REDIS_URL is malformed"),
     ],
 )
-def test_a_malformed_redis_url_is_refused_by_name_without_its_password(
-    url: str, says: str
-) -> None:
+def test_a_malformed_redis_url_is_refused_by_name_without_its_password(url: str, says: str) -> None:
     with pytest.raises(ConfigurationError) as caught:
         redis_location(url)
     assert says in str(caught.value)
