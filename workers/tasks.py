@@ -119,9 +119,9 @@ def _fail_visibly(failures: list[str]) -> None:
 
 @worker_init.connect  # type: ignore[untyped-decorator]
 def _start_worker(sender: Any = None, **_: Any) -> None:
-    """Before the pool starts, in order: the URLs parse, Postgres and Redis answer (within
-    GRAPHRUNTIME_CONNECT_TIMEOUT), the database's schemas are current, every registered
-    graph imports, tracing and the metrics port start. The worker exits otherwise (2: a
+    """Before the pool starts, in order: the URLs parse, tracing and the metrics port start,
+    every registered graph imports, Postgres and Redis answer (within
+    GRAPHRUNTIME_CONNECT_TIMEOUT), the database's schemas are current. The worker exits otherwise (2: a
     malformed setting; 3: anything else), naming the setting: it must not say "ready" and
     take work it cannot do. Celery would catch SystemExit here and carry on, hence
     ``os._exit``."""
@@ -134,13 +134,15 @@ def _start_worker(sender: Any = None, **_: Any) -> None:
     except WorkerError as exc:  # ConfigurationError: which setting, what is wrong
         _cannot_start(exc, 2)
     try:
-        reach(settings, db, broker, schemas=True)
+        # what this host alone decides first, so it is said before any wait on the network
+        observe.start_worker(settings)
         registry = GraphRegistry.parse(settings.graphs)
         for name in registry.names():
             registry.get(name)
-        observe.start_worker(settings)
+        reach(settings, db, broker, schemas=True)
     except WorkerError as exc:  # says which setting or entry, and what to change
         _cannot_start(exc, 3)
+    observe.graphs_served({name: list(registry.get(name).nodes) for name in registry.names()})
     if not registry.names():
         log.warning("GRAPHRUNTIME_GRAPHS names no graph: this worker can run nothing")
     # the pool processes, forked later, inherit it: every process of the node beats as one
