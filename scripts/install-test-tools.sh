@@ -43,6 +43,7 @@ apt_update() {
 install_promtool() {
     local scratch deb
     scratch=$(mktemp -d)
+    chmod 755 "$scratch"  # apt-get download fetches as the _apt user
     # shellcheck disable=SC2064
     trap "rm -rf '$scratch'" RETURN
     if ! (cd "$scratch" && timeout 600 apt-get "${APT[@]}" download prometheus </dev/null); then
