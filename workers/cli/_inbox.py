@@ -167,7 +167,7 @@ def resume_waits(
         fail("give --where (a JSON filter; '{}' for all) or --item, not both", 2)
     resume_value = parse_json("--value", value)
     items = [_item(i) for i in item] if item else None
-    with connected() as client:
+    with connected(redis=False) as client:  # no broker: recorded, exit 3
         try:
             if as_json:
                 outcomes = client.resume_many(

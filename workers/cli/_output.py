@@ -166,7 +166,8 @@ def reach_services(*, postgres: bool = True, redis: bool = True) -> tuple[str, s
 @contextmanager
 def connected(*, redis: bool = True) -> Iterator[GraphClient]:
     """A client for the configured cluster, once Postgres (and Redis, unless ``redis`` is
-    false: the command reads Postgres only) answered; see :func:`reach_services`."""
+    false: the command reads Postgres only, or records runs that a worker's sweeper sends
+    if the broker is away) answered; see :func:`reach_services`."""
     reach_services(postgres=True, redis=redis)
     from workers.client import GraphClient
 

@@ -45,7 +45,7 @@ def resume(
     from workers.errors import NotDispatchedError
 
     resume_value: Any = parse_json("--value", value)
-    with connected() as client:
+    with connected(redis=False) as client:  # no broker: recorded, exit 3
         try:
             handle = client.submit(
                 graph,
