@@ -121,10 +121,10 @@ def _fail_visibly(failures: list[str]) -> None:
 def _start_worker(sender: Any = None, **_: Any) -> None:
     """Before the pool starts, in order: the URLs parse, tracing and the metrics port start,
     every registered graph imports, Postgres and Redis answer (within
-    GRAPHRUNTIME_CONNECT_TIMEOUT), the database's schemas are current. The worker exits otherwise (2: a
-    malformed setting; 3: anything else), naming the setting: it must not say "ready" and
-    take work it cannot do. Celery would catch SystemExit here and carry on, hence
-    ``os._exit``."""
+    GRAPHRUNTIME_CONNECT_TIMEOUT), the database's schemas are current. The worker exits
+    otherwise (2: a malformed setting; 3: anything else), naming the setting: it must not
+    say "ready" and take work it cannot do. Celery would catch SystemExit here and carry on,
+    hence ``os._exit``."""
     from workers.registry import GraphRegistry
     from workers.services import check_urls, reach
 

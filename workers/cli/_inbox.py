@@ -248,12 +248,12 @@ def history(
             Col("actor", 10),
             Col("value", fill=True),
             Col("status", 12),
-            Col("note", wide_only=True),
-            Col("run", 8, id=True),
+            Col("note", 12),
+            Col("run", id=True, wide_only=True),
         ),
         [
             (
-                r.created_at.isoformat(sep=" ", timespec="seconds"),
+                r.created_at.isoformat(sep=" ", timespec="seconds" if wide else "minutes"),
                 r.route,
                 r.actor,
                 _short(r.value, 10_000 if wide else 40),
