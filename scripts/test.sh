@@ -22,31 +22,62 @@ run_stage() {
     local name=$1
     shift
     printf '\n==> %s\n' "$name"
-    local status=0
+    local status=0 started=$SECONDS
     "$@" || status=$?
+    printf -- '--> %s: %ds\n' "$name" $((SECONDS - started))
     if [[ $status -ne 0 ]]; then
         printf '==> %s FAILED (exit %d)\n' "$name" "$status" >&2
         failed+=("$name")
     fi
 }
 
-# Three pytest runs: everything but tests/e2e and tests/upstream on 2 xdist workers; LangGraph's
-# vendored tests (tests/upstream, against graphruntime; the parity gaps listed in
-# tests/upstream/expected_failures.txt are xfail) on 2 workers; then tests/e2e in one process.
-# The end-to-end tests share one cluster of real celery workers and kill and restart workers,
-# Redis and Postgres; they must not be split across processes (and xdist's loadgroup does not
-# keep a group together with this pytest). The upstream tests run apart because their harness
-# patches imports (see tests/upstream/README.md).
-# pytest exits 5 when it collected nothing: an empty run overall is a bug, not a pass.
+# Three pytest runs: everything but tests/e2e and tests/upstream on 2 xdist workers; then
+# tests/e2e (with a short chaos round) in one process, and LangGraph's vendored tests
+# (tests/upstream, against graphruntime; the parity gaps listed in
+# tests/upstream/expected_failures.txt are xfail) on 2 xdist workers alongside it: the e2e
+# tests spend most of their time waiting on workers, so the two together take about as long
+# as the e2e tests alone (SERIAL_STAGES=1 runs them one after the other; every test must pass
+# either way, and at a load of 8). The end-to-end tests share one cluster of real celery
+# workers and kill and restart workers, Redis and Postgres; they must not be split across
+# processes (and xdist's loadgroup does not keep a group together with this pytest). The
+# upstream tests run apart because their harness patches imports (see
+# tests/upstream/README.md); their output is printed when they are done.
+# Each run prints its wall time. pytest exits 5 when it collected nothing: an empty run
+# overall is a bug, not a pass.
 run_pytest() {
-    local fast=0 upstream=0 e2e=0
+    local fast=0 upstream=0 e2e=0 started log upstream_pid
+    started=$SECONDS
     python -m pytest -n "${PYTEST_WORKERS:-2}" -q --ignore=tests/e2e --ignore=tests/upstream \
         --ignore=tests/chaos "$@" \
         || fast=$?
+    printf -- '--> unit, integration, deploy, seeds: %ds\n' $((SECONDS - started))
     # -rfEX: the parity gaps are xfail by the hundred; list failures, errors and XPASS only.
-    python -m pytest -n "${PYTEST_WORKERS:-2}" -q -rfEX tests/upstream "$@" || upstream=$?
+    log=$(mktemp)
+    # a session of its own, so that an interrupted run stops it (and its xdist workers) too
+    # shellcheck disable=SC2016
+    setsid bash -c '
+        status=0
+        python -m pytest -n "${PYTEST_WORKERS:-2}" -q -rfEX tests/upstream "$@" || status=$?
+        printf -- "--> tests/upstream: %ds\n" "$SECONDS"
+        exit "$status"
+    ' upstream "$@" >"$log" 2>&1 &
+    upstream_pid=$!
+    trap 'kill -TERM -- "-$upstream_pid" 2>/dev/null || true' INT TERM EXIT
+    if [[ ${SERIAL_STAGES:-0} == 1 ]]; then
+        wait "$upstream_pid" || upstream=$?
+        cat "$log"
+    fi
+    started=$SECONDS
     # tests/chaos: a short fault-injection round (make chaos runs a long one)
     CHAOS_SECONDS="${CHAOS_SECONDS:-30}" python -m pytest -q tests/e2e tests/chaos "$@" || e2e=$?
+    printf -- '--> tests/e2e and tests/chaos: %ds\n' $((SECONDS - started))
+    if [[ ${SERIAL_STAGES:-0} != 1 ]]; then
+        wait "$upstream_pid" || upstream=$?
+        printf '\n==> pytest tests/upstream (ran alongside tests/e2e)\n'
+        cat "$log"
+    fi
+    trap - INT TERM EXIT
+    rm -f "$log"
     if [[ $fast -eq 5 && $upstream -eq 5 && $e2e -eq 5 ]]; then
         echo "error: pytest collected no tests; an empty run is a bug (wrong path, -k or -m?)" >&2
         return 5
