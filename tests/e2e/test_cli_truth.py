@@ -96,7 +96,7 @@ def test_cancel_of_an_unknown_thread_says_so_and_changes_nothing(
     thread_id = f"typo-{uuid.uuid4()}"
     done = graphrun(cluster, "cancel", "--graph", "chain", "--thread", thread_id, "--reason", "x")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert f"ThreadNotFoundError: No thread {thread_id!r}" in done.stderr
+    assert f"ThreadNotFoundError: Cannot cancel thread {thread_id!r}: no run" in done.stderr
     assert "cancelled (" not in done.stdout
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     assert client.store.runs_of_thread(thread_id, 5) == []

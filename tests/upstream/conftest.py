@@ -78,6 +78,15 @@ def deterministic_uuids(mocker: Any) -> Any:
 
 
 @pytest.fixture(autouse=True)
+def _langchain_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LangGraph's tests run where langchain is not installed: its chat models' metadata
+    then records ``lc_versions`` of langchain-core only. This environment has langchain (the
+    LangChain suite needs it), which langchain-core would add there too."""
+    base = importlib.import_module("langchain_core.language_models.base")
+    monkeypatch.setattr(base, "_get_langchain_version", lambda: None)
+
+
+@pytest.fixture(autouse=True)
 def _slower_clock(request: pytest.FixtureRequest) -> Iterator[None]:
     """A time-sensitive test runs with its clock slowed (harness/timescale.py)."""
     if request.node.get_closest_marker(MARKER) is None:
