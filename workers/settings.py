@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from workers.dead_letters import DeadLetters
 from workers.errors import ConfigurationError
 from workers.messages import MAX_COORDINATE_BATCH
+
+if TYPE_CHECKING:
+    from workers.dead_letters import DeadLetters
 
 _UNPREFIXED = {"database_url": "DATABASE_URL", "redis_url": "REDIS_URL"}
 
@@ -104,6 +106,13 @@ class Settings(BaseSettings):
         description="Run a step's only task in the coordinator instead of a separate job.",
     )
     pool_max_size: int = 4
+    connect_timeout: float = Field(
+        default=5.0,
+        gt=0,
+        le=600,
+        description="Seconds a worker at start, and a `graphrun` command, waits for Postgres "
+        "and Redis to answer before it exits naming the setting that points at them.",
+    )
     prepared_statements: bool = Field(
         default=True,
         description="Use server-side prepared statements; turn off behind a pooler in "
@@ -210,6 +219,8 @@ class Settings(BaseSettings):
     @property
     def dead_letters(self) -> DeadLetters:
         """Where refused resume messages go, and their bounds."""
+        from workers.dead_letters import DeadLetters  # it loads the metrics hooks: not at start
+
         return DeadLetters(self.resume_queue, self.dead_letter_max, self.dead_letter_message_bytes)
 
     @property

@@ -294,4 +294,6 @@ class Overview:
     overdue: int
     """Pending interrupts past their deadline (the sweepers resume them)."""
     workers: int
-    """Worker processes with a fresh heartbeat."""
+    """Worker nodes (a Celery worker: its main process and its pool) with a fresh heartbeat."""
+    processes: int = 0
+    """Their processes with a fresh heartbeat."""

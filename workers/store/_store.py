@@ -425,14 +425,23 @@ class RunStore(StepBarrier):
         *,
         keep: str | None = None,
         grace: float | None = None,
+        node: str | None = None,
+        graphs: Sequence[str] | None = None,
     ) -> list[str]:
-        """Record that ``worker`` is alive; with a ``grace``, also free its task claims
-        and thread leases not taken by its current job (token ``keep``; None: it runs
-        none) and older than ``grace`` seconds (younger: a job that just began).
+        """Record that ``worker`` is alive (a process of Celery node ``node``, serving
+        ``graphs``); with a ``grace``, also free its task claims and thread leases not
+        taken by its current job (token ``keep``; None: it runs none) and older than
+        ``grace`` seconds (younger: a job that just began).
 
         Returns the threads whose leases it freed.
         """
-        params = {"worker": worker, "hostname": hostname, "pid": pid}
+        params = {
+            "worker": worker,
+            "hostname": hostname,
+            "pid": pid,
+            "node": node,
+            "graphs": None if graphs is None else list(graphs),
+        }
         if grace is None:
             self._all("beat", params)
             return []
@@ -444,7 +453,7 @@ class RunStore(StepBarrier):
 
     def live_workers(self, stale: float) -> list[dict[str, Any]]:
         """Worker processes (and clients holding a lease) with a fresh heartbeat: worker,
-        hostname, pid, started_at, heartbeat_at."""
+        hostname, pid, started_at, heartbeat_at, node, graphs."""
         return self._all("live_workers", {"stale": stale})
 
 

@@ -288,14 +288,16 @@ class InMemoryConnector:
     def overview(self, p: P) -> list[Row]:
         statuses = [r["status"] for r in self.runs.values()]
         overdue = [w for w in self.interrupts.values() if _before(w["deadline"], self.clock())]
-        workers = [w for w in self.workers if self._alive(w, p["stale"])]
+        live = [w for n, w in self.workers.items() if self._alive(n, p["stale"])]
+        live = [w for w in live if not w["worker"].startswith("client:")]
         return [
             {
                 "queued": statuses.count("queued"),
                 "running": statuses.count("running"),
                 "pending_interrupts": len(self.interrupts),
                 "overdue": len(overdue),
-                "workers": sum(not w.startswith("client:") for w in workers),
+                "workers": len({w["node"] or w["worker"] for w in live}),
+                "processes": len(live),
             }
         ]
 
@@ -411,7 +413,8 @@ class InMemoryConnector:
     def beat(self, p: P) -> list[Row]:
         now = self.clock()
         new = {"worker": p["worker"], "hostname": p["hostname"], "pid": p["pid"], "started_at": now}
-        self.workers.setdefault(p["worker"], new)["heartbeat_at"] = now
+        said = {"heartbeat_at": now, "node": p["node"], "graphs": p["graphs"]}
+        self.workers.setdefault(p["worker"], new).update(said)
         return []
 
     def remove_worker(self, p: P) -> list[Row]:
