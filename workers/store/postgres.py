@@ -3,7 +3,9 @@
 :class:`PostgresConnector` runs them on a pool: each session borrows a connection and
 gives it back before the store's method returns. Driver errors are wrapped:
 :class:`~workers.errors.StoreUnavailableError` when the database could not be reached
-(classified by SQLSTATE), else :class:`~workers.errors.StoreError`.
+(classified by SQLSTATE), :class:`~workers.errors.StoreRecoveredError` when a
+``check_epoch`` found the server recovered from a crash, else
+:class:`~workers.errors.StoreError`.
 """
 
 from __future__ import annotations
