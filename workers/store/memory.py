@@ -313,11 +313,9 @@ class InMemoryConnector:
         for w in self.interrupts.values():
             key = (w["created_at"], w["thread_id"], w["interrupt_id"])
             if (
-                p["graph"] in (None, w["graph"])
-                and p["node"] in (None, w["node"])
+                all(p[k] in (None, w[k]) for k in ("graph", "node", "thread_id"))
                 and (where is None or _contains(w["value"], where))
                 and (any_of is None or any(_contains(w["value"], want) for want in any_of))
-                and p["thread_id"] in (None, w["thread_id"])
                 and (p["older_than"] is None or w["created_at"] < p["older_than"])
                 and (p["age"] is None or w["created_at"] < self._ago(p["age"]))
                 and (p["after_at"] is None or key > after)
