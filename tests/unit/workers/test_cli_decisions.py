@@ -20,7 +20,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> InlineCluster:
     c = InlineCluster({"agent": agent()})
     monkeypatch.setattr(GraphClient, "from_env", classmethod(lambda cls, s=None: c.client))
     monkeypatch.setattr(c.client, "close", lambda: None)
-    # the cluster is in memory: nothing to reach before the command runs
+    # the in-memory cluster has no services to reach first
     monkeypatch.setattr("workers.cli._output.reach_services", lambda **_: None)
     return c
 
