@@ -15,6 +15,7 @@ for development and tests.
 
 from __future__ import annotations
 
+from checkpoint_pg.aio import AsyncPostgresSaver
 from checkpoint_pg.cache import PostgresCache
 from checkpoint_pg.embedded import database_url
 from checkpoint_pg.errors import (
@@ -29,6 +30,7 @@ from checkpoint_pg.schema import latest_version, migrate, schema_version
 from checkpoint_pg.store import PostgresStore
 
 __all__ = (
+    "AsyncPostgresSaver",
     "CheckpointStoreError",
     "CheckpointStoreUnavailable",
     "PostgresCache",

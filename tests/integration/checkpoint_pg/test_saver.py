@@ -280,9 +280,10 @@ def test_ids_that_are_not_uuids(saver: PostgresSaver) -> None:
 
 def test_database_errors_are_checkpoint_store_errors(saver: PostgresSaver) -> None:
     checkpoint, versions = child(saver, None, {}, step=-1)
-    # JSONB cannot hold U+0000; the driver's error is the cause.
+    # JSONB cannot hold U+0000 (only top-level strings lose theirs, as in LangGraph);
+    # the driver's error is the cause.
     with pytest.raises(CheckpointStoreError, match=r"PostgresSaver\.put failed") as info:
-        saver.put(config(thread()), checkpoint, meta(-1, note="a\x00b"), versions)
+        saver.put(config(thread()), checkpoint, meta(-1, note={"deep": "a\x00b"}), versions)
     assert isinstance(info.value.__cause__, psycopg.Error)
 
 
