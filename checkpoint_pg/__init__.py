@@ -15,7 +15,7 @@ for development and tests.
 
 from __future__ import annotations
 
-from checkpoint_pg.aio import AsyncPostgresSaver
+from checkpoint_pg.aio import AsyncPostgresSaver, AsyncPostgresStore
 from checkpoint_pg.cache import PostgresCache
 from checkpoint_pg.embedded import database_url
 from checkpoint_pg.errors import (
@@ -27,13 +27,15 @@ from checkpoint_pg.errors import (
 )
 from checkpoint_pg.saver import PostgresSaver, PruneResult
 from checkpoint_pg.schema import latest_version, migrate, schema_version
-from checkpoint_pg.store import PostgresStore
+from checkpoint_pg.store import PostgresIndexConfig, PostgresStore
 
 __all__ = (
     "AsyncPostgresSaver",
+    "AsyncPostgresStore",
     "CheckpointStoreError",
     "CheckpointStoreUnavailable",
     "PostgresCache",
+    "PostgresIndexConfig",
     "PostgresSaver",
     "PostgresStore",
     "PruneResult",

@@ -14,5 +14,6 @@ concurrent calls run in parallel.
 from __future__ import annotations
 
 from checkpoint_pg._async_saver import AsyncPostgresSaver
+from checkpoint_pg._async_store import AsyncPostgresStore
 
-__all__ = ("AsyncPostgresSaver",)
+__all__ = ("AsyncPostgresSaver", "AsyncPostgresStore")

@@ -118,7 +118,7 @@ class Migrations:
         """
         try:
             with ConnectionSource(conn).connection() as c, c.transaction():
-                return run(c, self._migrate())
+                return run(c, self.migrate_op())
         except psycopg.Error as exc:
             raise CheckpointStoreError(f"Schema migration failed: {exc}") from exc
 
@@ -126,11 +126,11 @@ class Migrations:
         """Async :meth:`migrate`, on an async connection."""
         try:
             async with conn.transaction():
-                return await arun(conn, self._migrate())
+                return await arun(conn, self.migrate_op())
         except psycopg.Error as exc:
             raise CheckpointStoreError(f"Schema migration failed: {exc}") from exc
 
-    def _migrate(self) -> Op[int]:
+    def migrate_op(self) -> Op[int]:
         """The pending migrations, in the caller's transaction, under the advisory lock."""
         known = self.migrations()
         yield Stmt(q.LOCK_MIGRATIONS, {"lock_key": self.lock_key}, prepare=False)

@@ -1,0 +1,244 @@
+"""AsyncPostgresStore: the store for async code, on psycopg's AsyncConnection or
+AsyncConnectionPool, a thin async I/O shell over the operations of ``_store_core``.
+
+On a pool, concurrent calls each borrow their own connection and run in parallel:
+there is no store-wide lock. A single connection serves one batch at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from datetime import datetime
+from typing import Any, ClassVar, TypeVar
+
+import psycopg
+from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
+
+from checkpoint_pg._connection import AConn, AsyncConnectionSource, check_conn
+from checkpoint_pg._requests import Op, arun
+from checkpoint_pg._store_core import STORE_MIGRATIONS, Plan, StoreCore
+from checkpoint_pg._vector import PostgresIndexConfig, VectorIndex
+from checkpoint_pg.schema import check_migration_texts
+from checkpoint_pg.store import PoolConfig, check_pool_config
+from graphruntime.store.base import BaseStore, Result, StoreBackendError, TTLConfig
+from graphruntime.store.base import Op as StoreOp
+
+__all__ = ("AsyncPostgresStore",)
+
+T = TypeVar("T")
+logger = logging.getLogger("graphruntime.store")
+
+
+class AsyncPostgresStore(BaseStore):
+    """Items in Postgres for async code, with the calls of LangGraph's
+    ``AsyncPostgresStore`` (settings as :class:`checkpoint_pg.PostgresStore`).
+
+    Make it inside the event loop that will use it. The sync methods work from other
+    threads (they run on the store's loop and wait); on the loop's own thread they
+    raise ``asyncio.InvalidStateError`` instead of blocking it.
+    """
+
+    supports_ttl = True
+    MIGRATIONS: ClassVar[tuple[str, ...]] = STORE_MIGRATIONS.texts()
+    """The SQL of the store's migrations :meth:`setup` applies, in order (read-only)."""
+
+    def __init__(
+        self,
+        conn: AConn,
+        *,
+        pipe: AsyncPipeline | None = None,
+        ttl: TTLConfig | None = None,
+        index: PostgresIndexConfig | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        check_conn(conn, pipe, "AsyncPostgresStore", is_async=True)
+        self.conn = conn
+        self.pipe = pipe
+        self.loop = asyncio.get_running_loop()
+        self._source = AsyncConnectionSource(conn)
+        self._core = StoreCore(ttl, None if index is None else VectorIndex(index), clock)
+        self.ttl_config = self._core.ttl_config
+        self._sweeper: asyncio.Task[None] | None = None
+        self._stop_sweeping = asyncio.Event()
+
+    @property
+    def index_config(self) -> PostgresIndexConfig | None:
+        """The store's ``index=`` settings (``fields`` filled in), or None."""
+        return None if self._core.index is None else self._core.index.config
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        pool_config: PoolConfig | None = None,
+        ttl: TTLConfig | None = None,
+        index: PostgresIndexConfig | None = None,
+    ) -> AsyncIterator[AsyncPostgresStore]:
+        """A store on a new connection (``pipeline=True``: in pipeline mode; with
+        ``pool_config``: a pool), closed on exit with its TTL sweeper."""
+        kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}
+        if pool_config is None:
+            async with await AsyncConnection.connect(
+                conn_string, row_factory=dict_row, **kwargs
+            ) as conn:
+                if pipeline:
+                    async with (
+                        conn.pipeline() as pipe,
+                        _stopping(cls(conn, pipe=pipe, ttl=ttl, index=index)) as piped,
+                    ):
+                        yield piped
+                else:
+                    async with _stopping(cls(conn, ttl=ttl, index=index)) as store:
+                        yield store
+            return
+        check_pool_config(pool_config, pipeline)
+        async with (
+            AsyncConnectionPool(
+                conn_string,
+                min_size=pool_config.get("min_size", 1),
+                max_size=pool_config.get("max_size"),
+                kwargs={**kwargs, "row_factory": dict_row, **pool_config.get("kwargs", {})},
+                open=False,
+            ) as pool,
+            _stopping(cls(pool, ttl=ttl, index=index)) as store,
+        ):
+            yield store
+
+    async def setup(self) -> None:
+        """Create the store's table (with an index, pgvector's too), or apply the
+        migrations this database lacks."""
+        check_migration_texts(type(self).MIGRATIONS, self.MIGRATIONS, "AsyncPostgresStore")
+        with self._errors("setup"):
+            async with self._source.connection() as conn, conn.transaction():
+                await arun(conn, self._core.setup())
+
+    # -- the contract ----------------------------------------------------------
+
+    async def abatch(self, ops: Iterable[StoreOp]) -> list[Result]:
+        """Run ``ops`` in order in one transaction (as :meth:`PostgresStore.batch`)."""
+        plan = self._core.plan(list(ops))
+        if not plan.ops:
+            return []
+        embeddings: list[list[float]] = []
+        queries: list[list[float]] = []
+        if self._core.index is not None:
+            embedder = self._core.index.embedder
+            embeddings = await embedder.aembed_documents(plan.texts) if plan.texts else []
+            queries = [await embedder.aembed_query(text) for text in plan.queries]
+        return await self._run("batch", self._core.batch(plan, embeddings, queries), plan)
+
+    def batch(self, ops: Iterable[StoreOp]) -> list[Result]:
+        """:meth:`abatch` from another thread than the store's loop."""
+        ops = list(ops)
+        self._core.plan(ops)  # refused here, on the caller's thread, before any wait
+        return self._wait(self.abatch(ops))
+
+    # -- TTL -------------------------------------------------------------------
+
+    async def sweep_ttl(self) -> int:
+        """Delete the expired items now; returns how many."""
+        return await self._run("TTL sweep", self._core.sweep())
+
+    async def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> asyncio.Task[None]:
+        """Call :meth:`sweep_ttl` every ``sweep_interval_minutes`` in a task of the loop
+        (default ``ttl_config["sweep_interval_minutes"]``, else 5); returns the task."""
+        if self._sweeper is not None and not self._sweeper.done():
+            return self._sweeper
+        configured = (self.ttl_config or {}).get("sweep_interval_minutes")
+        interval = 60.0 * float(sweep_interval_minutes or configured or 5)
+        if interval <= 0:
+            raise ValueError(f"The sweep interval must be positive, got {interval!r}")
+        self._stop_sweeping.clear()
+        self._sweeper = asyncio.create_task(self._sweep_loop(interval))
+        return self._sweeper
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper task; ``False`` if it was still running after ``timeout`` s."""
+        task = self._sweeper
+        if task is None or task.done():
+            return True
+        self._stop_sweeping.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout)
+        except TimeoutError:
+            return False
+        self._sweeper = None
+        return True
+
+    async def _sweep_loop(self, interval: float) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._stop_sweeping.wait(), interval)
+                return
+            except TimeoutError:
+                pass
+            try:
+                swept = await self.sweep_ttl()
+            except Exception:
+                logger.exception("TTL sweep failed; retrying in %s s", interval)
+                continue
+            if swept:
+                logger.debug("TTL sweep deleted %d expired items", swept)
+
+    # -- I/O -------------------------------------------------------------------
+
+    def _wait(self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            coro.close()
+            raise asyncio.InvalidStateError(
+                "Synchronous calls to AsyncPostgresStore are only allowed from a different "
+                "thread than its event loop's: use the async methods (aget, aput, asearch, "
+                "abatch...) there"
+            )
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    async def _run(self, operation: str, op: Op[T], plan: Plan | None = None) -> T:
+        with self._errors(operation):
+            async with self._source.connection() as conn:
+                if plan is not None and StoreCore.atomic(plan):
+                    async with conn.transaction():
+                        result = await arun(conn, op)
+                else:
+                    result = await arun(conn, op)
+                if self.pipe is not None:
+                    await self.pipe.sync()
+                return result
+
+    @contextmanager
+    def _errors(self, operation: str) -> Iterator[None]:
+        try:
+            yield
+        except psycopg.Error as exc:
+            raise StoreBackendError(f"AsyncPostgresStore {operation} failed: {exc}") from exc
+
+    @asynccontextmanager
+    async def _cursor(self) -> AsyncIterator[AsyncCursor[DictRow]]:
+        """A ``dict_row`` cursor on the store's connection (LangGraph's helper of the same
+        name, for code that runs its own SQL next to the store's)."""
+        async with (
+            self._source.connection() as conn,
+            conn.cursor(binary=True, row_factory=dict_row) as cur,
+        ):
+            yield cur
+
+
+@asynccontextmanager
+async def _stopping(store: AsyncPostgresStore) -> AsyncIterator[AsyncPostgresStore]:
+    try:
+        yield store
+    finally:
+        await store.stop_ttl_sweeper()
