@@ -22,6 +22,7 @@ from checkpoint_pg._vector import VECTOR_MIGRATIONS, VectorIndex, texts_to_embed
 from checkpoint_pg.schema import Migrations
 from graphruntime.store.base import (
     GetOp,
+    InvalidStoreRequestError,
     Item,
     ListNamespacesOp,
     PutOp,
@@ -119,6 +120,17 @@ class StoreCore:
             validate_op(op)
             if isinstance(op, SearchOp):
                 parse_filter(op.filter)
+            elif (
+                isinstance(op, PutOp)
+                and self.index is None
+                and op.value is not None
+                and op.index not in (None, False)
+            ):
+                raise InvalidStoreRequestError(
+                    "put(index=[...]) names fields to embed for vector search, but this store "
+                    "has no index: make it with index={'dims': ..., 'embed': ...}, or pass "
+                    "index=None or False"
+                )
         texts: list[str] = []
         queries: list[str] = []
         if self.index is not None:
