@@ -15,6 +15,7 @@ for development and tests.
 
 from __future__ import annotations
 
+from checkpoint_pg._shallow import ShallowPostgresSaver
 from checkpoint_pg.aio import AsyncPostgresSaver, AsyncPostgresStore
 from checkpoint_pg.cache import PostgresCache
 from checkpoint_pg.embedded import database_url
@@ -40,6 +41,7 @@ __all__ = (
     "PostgresStore",
     "PruneResult",
     "SchemaVersionError",
+    "ShallowPostgresSaver",
     "database_url",
     "is_connection_error",
     "latest_version",

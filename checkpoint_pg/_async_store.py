@@ -8,6 +8,7 @@ there is no store-wide lock. A single connection serves one batch at a time.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -21,10 +22,17 @@ from psycopg_pool import AsyncConnectionPool
 
 from checkpoint_pg._connection import AConn, AsyncConnectionSource, check_conn
 from checkpoint_pg._requests import Op, arun
-from checkpoint_pg._store_core import STORE_MIGRATIONS, Plan, StoreCore
+from checkpoint_pg._store_core import (
+    ATTEMPTS,
+    STORE_MIGRATIONS,
+    Plan,
+    PoolConfig,
+    StoreCore,
+    check_pool_config,
+    retryable,
+)
 from checkpoint_pg._vector import PostgresIndexConfig, VectorIndex
 from checkpoint_pg.schema import check_migration_texts
-from checkpoint_pg.store import PoolConfig, check_pool_config
 from graphruntime.store.base import BaseStore, Result, StoreBackendError, TTLConfig
 from graphruntime.store.base import Op as StoreOp
 
@@ -65,6 +73,12 @@ class AsyncPostgresStore(BaseStore):
         self.ttl_config = self._core.ttl_config
         self._sweeper: asyncio.Task[None] | None = None
         self._stop_sweeping = asyncio.Event()
+        # single-op calls waiting to run together, and the batches running
+        self._queue: list[tuple[StoreOp, asyncio.Future[Result]]] = []
+        self._drainer: asyncio.Task[None] | None = None
+        self._running: set[asyncio.Task[None]] = set()
+        size = conn.max_size if isinstance(conn, AsyncConnectionPool) else 1
+        self._slots = asyncio.Semaphore(size)
 
     @property
     def index_config(self) -> PostgresIndexConfig | None:
@@ -123,17 +137,17 @@ class AsyncPostgresStore(BaseStore):
     # -- the contract ----------------------------------------------------------
 
     async def abatch(self, ops: Iterable[StoreOp]) -> list[Result]:
-        """Run ``ops`` in order in one transaction (as :meth:`PostgresStore.batch`)."""
-        plan = self._core.plan(list(ops))
-        if not plan.ops:
-            return []
-        embeddings: list[list[float]] = []
-        queries: list[list[float]] = []
-        if self._core.index is not None:
-            embedder = self._core.index.embedder
-            embeddings = await embedder.aembed_documents(plan.texts) if plan.texts else []
-            queries = [await embedder.aembed_query(text) for text in plan.queries]
-        return await self._run("batch", self._core.batch(plan, embeddings, queries), plan)
+        """Run ``ops`` in order in one transaction (as :meth:`PostgresStore.batch`).
+
+        A call with one op (``aget``, ``aput``, ``asearch``...) joins the calls of other
+        tasks made meanwhile: they run as one batch, gets in one statement, puts in one,
+        searches and listings sent together. Up to the pool's size of such batches run at
+        once. Each op is checked before it joins, so a bad one fails only its own call.
+        """
+        ops = list(ops)
+        if len(ops) == 1:
+            return [await self._coalesced(ops[0])]
+        return await self._batch(self._core.plan(ops))
 
     def batch(self, ops: Iterable[StoreOp]) -> list[Result]:
         """:meth:`abatch` from another thread than the store's loop."""
@@ -191,6 +205,58 @@ class AsyncPostgresStore(BaseStore):
                 logger.debug("TTL sweep deleted %d expired items", swept)
 
     # -- I/O -------------------------------------------------------------------
+
+    async def _batch(self, plan: Plan) -> list[Result]:
+        if not plan.ops:
+            return []
+        embeddings: list[list[float]] = []
+        queries: list[list[float]] = []
+        if self._core.index is not None:
+            embedder = self._core.index.embedder
+            embeddings = await embedder.aembed_documents(plan.texts) if plan.texts else []
+            queries = [await embedder.aembed_query(text) for text in plan.queries]
+        for attempt in itertools.count(1):
+            try:
+                return await self._run("batch", self._core.batch(plan, embeddings, queries), plan)
+            except StoreBackendError as exc:
+                if attempt >= ATTEMPTS or not retryable(exc):
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _coalesced(self, op: StoreOp) -> Result:
+        self._core.plan([op])  # refused now: a bad op fails only its own call
+        future: asyncio.Future[Result] = self.loop.create_future()
+        self._queue.append((op, future))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        """Take the queued ops as one batch whenever a connection slot is free."""
+        while self._queue:
+            await self._slots.acquire()
+            await asyncio.sleep(0)  # the calls made in this turn of the loop join too
+            taken, self._queue = self._queue, []
+            task = asyncio.create_task(self._run_taken(taken))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+            task.add_done_callback(lambda _: self._slots.release())
+
+    async def _run_taken(self, taken: list[tuple[StoreOp, asyncio.Future[Result]]]) -> None:
+        taken = [(op, future) for op, future in taken if not future.done()]
+        if not taken:
+            return
+        plan, where = StoreCore.grouped(self._core.plan([op for op, _ in taken]))
+        try:
+            results = await self._batch(plan)
+        except Exception as exc:  # noqa: BLE001 - handed to every caller of the batch
+            for _, future in taken:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (_, future), position in zip(taken, where, strict=True):
+            if not future.done():
+                future.set_result(results[position])
 
     def _wait(self, coro: Coroutine[Any, Any, T]) -> T:
         try:

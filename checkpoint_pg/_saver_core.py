@@ -20,7 +20,13 @@ from psycopg.rows import DictRow
 
 from checkpoint_pg import _queries as q
 from checkpoint_pg._caches import BlobKey, KnownBlobs, StepCache
-from checkpoint_pg._codec import blob_version_key, decode_body, encode_checkpoint, task_key
+from checkpoint_pg._codec import (
+    blob_version_key,
+    decode_body,
+    decode_row_body,
+    encode_checkpoint,
+    task_key,
+)
 from checkpoint_pg._history import HistoryRows
 from checkpoint_pg._requests import Batch, Op, Stmt
 from checkpoint_pg.errors import (
@@ -41,7 +47,12 @@ from graphruntime.checkpoint import (
     SerializerProtocol,
     get_checkpoint_id,
 )
-from graphruntime.checkpoint.base import checkpoint_config, config_key, write_rows
+from graphruntime.checkpoint.base import (
+    EXCLUDED_METADATA_KEYS,
+    checkpoint_config,
+    config_key,
+    write_rows,
+)
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict, CheckpointError
 
@@ -150,7 +161,7 @@ class SaverCore:
     def load(self, thread_id: str, checkpoint_ns: str, row: DictRow) -> CheckpointTuple:
         """The tuple of a ``get_checkpoint`` / ``list_checkpoints`` row."""
         loads = self.serde.loads_typed
-        checkpoint = decode_body(
+        checkpoint, parent_text = decode_row_body(
             row["checkpoint_id"],
             row["body"],
             row["blob_channels"],
@@ -180,7 +191,7 @@ class SaverCore:
                     strict=True,
                 )
             ]
-        parent_id = row["parent_checkpoint_id"]
+        parent_id = row["parent_checkpoint_id"] or parent_text
         return CheckpointTuple(
             config=checkpoint_config(thread_id, checkpoint_ns, row["checkpoint_id"]),
             checkpoint=checkpoint,
@@ -285,7 +296,9 @@ class SaverCore:
         thread_id, checkpoint_ns = config_key(config)
         parent_id = get_checkpoint_id(config)
         new_id = require_uuid(checkpoint["id"], 'checkpoint["id"]')
-        parent = None if parent_id is None else require_uuid(parent_id, "parent checkpoint_id")
+        parent = None if parent_id is None else as_uuid(parent_id)
+        if fenced and parent_id is not None and parent is None:
+            require_uuid(parent_id, "a fenced put's parent checkpoint_id")
         if fenced and parent is not None and new_id <= parent:
             raise CheckpointError(
                 f"Checkpoint id {checkpoint['id']} does not sort after its parent "
@@ -297,6 +310,8 @@ class SaverCore:
             "checkpoint_ns": checkpoint_ns,
             "checkpoint_id": new_id,
             "parent_checkpoint_id": parent,
+            # a parent id that is not a UUID (LangGraph's tests use "1") is kept in the body
+            "parent_text": parent_id if parent is None else None,
             "metadata": self.json_text(_with_config_metadata(config, metadata), "metadata"),
         }
 
@@ -314,7 +329,12 @@ class SaverCore:
             return channel not in resend and (thread_id, checkpoint_ns, channel, key) in self.known
 
         encoded = encode_checkpoint(
-            checkpoint, new_versions, values_serde=self.serde, json_serde=self.json, stored=stored
+            checkpoint,
+            new_versions,
+            values_serde=self.serde,
+            json_serde=self.json,
+            stored=stored,
+            parent_text=base["parent_text"],
         )
         keys = [
             (thread_id, checkpoint_ns, channel, key)
@@ -350,6 +370,30 @@ class SaverCore:
             [Stmt(query, params, "one" if returns_row(query) else "none")], lazy=True
         )
         return results[0]  # type: ignore[no-any-return]
+
+    def shallow_put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> Op[RunnableConfig]:
+        """A put that leaves the namespace only this checkpoint (ShallowPostgresSaver)."""
+        if "counters_since_delta_snapshot" in metadata:
+            raise CheckpointError(
+                "ShallowPostgresSaver keeps no history, and a DeltaChannel's value is rebuilt "
+                "from the writes of older checkpoints: use PostgresSaver for this graph"
+            )
+        saved = yield from self.put(config, checkpoint, metadata, new_versions)
+        thread_id, checkpoint_ns = config_key(saved)
+        self.steps.forget_thread(thread_id)
+        params = {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": require_uuid(checkpoint["id"], 'checkpoint["id"]'),
+        }
+        yield Stmt(q.SHALLOW_TRIM, params, prepare=False)
+        return saved
 
     # -- writes ----------------------------------------------------------------
 
@@ -492,22 +536,6 @@ def raise_unless_retry(
     )
 
 
-# configurable keys that address the checkpoint or the task, never copied into metadata
-_EXCLUDED_METADATA_KEYS = frozenset(
-    {
-        "thread_id",
-        "checkpoint_id",
-        "checkpoint_ns",
-        "checkpoint_map",
-        "langgraph_step",
-        "langgraph_node",
-        "langgraph_triggers",
-        "langgraph_path",
-        "langgraph_checkpoint_ns",
-    }
-)
-
-
 def _with_config_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> dict[str, Any]:
     """The metadata stored with a checkpoint, as LangGraph's savers store it: the run's
     ``config["metadata"]`` and plain ``configurable`` values join the step's (keys the
@@ -518,7 +546,7 @@ def _with_config_metadata(config: RunnableConfig, metadata: CheckpointMetadata) 
     }
     for extra in (config.get("metadata"), config.get("configurable")):
         for key, value in (extra or {}).items():
-            if key in out or key in _EXCLUDED_METADATA_KEYS or key.startswith("__"):
+            if key in out or key in EXCLUDED_METADATA_KEYS or key.startswith("__"):
                 continue
             if isinstance(value, str):
                 out[key] = value.replace("\u0000", "")

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
+import psycopg
 from psycopg import sql
 from psycopg.rows import DictRow
 
 from checkpoint_pg import _store_queries as q
-from checkpoint_pg._requests import Op, Stmt
+from checkpoint_pg._requests import Batch, Op, Stmt
 from checkpoint_pg._store_sql import filter_sql, namespace_sql, pattern_sql
 from checkpoint_pg._vector import VECTOR_MIGRATIONS, VectorIndex, texts_to_embed, vector_text
 from checkpoint_pg.schema import Migrations
@@ -41,7 +42,15 @@ from graphruntime.store.base import (
     Op as StoreOp,
 )
 
-__all__ = ("STORE_MIGRATIONS", "Plan", "StoreCore")
+__all__ = (
+    "ATTEMPTS",
+    "STORE_MIGRATIONS",
+    "Plan",
+    "PoolConfig",
+    "StoreCore",
+    "check_pool_config",
+    "retryable",
+)
 
 STORE_MIGRATIONS = Migrations(
     "checkpoint_pg",
@@ -144,7 +153,11 @@ class StoreCore:
     def batch(
         self, plan: Plan, embeddings: list[list[float]], query_vectors: list[list[float]]
     ) -> Op[list[Result]]:
-        """Run a planned batch (the shell wraps it in a transaction when :meth:`atomic`)."""
+        """Run a planned batch (the shell wraps it in a transaction when :meth:`atomic`).
+
+        Consecutive gets share a statement, consecutive puts too; consecutive searches and
+        namespace listings are sent together (pipelined), one round trip for all.
+        """
         results: list[Result] = [None] * len(plan.ops)
         now = self.now()
         documents = iter(embeddings)
@@ -156,12 +169,25 @@ class StoreCore:
                 results[start : start + len(found)] = found
             elif isinstance(first, PutOp):
                 yield from self._put([op for op in run if isinstance(op, PutOp)], now, documents)
-            elif isinstance(first, SearchOp):
-                vector = next(queries) if self.index is not None and first.query else None
-                results[start] = yield from self._search(first, now, vector)
-            elif isinstance(first, ListNamespacesOp):
-                results[start] = yield from self._list_namespaces(first, now)
+            else:
+                statements = [self._read_stmt(op, now, queries) for op in run]
+                rows = yield Batch(statements, transaction=False)
+                for offset, (op, found_rows) in enumerate(zip(run, rows, strict=True)):
+                    results[start + offset] = _read_result(op, found_rows)
         return results
+
+    @staticmethod
+    def grouped(plan: Plan) -> tuple[Plan, list[int]]:
+        """The ops of concurrent callers, gets first, then puts, then the reads that go
+        together: any order is one they may have run in. Returns where each op went."""
+        rank = {GetOp: 0, PutOp: 1, SearchOp: 2, ListNamespacesOp: 2}
+        order = sorted(range(len(plan.ops)), key=lambda i: rank[type(plan.ops[i])])
+        where = [0] * len(order)
+        for position, i in enumerate(order):
+            where[i] = position
+        # a stable sort: the puts (whose texts are embedded) and the searches (whose queries
+        # are) keep their order among themselves
+        return Plan([plan.ops[i] for i in order], plan.texts, plan.queries), where
 
     @staticmethod
     def atomic(plan: Plan) -> bool:
@@ -195,12 +221,13 @@ class StoreCore:
 
     @staticmethod
     def _final_puts(ops: Sequence[StoreOp]) -> list[PutOp]:
+        """The last put of each item, in key order: concurrent batches then lock the rows
+        they write in one order, and cannot deadlock on them."""
         final: dict[tuple[tuple[str, ...], str], PutOp] = {}
         for op in ops:
             if isinstance(op, PutOp):
-                final.pop((op.namespace, op.key), None)  # the last op wins, in its position
                 final[(op.namespace, op.key)] = op
-        return list(final.values())
+        return [final[k] for k in sorted(final, key=lambda k: (".".join(k[0]), k[1]))]
 
     def _put(
         self, ops: list[PutOp], now: datetime | None, documents: Iterator[list[float]]
@@ -242,9 +269,14 @@ class StoreCore:
         if rows["prefixes"]:
             yield Stmt(q.VECTORS_INSERT, rows)
 
-    def _search(
-        self, op: SearchOp, now: datetime | None, vector: list[float] | None
-    ) -> Op[list[SearchItem]]:
+    def _read_stmt(self, op: StoreOp, now: datetime | None, queries: Iterator[list[float]]) -> Stmt:
+        if isinstance(op, SearchOp):
+            vector = next(queries) if self.index is not None and op.query else None
+            return self._search(op, now, vector)
+        assert isinstance(op, ListNamespacesOp)
+        return self._list_namespaces(op, now)
+
+    def _search(self, op: SearchOp, now: datetime | None, vector: list[float] | None) -> Stmt:
         params: dict[str, Any] = {
             "omit_expired": self.omit_expired,
             "now": now,
@@ -266,25 +298,10 @@ class StoreCore:
                 distance=self.index.distance_sql(),
                 score=self.index.score_sql(sql.SQL("n.distance")),
             )
-        rows: list[DictRow] = yield Stmt(query, params, "all", False)
-        return [
-            SearchItem(
-                namespace=tuple(row["prefix"].split(".")),
-                key=row["key"],
-                value=row["value"],
-                created_at=row["created_at"],
-                updated_at=row["updated_at"],
-                score=row.get("score"),
-            )
-            for row in rows
-        ]
+        return Stmt(query, params, "all", False)
 
-    def _list_namespaces(
-        self, op: ListNamespacesOp, now: datetime | None
-    ) -> Op[list[tuple[str, ...]]]:
+    def _list_namespaces(self, op: ListNamespacesOp, now: datetime | None) -> Stmt:
         pattern = namespace_pattern(op.match_conditions)
-        if pattern is None:
-            return []
         params: dict[str, Any] = {
             "omit_expired": self.omit_expired,
             "now": now,
@@ -292,20 +309,75 @@ class StoreCore:
             "limit": op.limit,
             "offset": op.offset,
         }
+        if pattern is None:  # conditions no namespace can meet
+            return Stmt(q.NOTHING, None, "all", False)
         query = sql.SQL(q.LIST_NAMESPACES).format(where=pattern_sql(pattern, params))
-        rows = yield Stmt(query, params, "all", False)
+        return Stmt(query, params, "all", False)
+
+
+def _read_result(op: StoreOp, rows: list[DictRow]) -> Result:
+    if isinstance(op, ListNamespacesOp):
         return [tuple(row["namespace"]) for row in rows]
+    return [
+        SearchItem(
+            namespace=tuple(row["prefix"].split(".")),
+            key=row["key"],
+            value=row["value"],
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            score=row.get("score"),
+        )
+        for row in rows
+    ]
+
+
+_FAMILY = {GetOp: "get", PutOp: "put", SearchOp: "read", ListNamespacesOp: "read"}
+
+
+class PoolConfig(TypedDict, total=False):
+    """Settings of the pool ``from_conn_string`` opens."""
+
+    min_size: int
+    max_size: int | None
+    kwargs: dict[str, Any]
+
+
+ATTEMPTS = 3
+"""Runs of a batch that a deadlock or a serialization failure rolled back, at most."""
+
+
+def retryable(exc: StoreBackendError) -> bool:
+    """Whether the batch was rolled back whole by a conflict with a concurrent one (it then
+    changed nothing, and runs again)."""
+    return isinstance(
+        exc.__cause__, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure
+    )
+
+
+def check_pool_config(pool_config: Any, pipeline: bool) -> None:
+    """Refuse pool settings the store would not use."""
+    if pipeline:
+        raise InvalidStoreRequestError(
+            "from_conn_string: pipeline=True needs one connection; it cannot go with "
+            "pool_config (a pool lends a different connection to each call)"
+        )
+    unknown = set(pool_config) - set(PoolConfig.__annotations__)
+    if unknown:
+        raise InvalidStoreRequestError(
+            f"Unknown pool_config keys {sorted(unknown)}: expected min_size, max_size, kwargs"
+        )
 
 
 def _runs(ops: Sequence[StoreOp]) -> Iterator[tuple[int, list[StoreOp]]]:
-    """Consecutive gets, and consecutive puts, as one run each; any other op alone."""
+    """Consecutive ops of one family (gets, puts, reads) as one run each."""
     start = 0
     while start < len(ops):
         kind = type(ops[start])
         end = start + 1
-        if kind in (GetOp, PutOp):
-            while end < len(ops) and type(ops[end]) is kind:
-                end += 1
+        # gets, puts, and reads (searches and listings) each make a run
+        family = _FAMILY[kind]
+        while end < len(ops) and _FAMILY[type(ops[end])] == family:
+            end += 1
         yield start, list(ops[start:end])
         start = end
 

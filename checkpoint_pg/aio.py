@@ -15,5 +15,6 @@ from __future__ import annotations
 
 from checkpoint_pg._async_saver import AsyncPostgresSaver
 from checkpoint_pg._async_store import AsyncPostgresStore
+from checkpoint_pg._shallow import AsyncShallowPostgresSaver
 
-__all__ = ("AsyncPostgresSaver", "AsyncPostgresStore")
+__all__ = ("AsyncPostgresSaver", "AsyncPostgresStore", "AsyncShallowPostgresSaver")

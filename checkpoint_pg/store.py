@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
-from typing import Any, ClassVar, TypedDict, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import psycopg
 from psycopg import Connection, Cursor, Pipeline
@@ -30,12 +31,19 @@ from psycopg_pool import ConnectionPool
 
 from checkpoint_pg._connection import Conn, ConnectionSource, check_conn
 from checkpoint_pg._requests import Op, run
-from checkpoint_pg._store_core import STORE_MIGRATIONS, Plan, StoreCore
+from checkpoint_pg._store_core import (
+    ATTEMPTS,
+    STORE_MIGRATIONS,
+    Plan,
+    PoolConfig,
+    StoreCore,
+    check_pool_config,
+    retryable,
+)
 from checkpoint_pg._vector import PostgresIndexConfig, VectorIndex
 from checkpoint_pg.schema import check_migration_texts
 from graphruntime.store.base import (
     BaseStore,
-    InvalidStoreRequestError,
     Result,
     StoreBackendError,
     TTLConfig,
@@ -48,14 +56,6 @@ from graphruntime.store.base import (
 __all__ = ("STORE_MIGRATIONS", "PoolConfig", "PostgresIndexConfig", "PostgresStore")
 
 T = TypeVar("T")
-
-
-class PoolConfig(TypedDict, total=False):
-    """Settings of the pool ``from_conn_string`` opens."""
-
-    min_size: int
-    max_size: int | None
-    kwargs: dict[str, Any]
 
 
 class PostgresStore(BaseStore):
@@ -169,7 +169,13 @@ class PostgresStore(BaseStore):
             embedder = self._core.index.embedder
             embeddings = embedder.embed_documents(plan.texts) if plan.texts else []
             queries = [embedder.embed_query(text) for text in plan.queries]
-        return self._run("batch", self._core.batch(plan, embeddings, queries), plan)
+        for attempt in itertools.count(1):
+            try:
+                return self._run("batch", self._core.batch(plan, embeddings, queries), plan)
+            except StoreBackendError as exc:
+                if attempt >= ATTEMPTS or not retryable(exc):
+                    raise
+        raise AssertionError("unreachable")
 
     async def abatch(self, ops: Iterable[StoreOp]) -> list[Result]:
         return await asyncio.to_thread(self.batch, list(ops))
@@ -220,17 +226,3 @@ class PostgresStore(BaseStore):
         name, for code that runs its own SQL next to the store's)."""
         with self._source.cursor() as cur:
             yield cur
-
-
-def check_pool_config(pool_config: Any, pipeline: bool) -> None:
-    """Refuse pool settings the store would not use."""
-    if pipeline:
-        raise InvalidStoreRequestError(
-            "from_conn_string: pipeline=True needs one connection; it cannot go with "
-            "pool_config (a pool lends a different connection to each call)"
-        )
-    unknown = set(pool_config) - set(PoolConfig.__annotations__)
-    if unknown:
-        raise InvalidStoreRequestError(
-            f"Unknown pool_config keys {sorted(unknown)}: expected min_size, max_size, kwargs"
-        )

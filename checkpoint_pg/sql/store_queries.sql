@@ -23,11 +23,20 @@ found AS (
     WHERE NOT %(omit_expired)s OR s.expires_at IS NULL
         OR s.expires_at > coalesce(%(now)s::timestamptz, now())
 ),
+-- rows to refresh are locked in key order first, so that concurrent batches refreshing
+-- the same items cannot deadlock
+locked AS (
+    SELECT s.prefix, s.key FROM graphruntime_store s
+    JOIN found f ON s.prefix = f.prefix AND s.key = f.key
+    WHERE f.refresh AND s.ttl_minutes IS NOT NULL
+    ORDER BY s.prefix, s.key
+    FOR UPDATE OF s
+),
 refreshed AS (
     UPDATE graphruntime_store s
     SET expires_at = coalesce(%(now)s::timestamptz, now()) + s.ttl_minutes * interval '1 minute'
-    FROM found f
-    WHERE f.refresh AND s.prefix = f.prefix AND s.key = f.key AND s.ttl_minutes IS NOT NULL
+    FROM locked l
+    WHERE s.prefix = l.prefix AND s.key = l.key
 )
 SELECT f.ord, f.value, f.created_at, f.updated_at FROM found f;
 
@@ -69,11 +78,18 @@ WITH hits AS (
     ORDER BY s.updated_at DESC, string_to_array(s.prefix, '.'), s.key
     LIMIT %(limit)s OFFSET %(offset)s
 ),
+locked AS (  -- in key order, as store_get's
+    SELECT s.prefix, s.key FROM graphruntime_store s
+    JOIN hits h ON s.prefix = h.prefix AND s.key = h.key
+    WHERE %(refresh)s AND s.ttl_minutes IS NOT NULL
+    ORDER BY s.prefix, s.key
+    FOR UPDATE OF s
+),
 refreshed AS (
     UPDATE graphruntime_store s
     SET expires_at = coalesce(%(now)s::timestamptz, now()) + s.ttl_minutes * interval '1 minute'
-    FROM hits h
-    WHERE %(refresh)s AND s.prefix = h.prefix AND s.key = h.key AND s.ttl_minutes IS NOT NULL
+    FROM locked l
+    WHERE s.prefix = l.prefix AND s.key = l.key
 )
 SELECT h.prefix, h.key, h.value, h.created_at, h.updated_at
 FROM hits h
@@ -169,10 +185,9 @@ FROM unnest(%(prefixes)s::text[], %(keys)s::text[], %(fields)s::text[],
 ON CONFLICT (prefix, key, field_name) DO UPDATE SET embedding = EXCLUDED.embedding;
 
 -- name: store_vector_search
--- Items ranked by their nearest embedding to %(query_vector)s ({distance} ascending;
--- {score} is what the caller reports, higher is nearer), then paged. Items without
--- embeddings (put with index=False) are not found. Exact: every matching item's
--- embeddings are compared.
+-- Items ranked by their nearest embedding to the query vector (distance ascending; the
+-- score reported is higher for nearer), then paged. Items without embeddings (put with
+-- index=False) are not found. Exact: every matching item's embeddings are compared.
 WITH nearest AS (
     SELECT DISTINCT ON (s.prefix, s.key)
         s.prefix, s.key, s.value, s.created_at, s.updated_at, {distance} AS distance
@@ -189,21 +204,32 @@ hits AS (
     ORDER BY n.distance, string_to_array(n.prefix, '.'), n.key
     LIMIT %(limit)s OFFSET %(offset)s
 ),
+locked AS (  -- in key order, as store_get's
+    SELECT s.prefix, s.key FROM graphruntime_store s
+    JOIN hits h ON s.prefix = h.prefix AND s.key = h.key
+    WHERE %(refresh)s AND s.ttl_minutes IS NOT NULL
+    ORDER BY s.prefix, s.key
+    FOR UPDATE OF s
+),
 refreshed AS (
     UPDATE graphruntime_store s
     SET expires_at = coalesce(%(now)s::timestamptz, now()) + s.ttl_minutes * interval '1 minute'
-    FROM hits h
-    WHERE %(refresh)s AND s.prefix = h.prefix AND s.key = h.key AND s.ttl_minutes IS NOT NULL
+    FROM locked l
+    WHERE s.prefix = l.prefix AND s.key = l.key
 )
 SELECT h.prefix, h.key, h.value, h.created_at, h.updated_at, h.score
 FROM hits h
 ORDER BY h.score DESC, string_to_array(h.prefix, '.'), h.key;
 
 -- name: store_vector_distance
--- {cast} is the store's type, e.g. vector(1536) or halfvec(1536); {op} pgvector's operator.
+-- The cast is the store's type, e.g. vector(1536) or halfvec(1536); the operator pgvector's.
 (v.embedding::{cast} {op} %(query_vector)s::{cast})
 
 -- name: store_vector_ann_index
 -- The store's ANN index, on the same expression its queries compare.
 CREATE INDEX IF NOT EXISTS {name} ON graphruntime_store_vectors
     USING {method} ((embedding::{cast}) {ops}){params};
+
+-- name: store_nothing
+-- The answer to a listing whose conditions no namespace can meet.
+SELECT NULL::text[] AS namespace WHERE false;
