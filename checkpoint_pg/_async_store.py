@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import psycopg
 from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
@@ -33,7 +33,7 @@ from checkpoint_pg._store_core import (
 )
 from checkpoint_pg._vector import PostgresIndexConfig, VectorIndex
 from checkpoint_pg.schema import check_migration_texts
-from graphruntime.store.base import BaseStore, Result, StoreBackendError, TTLConfig
+from graphruntime.store.base import BaseStore, PutOp, Result, StoreBackendError, TTLConfig
 from graphruntime.store.base import Op as StoreOp
 
 __all__ = ("AsyncPostgresStore",)
@@ -246,7 +246,20 @@ class AsyncPostgresStore(BaseStore):
         taken = [(op, future) for op, future in taken if not future.done()]
         if not taken:
             return
-        plan, where = StoreCore.grouped(self._core.plan([op for op, _ in taken]))
+        # the same read asked by several callers runs once (each gets its own list)
+        unique: list[StoreOp] = []
+        index: dict[Any, int] = {}
+        slots: list[int] = []
+        for op, _ in taken:
+            key = _read_key(op)
+            if key is None or key not in index:
+                if key is not None:
+                    index[key] = len(unique)
+                slots.append(len(unique))
+                unique.append(op)
+            else:
+                slots.append(index[key])
+        plan, where = StoreCore.grouped(self._core.plan(unique))
         try:
             results = await self._batch(plan)
         except Exception as exc:  # noqa: BLE001 - handed to every caller of the batch
@@ -254,9 +267,12 @@ class AsyncPostgresStore(BaseStore):
                 if not future.done():
                     future.set_exception(exc)
             return
-        for (_, future), position in zip(taken, where, strict=True):
+        for (_, future), slot in zip(taken, slots, strict=True):
             if not future.done():
-                future.set_result(results[position])
+                result = results[where[slot]]
+                future.set_result(
+                    cast(Result, list(result)) if isinstance(result, list) else result
+                )
 
     def _wait(self, coro: Coroutine[Any, Any, T]) -> T:
         try:
@@ -300,6 +316,17 @@ class AsyncPostgresStore(BaseStore):
             conn.cursor(binary=True, row_factory=dict_row) as cur,
         ):
             yield cur
+
+
+def _read_key(op: StoreOp) -> Any:
+    """What makes two reads the same (None: a put, or a read with an unhashable filter)."""
+    if isinstance(op, PutOp):
+        return None
+    try:
+        hash(op)
+    except TypeError:
+        return None
+    return op
 
 
 @asynccontextmanager

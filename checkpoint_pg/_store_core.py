@@ -75,6 +75,9 @@ class Plan(NamedTuple):
     """Texts of the puts to embed, in order (``embed_documents``)."""
     queries: list[str]
     """Search queries to embed, in order (``embed_query`` each)."""
+    separate: bool = False
+    """The ops of several callers: no transaction holds them together (each run of puts
+    is still all or nothing), so concurrent batches hold few row locks at a time."""
 
 
 class StoreCore:
@@ -168,7 +171,9 @@ class StoreCore:
                 found = yield from self._get([op for op in run if isinstance(op, GetOp)], now)
                 results[start : start + len(found)] = found
             elif isinstance(first, PutOp):
-                yield from self._put([op for op in run if isinstance(op, PutOp)], now, documents)
+                puts = [op for op in run if isinstance(op, PutOp)]
+                # one round trip, all or nothing (a savepoint in the batch's transaction)
+                yield Batch(self._put(puts, now, documents))
             else:
                 statements = [self._read_stmt(op, now, queries) for op in run]
                 rows = yield Batch(statements, transaction=False)
@@ -187,12 +192,13 @@ class StoreCore:
             where[i] = position
         # a stable sort: the puts (whose texts are embedded) and the searches (whose queries
         # are) keep their order among themselves
-        return Plan([plan.ops[i] for i in order], plan.texts, plan.queries), where
+        return Plan([plan.ops[i] for i in order], plan.texts, plan.queries, separate=True), where
 
     @staticmethod
     def atomic(plan: Plan) -> bool:
-        """Whether the batch needs a transaction (one statement is atomic on its own)."""
-        return sum(1 for _ in _runs(plan.ops)) > 1 or any(isinstance(op, PutOp) for op in plan.ops)
+        """Whether the batch needs a transaction around it: a caller's batch of more than
+        one run (a run of puts is all or nothing on its own)."""
+        return not plan.separate and sum(1 for _ in _runs(plan.ops)) > 1
 
     def sweep(self) -> Op[int]:
         row = yield Stmt(q.SWEEP, {"now": self.now()}, "one")
@@ -231,7 +237,8 @@ class StoreCore:
 
     def _put(
         self, ops: list[PutOp], now: datetime | None, documents: Iterator[list[float]]
-    ) -> Op[None]:
+    ) -> list[Stmt]:
+        statements: list[Stmt] = []
         final = self._final_puts(ops)
         upserts = [op for op in final if op.value is not None]
         deletes = [op for op in final if op.value is None]
@@ -240,9 +247,9 @@ class StoreCore:
                 "prefixes": [".".join(op.namespace) for op in deletes],
                 "keys": [op.key for op in deletes],
             }
-            yield Stmt(q.DELETE, gone)
+            statements.append(Stmt(q.DELETE, gone))
         if not upserts:
-            return
+            return statements
         prefixes = [".".join(op.namespace) for op in upserts]
         keys = [op.key for op in upserts]
         params: dict[str, Any] = {
@@ -252,10 +259,10 @@ class StoreCore:
             "ttls": [op.ttl for op in upserts],
             "now": now,
         }
-        yield Stmt(q.PUT, params)
+        statements.append(Stmt(q.PUT, params))
         if self.index is None:
-            return
-        yield Stmt(q.VECTORS_DELETE, {"prefixes": prefixes, "keys": keys})
+            return statements
+        statements.append(Stmt(q.VECTORS_DELETE, {"prefixes": prefixes, "keys": keys}))
         rows: dict[str, list[str]] = {"prefixes": [], "keys": [], "fields": [], "embeddings": []}
         for op, prefix in zip(upserts, prefixes, strict=True):
             if op.index is False or op.value is None:
@@ -267,7 +274,8 @@ class StoreCore:
                 rows["fields"].append(field)
                 rows["embeddings"].append(vector_text(next(documents)))
         if rows["prefixes"]:
-            yield Stmt(q.VECTORS_INSERT, rows)
+            statements.append(Stmt(q.VECTORS_INSERT, rows))
+        return statements
 
     def _read_stmt(self, op: StoreOp, now: datetime | None, queries: Iterator[list[float]]) -> Stmt:
         if isinstance(op, SearchOp):

@@ -110,9 +110,14 @@ LIMIT %(limit)s OFFSET %(offset)s;
 
 -- name: store_sweep
 -- Deletes the expired items (their embeddings go with them); returns how many.
-WITH swept AS (
-    DELETE FROM graphruntime_store
+WITH expired AS (  -- locked in key order, as the reads that refresh lock them
+    SELECT prefix, key FROM graphruntime_store
     WHERE expires_at <= coalesce(%(now)s::timestamptz, now())
+    ORDER BY prefix, key
+    FOR UPDATE SKIP LOCKED
+), swept AS (
+    DELETE FROM graphruntime_store s USING expired e
+    WHERE s.prefix = e.prefix AND s.key = e.key
     RETURNING 1
 )
 SELECT count(*) AS swept FROM swept;
