@@ -1,4 +1,4 @@
-"""Postgres checkpoint saver for graphruntime (LangGraph's PostgresSaver, ported).
+"""langgraph-checkpoint-postgres for graphruntime: Postgres savers, stores and a cache.
 
     from checkpoint_pg import PostgresSaver
 
@@ -6,8 +6,13 @@
         saver.setup()
         app = graph.compile(checkpointer=saver)
 
-:class:`PostgresStore` is the long-term memory store (``graphruntime.store`` API), and
-:class:`PostgresCache` caches node and task results for every process (``graphruntime.cache``).
+A port changes ``langgraph.checkpoint.postgres`` and ``langgraph.store.postgres`` to
+``checkpoint_pg`` (their ``.aio`` to :mod:`checkpoint_pg.aio`). :class:`PostgresSaver` and
+:class:`PostgresStore` serve sync code, :class:`AsyncPostgresSaver` and
+:class:`AsyncPostgresStore` async code (concurrent calls on a pool run in parallel), and
+:class:`PostgresCache` caches node and task results for every process
+(``graphruntime.cache``). Each pair is one core of statements and row decoding, with no
+I/O, under a thin sync and a thin async shell.
 
 :func:`database_url` gives ``DATABASE_URL`` or, when unset, an embedded Postgres
 for development and tests.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -18,7 +17,13 @@ import psycopg
 from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
 from psycopg.rows import DictRow, dict_row
 
-from checkpoint_pg._connection import AConn, AsyncConnectionSource, check_conn
+from checkpoint_pg._connection import (
+    AConn,
+    AsyncConnectionSource,
+    check_conn,
+    refuse_on_loop,
+    wait_on_loop,
+)
 from checkpoint_pg._requests import Op, arun
 from checkpoint_pg._saver_core import LIST_PAGE, PruneResult, SaverCore, store_error
 from checkpoint_pg.schema import CHECKPOINT_MIGRATIONS, check_migration_texts
@@ -233,25 +238,12 @@ class AsyncPostgresSaver(BaseCheckpointSaver):
         return self._wait(coro, "aprune")
 
     def _refuse_on_loop(self, method: str) -> None:
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        if running is self.loop:
-            raise asyncio.InvalidStateError(
-                "Synchronous calls to AsyncPostgresSaver are only allowed from a different "
-                f"thread than its event loop's: await checkpointer.{method}(...) instead "
-                "(or graph.ainvoke(...))"
-            )
+        hint = f"await checkpointer.{method}(...) instead (or graph.ainvoke(...))"
+        refuse_on_loop(self.loop, "AsyncPostgresSaver", hint)
 
     def _wait(self, coro: Coroutine[Any, Any, T], method: str) -> T:
-        try:
-            self._refuse_on_loop(method)
-        except asyncio.InvalidStateError:
-            coro.close()
-            raise
-        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        return future.result()
+        hint = f"await checkpointer.{method}(...) instead (or graph.ainvoke(...))"
+        return wait_on_loop(self.loop, coro, "AsyncPostgresSaver", hint)
 
     # -- I/O -------------------------------------------------------------------
 

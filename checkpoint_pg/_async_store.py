@@ -20,7 +20,7 @@ from psycopg import AsyncConnection, AsyncCursor, AsyncPipeline
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from checkpoint_pg._connection import AConn, AsyncConnectionSource, check_conn
+from checkpoint_pg._connection import AConn, AsyncConnectionSource, check_conn, wait_on_loop
 from checkpoint_pg._requests import Op, arun
 from checkpoint_pg._store_core import (
     ATTEMPTS,
@@ -275,18 +275,8 @@ class AsyncPostgresStore(BaseStore):
                 )
 
     def _wait(self, coro: Coroutine[Any, Any, T]) -> T:
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self.loop:
-            coro.close()
-            raise asyncio.InvalidStateError(
-                "Synchronous calls to AsyncPostgresStore are only allowed from a different "
-                "thread than its event loop's: use the async methods (aget, aput, asearch, "
-                "abatch...) there"
-            )
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        hint = "use the async methods (aget, aput, asearch, abatch...) there"
+        return wait_on_loop(self.loop, coro, "AsyncPostgresStore", hint)
 
     async def _run(self, operation: str, op: Op[T], plan: Plan | None = None) -> T:
         with self._errors(operation):

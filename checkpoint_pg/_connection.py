@@ -4,15 +4,51 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager, nullcontext
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from psycopg import AsyncConnection, Connection, Cursor
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-__all__ = ("AConn", "AsyncConnectionSource", "Conn", "ConnectionSource", "check_conn")
+__all__ = (
+    "AConn",
+    "AsyncConnectionSource",
+    "Conn",
+    "ConnectionSource",
+    "check_conn",
+    "refuse_on_loop",
+    "wait_on_loop",
+)
+
+T = TypeVar("T")
+
+
+def refuse_on_loop(loop: asyncio.AbstractEventLoop, owner: str, instead: str) -> None:
+    """Raise if called on ``loop``'s own thread: waiting there for the loop would block it."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    if running is loop:
+        raise asyncio.InvalidStateError(
+            f"Synchronous calls to {owner} are only allowed from a different thread than "
+            f"its event loop's: {instead}"
+        )
+
+
+def wait_on_loop(
+    loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T], owner: str, instead: str
+) -> T:
+    """Run ``coro`` on ``loop`` (another thread's) and wait for its result."""
+    try:
+        refuse_on_loop(loop, owner, instead)
+    except asyncio.InvalidStateError:
+        coro.close()
+        raise
+    return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
 
 Conn: TypeAlias = "Connection[Any] | ConnectionPool[Any]"
 AConn: TypeAlias = "AsyncConnection[Any] | AsyncConnectionPool[Any]"

@@ -298,11 +298,12 @@ class StoreCore:
         if vector is None or self.index is None:
             # No index (or no query text): LangGraph ignores the query and lists the
             # namespace's items newest first, with no score.
-            query = sql.SQL(q.SEARCH).format(where=joined)
+            query = sql.SQL(q.SEARCH).format(where=joined, refresh=sql.SQL(q.REFRESH_HITS))
         else:
             params["query_vector"] = vector_text(vector)
             query = sql.SQL(q.VECTOR_SEARCH).format(
                 where=joined,
+                refresh=sql.SQL(q.REFRESH_HITS),
                 distance=self.index.distance_sql(),
                 score=self.index.score_sql(sql.SQL("n.distance")),
             )

@@ -78,19 +78,7 @@ WITH hits AS (
     ORDER BY s.updated_at DESC, string_to_array(s.prefix, '.'), s.key
     LIMIT %(limit)s OFFSET %(offset)s
 ),
-locked AS (  -- in key order, as store_get's
-    SELECT s.prefix, s.key FROM graphruntime_store s
-    JOIN hits h ON s.prefix = h.prefix AND s.key = h.key
-    WHERE %(refresh)s AND s.ttl_minutes IS NOT NULL
-    ORDER BY s.prefix, s.key
-    FOR UPDATE OF s
-),
-refreshed AS (
-    UPDATE graphruntime_store s
-    SET expires_at = coalesce(%(now)s::timestamptz, now()) + s.ttl_minutes * interval '1 minute'
-    FROM locked l
-    WHERE s.prefix = l.prefix AND s.key = l.key
-)
+{refresh}
 SELECT h.prefix, h.key, h.value, h.created_at, h.updated_at
 FROM hits h
 ORDER BY h.updated_at DESC, string_to_array(h.prefix, '.'), h.key;
@@ -209,19 +197,7 @@ hits AS (
     ORDER BY n.distance, string_to_array(n.prefix, '.'), n.key
     LIMIT %(limit)s OFFSET %(offset)s
 ),
-locked AS (  -- in key order, as store_get's
-    SELECT s.prefix, s.key FROM graphruntime_store s
-    JOIN hits h ON s.prefix = h.prefix AND s.key = h.key
-    WHERE %(refresh)s AND s.ttl_minutes IS NOT NULL
-    ORDER BY s.prefix, s.key
-    FOR UPDATE OF s
-),
-refreshed AS (
-    UPDATE graphruntime_store s
-    SET expires_at = coalesce(%(now)s::timestamptz, now()) + s.ttl_minutes * interval '1 minute'
-    FROM locked l
-    WHERE s.prefix = l.prefix AND s.key = l.key
-)
+{refresh}
 SELECT h.prefix, h.key, h.value, h.created_at, h.updated_at, h.score
 FROM hits h
 ORDER BY h.score DESC, string_to_array(h.prefix, '.'), h.key;
@@ -238,3 +214,20 @@ CREATE INDEX IF NOT EXISTS {name} ON graphruntime_store_vectors
 -- name: store_nothing
 -- The answer to a listing whose conditions no namespace can meet.
 SELECT NULL::text[] AS namespace WHERE false;
+
+-- name: store_refresh_hits
+-- The CTEs of a search that refresh the TTLs of the items found (hits), when
+-- refresh is set: the rows are locked in key order first, as store_get locks them.
+locked AS (
+    SELECT s.prefix, s.key FROM graphruntime_store s
+    JOIN hits h ON s.prefix = h.prefix AND s.key = h.key
+    WHERE %(refresh)s AND s.ttl_minutes IS NOT NULL
+    ORDER BY s.prefix, s.key
+    FOR UPDATE OF s
+),
+refreshed AS (
+    UPDATE graphruntime_store s
+    SET expires_at = coalesce(%(now)s::timestamptz, now()) + s.ttl_minutes * interval '1 minute'
+    FROM locked l
+    WHERE s.prefix = l.prefix AND s.key = l.key
+)

@@ -14,7 +14,6 @@ outcomes). A file that does not import is one failing item, ``file.py::module_im
 
 from __future__ import annotations
 
-import csv
 import os
 import traceback
 from collections.abc import Iterator
@@ -32,14 +31,12 @@ import psycopg
 from psycopg import sql
 
 from tests.upstream_pg.embed_test_utils import CharacterEmbeddings
-from tests.upstream_pg.exclusions import read_tsv
+from tests.upstream_pg.exclusions import EXPECTED_FAILURES, UNSOUND, read_tsv
 from tests.upstream_pg.server import DEFAULT_POSTGRES_URI, DEFAULT_URI
 
 VECTOR_TYPES = ["vector", "halfvec"]
 
 HERE = Path(__file__).resolve().parent
-UNSOUND = HERE / "unsound.tsv"
-EXPECTED_FAILURES = HERE / "expected_failures.tsv"
 IMPORT_FAILURE = "module_import"
 # Seconds per test: the TTL tests sleep ~17 s on purpose.
 TIMEOUT = float(os.environ.get("UPSTREAM_TIMEOUT", "90"))
@@ -143,17 +140,10 @@ def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> 
     return module
 
 
-def _tsv(path: Path) -> dict[str, str]:
-    if not path.exists():
-        return {}
-    with path.open(newline="") as f:
-        return {row["test"]: row["reason"] for row in csv.DictReader(f, delimiter="\t")}
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     excluded = {} if os.environ.get("UPSTREAM_KEEP_EXCLUDED") == "1" else read_tsv()
-    unsound = _tsv(UNSOUND) if TARGET == "graphruntime" else {}
-    expected = _tsv(EXPECTED_FAILURES) if TARGET == "graphruntime" and not NO_XFAIL else {}
+    unsound = read_tsv(UNSOUND) if TARGET == "graphruntime" else {}
+    expected = read_tsv(EXPECTED_FAILURES) if TARGET == "graphruntime" and not NO_XFAIL else {}
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:

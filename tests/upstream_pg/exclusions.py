@@ -23,11 +23,15 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ("EXCLUDED", "analyse", "read_tsv", "write_tsv")
+__all__ = ("EXCLUDED", "EXPECTED_FAILURES", "UNSOUND", "analyse", "read_tsv", "write_tsv")
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 EXCLUDED = HERE / "excluded.tsv"
+UNSOUND = HERE / "unsound.tsv"
+"""Tests that do not pass on LangGraph in this harness (refresh.py writes it)."""
+EXPECTED_FAILURES = HERE / "expected_failures.tsv"
+"""Tests that pass on LangGraph but not on graphruntime, each with its reason."""
 
 # NamedTuple's public methods have underscores too.
 _ALLOWED_PRIVATE_ATTRIBUTES = {"_cursor", "_replace", "_asdict", "_fields", "_make"}
