@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import importlib
 import statistics
 import sys
 import time
@@ -61,13 +62,10 @@ def saver_class(side: str) -> Any:
 
 def checkpoint_of(side: str, i: int) -> tuple[dict[str, Any], dict[str, str]]:
     """Step ``i`` of a 10-node chain's checkpoint, in ``side``'s own types."""
-    if side == "langgraph":
-        from langgraph.checkpoint.base import empty_checkpoint
-        from langgraph.checkpoint.base.id import uuid6
-    else:
-        from graphruntime.checkpoint import empty_checkpoint, uuid6
-    checkpoint: dict[str, Any] = dict(empty_checkpoint())
-    checkpoint["id"] = str(uuid6(clock_seq=i))
+    base = importlib.import_module(f"{side}.checkpoint.base")
+    ids = importlib.import_module(f"{side}.checkpoint.base.id")
+    checkpoint: dict[str, Any] = dict(base.empty_checkpoint())
+    checkpoint["id"] = str(ids.uuid6(clock_seq=i))
     versions = {f"branch:to:node_{j}": f"{j + 1:032}.0.{j}123456789" for j in range(10)}
     versions["n"] = versions["trace"] = f"{i + 2:032}.0.5555{i}"
     checkpoint["channel_versions"] = versions
@@ -123,10 +121,9 @@ async def client(side: str, saver: Any, ops: int) -> str:
         config = await saver.aput(config, checkpoint, metadata, versions)
         writes = [("n", i), ("trace", [f"node_{i}"]), ("branch:to:node_1", None)]
         await saver.aput_writes(config, writes, str(uuid.uuid4()), "~__pregel_pull")
-        found = await saver.aget_tuple(
-            {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-        )
-        assert found is not None and found.checkpoint["id"] == checkpoint["id"]
+        found = await saver.aget_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+        assert found is not None
+        assert found.checkpoint["id"] == checkpoint["id"]
         last = checkpoint["id"]
     return last
 
@@ -141,7 +138,8 @@ async def one_round(side: str, url: str, args: argparse.Namespace) -> dict[str, 
         )
         elapsed = time.perf_counter() - started
         cpu, server = time.process_time() - cpu, server_cpu(master) - server
-    assert len(results) == args.clients and all(results)
+    assert len(results) == args.clients
+    assert all(results)
     ops = args.clients * args.ops
     return {"ops_per_s": ops / elapsed, "seconds": elapsed, "cpu": cpu, "server_cpu": server}
 
@@ -154,12 +152,12 @@ def run(args: argparse.Namespace) -> dict[str, list[dict[str, float]]]:
             with scratch_database(server, f"bench_async_{side[:2]}") as url:
                 found = asyncio.run(one_round(side, url, args))
             out[side].append(found)
-            print(
+            sys.stdout.write(
                 f"round {r + 1} {side}: {found['ops_per_s']:.0f} ops/s "
                 f"({found['seconds']:.2f} s, client CPU {found['cpu']:.2f} s, "
-                f"server CPU {found['server_cpu']:.2f} s)",
-                flush=True,
+                f"server CPU {found['server_cpu']:.2f} s)\n"
             )
+            sys.stdout.flush()
     return out
 
 
@@ -211,8 +209,7 @@ def report(
         "",
         "Per round, ops/s: "
         + "; ".join(
-            f"{side} " + ", ".join(f"{row['ops_per_s']:.0f}" for row in out[side])
-            for side in SIDES
+            f"{side} " + ", ".join(f"{row['ops_per_s']:.0f}" for row in out[side]) for side in SIDES
         )
         + ".",
     ]
@@ -230,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     before = loadavg()
     out = run(args)
     text = report(args, out, (before, loadavg()))
-    print(text)
+    sys.stdout.write(text)
     if not args.no_write:
         write_section(RESULTS, text, HEADING, MARK)
     return 0
