@@ -56,6 +56,9 @@ CONFIG_KEY_CHECKPOINT_NS: Final = "checkpoint_ns"
 CONFIG_KEY_CHECKPOINT_MAP: Final = "checkpoint_map"
 CONFIG_KEY_SEND: Final = "__pregel_send"
 CONFIG_KEY_READ: Final = "__pregel_read"
+# () -> the graph's channel values as a node of this task would read them fresh: what a
+# ToolNode given bare tool calls (a Send of a list of calls) gives InjectedState
+CONFIG_KEY_READ_STATE: Final = "__pregel_read_state"
 CONFIG_KEY_CALL: Final = "__pregel_call"
 CONFIG_KEY_SCRATCHPAD: Final = "__pregel_scratchpad"
 CONFIG_KEY_CHECKPOINTER: Final = "__pregel_checkpointer"
@@ -67,6 +70,9 @@ CONFIG_KEY_RUNTIME: Final = "__pregel_runtime"
 CONFIG_KEY_CUSTOM_WRITER: Final = "__pregel_custom_writer"
 CONFIG_KEY_NODE_FINISHED: Final = "__pregel_node_finished"
 CONFIG_KEY_DURABILITY: Final = "__pregel_durability"
+# set by a run whose executor spreads its steps over processes (RunOptions.shared_saver):
+# subgraphs compiled with a saver of their own save with the run's instead
+CONFIG_KEY_SHARED_SAVER: Final = "__pregel_shared_saver"
 CONFIG_KEY_REPLAY_STATE: Final = "__pregel_replay_state"
 CONFIG_KEY_NODE_ERROR: Final = "__pregel_node_error"
 """An error handler's ``NodeError``: which node failed, with what."""
