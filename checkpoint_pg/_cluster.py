@@ -17,14 +17,8 @@ from checkpoint_pg import _queries as q
 from checkpoint_pg._codec import task_key
 from checkpoint_pg._held import HeldPut, verdict
 from checkpoint_pg._requests import Batch, Fetch, Many, Op, Stmt, single
-from checkpoint_pg._saver_core import (
-    SaverCore,
-    Statement,
-    as_uuid,
-    plain_put,
-    raise_unless_retry,
-    returns_row,
-)
+from checkpoint_pg._saver_core import SaverCore, as_uuid, raise_unless_retry
+from checkpoint_pg._statements import Statement, plain_put, returns_row
 from checkpoint_pg.errors import CheckpointStoreError, CheckpointStoreUnavailable
 from graphruntime.checkpoint import (
     NULL_TASK_ID,

@@ -10,7 +10,8 @@ from psycopg.rows import DictRow, dict_row
 
 from checkpoint_pg import _queries as q
 from checkpoint_pg._caches import BlobKey
-from checkpoint_pg._saver_core import plain_put, raise_unless_retry, returns_row
+from checkpoint_pg._saver_core import raise_unless_retry
+from checkpoint_pg._statements import plain_put, returns_row
 from graphruntime.checkpoint import ChannelVersions, Checkpoint, CheckpointMetadata
 from graphruntime.checkpoint.base import checkpoint_config
 from graphruntime.config import RunnableConfig

@@ -9,13 +9,11 @@ on gone, which sends it and tries again.
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import DictRow
 
 from checkpoint_pg import _queries as q
@@ -29,6 +27,13 @@ from checkpoint_pg._codec import (
 )
 from checkpoint_pg._history import HistoryRows
 from checkpoint_pg._requests import Batch, Op, Stmt
+from checkpoint_pg._statements import (
+    Statement,
+    composed,
+    lazy_statement,
+    plain_put,
+    returns_row,
+)
 from checkpoint_pg.errors import (
     CheckpointStoreError,
     CheckpointStoreUnavailable,
@@ -56,16 +61,19 @@ from graphruntime.checkpoint.base import (
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict, CheckpointError
 
-__all__ = ("LIST_PAGE", "PruneResult", "SaverCore", "Statement", "store_error")
+__all__ = (
+    "LIST_PAGE",
+    "PruneResult",
+    "SaverCore",
+    "as_uuid",
+    "raise_unless_retry",
+    "require_uuid",
+    "store_error",
+)
 
 # Rows fetched per round trip by list(): a page is read whole, so no connection
 # is held while the caller consumes it (and may call the saver again).
 LIST_PAGE = 100
-# Postgres takes at most 65535 parameters per statement; 10 per write.
-_MAX_WRITES = 65535 // 10
-
-Statement = tuple[bytes, list[Any]]
-"""A composed writes statement and its parameters."""
 
 
 class PruneResult(NamedTuple):
@@ -555,29 +563,6 @@ def _with_config_metadata(config: RunnableConfig, metadata: CheckpointMetadata) 
     return out
 
 
-@functools.lru_cache(maxsize=128)
-def lazy_statement(statement: bytes) -> bytes:
-    """A single writes statement that commits without waiting for the WAL flush."""
-    return statement.rstrip().rstrip(b";") + b" " + q.LAZY_RETURNING.encode()
-
-
-def composed(upsert: bool, rows: list[list[Any]]) -> list[Statement]:
-    """Multi-row statements of at most _MAX_WRITES rows (Postgres' parameter limit)."""
-    out = []
-    for i in range(0, len(rows), _MAX_WRITES):
-        chunk = rows[i : i + _MAX_WRITES]
-        out.append((_writes_query(upsert, len(chunk)), [p for row in chunk for p in row]))
-    return out
-
-
-@functools.lru_cache(maxsize=128)
-def _writes_query(upsert: bool, n: int) -> bytes:
-    """The insert (or upsert) statement for ``n`` writes, composed once per shape."""
-    template = sql.SQL(q.UPSERT_WRITES if upsert else q.INSERT_WRITES)
-    rows = sql.SQL(", ").join([sql.SQL(q.WRITE_ROW)] * n)
-    return template.format(rows=rows).as_bytes(None)
-
-
 def as_uuid(value: str) -> uuid.UUID | None:
     try:
         return uuid.UUID(value)
@@ -592,14 +577,3 @@ def require_uuid(value: str, what: str) -> uuid.UUID:
             f"{what} must be a UUID (graphruntime's checkpoint ids are uuid6), got {value!r}"
         )
     return parsed
-
-
-def plain_put(params: Mapping[str, Any]) -> str:
-    """The unfenced put statement for ``params``: with every value inline (no blob to
-    check), a plain upsert that returns no row."""
-    return q.PUT_CHECKPOINT_ROW if params["blob_versions"] is None else q.PUT_CHECKPOINT
-
-
-def returns_row(query: str | None) -> bool:
-    """Whether a put statement returns its verdict row (all but the plain upsert)."""
-    return query is not None and query != q.PUT_CHECKPOINT_ROW
