@@ -94,7 +94,8 @@ def anyio_backend() -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     # Upstream runs async tests with pytest-asyncio's auto mode; here anyio runs them (every
-    # vendored module is marked anyio), and its ``asyncio`` marks are only labels.
+    # vendored module is marked anyio). pytest-asyncio, when installed (LangChain's suite
+    # needs it), is in strict mode: it takes the tests marked ``asyncio``, as upstream.
     config.addinivalue_line("markers", "asyncio: LangGraph's mark for async tests (run by anyio)")
 
 
