@@ -691,7 +691,7 @@ def inbox_entries(loop: PregelLoop, serde: SerializerProtocol) -> list[InboxEntr
     entries: list[InboxEntry] = []
     seen: set[str] = set()
     for task in sorted(loop.tasks.values(), key=task_order):
-        for intr in loop.recorded_interrupts(task.id):
+        for intr in loop.waiting_interrupts(task.id):
             if intr.id in seen:
                 continue
             seen.add(intr.id)

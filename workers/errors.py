@@ -180,6 +180,7 @@ def error_info(
     return {
         "type": type(exc).__name__,
         "module": type(exc).__module__,
+        "builtin": _builtin_base(type(exc)),
         "message": str(exc),
         "args": args if len(args) == len(exc.args) else None,
         "attrs": _plain_attrs(exc),
@@ -192,6 +193,15 @@ def error_info(
 
 
 MAX_TRACEBACK = 16_384
+
+
+def _builtin_base(cls: type[BaseException]) -> str | None:
+    """The most specific built-in exception class ``cls`` derives from (``ValueError`` for
+    pydantic's ValidationError), so ``except ValueError`` still catches it rebuilt."""
+    for base in cls.__mro__[1:]:
+        if base.__module__ == "builtins" and base not in (BaseException, Exception, object):
+            return base.__name__
+    return None
 
 
 def _plain(value: Any) -> bool:
@@ -270,9 +280,14 @@ def _rebuilt(info: dict[str, Any]) -> BaseException:
             BaseException.__init__(rebuilt, *plain)
         _restore_attrs(rebuilt, info.get("attrs"))
         return rebuilt
-    remote: type[RemoteGraphError] = type(
-        name, (RemoteGraphError,), {"__module__": "workers.remote"}
-    )
+    bases: tuple[type, ...] = (RemoteGraphError,)
+    builtin = getattr(builtins, str(info.get("builtin")), None)
+    if isinstance(builtin, type) and issubclass(builtin, Exception) and builtin is not Exception:
+        bases = (RemoteGraphError, builtin)
+    try:
+        remote: type[RemoteGraphError] = type(name, bases, {"__module__": "workers.remote"})
+    except TypeError:  # a built-in base whose layout cannot be mixed in (none known)
+        remote = type(name, (RemoteGraphError,), {"__module__": "workers.remote"})
     return remote(name, message)
 
 
