@@ -68,10 +68,13 @@ class CrashingStore(PostgresRunStore):
         worker: str,
         free: Sequence[str] = (),
         requeue: Sequence[str] = (),
+        epoch: str | None = None,
     ) -> list[Released]:
         for end in ends:
             self._crash("end", end.thread_id)
-        return super().finish_and_release_many(ends, worker=worker, free=free, requeue=requeue)
+        return super().finish_and_release_many(
+            ends, worker=worker, free=free, requeue=requeue, epoch=epoch
+        )
 
     def register_tasks(
         self,
@@ -79,9 +82,10 @@ class CrashingStore(PostgresRunStore):
         thread_id: str,
         checkpoint_id: str,
         tasks: Sequence[tuple[str, Sequence[Any]]],
+        epoch: str | None = None,
     ) -> list[str]:
         self._crash("dispatch", thread_id)
-        return super().register_tasks(run_id, thread_id, checkpoint_id, tasks)
+        return super().register_tasks(run_id, thread_id, checkpoint_id, tasks, epoch=epoch)
 
     def complete_tasks(
         self,
@@ -90,9 +94,10 @@ class CrashingStore(PostgresRunStore):
         outcomes: Any,
         worker: str,
         events: Any,
+        epoch: str | None = None,
     ) -> tuple[int, int]:
         self._crash("complete", self.get_run(run_id).thread_id)
-        return super().complete_tasks(run_id, checkpoint_id, outcomes, worker, events)
+        return super().complete_tasks(run_id, checkpoint_id, outcomes, worker, events, epoch)
 
 
 @pytest.fixture
@@ -135,14 +140,6 @@ def deliver_as_celery(cluster: InlineCluster, *, limit: int = 200) -> None:
     raise AssertionError(f"still delivering after {limit} jobs")
 
 
-@pytest.mark.xfail(
-    reason="a durable commit vouches for the job's async commits made before a crash "
-    "(held checkpoints, a task's writes): the run ends success with its state lost (end), "
-    "wedges with its tasks dropped (dispatch), or goes on without a task's writes "
-    "(complete); the fix is to refuse such a commit when the server went through crash "
-    "recovery since the job began (see the h-chaos report)",
-    strict=True,
-)
 @pytest.mark.parametrize("moment", ["end", "dispatch", "complete"])
 def test_work_a_crash_took_back_is_redone_not_reported_done(
     crashing: Callable[[dict[str, Any]], InlineCluster], moment: str

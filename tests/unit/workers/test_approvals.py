@@ -545,6 +545,7 @@ def test_an_answer_its_response_schema_refuses_keeps_the_wait_open(
 ) -> None:
     """As in-process: the refused answer fails the run, the wait stays pending (in the
     inbox too, as get_state shows it), and a valid answer then resumes it."""
+
     def ask(state: Log) -> dict[str, Any]:
         answer = interrupt({"question": "pay?"}, response_schema=Decision)
         return {"decision": answer.decision}

@@ -59,9 +59,10 @@ def count_ends(cluster: InlineCluster) -> list[list[RunEnd]]:
         worker: str,
         free: Sequence[str] = (),
         requeue: Sequence[str] = (),
+        epoch: str | None = None,
     ) -> list[Released]:
         calls.append(list(ends))
-        return real(ends, worker=worker, free=free, requeue=requeue)
+        return real(ends, worker=worker, free=free, requeue=requeue, epoch=epoch)
 
     cluster.store.finish_and_release_many = spy  # type: ignore[method-assign]
     return calls
