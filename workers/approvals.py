@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from graphruntime.checkpoint import SerializerProtocol, check_round_trip
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import InvalidResumeError
-from graphruntime.pregel import end_pending
 from graphruntime.types import Command
 from workers._requests import thread_id_of
 from workers.dispatch import Broker
@@ -142,7 +141,7 @@ def inbox(
     """A page of pending interrupts, oldest first; filter on the value's fields (``where``:
     JSON containment), the node and the age."""
     if graph is not None:
-        client.registry.get(graph)  # an unknown graph is an error, not an empty inbox
+        client.check_graph(graph)  # an unknown graph is an error, not an empty inbox
     if not 1 <= limit <= MAX_PAGE:
         raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
     if where is not None and not isinstance(where, dict):
@@ -210,7 +209,7 @@ def resume_many(
     ``idempotency_key``: running the same call again changes nothing (its threads
     report "already applied").
     """
-    client.registry.get(graph)
+    client.check_graph(graph)
     if (where is None) == (items is None):
         raise ValueError("resume_many takes where= (a JSON filter; {} for all) or items=, not both")
     if value is None:
@@ -339,7 +338,7 @@ def cancel(
     pending writes belong to a checkpoint the thread has left), whose metadata says
     who cancelled and why.
     """
-    client.registry.get(graph)
+    client.check_graph(graph)
     thread_id = thread_id_of(config)
     if not reason or len(reason) > MAX_NOTE:
         raise ValueError(f"reason must be 1 to {MAX_NOTE} characters")
@@ -357,18 +356,8 @@ def cancel(
         "actor": actor,
     }
     runs = client.store.cancel_thread(thread_id, error)
-    compiled = client.registry.get(graph)
-    fenced = client.saver.fenced()
     pinned: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-    for _ in range(20):  # a job may still save the step it was on: retry on the new head
-        try:
-            end_pending(compiled, fenced, pinned, {"cancelled": {**cancelled_by, "runs": runs}})
-            break
-        except Exception as exc:
-            from graphruntime.errors import CheckpointConflict
-
-            if not isinstance(exc, CheckpointConflict):
-                raise
+    client.end_pending(graph, pinned, {"cancelled": {**cancelled_by, "runs": runs}})
     client.store.replace_inbox(InboxUpdate(thread_id, graph, "", []), None)
     return runs
 
@@ -377,7 +366,7 @@ def resume_history(
     client: GraphClient, graph: str, config: RunnableConfig, *, limit: int = 50
 ) -> list[ResumeRecord]:
     """Who resumed the thread, when, with what value, and by which route; newest first."""
-    client.registry.get(graph)
+    client.check_graph(graph)
     records = []
     for run in client.store.resume_history(thread_id_of(config), limit):
         records.append(_record(run))

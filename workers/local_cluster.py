@@ -79,7 +79,6 @@ class LocalCluster:
             "DATABASE_URL": os.environ.get("DATABASE_URL")
             or embedded("Postgres", data_dir() / "pg", embedded_url),
             "REDIS_URL": os.environ.get("REDIS_URL") or embedded("Redis", redis_dir(), redis_url),
-            "GRAPHRUNTIME_GRAPHS": self.graphs,
             "PYTHONPATH": os.pathsep.join(
                 [*self.pythonpath, root, os.environ.get("PYTHONPATH", "")]
             ),
@@ -87,6 +86,10 @@ class LocalCluster:
             **queues,
             **self.extra_env,
         }
+        if self.graphs:
+            self.env["GRAPHRUNTIME_GRAPHS"] = self.graphs
+        else:  # the graphs come from GRAPHRUNTIME_CONFIG (a langgraph.json)
+            self.env.pop("GRAPHRUNTIME_GRAPHS", None)
         self._migrate()
         for i in range(self.n_workers):
             self.workers.append(self._spawn(i))
@@ -103,10 +106,11 @@ class LocalCluster:
     def settings(self) -> Settings:
         """Settings for a client of this cluster (its database, broker, graphs and queues)."""
         env = self.env
+        graphs = {"graphs": env["GRAPHRUNTIME_GRAPHS"]} if env.get("GRAPHRUNTIME_GRAPHS") else {}
         return Settings(
             database_url=env["DATABASE_URL"],
             redis_url=env["REDIS_URL"],
-            graphs=env["GRAPHRUNTIME_GRAPHS"],
+            **graphs,
             coordinator_queue=env["GRAPHRUNTIME_COORDINATOR_QUEUE"],
             task_queue=env["GRAPHRUNTIME_TASK_QUEUE"],
             resume_queue=env["GRAPHRUNTIME_RESUME_QUEUE"],

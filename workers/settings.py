@@ -40,6 +40,11 @@ class Settings(BaseSettings):
         default="",
         description="Comma-separated name=module:attribute entries: the only graphs workers load.",
     )
+    config: str | None = Field(
+        default=None,
+        description="A langgraph.json whose graphs the workers serve too (graphrun worker "
+        "--config sets it); its env and dependencies apply to the process.",
+    )
     embedded: bool = Field(
         default=False,
         description="Start an embedded Postgres and Redis (development only) when "
@@ -74,6 +79,16 @@ class Settings(BaseSettings):
         default=None,
         description="The token `graphrun ui` requires (basic auth password or bearer token); "
         "without one it serves 127.0.0.1 only.",
+    )
+    api_token: str | None = Field(
+        default=None,
+        description="The token `graphrun serve` requires (x-api-key or bearer); without one "
+        "it serves loopback only.",
+    )
+    webhook_secret: str | None = Field(
+        default=None,
+        description="HMAC-SHA256 key that signs the webhooks `graphrun serve` sends "
+        "(header x-graphruntime-signature: sha256=<hex>); unset: unsigned.",
     )
     concurrency: int = 2
     inline_single_task: bool = Field(

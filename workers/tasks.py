@@ -120,11 +120,11 @@ def _fail_visibly(failures: list[str]) -> None:
 def _check_registry(**_: Any) -> None:
     """Before the pool starts: every registered graph must import, or the worker exits
     non-zero saying which entry is broken (it must not say "ready" and take work)."""
-    from workers.registry import GraphRegistry
+    from workers.config import registry_for
 
     settings = app.conf.graphruntime_settings
     try:
-        registry = GraphRegistry.parse(settings.graphs)
+        registry = registry_for(settings)
         for name in registry.names():
             registry.get(name)
     except WorkerError as exc:  # ConfigurationError: the entry and why
@@ -132,7 +132,9 @@ def _check_registry(**_: Any) -> None:
         logging.shutdown()
         os._exit(3)  # Celery would catch SystemExit here and carry on
     if not registry.names():
-        log.warning("GRAPHRUNTIME_GRAPHS names no graph: this worker can run nothing")
+        log.warning(
+            "GRAPHRUNTIME_GRAPHS and GRAPHRUNTIME_CONFIG name no graph: this worker can run nothing"
+        )
 
 
 @worker_init.connect  # type: ignore[untyped-decorator]
@@ -189,6 +191,7 @@ def _stop_process(**_: Any) -> None:
 def _start_background(**_: Any) -> None:
     """In the worker's main process: the sweeper and the ops resume-queue listener."""
     from workers.client import GraphClient
+    from workers.remote_graphs import GraphRequestListener
     from workers.resume import ResumeListener
     from workers.sweeper import Sweeper
 
@@ -210,7 +213,16 @@ def _start_background(**_: Any) -> None:
     )
     listener = ResumeListener(client, broker.redis, settings.resume_queue, ctx.worker_name)
     threading.Thread(target=listener.run, name="graphruntime-resume", daemon=True).start()
-    _background.extend([listener, sweeper, heartbeat])
+    # what needs the graphs' code, asked by clients that lack it (workers/remote_graphs.py)
+    requests = GraphRequestListener(
+        client,
+        broker.redis,
+        settings.coordinator_queue,
+        ctx.registry.names(),
+        settings.heartbeat_interval,
+    )
+    requests.start()
+    _background.extend([listener, requests, sweeper, heartbeat])
     observe.watch_cluster(ctx)
 
 

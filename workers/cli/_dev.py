@@ -94,6 +94,7 @@ def dev(
             + _metrics_urls(cluster)
             + "Ctrl-C stops the workers (and the embedded services, if nothing else uses them).",
             highlight=False,
+            soft_wrap=True,  # the export lines must paste whole, at any terminal width
         )
         while not stop.wait(0.5):
             dead = [w for w in cluster.workers if w.proc.poll() is not None]

@@ -30,9 +30,33 @@ EmbeddedOption = Annotated[
 ]
 
 
+ConfigOption = Annotated[
+    str | None,
+    typer.Option(
+        "--config",
+        help="A langgraph.json: its graphs are served too, its env and dependencies apply "
+        "(GRAPHRUNTIME_CONFIG does the same).",
+    ),
+]
+
+
 def embedded_mode(embedded: bool) -> None:
     if embedded:
         os.environ["GRAPHRUNTIME_EMBEDDED"] = "1"
+
+
+def use_config(config: str | None) -> None:
+    """Check the langgraph.json now (exit 2 saying what is wrong) and pass it on to the
+    processes started from here."""
+    if config is None:
+        return
+    from workers.config import load_config
+
+    try:
+        loaded = load_config(config)
+    except WorkerError as exc:
+        fail(f"{type(exc).__name__}: {exc}", 2)
+    os.environ["GRAPHRUNTIME_CONFIG"] = str(loaded.path)
 
 
 def worker(
@@ -55,6 +79,7 @@ def worker(
     as_json: Annotated[
         bool, typer.Option("--json", help="Log JSON lines (GRAPHRUNTIME_LOG_FORMAT=json).")
     ] = False,
+    config: ConfigOption = None,
 ) -> None:
     """Start a Celery worker for coordinator runs and task jobs (both queues by default).
 
@@ -62,6 +87,7 @@ def worker(
     non-zero when a GRAPHRUNTIME_GRAPHS entry cannot be loaded.
     """
     embedded_mode(embedded)
+    use_config(config)
     if as_json:
         chosen = os.environ.get("GRAPHRUNTIME_LOG_FORMAT", "json").strip() or "json"
         if chosen != "json":
@@ -108,6 +134,7 @@ def migrate(embedded: EmbeddedOption = False, as_json: Annotated[bool, JsonOptio
     from checkpoint_pg.cache import CACHE_MIGRATIONS
     from checkpoint_pg.store import STORE_MIGRATIONS
     from workers._sql import MIGRATIONS
+    from workers.api.schema import API_MIGRATIONS
     from workers.runtime import database_url
     from workers.settings import load_settings
     from workers.store import make_pool
@@ -121,17 +148,25 @@ def migrate(embedded: EmbeddedOption = False, as_json: Annotated[bool, JsonOptio
         workers = MIGRATIONS.migrate(pool)
         store = STORE_MIGRATIONS.migrate(pool)
         cache = CACHE_MIGRATIONS.migrate(pool)
+        api = API_MIGRATIONS.migrate(pool)
     except CheckpointStoreError as exc:  # SchemaVersionError too: says what to do
         fail(f"{type(exc).__name__}: {exc}", 1)
     finally:
         pool.close()
     if as_json:
         json_line(
-            {"checkpoint_pg": checkpoints, "workers": workers, "store": store, "cache": cache}
+            {
+                "checkpoint_pg": checkpoints,
+                "workers": workers,
+                "store": store,
+                "cache": cache,
+                "api": api,
+            }
         )
         return
     console.print(f"checkpoint_pg schema: version {checkpoints}")
     console.print(f"workers schema: version {workers}")
     console.print(f"store schema: version {store}")
     console.print(f"cache schema: version {cache}")
+    console.print(f"api schema: version {api}")
     console.print("[green]database is up to date[/green]")
