@@ -1,0 +1,66 @@
+"""Graphs the API differential suite serves, with LangGraph (``langgraph dev``) or with
+graphruntime (``graphrun serve``): the same code under either import prefix, picked by
+``GRAPH_RUNTIME`` (set in each langgraph.json's env)."""
+
+from __future__ import annotations
+
+import operator
+import os
+from typing import Annotated, TypedDict
+
+if os.environ.get("GRAPH_RUNTIME") == "langgraph":
+    from langgraph.config import get_stream_writer
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+else:
+    from graphruntime.config import get_stream_writer
+    from graphruntime.graph import END, START, StateGraph
+    from graphruntime.types import interrupt
+
+
+class State(TypedDict, total=False):
+    topic: str
+    steps: Annotated[list[str], operator.add]
+    answer: str
+
+
+def plan(state: State) -> State:
+    return {"steps": ["plan"]}
+
+
+def review(state: State) -> State:
+    answer = interrupt({"question": "Publish?", "topic": state.get("topic", "")})
+    return {"steps": ["review"], "answer": answer}
+
+
+def publish(state: State) -> State:
+    get_stream_writer()({"published": state.get("answer")})
+    return {"steps": ["publish"]}
+
+
+def _approval() -> StateGraph:
+    builder = StateGraph(State)
+    builder.add_node("plan", plan)
+    builder.add_node("review", review)
+    builder.add_node("publish", publish)
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "review")
+    builder.add_edge("review", "publish")
+    builder.add_edge("publish", END)
+    return builder
+
+
+approval = _approval().compile()
+
+
+def _chain() -> StateGraph:
+    builder = StateGraph(State)
+    builder.add_node("plan", plan)
+    builder.add_node("publish", publish)
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "publish")
+    builder.add_edge("publish", END)
+    return builder
+
+
+chain = _chain().compile()
