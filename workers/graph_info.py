@@ -28,7 +28,11 @@ def graph_info(
     if kind == "graph":
         if not isinstance(graph, CompiledStateGraph):
             raise ValueError(f"graph {graph.name!r} is not a StateGraph: it has no drawing")
-        return graph.get_graph(xray=xray).to_json()
+        drawing = graph.get_graph(xray=xray).to_json()
+        for node in drawing["nodes"]:  # the API names nodes only, as LangGraph's
+            if isinstance(node.get("data"), dict):
+                node["data"] = {k: v for k, v in node["data"].items() if k != "id"}
+        return drawing
     if kind == "schemas":
         return schemas(graph, name)
     if kind == "subgraphs":

@@ -174,7 +174,12 @@ def versions(call: Call) -> Any:
             "offset": body.offset,
         },
     )
-    return [assistant_json({**r, "updated_at": r["created_at"]}) for r in rows]
+    versions = []
+    for r in rows:
+        found = assistant_json({**r, "updated_at": r["created_at"]})
+        del found["updated_at"]  # a version is never updated
+        versions.append(found)
+    return versions
 
 
 def latest(call: Call) -> Any:

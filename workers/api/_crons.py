@@ -44,10 +44,17 @@ def cron_json(row: dict[str, Any]) -> dict[str, Any]:
         "schedule": row["schedule"],
         "created_at": row["created_at"],
         "updated_at": row["updated_at"],
-        "payload": row["payload"],
-        "user_id": row["user_id"],
+        "payload": {
+            "schedule": row["schedule"],
+            "assistant_id": str(row["assistant_id"]),
+            **{k: v for k, v in (row["payload"] or {}).items() if k != "on_run_completed"},
+        },
+        "user_id": row["user_id"] or "",
+        "timezone": None,
         "next_run_date": row["next_run_at"],
         "metadata": row["metadata"],
+        "on_run_completed": (row["payload"] or {}).get("on_run_completed"),
+        "enabled": True,
     }
 
 

@@ -46,6 +46,7 @@ def run_json(row: dict[str, Any]) -> dict[str, Any]:
         "metadata": row.get("metadata") or {},
         "kwargs": row.get("kwargs") or {},
         "multitask_strategy": row.get("multitask_strategy") or "enqueue",
+        "langsmith_session_name": None,
     }
 
 
@@ -123,6 +124,8 @@ def create_run(
                 fork_from = _rollback_point(ctx, thread_id, cancelled)
                 for run_id in cancelled:
                     ctx.row("delete_run", {"run_id": run_id})
+    if body.command is not None and body.command.resume is not None and existing:
+        _check_resume(ctx, thread_id, body.command.resume)
     input: Any = runs.command_of(body.command) if body.command is not None else body.input
     thread_metadata = existing[0]["metadata"] if existing else {}
     configurable: dict[str, Any] = {
@@ -183,7 +186,7 @@ def create_run(
             "run_id": handle.run_id,
             "thread_id": thread_id,
             "assistant_id": str(assistant["assistant_id"]),
-            "metadata": body.metadata or {},
+            "metadata": {**(thread_metadata or {}), **(body.metadata or {})},
             "kwargs": kwargs,
             "multitask_strategy": body.multitask_strategy,
             "temporary": temporary,
@@ -199,6 +202,36 @@ def create_run(
         },
     )
     return load_run(ctx, thread_id, handle.run_id)
+
+
+def _check_resume(ctx: ApiContext, thread_id: str, resume: Any) -> None:
+    """Refuse (400, nothing queued) a resume of a thread that waits on nothing, or a resume
+    map naming waits it does not have. While a run is under way the worker decides, when
+    the resume's turn comes; a thread stopped at a static breakpoint (no wait in the
+    inbox, its last run interrupted) is continued by any resume, as in LangGraph."""
+    found = ctx.row("resume_check", {"thread_id": thread_id})
+    if found is None or found["busy"]:
+        return
+    pending = list(found["pending"] or [])
+    if not pending and found["last_status"] != "interrupted":
+        raise ApiError(
+            400,
+            f"Cannot resume thread {thread_id}: it has no pending interrupt. Nothing was "
+            "changed; read its state (GET /threads/{id}/state).",
+        )
+    if pending and isinstance(resume, dict) and resume and all(k in pending for k in resume):
+        return  # a resume map of pending waits
+    if pending and isinstance(resume, dict) and any(_looks_like_id(k) for k in resume):
+        unknown = sorted(k for k in resume if k not in pending)
+        raise ApiError(
+            400,
+            f"The resume map names interrupts thread {thread_id} does not wait on: "
+            f"{', '.join(unknown)}; pending: {', '.join(pending)}. Nothing was changed.",
+        )
+
+
+def _looks_like_id(key: str) -> bool:
+    return len(key) == 32 and all(c in "0123456789abcdef" for c in key)
 
 
 def finish_temporary(ctx: ApiContext, row: dict[str, Any]) -> None:
@@ -428,8 +461,11 @@ async def join_stream(request: Request) -> Response:
             load_run, ctx, request.path_params["thread_id"], request.path_params["run_id"]
         )
         after = _last_event_id(request)
+        if after == 0 and not (row.get("kwargs") or {}).get("stream_resumable"):
+            # a stream that is not resumable is joined live, from now on, as LangGraph's
+            after = await run_in_threadpool(runs.last_event, ctx, str(row["run_id"]))
         cancel_on_disconnect = query_bool(request.query_params, "cancel_on_disconnect")
-        modes = request.query_params.getlist("stream_mode")
+        modes = [m for m in request.query_params.getlist("stream_mode") if m]
         if modes:
             runs.worker_modes(modes)
             row = {**row, "kwargs": {**(row.get("kwargs") or {}), "stream_mode": modes}}

@@ -30,12 +30,13 @@ API_MODES = {
 RUN_STATUS = {
     "queued": "pending",
     "running": "running",
-    "interrupted": "interrupted",
+    "interrupted": "success",
     "success": "success",
     "error": "error",
     "cancelled": "interrupted",
 }
-"""The workers' run status -> the API's."""
+"""The workers' run status -> the API's: a run that ended waiting for a human succeeded
+(its thread is interrupted); a cancelled one was interrupted, as LangGraph says."""
 
 
 def worker_modes(api_modes: Sequence[str]) -> list[str]:
@@ -143,6 +144,12 @@ def next_events(ctx: ApiContext, run_id: str, after: int, wait: float) -> tuple[
 
             time.sleep(min(wait, 0.01))
     return store.events_after(run_id, after), store.get_run(run_id)
+
+
+def last_event(ctx: ApiContext, run_id: str) -> int:
+    """The sequence number of the run's latest stored event (0: none)."""
+    events = ctx.client.store.events_after(run_id, 0)
+    return events[-1].seq if events else 0
 
 
 def get_state(

@@ -7,7 +7,7 @@ from typing import Any
 from starlette.responses import Response
 from starlette.routing import Route
 
-from workers.api._context import ApiContext, ApiError, not_found
+from workers.api._context import ApiContext, ApiError
 from workers.api._http import Call, endpoint, parse, query_bool
 from workers.api._models import StoreDelete, StoreNamespaces, StorePut, StoreSearch
 
@@ -43,9 +43,7 @@ def get(call: Call) -> Any:
     item = _store(call.ctx).get(
         labels, key, refresh_ttl=None if refresh is None else query_bool(call.query, "refresh_ttl")
     )
-    if item is None:
-        raise not_found(f"Item {namespace}/{key}")
-    return item.dict()
+    return None if item is None else item.dict()
 
 
 def delete(call: Call) -> Any:

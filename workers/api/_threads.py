@@ -31,6 +31,8 @@ from workers.api._models import (
 )
 
 INTERRUPT = "__interrupt__"
+COPY_KEYS = ("thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "status")
+"""What a copy answers (LangGraph's: the new thread without its state)."""
 
 _SORTS: dict[str, LiteralString] = {
     "thread_id": "t.thread_id",
@@ -68,20 +70,24 @@ def threads_json(ctx: ApiContext, ids: list[str]) -> list[dict[str, Any]]:
         if row["status"] != "interrupted":
             interrupts = {}
         error = row["last_error"] if row["status"] == "error" else None
-        out.append(
-            {
-                "thread_id": row["thread_id"],
-                "created_at": row["created_at"],
-                "updated_at": row["updated_at"],
-                "state_updated_at": row["updated_at"],
-                "metadata": row["metadata"],
-                "status": row["status"],
-                "config": row["config"],
-                "values": jsonable(values),
-                "error": None if error is None else error.get("message"),
-                "interrupts": interrupts,
-            }
-        )
+        thread = {
+            "thread_id": row["thread_id"],
+            "created_at": row["created_at"],
+            "updated_at": row["updated_at"],
+            "state_updated_at": row["updated_at"],
+            "metadata": row["metadata"],
+            "status": row["status"],
+            "config": row["config"],
+            "values": jsonable(values),
+        }
+        if row["graph"] is not None:  # a thread that ran: its error and waits, as LangGraph
+            thread["error"] = (
+                None
+                if error is None
+                else {"error": error.get("type", "Error"), "message": error.get("message", "")}
+            )
+            thread["interrupts"] = interrupts
+        out.append(thread)
     return out
 
 
@@ -152,7 +158,8 @@ def copy(call: Call) -> Any:
     target = runs.new_thread_id()
     ensure_thread(ctx, target, original["metadata"])
     runs.copy_checkpoints(ctx, source, target)
-    return thread_json(ctx, target)
+    copied = thread_json(ctx, target)
+    return {k: copied[k] for k in COPY_KEYS}
 
 
 def _metadata_graph(metadata: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -248,9 +255,9 @@ def empty_state(thread_id: str) -> dict[str, Any]:
         "values": {},
         "next": [],
         "tasks": [],
-        "metadata": {},
+        "metadata": None,
         "created_at": None,
-        "checkpoint": {"checkpoint_id": None, "thread_id": thread_id, "checkpoint_ns": ""},
+        "checkpoint": None,
         "parent_checkpoint": None,
         "interrupts": [],
         "checkpoint_id": None,
@@ -300,13 +307,15 @@ def update_state(call: Call) -> Any:
     config = _config(thread_id, body.checkpoint, body.checkpoint_id)
     edited = runs.update_state(ctx, graph, config, body.values, body.as_node)
     conf = edited.get("configurable") or {}
+    checkpoint = {
+        "thread_id": conf.get("thread_id", thread_id),
+        "checkpoint_ns": conf.get("checkpoint_ns", ""),
+        "checkpoint_id": conf.get("checkpoint_id"),
+    }
     return {
-        "checkpoint": {
-            "thread_id": conf.get("thread_id", thread_id),
-            "checkpoint_ns": conf.get("checkpoint_ns", ""),
-            "checkpoint_id": conf.get("checkpoint_id"),
-            "checkpoint_map": conf.get("checkpoint_map"),
-        }
+        "checkpoint": checkpoint,
+        "configurable": dict(checkpoint),
+        "checkpoint_id": checkpoint["checkpoint_id"],
     }
 
 

@@ -295,3 +295,14 @@ JOIN graphruntime_api_threads t ON t.thread_id = a.thread_id
 WHERE a.temporary AND t.deleted_at IS NULL
   AND r.status IN ('interrupted', 'success', 'error', 'cancelled')
 LIMIT %(limit)s;
+
+-- name: resume_check
+-- What a resume can answer on a thread: its pending waits (the inbox), whether a run is
+-- under way (then the worker decides), and how its last run ended.
+SELECT
+    (SELECT array_agg(i.interrupt_id ORDER BY i.created_at, i.interrupt_id)
+     FROM graphruntime_interrupts i WHERE i.thread_id = %(thread_id)s) AS pending,
+    EXISTS (SELECT 1 FROM graphruntime_runs r
+            WHERE r.thread_id = %(thread_id)s AND r.status IN ('queued', 'running')) AS busy,
+    (SELECT r.status FROM graphruntime_runs r WHERE r.thread_id = %(thread_id)s
+     ORDER BY r.created_at DESC, r.run_id DESC LIMIT 1) AS last_status;

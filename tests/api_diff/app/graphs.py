@@ -64,3 +64,25 @@ def _chain() -> StateGraph:
 
 
 chain = _chain().compile()
+
+
+def explode(state: State) -> State:
+    raise ValueError(f"cannot handle {state.get('topic')!r}")
+
+
+def _failing() -> StateGraph:
+    builder = StateGraph(State)
+    builder.add_node("plan", plan)
+    builder.add_node("explode", explode)
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "explode")
+    builder.add_edge("explode", END)
+    return builder
+
+
+failing = _failing().compile()
+
+# for the end-to-end cluster (tests/e2e/conftest.py): the same names as langgraph.json
+GRAPHS = ",".join(
+    f"api_{name}=tests.api_diff.app.graphs:{name}" for name in ("approval", "chain", "failing")
+)
