@@ -30,7 +30,7 @@ class Steps:
             value = call()
         except httpx.HTTPStatusError as exc:
             value = {"http_status": exc.response.status_code}
-        except Exception as exc:  # the SDK raises a run's error from wait(): compared as text
+        except Exception as exc:  # noqa: BLE001 - the SDK raises a run's error from wait()
             value = {"raised": f"{type(exc).__name__}: {exc}"}
         self.answers.append((name, value))
         return value

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import operator
 import os
+import time
 from typing import Annotated, TypedDict
 
 if os.environ.get("GRAPH_RUNTIME") == "langgraph":
@@ -82,7 +83,24 @@ def _failing() -> StateGraph:
 
 failing = _failing().compile()
 
+
+def nap(state: State) -> State:
+    time.sleep(float(state.get("topic") or 0))
+    return {"steps": ["nap"]}
+
+
+def _slow() -> StateGraph:
+    builder = StateGraph(State)
+    builder.add_node("nap", nap)
+    builder.add_edge(START, "nap")
+    builder.add_edge("nap", END)
+    return builder
+
+
+slow = _slow().compile()
+
 # for the end-to-end cluster (tests/e2e/conftest.py): the same names as langgraph.json
 GRAPHS = ",".join(
-    f"api_{name}=tests.api_diff.app.graphs:{name}" for name in ("approval", "chain", "failing")
+    f"api_{name}=tests.api_diff.app.graphs:{name}"
+    for name in ("approval", "chain", "failing", "slow")
 )
