@@ -41,7 +41,7 @@ def _parts(stream: Any) -> list[Any]:
 
 
 def run(url: str) -> list[tuple[str, Any]]:
-    client = get_sync_client(url=url)
+    client: Any = get_sync_client(url=url)
     step = Steps()
     approval = system_assistant(APPROVAL)
 

@@ -225,7 +225,7 @@ def test_a_stream_survives_the_servers_restart(cluster: LocalCluster, tmp_path: 
     port = servers.free_port()
     server = servers.start_serve(env, port=port)
     try:
-        client = get_sync_client(url=server.url)
+        client: Any = get_sync_client(url=server.url)
         tid = client.threads.create()["thread_id"]
         seen: list[tuple[str, Any, str | None]] = []
         stream = client.runs.stream(
@@ -267,7 +267,8 @@ def test_two_servers_behind_one_database_serve_the_same_threads(
 ) -> None:
     env = {**cluster.env, "GRAPHRUNTIME_DATA_DIR": str(tmp_path)}
     with servers.serve(env) as other:
-        one, two = get_sync_client(url=api.url), get_sync_client(url=other.url)
+        one: Any = get_sync_client(url=api.url)
+        two: Any = get_sync_client(url=other.url)
         tid = one.threads.create(metadata={"two": "servers"})["thread_id"]
         one.runs.wait(tid, "api_approval", input={"topic": "shared"})
         assert two.threads.get(tid)["status"] == "interrupted"
@@ -282,7 +283,7 @@ def test_a_cron_fires_once_however_many_servers(
     cluster: LocalCluster, api: servers.Server, tmp_path: Path
 ) -> None:
     env = {**cluster.env, "GRAPHRUNTIME_DATA_DIR": str(tmp_path)}
-    sdk = get_sync_client(url=api.url)
+    sdk: Any = get_sync_client(url=api.url)
     tid = sdk.threads.create()["thread_id"]
     with servers.serve(env):
         cron = sdk.crons.create_for_thread(
@@ -338,7 +339,7 @@ def test_webhook_is_posted_signed(cluster: LocalCluster, tmp_path: Path) -> None
     }
     try:
         with servers.serve(env) as server:
-            sdk = get_sync_client(url=server.url)
+            sdk: Any = get_sync_client(url=server.url)
             url = f"http://127.0.0.1:{hook.server_address[1]}/done"
             sdk.runs.wait(None, "api_chain", input={"topic": "hook"}, webhook=url)
             deadline = time.monotonic() + 30

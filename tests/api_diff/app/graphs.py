@@ -7,16 +7,16 @@ from __future__ import annotations
 import operator
 import os
 import time
-from typing import Annotated, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
-if os.environ.get("GRAPH_RUNTIME") == "langgraph":
-    from langgraph.config import get_stream_writer
-    from langgraph.graph import END, START, StateGraph
-    from langgraph.types import interrupt
-else:
+if TYPE_CHECKING or os.environ.get("GRAPH_RUNTIME") != "langgraph":
     from graphruntime.config import get_stream_writer
     from graphruntime.graph import END, START, StateGraph
     from graphruntime.types import interrupt
+else:
+    from langgraph.config import get_stream_writer
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
 
 
 class State(TypedDict, total=False):
@@ -39,7 +39,7 @@ def publish(state: State) -> State:
     return {"steps": ["publish"]}
 
 
-def _approval() -> StateGraph:
+def _approval() -> Any:
     builder = StateGraph(State)
     builder.add_node("plan", plan)
     builder.add_node("review", review)
@@ -54,7 +54,7 @@ def _approval() -> StateGraph:
 approval = _approval().compile()
 
 
-def _chain() -> StateGraph:
+def _chain() -> Any:
     builder = StateGraph(State)
     builder.add_node("plan", plan)
     builder.add_node("publish", publish)
@@ -71,7 +71,7 @@ def explode(state: State) -> State:
     raise ValueError(f"cannot handle {state.get('topic')!r}")
 
 
-def _failing() -> StateGraph:
+def _failing() -> Any:
     builder = StateGraph(State)
     builder.add_node("plan", plan)
     builder.add_node("explode", explode)
@@ -89,7 +89,7 @@ def nap(state: State) -> State:
     return {"steps": ["nap"]}
 
 
-def _slow() -> StateGraph:
+def _slow() -> Any:
     builder = StateGraph(State)
     builder.add_node("nap", nap)
     builder.add_edge(START, "nap")
