@@ -200,6 +200,11 @@ def _import(module: str) -> object:
 def _call_factory(factory: Any) -> object:
     """A graph factory (as langgraph.json allows), called once with an empty config: on
     the workers a graph is built when it loads, not per run."""
+    if inspect.iscoroutinefunction(factory) or inspect.isasyncgenfunction(factory):
+        raise TypeError(
+            "a graph factory must return the graph itself (async factories and context "
+            "managers are not supported on the workers)"
+        )
     params = [
         p
         for p in inspect.signature(factory).parameters.values()
