@@ -17,6 +17,7 @@ Writes its section of bench/RESULTS.md (with the machine, the command and the lo
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -25,8 +26,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-import psutil
 
 from bench import _report
 from tests.api_diff import servers
@@ -69,16 +68,21 @@ def measure(url: str, threads: int, concurrency: int) -> dict[str, float]:
     }
 
 
-def cpu_seconds(pids: Sequence[int]) -> float:
+def cpu_seconds(groups: Sequence[int]) -> float:
+    """CPU seconds used so far by the live processes of these process groups (each
+    server and worker is started in a session of its own), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
-    for pid in pids:
-        try:
-            proc = psutil.Process(pid)
-            for p in [proc, *proc.children(recursive=True)]:
-                times = p.cpu_times()
-                total += times.user + times.system
-        except psutil.NoSuchProcess:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) in groups:
+            total += (int(fields[11]) + int(fields[12])) / tick
     return total
 
 
