@@ -1,4 +1,4 @@
-"""Answers made comparable: ids numbered by first appearance, times replaced, and the
+"""Answers made comparable: ids numbered by first appearance in each step, times replaced, and the
 differences we keep on purpose (each with its reason, also in the README) taken out."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from typing import Any
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _HEX = re.compile(r"^[0-9a-f]{32}$")
+_RUN_ID = re.compile(r"^(lc_)?run-+[0-9a-f-]{36}(-\d+)?$")
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 
 LANGGRAPH_PLATFORM_METADATA = frozenset(
@@ -78,7 +79,7 @@ def normalize(value: Any, ids: Ids, path: str = "") -> Any:
     if isinstance(value, list):
         return [normalize(item, ids, f"{path}.*") for item in value]
     if isinstance(value, str):
-        if _UUID.match(value) or _HEX.match(value):
+        if _UUID.match(value) or _HEX.match(value) or _RUN_ID.match(value):
             return ids(value)
         if _TIME.match(value):
             return "<time>"
@@ -93,12 +94,12 @@ def _ignored(path: str) -> bool:
 def compare(
     ours: list[tuple[str, Any]], reference: list[tuple[str, Any]]
 ) -> list[tuple[str, Any, Any]]:
-    """The steps whose normalized answers differ: (step, ours, reference)."""
-    mine, theirs = Ids(), Ids()
+    """The steps whose normalized answers differ: (step, ours, reference). Ids are
+    numbered per step, so an extra id in one answer does not shift the others."""
     found = []
     for (name, a), (other, b) in zip(ours, reference, strict=True):
         assert name == other, (name, other)
-        left, right = normalize(a, mine, name), normalize(b, theirs, name)
+        left, right = normalize(a, Ids(), name), normalize(b, Ids(), name)
         if left != right:
             found.append((name, left, right))
     return found

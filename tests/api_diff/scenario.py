@@ -177,6 +177,19 @@ def run(url: str) -> list[tuple[str, Any]]:
         ),
     )
 
+    # --- a chat, as Agent Chat UI streams it -------------------------------------------------
+    step(
+        "runs.stream.chat",
+        lambda: _parts(
+            client.runs.stream(
+                None,
+                "api_chat",
+                input={"messages": [{"type": "human", "content": "hi", "id": "m-1"}]},
+                stream_mode=["values", "messages-tuple"],
+            )
+        ),
+    )
+
     # --- errors -------------------------------------------------------------------------
     failed = client.threads.create()
     step(

@@ -350,51 +350,86 @@ def delete(call: Call) -> Any:
 # --- streaming --------------------------------------------------------------------------
 
 
-def event_name(event: Event, subgraphs: bool) -> str | None:
-    api = "messages" if event.mode == "messages" else event.mode
-    if event.ns:
-        return f"{api}|{'|'.join(event.ns)}" if subgraphs else None
-    return api
+def _is_message(value: Any) -> bool:
+    return hasattr(value, "content") and hasattr(value, "type") and hasattr(value, "id")
+
+
+def sse_parts(event: Event, modes: set[str], subgraphs: bool) -> list[tuple[str, Any]]:
+    """The SSE events of one stored event: itself if its mode was asked for, and for
+    ``messages-tuple`` each message a node's update carries, whole, as ``[message,
+    metadata]`` (what LangGraph's messages mode emits for messages no chat model streamed)."""
+    if event.ns and not subgraphs:
+        return []
+    suffix = f"|{'|'.join(event.ns)}" if event.ns else ""
+    parts: list[tuple[str, Any]] = []
+    if event.mode in {runs.API_MODES[m] for m in modes if m != "messages-tuple"}:
+        parts.append((event.mode + suffix, event.payload))
+    if "messages-tuple" in modes and event.mode == "updates" and isinstance(event.payload, dict):
+        for node, update in event.payload.items():
+            values = update.values() if isinstance(update, dict) else ()
+            for value in values:
+                found = value if isinstance(value, list | tuple) else [value]
+                for message in found:
+                    if _is_message(message):
+                        meta = {
+                            "langgraph_node": node,
+                            "langgraph_checkpoint_ns": "|".join(event.ns),
+                        }
+                        parts.append(("messages" + suffix, [message, meta]))
+    return parts
+
+
+def parse_event_id(raw: str | None) -> tuple[int, int]:
+    """An SSE id this server sent (``seq`` or ``seq.k``: the k-th part of a stored
+    event) as (seq, k); (0, -1) before the first."""
+    if raw is None or raw.strip() in ("", "-1"):
+        return 0, -1
+    seq, _, part = raw.strip().partition(".")
+    try:
+        return max(0, int(seq)), int(part) if part else 1_000_000
+    except ValueError:
+        raise ApiError(
+            422, f"Last-Event-ID must be an event id this server sent, not {raw!r}"
+        ) from None
 
 
 async def sse_events(
     ctx: ApiContext,
     row: dict[str, Any],
     *,
-    after: int,
+    after: tuple[int, int],
     metadata: bool,
     cancel_on_disconnect: bool,
     temporary: bool,
     actor: str | None,
 ) -> AsyncIterator[dict[str, Any]]:
-    """The run's events as SSE: ``metadata`` first, then its stream parts (ids: their
-    sequence numbers, increasing), then an ``error`` event if it failed."""
+    """The run's events as SSE: ``metadata`` first, then its stream parts (ids
+    ``seq.k``: the stored event's sequence number and the part's index, increasing), then
+    an ``error`` event if it failed."""
     run_id = str(row["run_id"])
     kwargs = row.get("kwargs") or {}
-    wanted = set(runs.worker_modes(kwargs.get("stream_mode") or ["values"]))
+    modes = set(kwargs.get("stream_mode") or ["values"])
+    runs.worker_modes(sorted(modes))
     subgraphs = bool(kwargs.get("stream_subgraphs"))
+    seq, skip = after
+    # the stored event a part was cut from is read again: its parts up to `skip` are skipped
+    cursor = max(0, seq - 1) if skip < 1_000_000 and seq else seq
     finished = False
     try:
         if metadata:
             yield {"event": "metadata", "data": dumps({"run_id": run_id, "attempt": 1})}
         while True:
-            events, run = await run_in_threadpool(runs.next_events, ctx, run_id, after, 1.0)
+            events, run = await run_in_threadpool(runs.next_events, ctx, run_id, cursor, 1.0)
             for event in events:
-                after = event.seq
-                name = event_name(event, subgraphs)
-                if event.mode not in wanted or name is None:
-                    continue
-                yield {"event": name, "data": dumps(event.payload), "id": str(event.seq)}
+                cursor = event.seq
+                for index, (name, data) in enumerate(sse_parts(event, modes, subgraphs)):
+                    if event.seq == seq and index <= skip:
+                        continue
+                    yield {"event": name, "data": dumps(data), "id": f"{event.seq}.{index}"}
             if run.done and not events:
                 finished = True
                 if run.status in ("error", "cancelled"):
-                    info = run.error or {}
-                    yield {
-                        "event": "error",
-                        "data": dumps(
-                            {"error": info.get("type", "Error"), "message": info.get("message", "")}
-                        ),
-                    }
+                    yield {"event": "error", "data": dumps(_error(run.error or {}))}
                 return
     finally:
         if finished and temporary:
@@ -408,18 +443,6 @@ def _cancel_quietly(ctx: ApiContext, run_id: str, actor: str | None) -> None:
     run = runs.get_run(ctx, run_id)
     if not run.done:
         runs.cancel_thread(ctx, run.graph, run.thread_id, actor)
-
-
-def _last_event_id(request: Request) -> int:
-    raw = request.headers.get("last-event-id")
-    if raw is None or raw.strip() in ("", "-1"):
-        return 0
-    try:
-        return max(0, int(raw.strip()))
-    except ValueError:
-        raise ApiError(
-            422, f"Last-Event-ID must be an event id this server sent, not {raw!r}"
-        ) from None
 
 
 def _stream_response(
@@ -445,7 +468,7 @@ async def stream(request: Request) -> Response:
     generator = sse_events(
         ctx,
         row,
-        after=0,
+        after=(0, -1),
         metadata=True,
         cancel_on_disconnect=body.on_disconnect == "cancel",
         temporary=bool(row.get("temporary")),
@@ -460,10 +483,12 @@ async def join_stream(request: Request) -> Response:
         row = await run_in_threadpool(
             load_run, ctx, request.path_params["thread_id"], request.path_params["run_id"]
         )
-        after = _last_event_id(request)
-        if after == 0 and not (row.get("kwargs") or {}).get("stream_resumable"):
+        given = request.headers.get("last-event-id")
+        after = parse_event_id(given)
+        if given is None and not (row.get("kwargs") or {}).get("stream_resumable"):
             # a stream that is not resumable is joined live, from now on, as LangGraph's
-            after = await run_in_threadpool(runs.last_event, ctx, str(row["run_id"]))
+            last = await run_in_threadpool(runs.last_event, ctx, str(row["run_id"]))
+            after = (last, 1_000_000)
         cancel_on_disconnect = query_bool(request.query_params, "cancel_on_disconnect")
         modes = [m for m in request.query_params.getlist("stream_mode") if m]
         if modes:
@@ -475,7 +500,8 @@ async def join_stream(request: Request) -> Response:
         ctx,
         row,
         after=after,
-        metadata=after == 0,
+        # a join names its run first, unless it continues a stream or the run has ended
+        metadata=given is None and row["status"] in ("queued", "running"),
         cancel_on_disconnect=cancel_on_disconnect,
         temporary=False,
         actor=request.scope.get("state", {}).get("actor"),

@@ -20,7 +20,7 @@ API_MODES = {
     "values": "values",
     "updates": "updates",
     "custom": "custom",
-    "messages-tuple": "messages",
+    "messages-tuple": "updates",  # the messages nodes return, from their updates
     "debug": "debug",
     "tasks": "tasks",
     "checkpoints": "checkpoints",

@@ -102,5 +102,29 @@ slow = _slow().compile()
 # for the end-to-end cluster (tests/e2e/conftest.py): the same names as langgraph.json
 GRAPHS = ",".join(
     f"api_{name}=tests.api_diff.app.graphs:{name}"
-    for name in ("approval", "chain", "failing", "slow")
+    for name in ("approval", "chain", "failing", "slow", "chat")
 )
+
+
+def _chat() -> Any:
+    """A chat graph as Agent Chat UI drives it: messages in, a model's reply streamed."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    if TYPE_CHECKING or os.environ.get("GRAPH_RUNTIME") != "langgraph":
+        from graphruntime.graph import MessagesState
+    else:
+        from langgraph.graph import MessagesState
+
+    def reply(state: MessagesState) -> dict[str, Any]:
+        model = GenericFakeChatModel(messages=iter([AIMessage(content="hello there friend")]))
+        return {"messages": [model.invoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    return builder
+
+
+chat = _chat().compile()
