@@ -190,6 +190,22 @@ def run(url: str) -> list[tuple[str, Any]]:
         ),
     )
 
+    # --- Agent Inbox's resume: stream_mode "events", read for each node's on_chain_start ---
+    waiting = client.threads.create()
+    client.runs.wait(waiting["thread_id"], APPROVAL, input={"topic": "inbox"})
+    step(
+        "runs.stream.events.nodes",
+        lambda: [
+            (p.data["event"], p.data["metadata"]["langgraph_node"])
+            for p in client.runs.stream(
+                waiting["thread_id"], APPROVAL, command={"resume": "yes"}, stream_mode="events"
+            )
+            if p.event == "events"
+            and p.data.get("event") in ("on_chain_start", "on_chain_end")
+            and p.data.get("metadata", {}).get("langgraph_node") == p.data.get("name")
+        ],
+    )
+
     # --- errors -------------------------------------------------------------------------
     failed = client.threads.create()
     step(

@@ -161,10 +161,10 @@ def test_bad_input_is_refused_and_nothing_written(sdk: Any, api: servers.Server)
         assert missing.status_code == 404
         mode = http.post(
             f"/threads/{tid}/runs",
-            json={"assistant_id": "api_chain", "input": {}, "stream_mode": "events"},
+            json={"assistant_id": "api_chain", "input": {}, "stream_mode": "messages"},
         )
         assert mode.status_code == 422
-        assert "events" in mode.json()["detail"]
+        assert "messages" in mode.json()["detail"]
     assert sdk.runs.list(tid) == []
     # a resume map naming an interrupt the thread does not wait on: 400 with the pending ids
     sdk.runs.wait(tid, "api_approval", input={"topic": "t"})

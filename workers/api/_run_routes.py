@@ -354,6 +354,32 @@ def _is_message(value: Any) -> bool:
     return hasattr(value, "content") and hasattr(value, "type") and hasattr(value, "id")
 
 
+DERIVED = frozenset({"messages-tuple", "events"})
+"""API stream modes made by the server from what the workers stored."""
+
+
+def _chain_event(task: dict[str, Any], ns: tuple[str, ...]) -> dict[str, Any]:
+    """A node's start or end as an ``astream_events`` v2 chain event."""
+    start = "input" in task
+    metadata = {
+        "langgraph_node": task.get("name"),
+        "langgraph_triggers": list(task.get("triggers") or []),
+        "langgraph_checkpoint_ns": "|".join(ns),
+    }
+    data: dict[str, Any] = {"input": task.get("input")} if start else {"output": task.get("result")}
+    if not start and task.get("error"):
+        data["error"] = task["error"]
+    return {
+        "event": "on_chain_start" if start else "on_chain_end",
+        "name": task.get("name"),
+        "run_id": task.get("id"),
+        "tags": [],
+        "metadata": metadata,
+        "data": data,
+        "parent_ids": [],
+    }
+
+
 def sse_parts(event: Event, modes: set[str], subgraphs: bool) -> list[tuple[str, Any]]:
     """The SSE events of one stored event: itself if its mode was asked for, and for
     ``messages-tuple`` each message a node's update carries, whole, as ``[message,
@@ -362,8 +388,10 @@ def sse_parts(event: Event, modes: set[str], subgraphs: bool) -> list[tuple[str,
         return []
     suffix = f"|{'|'.join(event.ns)}" if event.ns else ""
     parts: list[tuple[str, Any]] = []
-    if event.mode in {runs.API_MODES[m] for m in modes if m != "messages-tuple"}:
+    if event.mode in {runs.API_MODES[m] for m in modes if m not in DERIVED}:
         parts.append((event.mode + suffix, event.payload))
+    if "events" in modes and event.mode == "tasks" and isinstance(event.payload, dict):
+        parts.append(("events" + suffix, _chain_event(event.payload, event.ns)))
     if "messages-tuple" in modes and event.mode == "updates" and isinstance(event.payload, dict):
         for node, update in event.payload.items():
             values = update.values() if isinstance(update, dict) else ()

@@ -21,6 +21,7 @@ API_MODES = {
     "updates": "updates",
     "custom": "custom",
     "messages-tuple": "updates",  # the messages nodes return, from their updates
+    "events": "tasks",  # each node's start and end, from the tasks stream
     "debug": "debug",
     "tasks": "tasks",
     "checkpoints": "checkpoints",
@@ -47,7 +48,7 @@ def worker_modes(api_modes: Sequence[str]) -> list[str]:
             raise ApiError(
                 422,
                 f"stream_mode {mode!r} is not available on graphrun serve: use values, "
-                "updates, messages-tuple, custom, debug, tasks or checkpoints",
+                "updates, messages-tuple, events, custom, debug, tasks or checkpoints",
             )
         out.append(API_MODES[mode])
     return list(dict.fromkeys(out))
