@@ -106,6 +106,9 @@ def test_js_sdk_from_npm(api: servers.Server) -> None:
     assert report["resumed"]["answer"] == "yes"
     assert report["events"][0] == "metadata"
     assert report["rejoined"] == report["tail"], report
+    assert report["found"] == 1
+    assert report["history"] >= 3
+    assert report["stopped"] == "interrupted"
 
 
 def test_remote_graph_as_a_subgraph(api: servers.Server) -> None:

@@ -31,6 +31,11 @@ const resumed = await client.runs.wait(thread.thread_id, "api_approval", {
   command: { resume: "yes" },
 });
 const history = await client.threads.getHistory(thread.thread_id, { limit: 10 });
+// Agent Chat UI's stop button: cancel the run under way
+const other = await client.threads.create();
+const slow = await client.runs.create(other.thread_id, "api_slow", { input: { topic: "5" } });
+await client.runs.cancel(other.thread_id, slow.run_id, true);
+const stopped = await client.runs.get(other.thread_id, slow.run_id);
 console.log(
   JSON.stringify({
     events,
@@ -40,5 +45,6 @@ console.log(
     found: found.length,
     resumed,
     history: history.length,
+    stopped: stopped.status,
   })
 );
