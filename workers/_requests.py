@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from graphruntime.config import RunnableConfig
+from workers.errors import InvalidRequestError
 from workers.messages import MAX_NAME
 
 
@@ -11,7 +12,7 @@ def check_text(name: str, value: str | None, limit: int) -> None:
     if value is None:
         return
     if not value or len(value) > limit or "\x00" in value:
-        raise ValueError(
+        raise InvalidRequestError(
             f"{name} must be 1 to {limit} characters without NUL, got {len(value)} characters"
         )
 
@@ -20,7 +21,7 @@ def thread_id_of(config: RunnableConfig | None) -> str:
     """The config's thread, checked; the error LangGraph's checkpointers raise without one."""
     thread_id = (config or {}).get("configurable", {}).get("thread_id")
     if not thread_id:
-        raise ValueError(
+        raise InvalidRequestError(
             "Checkpointer requires one or more of the following 'configurable' keys: "
             "thread_id, checkpoint_ns, checkpoint_id"
         )

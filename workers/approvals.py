@@ -22,15 +22,17 @@ from graphruntime.checkpoint import SerializerProtocol, check_round_trip
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import InvalidResumeError
 from graphruntime.types import Command
-from workers._requests import thread_id_of
+from workers._requests import check_text, thread_id_of
 from workers.dispatch import Broker
 from workers.errors import (
     GraphMismatchError,
+    InvalidFilterError,
+    InvalidRequestError,
     NotDispatchedError,
     ResumeConflictError,
 )
-from workers.messages import MAX_NAME, MAX_NOTE
-from workers.store import InboxQuery, InboxRow, InboxUpdate, NewRun, Run, RunStore
+from workers.messages import MAX_DEPTH, MAX_NAME, nesting_depth
+from workers.store import InboxQuery, InboxRow, NewRun, Run, RunStore
 
 if TYPE_CHECKING:
     from workers.client import GraphClient
@@ -39,6 +41,15 @@ log = logging.getLogger(__name__)
 
 MAX_PAGE = 1000
 """Largest inbox page; bulk operations page through everything with it."""
+
+MAX_WHERE = 65536
+"""Largest ``where`` filter, as JSON text."""
+
+MAX_CURSOR = 4096
+"""Longest page cursor accepted (ours are far shorter)."""
+
+MAX_AGE = timedelta(days=36500)
+"""Oldest ``older_than`` accepted: a hundred years."""
 
 
 @dataclass(frozen=True)
@@ -98,11 +109,90 @@ def encode_cursor(row: InboxRow) -> str:
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, str, str]:
+    bad = InvalidFilterError("Bad inbox cursor: pass back the cursor a previous page returned")
+    if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR:
+        raise bad
     try:
         at, thread_id, interrupt_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return datetime.fromisoformat(at), str(thread_id), str(interrupt_id)
-    except (ValueError, TypeError) as exc:
-        raise ValueError("Bad inbox cursor: pass back the cursor a previous page returned") from exc
+        when = datetime.fromisoformat(at)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise bad from exc
+    if when.tzinfo is None or not all(
+        isinstance(v, str) and _plain_text(v) for v in (thread_id, interrupt_id)
+    ):
+        raise bad
+    return when, thread_id, interrupt_id
+
+
+def check_filter(
+    where: dict[str, Any] | None = None,
+    node: str | None = None,
+    older_than: timedelta | datetime | None = None,
+) -> None:
+    """Refuse, with the reason, a filter the inbox cannot use (:class:`InvalidFilterError`):
+    ``where`` not a JSON object, deeper than the queue messages' limit, bigger than
+    64 KiB or holding NUL characters (Postgres text cannot); a ``node`` that is not a
+    name; an ``older_than`` that is not an age or an aware datetime, or absurdly old."""
+    if where is not None:
+        if not isinstance(where, dict):
+            raise InvalidFilterError(
+                'where is a JSON object the value must contain, e.g. {"team": "ops"}'
+            )
+        if nesting_depth(where) > MAX_DEPTH:
+            raise InvalidFilterError(f"where nests deeper than {MAX_DEPTH} levels")
+        try:
+            text = json.dumps(where, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidFilterError(f"where is not plain JSON: {exc}") from None
+        if len(text) > MAX_WHERE:
+            raise InvalidFilterError(f"where is {len(text)} characters; the limit is {MAX_WHERE}")
+        if _has_nul(where):
+            raise InvalidFilterError("where must not contain NUL characters")
+    if node is not None and not (
+        isinstance(node, str) and 0 < len(node) <= MAX_NAME and _plain_text(node)
+    ):
+        raise InvalidFilterError(f"node is a node's name: 1 to {MAX_NAME} characters, no NUL")
+    if isinstance(older_than, datetime) and older_than.tzinfo is None:
+        raise InvalidFilterError("older_than takes a timedelta (an age) or an aware datetime")
+    if isinstance(older_than, timedelta) and not timedelta(0) <= older_than <= MAX_AGE:
+        raise InvalidFilterError(
+            f"older_than is an age: a timedelta from zero to {MAX_AGE.days} days"
+        )
+    if older_than is not None and not isinstance(older_than, timedelta | datetime):
+        raise InvalidFilterError("older_than takes a timedelta (an age) or an aware datetime")
+
+
+def _items(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(thread_id, interrupt_id)`` pairs, checked."""
+    out = []
+    for item in items:
+        if not (isinstance(item, tuple | list) and len(item) == 2):
+            raise InvalidFilterError(f"items are (thread_id, interrupt_id) pairs, got {item!r}")
+        thread_id, interrupt_id = str(item[0]), str(item[1])
+        check_text("thread_id", thread_id, MAX_NAME)
+        check_text("interrupt_id", interrupt_id, MAX_NAME)
+        out.append((thread_id, interrupt_id))
+    return out
+
+
+def _plain_text(value: str) -> bool:
+    return "\x00" not in value
+
+
+def _has_nul(value: Any) -> bool:
+    """Whether a decoded JSON value holds a NUL character in a key or a string."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def _wait(row: InboxRow) -> Wait:
@@ -120,14 +210,6 @@ def _wait(row: InboxRow) -> Wait:
     )
 
 
-def _older_than(value: timedelta | datetime | None) -> timedelta | datetime | None:
-    if isinstance(value, datetime) and value.tzinfo is None:
-        raise ValueError("older_than takes a timedelta (an age) or an aware datetime")
-    if isinstance(value, timedelta) and value < timedelta(0):
-        raise ValueError("older_than is an age: a timedelta of zero or more")
-    return value
-
-
 def inbox(
     client: GraphClient,
     graph: str | None = None,
@@ -142,16 +224,15 @@ def inbox(
     JSON containment), the node and the age."""
     if graph is not None:
         client.check_graph(graph)  # an unknown graph is an error, not an empty inbox
-    if not 1 <= limit <= MAX_PAGE:
-        raise ValueError(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
-    if where is not None and not isinstance(where, dict):
-        raise ValueError('where is a JSON object the value must contain, e.g. {"team": "ops"}')
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise InvalidFilterError(f"limit must be between 1 and {MAX_PAGE}, got {limit!r}")
+    check_filter(where, node, older_than)
     rows = client.store.inbox(
         InboxQuery(
             graph=graph,
             where=where,
             node=node,
-            older_than=_older_than(older_than),
+            older_than=older_than,
             limit=limit,
             after=decode_cursor(cursor) if cursor else None,
         )
@@ -211,15 +292,20 @@ def resume_many(
     """
     client.check_graph(graph)
     if (where is None) == (items is None):
-        raise ValueError("resume_many takes where= (a JSON filter; {} for all) or items=, not both")
+        raise InvalidRequestError(
+            "resume_many takes where= (a JSON filter; {} for all) or items=, not both"
+        )
     if value is None:
-        raise ValueError("value is the resume value; None resumes nothing")
-    if not idempotency_key or len(idempotency_key) > MAX_NAME - 5:
-        raise ValueError(f"idempotency_key must be 1 to {MAX_NAME - 5} characters")
+        raise InvalidRequestError("value is the resume value; None resumes nothing")
+    check_text("idempotency_key", idempotency_key, MAX_NAME - 5)
+    check_filter(where, node)
     check_round_trip(value, client.saver.serde)
     key = f"bulk:{idempotency_key}"
-    wanted = [(str(t), str(i)) for t, i in items] if items is not None else None
+    wanted = _items(items) if items is not None else None
     done = {run.thread_id: run for run in client.store.runs_by_key(graph, key)}
+    if wanted is not None:  # report the threads asked about, not every one under the key
+        named = {t for t, _ in wanted}
+        done = {t: run for t, run in done.items() if t in named}
     rows = _targets(client, graph, where, node, wanted)
     by_thread: dict[str, list[str]] = {}
     for row in rows:
@@ -320,46 +406,6 @@ def resume_run(
         ).hexdigest(),
         origin=origin,
     )
-
-
-def cancel(
-    client: GraphClient,
-    graph: str,
-    config: RunnableConfig,
-    *,
-    reason: str,
-    actor: str | None = None,
-) -> list[str]:
-    """End the thread's queued and running runs and its pending waits; returns the runs.
-
-    Their runs end as ``cancelled``, their open tasks are closed and the inbox rows go,
-    in one transaction. Then a checkpoint with nothing left to run is put on the thread
-    (fenced: any job still working on it can no longer save a checkpoint, and its
-    pending writes belong to a checkpoint the thread has left), whose metadata says
-    who cancelled and why.
-    """
-    client.check_graph(graph)
-    thread_id = thread_id_of(config)
-    if not reason or len(reason) > MAX_NOTE:
-        raise ValueError(f"reason must be 1 to {MAX_NOTE} characters")
-    bound = client.store.bind_thread(thread_id, graph)
-    if bound != graph:
-        raise GraphMismatchError(
-            f"Thread {thread_id!r} belongs to graph {bound!r}, not {graph!r}; nothing was changed."
-        )
-    cancelled_by = {"reason": reason, "actor": actor}
-    error = {
-        "type": "RunCancelled",
-        "module": "workers.errors",
-        "message": f"Cancelled: {reason}",
-        "args": [f"Cancelled: {reason}"],
-        "actor": actor,
-    }
-    runs = client.store.cancel_thread(thread_id, error)
-    pinned: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-    client.end_pending(graph, pinned, {"cancelled": {**cancelled_by, "runs": runs}})
-    client.store.replace_inbox(InboxUpdate(thread_id, graph, "", []), None)
-    return runs
 
 
 def resume_history(

@@ -16,26 +16,29 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from graphruntime.checkpoint import ClusterSaver, check_round_trip
 from graphruntime.config import RunnableConfig
-from graphruntime.errors import CheckpointConflict, CheckpointError
-from graphruntime.pregel import Pregel, end_pending
+from graphruntime.errors import CheckpointError
+from graphruntime.pregel import Pregel
 from graphruntime.types import Command, Durability, StateSnapshot
 from workers import approvals
+from workers._cancel import CANCEL_TASK_WAIT, cancel_request, close_thread, stop_runs
 from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunListener, RunWatch
 from workers._requests import check_text, thread_id_of
 from workers.approvals import InboxPage, ResumeOutcome, ResumeRecord
 from workers.dispatch import Broker
 from workers.errors import (
+    CancelPendingError,
     GraphMismatchError,
     NotDispatchedError,
     RunTimeoutError,
     ThreadBusyError,
+    ThreadLeasedError,
     is_transient,
     rebuild_error,
 )
@@ -559,54 +562,68 @@ class GraphClient:
                 f"Thread {thread_id!r} belongs to graph {bound!r}, not {graph!r}; nothing "
                 "was changed."
             )
-        stale = self.settings.stale_after
-        give_up = time.monotonic() + self.lock_wait
-        self.store.heartbeat(self.name, socket.gethostname(), os.getpid())
+        busy = ThreadBusyError(
+            f"Thread {thread_id!r} has a run in flight; update its state once the run has "
+            "paused or finished."
+        )
+        if self.store.active_runs(thread_id):
+            raise busy
         try:
-            while True:
-                busy = bool(self.store.active_runs(thread_id))
-                if not busy and self.store.acquire_thread(thread_id, self.name, stale):
-                    try:
-                        if not self.store.active_runs(thread_id):
-                            # fenced unless it forks an older checkpoint (time travel)
-                            addressed = (config.get("configurable") or {}).get("checkpoint_id")
-                            saver = self.saver if addressed else self.saver.fenced()
-                            edited = edit(self.registry.get(graph).with_checkpointer(saver))
-                            # the edit leaves the interrupts it answered or replaced behind
-                            self.store.replace_inbox(
-                                InboxUpdate(thread_id, graph, _checkpoint_id(edited), []), None
-                            )
-                            return edited
-                        busy = True
-                    finally:
-                        self.store.release_thread(thread_id, self.name)
-                if busy or time.monotonic() > give_up:
-                    raise ThreadBusyError(
-                        f"Thread {thread_id!r} has a run in flight; update its state once the "
-                        "run has paused or finished."
+            with self._holding(thread_id, self.lock_wait):
+                if self.store.active_runs(thread_id):
+                    raise busy
+                # fenced unless it forks an older checkpoint (time travel)
+                addressed = (config.get("configurable") or {}).get("checkpoint_id")
+                saver = self.saver if addressed else self.saver.fenced()
+                edited = edit(self.registry.get(graph).with_checkpointer(saver))
+                # the edit leaves the interrupts it answered or replaced behind
+                self.store.replace_inbox(
+                    InboxUpdate(thread_id, graph, _checkpoint_id(edited), []), None
+                )
+                return edited
+        except ThreadLeasedError as exc:
+            raise busy from exc
+
+    @contextmanager
+    def _holding(self, thread_id: str, timeout: float) -> Iterator[None]:
+        """Hold the thread's lease as this client (a worker of its own for the while,
+        beating), waiting up to ``timeout`` seconds for a live holder to free it
+        (:class:`ThreadLeasedError`). Runs queued meanwhile are sent on at the end:
+        their own jobs found the lease taken and left them to the holder."""
+        stale = self.settings.stale_after
+        give_up = time.monotonic() + timeout
+        self._beat()
+        try:
+            delay = 0.005
+            while not self.store.acquire_thread(thread_id, self.name, stale):
+                if time.monotonic() > give_up:
+                    raise ThreadLeasedError(
+                        f"thread {thread_id!r} is held by a live worker advancing one of its "
+                        f"runs; waited {timeout}s"
                     )
-                time.sleep(0.005)
+                time.sleep(delay)
+                delay = min(2 * delay, 0.1)
+                self._beat()
+            try:
+                yield
+            finally:
+                following = self.store.release_thread(thread_id, self.name)
+                if following is not None:
+                    self._send_quietly(following)
         finally:
             self.store.remove_worker(self.name)
 
-    def end_pending(
-        self, graph: str, config: RunnableConfig, metadata: dict[str, Any]
-    ) -> RunnableConfig | None:
-        """Put a checkpoint in which nothing is left to run (a cancel's), fenced: retried
-        on the new head while a job still saves the step it was on."""
-        if not self.local(graph):
-            ended: RunnableConfig | None = self._remote(
-                graph, "end_pending", config=config, metadata=metadata
-            )
-            return ended
-        compiled = self.registry.get(graph)
-        fenced = self.saver.fenced()
-        for _ in range(19):
-            try:
-                return end_pending(compiled, fenced, config, metadata)
-            except CheckpointConflict:
-                continue
-        return end_pending(compiled, fenced, config, metadata)
+    def _beat(self) -> None:
+        self.store.heartbeat(self.name, socket.gethostname(), os.getpid())
+
+    def _send_quietly(self, run_id: str) -> None:
+        """Send a recorded run on; if the broker is away the sweepers send it later."""
+        try:
+            self.broker.send_coordinates([run_id], per_message=1)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            log.warning("run %s not sent now (%s); the sweepers send it", run_id, exc)
 
     # --- approvals -------------------------------------------------------------------------
 
@@ -669,12 +686,55 @@ class GraphClient:
         )
 
     def cancel(
-        self, graph: str, config: RunnableConfig, *, reason: str, actor: str | None = None
+        self,
+        graph: str,
+        config: RunnableConfig,
+        *,
+        reason: str,
+        actor: str | None = None,
+        route: str = "client",
+        wait: float = CANCEL_TASK_WAIT,
+        timeout: float = 60.0,
     ) -> list[str]:
-        """Cancel the thread: its queued and running runs end as ``cancelled``, its open
-        tasks can no longer write, its waits leave the inbox. Returns the runs ended."""
+        """Cancel the thread; returns the runs cancelled. A barrier: once it returns, no
+        node of the thread starts, and a resume made later is refused (not pending).
+
+        The cancel takes the thread's lease, so a run a worker is advancing ends first
+        (it is not cancelled, and what it did stays: up to ``timeout`` seconds, else a
+        :class:`CancelPendingError`, the cancel being queued to apply when the lease is
+        free). Then, in one transaction, the thread's queued and running runs end as
+        ``cancelled`` (none of them had any effect in the state), their open tasks
+        close, and its waits leave the inbox; nodes that live workers started before
+        are waited for up to ``wait`` seconds (their writes are refused). A checkpoint
+        with nothing left to run, saying who cancelled and why, is put on the thread:
+        here if this process has the graph's code, else by the next worker that takes
+        the cancel (a run of its own, kind ``cancel``, ahead of the thread's others).
+        """
         check_text("actor", actor, MAX_NAME)
-        return approvals.cancel(self, graph, config, reason=reason, actor=actor)
+        thread_id = thread_id_of(config)
+        new = cancel_request(graph, thread_id, reason=reason, actor=actor, route=route, wait=wait)
+        run, _ = self.store.create_run(new)  # an unknown thread or graph: refused here
+        try:
+            with self._holding(thread_id, timeout):
+                taken = self.store.get_run(run.run_id)
+                if taken.done:  # a worker took the cancel first, under the lease
+                    return list((taken.result or {}).get("cancelled", []))
+                stopped = stop_runs(self.store, run, self.settings.stale_after, self._beat)
+                if graph in self.registry.names():
+                    close_thread(self.registry.get(graph), self.saver.fenced(), run, stopped)
+                    inbox = InboxUpdate(thread_id, graph, "", [])
+                    result = stopped.result()
+                    self.store.finish_run(run.run_id, "success", result=result, inbox=inbox)
+                # else: the cancel run is the thread's next run, sent on as the lease goes
+        except ThreadLeasedError as exc:
+            self._send_quietly(run.run_id)
+            raise CancelPendingError(
+                f"Cannot cancel thread {thread_id!r} now: {exc}. The cancel is queued as "
+                f"run {run.run_id} and applies as soon as that worker frees the thread; "
+                "nothing is cancelled yet.",
+                run.run_id,
+            ) from exc
+        return stopped.cancelled
 
     def resume_history(
         self, graph: str, config: RunnableConfig, *, limit: int = 50

@@ -30,11 +30,10 @@ class WorkerContext:
     store: RunStore
     broker: Broker
     worker_name: str = field(default_factory=_process_name)
-    claim_token: str | None = None
-    """The token of the task claims of the job this process is running (None: idle)."""
-    orphaned_leases: set[str] = field(default_factory=set)
-    """Threads whose leases a job of this process could not free (an outage outlasted
-    its patience): its heartbeat frees them once the store is back."""
+    job_token: str | None = None
+    """The token of the job this process is running (None: idle), kept with the task
+    claims and thread leases it takes: the process's heartbeat frees those of no current
+    job (a job that gave up on an outage, a release a crash took back)."""
 
     @property
     def stale(self) -> float:
@@ -89,6 +88,7 @@ def run_loop(
             interrupt_after=payload.get("interrupt_after"),
             stop=run.stop,
             context=payload.get("context"),
+            shared_saver=True,  # a subgraph's own saver would live in one worker process
         ),
         saved=saved,
     )

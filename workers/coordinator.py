@@ -20,6 +20,7 @@ import dataclasses
 import json
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
@@ -42,6 +43,7 @@ from graphruntime.pregel import (
 )
 from workers import observability as observe
 from workers._call_jobs import CallJobs, only_calls_recorded
+from workers._cancel import close_thread, stop_runs
 from workers._deferred_writes import DeferredWrites
 from workers._held_group import HeldGroup
 from workers.context import WorkerContext, at_run_start, run_loop
@@ -93,10 +95,14 @@ def coordinate_many(ctx: WorkerContext, run_ids: Sequence[str]) -> list[str]:
     """
     failures: list[str] = []
     pending = list(dict.fromkeys(run_ids))
-    for _ in range(MAX_RUNS_PER_JOB):
-        pending = _round(ctx, pending, failures)
-        if not pending:
-            return failures
+    ctx.job_token = uuid.uuid4().hex
+    try:
+        for _ in range(MAX_RUNS_PER_JOB):
+            pending = _round(ctx, pending, failures)
+            if not pending:
+                return failures
+    finally:
+        ctx.job_token = None
     # hand the threads on rather than hold them for long
     ctx.broker.send_coordinates(pending, per_message=ctx.settings.coordinate_batch)
     return failures
@@ -111,7 +117,7 @@ def _round(ctx: WorkerContext, run_ids: Sequence[str], failures: list[str]) -> l
     freed, their messages sent again) so that other workers take them meanwhile: slow
     runs spread over the cluster, and a round's ends wait for at most that long.
     """
-    claims = ctx.store.claim_runs(run_ids, ctx.worker_name, ctx.stale)
+    claims = ctx.store.claim_runs(run_ids, ctx.worker_name, ctx.stale, ctx.job_token)
     batch = Batch(ctx, failures)
     runs: list[Run] = []
     for run_id, claim in zip(run_ids, claims, strict=True):
@@ -183,7 +189,6 @@ class Batch:
         if thread_id in self.leases:
             return False
         self.leases[thread_id] = Lease(self, thread_id)
-        self.ctx.orphaned_leases.discard(thread_id)  # held by this job now, not orphaned
         return True
 
     def close(self, unstarted: Sequence[Run] = ()) -> list[str]:
@@ -291,18 +296,15 @@ class Lease:
 
         An outage is waited out (up to ``RELEASE_PATIENCE`` seconds): a lease left held
         by a live worker would keep every other job off the thread. A lease still not
-        freed then is left to this process's heartbeat, which frees it once it can.
+        freed then is left to this process's heartbeat, which frees the leases no job of
+        the process holds once it can.
         """
         if self.held and not self.ending:
             ctx = self.batch.ctx
-            try:
-                _patiently(
-                    lambda: ctx.store.release_thread(self.thread_id, ctx.worker_name),
-                    f"freeing thread {self.thread_id}'s lease",
-                )
-            except Exception:
-                ctx.orphaned_leases.add(self.thread_id)
-                raise
+            _patiently(
+                lambda: ctx.store.release_thread(self.thread_id, ctx.worker_name),
+                f"freeing thread {self.thread_id}'s lease",
+            )
             self.held = False
 
 
@@ -343,28 +345,12 @@ def advance(
         )
         _end(ctx, run, "error", error=error_info(exc), lease=lease)
         return True
-    try:
-        graph = ctx.registry.get(run.graph)
-    except UnknownGraphError as exc:
-        # the client knows the graph, this worker does not (a rolling deploy, a worker
-        # pool serving other graphs): leave the run to a worker that has it, for a while
-        waited = (datetime.now(UTC) - run.created_at).total_seconds()
-        if waited > ctx.settings.unserved_graph_timeout:
-            unserved = UnknownGraphError(
-                f"{exc} No worker took this run of graph {run.graph!r} for {waited:.0f}s "
-                "(GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT)."
-            )
-            _end(ctx, run, "error", error=error_info(unserved), lease=lease)
-            if failures is not None:
-                failures.append(f"run {run.run_id}: UnknownGraphError: {unserved}")
-            return True
-        log.warning(
-            "run %s is of graph %r, which this worker does not serve; left for another worker",
-            run.run_id,
-            run.graph,
-        )
-        ctx.broker.send_coordinate(run.run_id, delay=LACKING_GRAPH_DELAY)
-        return False
+    graph = _served(ctx, run, lease, failures)
+    if graph is None:
+        return lease.ending  # ended with the error, or left to a worker that serves it
+    if run.kind == "cancel":
+        _cancel(ctx, run, graph, lease)
+        return True
     events = RunEvents(ctx, run)
     loop: PregelLoop | None = None
     # every write of the run commits lazily (the run's end or a step's dispatch is a
@@ -425,6 +411,44 @@ def advance(
     )
     _end(ctx, run, status, result=_result(loop, events), inbox=waits, lease=lease)
     return True
+
+
+def _served(
+    ctx: WorkerContext, run: Run, lease: Lease, failures: list[str] | None
+) -> Pregel | None:
+    """The run's graph; None if this worker does not serve it (the run is left to a
+    worker that does, for a while, then ends with the error)."""
+    try:
+        return ctx.registry.get(run.graph)
+    except UnknownGraphError as exc:
+        # the client knows the graph, this worker does not (a rolling deploy, a worker
+        # pool serving other graphs): leave the run to a worker that has it, for a while
+        waited = (datetime.now(UTC) - run.created_at).total_seconds()
+        if waited > ctx.settings.unserved_graph_timeout:
+            unserved = UnknownGraphError(
+                f"{exc} No worker took this run of graph {run.graph!r} for {waited:.0f}s "
+                "(GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT)."
+            )
+            _end(ctx, run, "error", error=error_info(unserved), lease=lease)
+            if failures is not None:
+                failures.append(f"run {run.run_id}: UnknownGraphError: {unserved}")
+            return None
+        log.warning(
+            "run %s is of graph %r, which this worker does not serve; left for another worker",
+            run.run_id,
+            run.graph,
+        )
+        ctx.broker.send_coordinate(run.run_id, delay=LACKING_GRAPH_DELAY)
+        return None
+
+
+def _cancel(ctx: WorkerContext, run: Run, graph: Pregel, lease: Lease) -> None:
+    """A cancel run, under its thread's lease (see workers/_cancel.py); a client that
+    made the barrier already but lacks the graph's code leaves the checkpoint to it."""
+    stopped = stop_runs(ctx.store, run, ctx.stale)
+    close_thread(graph, ctx.saver.fenced(), run, stopped)
+    inbox = InboxUpdate(run.thread_id, run.graph, "", [])
+    _end(ctx, run, "success", result=stopped.result(), inbox=inbox, lease=lease)
 
 
 def _start_over(ctx: WorkerContext, run: Run) -> None:

@@ -4,11 +4,16 @@ WorkerError (GraphRuntimeError)
 ├── ConfigurationError      bad settings or registry entries
 ├── UnknownGraphError       a run names a graph that is not in the registry
 ├── GraphMismatchError      a thread belongs to another graph than the run names
+├── InvalidRequestError     a bad argument: a name, a note, a limit (a ValueError)
+│   └── InvalidFilterError  an inbox filter or cursor that cannot be used
 ├── MalformedMessageError   a queue message that does not parse
 ├── ResumeConflictError     another resume of the same pause got there first
 │                           (also an InvalidResumeError)
 ├── ThreadBusyError         the thread has a run in flight
+│   └── ThreadLeasedError   a live worker holds its lease
+├── CancelPendingError      a cancel is queued behind a run in flight (a TimeoutError)
 ├── RunNotFoundError        no run has that id
+├── ThreadNotFoundError     no run was ever made on that thread id
 ├── RunTimeoutError         waiting on a run exceeded the timeout (the run goes on)
 ├── NotDispatchedError      the run is recorded but the broker could not be reached
 ├── RemoteGraphError        a node raised on a worker; ``type_name`` names its class
@@ -45,6 +50,15 @@ class GraphMismatchError(WorkerError, ValueError):
     """The thread was started by another graph; a thread runs under one graph only."""
 
 
+class InvalidRequestError(WorkerError, ValueError):
+    """A request with a bad argument (a name, a note, a value, a limit); the message says
+    which and why. Nothing was read or changed."""
+
+
+class InvalidFilterError(InvalidRequestError):
+    """An inbox filter, page cursor or selection that cannot be used."""
+
+
 class MalformedMessageError(WorkerError, ValueError):
     """A queue message could not be parsed; it was set aside, nothing changed."""
 
@@ -57,8 +71,25 @@ class ThreadBusyError(WorkerError):
     """The thread has a run in flight; wait for it or resume after it pauses."""
 
 
+class ThreadLeasedError(ThreadBusyError):
+    """A live worker holds the thread's lease (it is advancing one of its runs)."""
+
+
+class CancelPendingError(WorkerError, TimeoutError):
+    """The cancel could not take the thread's lease in time; it is queued and applies
+    once the worker advancing the thread frees it. ``run_id``: the cancel's run."""
+
+    def __init__(self, message: str, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
 class RunNotFoundError(WorkerError, LookupError):
     """No run has this id."""
+
+
+class ThreadNotFoundError(WorkerError, LookupError):
+    """No run was ever made on this thread id: check the id."""
 
 
 class RunTimeoutError(WorkerError, TimeoutError):

@@ -56,10 +56,10 @@ def execute_tasks(ctx: WorkerContext, msg: TaskMessage, *, redelivered: bool = F
         ctx.broker.send_tasks([msg], delay=LACKING_GRAPH_DELAY)
         return []
     refs = [(t.id, t.path, t.attempts) for t in msg.tasks]
-    ctx.claim_token = uuid.uuid4().hex
+    ctx.job_token = uuid.uuid4().hex
     try:
         claimed = store.claim_tasks(
-            run.run_id, msg.checkpoint_id, refs, ctx.worker_name, ctx.stale, ctx.claim_token
+            run.run_id, msg.checkpoint_id, refs, ctx.worker_name, ctx.stale, ctx.job_token
         )
         if not claimed:
             # done, held by a live worker, or not this step's: continuing twice is harmless
@@ -77,7 +77,7 @@ def execute_tasks(ctx: WorkerContext, msg: TaskMessage, *, redelivered: bool = F
             observe.run_ended(run.graph, "error")
             return [f"run {run.run_id}: {type(exc).__name__}: {exc}"]
     finally:
-        ctx.claim_token = None
+        ctx.job_token = None
     if completed and remaining == 0:
         # the last finisher continues the run here: no broker round trip for the barrier
         try:

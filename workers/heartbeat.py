@@ -23,11 +23,11 @@ log = logging.getLogger(__name__)
 class Heartbeat(threading.Thread):
     """Beats for ``worker`` until stopped; the first beat is sent before ``start`` returns.
 
-    ``current_token`` reads the claim token of the job the process is running: each
-    beat frees the process's task claims that no job of it holds any more (a job that
-    gave up on an outage and was re-queued, maybe to another worker). ``orphaned_leases``
-    holds threads whose leases a job of the process could not free: each beat frees
-    them (unless leased again meanwhile) and forgets them once freed.
+    ``current_token`` reads the token of the job the process is running: each beat
+    frees the process's task claims and thread leases that no job of it holds any more
+    (a job that gave up on an outage and was re-queued, maybe to another worker; a
+    lease release that an outage kept the job from making, or that a Postgres crash
+    took back).
     """
 
     def __init__(
@@ -36,27 +36,29 @@ class Heartbeat(threading.Thread):
         worker: str,
         interval: float,
         current_token: Callable[[], str | None] = lambda: None,
-        orphaned_leases: set[str] | None = None,
     ) -> None:
         super().__init__(name="graphruntime-heartbeat", daemon=True)
         self.store = store
         self.worker = worker
         self.interval = interval
         self.current_token = current_token
-        self.orphaned_leases = orphaned_leases if orphaned_leases is not None else set()
         self._stop_event = threading.Event()
 
     def beat(self) -> None:
-        orphans = sorted(self.orphaned_leases)
-        held = self.store.heartbeat(
+        freed = self.store.heartbeat(
             self.worker,
             socket.gethostname(),
             os.getpid(),
             keep=self.current_token(),
-            free_leases=orphans,
             grace=self.interval,
         )
-        self.orphaned_leases.difference_update(set(orphans) - set(held))
+        if freed:
+            log.warning(
+                "heartbeat of %s freed %d thread leases no job of it holds: %s",
+                self.worker,
+                len(freed),
+                ", ".join(freed[:10]),
+            )
 
     def start(self) -> None:
         self.beat()

@@ -175,8 +175,6 @@ def _answer(client: GraphClient, op: str, graph: str, args: dict[str, Any]) -> A
     if op == "clear_cache":
         client.clear_cache(graph, args.get("nodes"))
         return None
-    if op == "end_pending":
-        return client.end_pending(graph, args["config"], args["metadata"])
     if op == "check_context":
         client.registry.get(graph).run_options({}, context=args["context"])
         return None

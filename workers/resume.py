@@ -16,7 +16,9 @@ other reasons is dead-lettered after :data:`MAX_ATTEMPTS` tries instead of cycli
 
 With ``GRAPHRUNTIME_RESUME_KEY`` set, messages must carry ``signature``: the hex
 HMAC-SHA256, under that key, of the message's other fields as canonical JSON (see
-:func:`sign`); unsigned or badly signed messages are dead-lettered.
+:func:`sign`), and must name what they answer (an ``idempotency_key``, or a resume map
+keyed by interrupt id), so that a captured message cannot be replayed against a later
+pause; other messages are dead-lettered at once, with the reason.
 """
 
 from __future__ import annotations
@@ -25,16 +27,20 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import threading
 from typing import Any
 
 from graphruntime.errors import GraphRuntimeError
+from graphruntime.pregel import is_resume_map
 from graphruntime.types import Command
 from workers.client import GraphClient
 from workers.errors import MalformedMessageError, NotDispatchedError, is_transient
 from workers.messages import ResumeMessage, parse
 
 log = logging.getLogger(__name__)
+
+_SIGNATURE = re.compile(r"[0-9a-fA-F]{64}")
 
 MAX_MESSAGE_BYTES = 1 << 20
 """Largest resume message accepted (1 MiB); a bigger one is dead-lettered unread."""
@@ -74,11 +80,24 @@ def decode_resume(raw: bytes | str, *, key: str | None = None) -> ResumeMessage:
                 "Resume message is unsigned; this cluster requires a 'signature' (HMAC-SHA256 "
                 "of the other fields as canonical JSON, under GRAPHRUNTIME_RESUME_KEY)."
             )
-        if not hmac.compare_digest(data["signature"], sign(data, key)):
+        if not _SIGNATURE.fullmatch(data["signature"]):
+            raise MalformedMessageError(
+                "Resume message signature is not 64 hex digits (an HMAC-SHA256 hexdigest); "
+                "rejected."
+            )
+        if not hmac.compare_digest(data["signature"].lower(), sign(data, key)):
             raise MalformedMessageError("Resume message signature does not match; rejected.")
     if isinstance(data, dict):
         data = {k: v for k, v in data.items() if k != "signature"}
-    return parse(ResumeMessage, data)
+    msg = parse(ResumeMessage, data)
+    if key is not None and msg.idempotency_key is None and not is_resume_map(msg.resume):
+        raise MalformedMessageError(
+            "A signed resume message must name what it answers: an 'idempotency_key' (a "
+            "replay is then the same run, applied once) or a 'resume' map keyed by interrupt "
+            "id (a replay then matches no later pause). Without either, one captured message "
+            "could answer every later pause of the thread; rejected."
+        )
+    return msg
 
 
 def apply_resume(client: GraphClient, msg: ResumeMessage, raw: str) -> str:

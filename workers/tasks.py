@@ -173,8 +173,7 @@ def _start_process(**_: Any) -> None:
         ctx.store,
         ctx.worker_name,
         ctx.settings.heartbeat_interval,
-        lambda: ctx.claim_token,
-        ctx.orphaned_leases,
+        lambda: ctx.job_token,
     )
     heartbeat.start()
     _background.append(heartbeat)

@@ -67,6 +67,9 @@ CONFIG_KEY_RUNTIME: Final = "__pregel_runtime"
 CONFIG_KEY_CUSTOM_WRITER: Final = "__pregel_custom_writer"
 CONFIG_KEY_NODE_FINISHED: Final = "__pregel_node_finished"
 CONFIG_KEY_DURABILITY: Final = "__pregel_durability"
+# set by a run whose executor spreads its steps over processes (RunOptions.shared_saver):
+# subgraphs compiled with a saver of their own save with the run's instead
+CONFIG_KEY_SHARED_SAVER: Final = "__pregel_shared_saver"
 CONFIG_KEY_REPLAY_STATE: Final = "__pregel_replay_state"
 CONFIG_KEY_NODE_ERROR: Final = "__pregel_node_error"
 """An error handler's ``NodeError``: which node failed, with what."""

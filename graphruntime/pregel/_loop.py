@@ -37,6 +37,7 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_READ,
     CONFIG_KEY_REPLAY_STATE,
     CONFIG_KEY_RESUME_MAP,
+    CONFIG_KEY_SHARED_SAVER,
     CONFIG_KEY_RESUMING,
     CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
@@ -183,6 +184,11 @@ class RunOptions:
     """The run's context (``Runtime.context``), already coerced to the graph's schema."""
     control: RunControl | None = None
     """Asks the run to stop between steps; a run without one gets its own."""
+    shared_saver: bool = False
+    """Subgraphs compiled with a saver of their own (``compile(checkpointer=InMemorySaver())``
+    called inside a node) save with this run's saver instead, under the same namespaces:
+    an executor whose steps run in several processes (the workers) cannot use a saver
+    that lives in one, and a subgraph resumed elsewhere would start over."""
 
 
 class TaskResult(NamedTuple):
@@ -264,6 +270,10 @@ class PregelLoop(LoopCalls):
         self.recursion_limit = options.recursion_limit
         conf = config[CONF]
         self.is_nested = CONFIG_KEY_TASK_ID in conf
+        if options.shared_saver and not conf.get(CONFIG_KEY_SHARED_SAVER):
+            conf = {**conf, CONFIG_KEY_SHARED_SAVER: True}  # its tasks' configs carry it
+            config = {**config, CONF: conf}
+            self.config = config
         if not self.is_nested and conf.get(CONFIG_KEY_CHECKPOINT_NS):
             # a root run always runs the root graph; a subgraph's config (from
             # get_state(subgraphs=True)) addresses the root through its checkpoint_map

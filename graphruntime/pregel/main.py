@@ -26,6 +26,7 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_DURABILITY,
+    CONFIG_KEY_SHARED_SAVER,
     CONFIG_KEY_SCRATCHPAD,
     CONFIG_KEY_STREAM,
     CONFIG_KEY_TASK_ID,
@@ -240,9 +241,12 @@ class Pregel(PregelSchemas):
     def _saver(self, config: RunnableConfig) -> BaseCheckpointSaver | None:
         if self.checkpointer is False:
             return None
+        conf = config.get(CONF, {})
+        inherited = conf.get(CONFIG_KEY_CHECKPOINTER)
         if isinstance(self.checkpointer, BaseCheckpointSaver):
+            if conf.get(CONFIG_KEY_SHARED_SAVER) and isinstance(inherited, BaseCheckpointSaver):
+                return inherited  # see RunOptions.shared_saver
             return self.checkpointer
-        inherited = config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINTER)
         return inherited if isinstance(inherited, BaseCheckpointSaver) else None
 
     def _prepare(
@@ -346,13 +350,14 @@ class Pregel(PregelSchemas):
         durability: Durability = "async",
         context: Any = None,
         control: RunControl | None = None,
+        shared_saver: bool = False,
     ) -> RunOptions:
         """A run's options, from its config and call arguments.
 
         Call-time breakpoints replace the compiled ones; the recursion limit comes from
         ``config["recursion_limit"]`` (LangGraph's default otherwise). ``context`` is the
         run's context (coerced to the graph's ``context_schema``), ``control`` its
-        drain control.
+        drain control, ``shared_saver`` see :class:`RunOptions`.
         """
         limit = config.get("recursion_limit")
         if limit is None:
@@ -373,6 +378,7 @@ class Pregel(PregelSchemas):
             recursion_limit=limit,
             stop=stop,
             durability=durability,
+            shared_saver=shared_saver,
         )
 
     def _require_saver(self, config: RunnableConfig) -> BaseCheckpointSaver:

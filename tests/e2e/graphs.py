@@ -12,6 +12,7 @@ import time
 from datetime import timedelta
 from typing import Annotated, Any, TypedDict
 
+from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.config import RunnableConfig
 from graphruntime.func import entrypoint, task
 from graphruntime.graph import END, START, StateGraph
@@ -244,6 +245,45 @@ def survey(n: int) -> dict[str, Any]:
     }
 
 
+class SubState(TypedDict, total=False):
+    foo: str
+    bar: str
+
+
+def _prepare(state: SubState, config: RunnableConfig) -> dict[str, Any]:
+    """Before the subgraph's interrupt: each run of it is counted in Redis."""
+    if url := os.environ.get("REDIS_URL"):
+        thread_id = config["configurable"]["thread_id"]
+        from tests.e2e.fault_graphs import redis_for
+
+        redis_for(url).incr(f"e2e:own-saver:{thread_id}")
+    return {"bar": "prepared"}
+
+
+def _ask(state: SubState) -> dict[str, Any]:
+    return {"bar": str(interrupt("answer?"))}
+
+
+_sub = StateGraph(SubState)
+_sub.add_node("prepare", _prepare)
+_sub.add_node("ask", _ask)
+_sub.add_edge(START, "prepare")
+_sub.add_edge("prepare", "ask")
+# LangGraph's docs example: a subgraph compiled with a saver of its own, called in a node
+own_saver_subgraph = _sub.compile(checkpointer=InMemorySaver())
+
+
+def _call_subgraph(state: SubState) -> dict[str, Any]:
+    out = own_saver_subgraph.invoke({"foo": state["foo"]})
+    return {"bar": out["bar"]}
+
+
+_parent = StateGraph(SubState)
+_parent.add_node("call", _call_subgraph)
+_parent.add_edge(START, "call")
+own_saver_graph = _parent.compile()
+
+
 GRAPHS = ",".join(
     [
         "ticket=tests.e2e.graphs:ticket_graph",
@@ -255,5 +295,6 @@ GRAPHS = ",".join(
         "pair=tests.e2e.graphs:pair_graph",
         "memo=tests.e2e.graphs:memo_graph",
         "survey=tests.e2e.graphs:survey",
+        "ownsaver=tests.e2e.graphs:own_saver_graph",
     ]
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 from typing import Any
 
@@ -148,3 +149,22 @@ def test_same_resume_twice_applies_once(client: GraphClient, thread: Any) -> Non
     assert first.run_id == second.run_id
     assert not second.created
     assert first.wait(60)["decision"] == "ok"
+
+
+def test_a_subgraph_with_a_saver_of_its_own_runs_each_node_once(
+    cluster: LocalCluster, client: GraphClient
+) -> None:
+    """LangGraph's docs example: a subgraph compiled with its own InMemorySaver, called
+    inside a node, pauses; 10 threads paused then resumed. Its node before the pause runs
+    once per thread, as in LangGraph: the workers save it with the cluster's saver (a
+    resume on another worker process used to find that process's own saver empty and
+    run the subgraph again from its start)."""
+    ledger = redis_for(cluster.env["REDIS_URL"])
+    tids = [f"e2e-own-saver-{uuid.uuid4()}" for _ in range(10)]
+    for tid in tids:
+        out = client.invoke("ownsaver", {"foo": "x"}, {"configurable": {"thread_id": tid}})
+        assert [i.value for i in out["__interrupt__"]] == ["answer?"]
+    for tid in tids:
+        out = client.invoke("ownsaver", Command(resume="yes"), {"configurable": {"thread_id": tid}})
+        assert out["bar"] == "yes"
+    assert [int(ledger.get(f"e2e:own-saver:{tid}") or 0) for tid in tids] == [1] * 10

@@ -172,3 +172,20 @@ def test_graphrun_worker_takes_a_node_name_and_a_role(
         assert queues == {cluster.env["GRAPHRUNTIME_COORDINATOR_QUEUE"]}, replies
         assert client.invoke("chain", {"steps": []}, thread, timeout=60)["steps"]
         assert worker.stop() == 0
+
+
+def test_hostile_inbox_filters_exit_2_with_the_reason(cluster: LocalCluster) -> None:
+    """A filter nested 5,000 deep, NUL characters, an age of a million years: exit 2
+    and one line saying what is wrong, never a traceback."""
+    deep = '{"x":' * 5000 + "{}" + "}" * 5000
+    cases = [
+        (["--where", deep], "nest"),
+        (["--where", '{"team": "o\\u0000ps"}'], "NUL"),
+        (["--older-than", "99999999999d"], "older-than"),
+        (["--cursor", "not-a-cursor"], "cursor"),
+    ]
+    for args, reason in cases:
+        out = _graphrun(cluster, "inbox", "list", "--graph", "ticket", *args)
+        assert out.returncode == 2, (args, out.stderr)
+        assert reason in out.stderr, (args, out.stderr)
+        assert "Traceback" not in out.stderr, out.stderr

@@ -119,7 +119,7 @@ def create_run(
                 "refuses a second run",
             )
         if active:
-            cancelled = runs.cancel_thread(ctx, bound or graph, thread_id, actor)
+            cancelled = runs.cancel_thread(ctx, bound or graph, thread_id, actor) or []
             if body.multitask_strategy == "rollback":
                 fork_from = _rollback_point(ctx, thread_id, cancelled)
                 for run_id in cancelled:
@@ -328,14 +328,17 @@ def cancel(call: Call) -> Any:
     run = runs.get_run(ctx, str(row["run_id"]))
     if run.done:
         raise ApiError(409, f"Run {run.run_id} has already ended ({run.status})")
-    cancelled = runs.cancel_thread(ctx, run.graph, run.thread_id, call.actor)
+    wait = query_bool(call.query, "wait")
+    cancelled = runs.cancel_thread(
+        ctx, run.graph, run.thread_id, call.actor, timeout=WAIT_TIMEOUT if wait else 1.0
+    )
     if action == "rollback":
-        for run_id in cancelled:
+        for run_id in cancelled or []:
             ctx.row("delete_run", {"run_id": run_id})
-    if query_bool(call.query, "wait"):
+    if wait:
         runs.wait_done(ctx, run.run_id, WAIT_TIMEOUT)
         return Response(status_code=204)
-    return Response(status_code=202)
+    return Response(status_code=202)  # applied, or queued behind the step under way
 
 
 def delete(call: Call) -> Any:
@@ -470,7 +473,7 @@ async def sse_events(
 def _cancel_quietly(ctx: ApiContext, run_id: str, actor: str | None) -> None:
     run = runs.get_run(ctx, run_id)
     if not run.done:
-        runs.cancel_thread(ctx, run.graph, run.thread_id, actor)
+        runs.cancel_thread(ctx, run.graph, run.thread_id, actor)  # applied or queued
 
 
 def _stream_response(

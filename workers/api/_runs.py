@@ -14,6 +14,7 @@ from graphruntime.types import Command, Send, StateSnapshot
 from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL
 from workers.api._context import ApiContext, ApiError
 from workers.client import GraphClient, RunHandle
+from workers.errors import CancelPendingError
 from workers.store import Event, Run
 
 API_MODES = {
@@ -106,13 +107,23 @@ def active_runs(ctx: ApiContext, thread_id: str) -> list[str]:
     return ctx.client.store.active_runs(thread_id)
 
 
-def cancel_thread(ctx: ApiContext, graph: str, thread_id: str, actor: str | None) -> list[str]:
-    return ctx.client.cancel(
-        graph,
-        {"configurable": {"thread_id": thread_id}},
-        reason="cancelled through the API",
-        actor=actor,
-    )
+def cancel_thread(
+    ctx: ApiContext, graph: str, thread_id: str, actor: str | None, *, timeout: float = 1.0
+) -> list[str] | None:
+    """Cancel the thread's runs (a barrier: a run a worker is advancing ends first); the
+    runs cancelled, or None when the cancel is queued behind that run (it applies as soon
+    as the worker frees the thread)."""
+    try:
+        return ctx.client.cancel(
+            graph,
+            {"configurable": {"thread_id": thread_id}},
+            reason="cancelled through the API",
+            actor=actor,
+            route="api",
+            timeout=timeout,
+        )
+    except CancelPendingError:
+        return None
 
 
 def wait_done(ctx: ApiContext, run_id: str, timeout: float | None) -> Run:

@@ -144,7 +144,7 @@ def delete(call: Call) -> Any:
     ctx, thread_id = call.ctx, call.path["thread_id"]
     graph = thread_graph(ctx, thread_id)
     if graph is not None and runs.active_runs(ctx, thread_id):
-        runs.cancel_thread(ctx, graph, thread_id, call.actor)
+        runs.cancel_thread(ctx, graph, thread_id, call.actor)  # applied or queued
     ensure_thread(ctx, thread_id)  # a thread only the workers knew gets a row to hide
     ctx.row("delete_thread", {"thread_id": thread_id})
     ctx.rows("delete_thread_runs", {"thread_id": thread_id})

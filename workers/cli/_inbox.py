@@ -35,7 +35,10 @@ def parse_age(text: str) -> timedelta:
     match = _AGE.match(text.strip())
     if not match:
         fail(f"--older-than takes an age like 30s, 15m, 2h or 7d, got {text!r}", 2)
-    return timedelta(seconds=float(match[1]) * _UNIT[match[2]])
+    try:
+        return timedelta(seconds=float(match[1]) * _UNIT[match[2]])
+    except OverflowError:
+        fail(f"--older-than {text!r} is too long an age; give at most 36500d", 2)
 
 
 def _where(text: str | None) -> dict[str, Any] | None:
@@ -238,7 +241,11 @@ def cancel(
     no longer write, its waits leave the inbox, and its state says who and why."""
     with connected() as client:
         runs = client.cancel(
-            graph, {"configurable": {"thread_id": thread}}, reason=reason, actor=actor
+            graph,
+            {"configurable": {"thread_id": thread}},
+            reason=reason,
+            actor=actor,
+            route="cli",
         )
     if as_json:
         json_line({"thread_id": thread, "cancelled_runs": runs})

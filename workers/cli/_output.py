@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from workers.errors import WorkerError
+from workers.errors import InvalidRequestError, WorkerError
 
 if TYPE_CHECKING:
     from workers.client import GraphClient
@@ -37,6 +37,8 @@ def parse_json(option: str, text: str) -> Any:
         return json.loads(text)
     except ValueError as exc:
         fail(f"{option} must be JSON ({exc}); a string must be quoted, e.g. '\"yes\"'", 2)
+    except RecursionError:
+        fail(f"{option} nests too deeply to be read", 2)
 
 
 def plain(value: Any) -> Any:
@@ -81,6 +83,8 @@ def connected() -> Iterator[GraphClient]:
         yield client
     except typer.Exit:
         raise
+    except InvalidRequestError as exc:  # bad usage: nothing was read or changed
+        fail(f"{type(exc).__name__}: {exc}", 2)
     except (WorkerError, ValueError, LookupError) as exc:
         fail(f"{type(exc).__name__}: {exc}", 1)
     finally:

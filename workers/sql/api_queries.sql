@@ -187,19 +187,20 @@ VALUES (%(run_id)s, %(thread_id)s, %(assistant_id)s, %(metadata)s, %(kwargs)s,
 ON CONFLICT (run_id) DO NOTHING;
 
 -- name: get_run
--- A run as the API shows it: the workers' row with what the API added.
+-- A run as the API shows it: the workers' row with what the API added (a cancel, a run
+-- of its own on the workers, is not one of the API's runs).
 SELECT r.run_id, r.thread_id, r.graph, r.status, r.created_at, r.updated_at, r.error,
        a.assistant_id, a.metadata, a.kwargs, a.multitask_strategy, a.temporary
 FROM graphruntime_runs r
 LEFT JOIN graphruntime_api_runs a ON a.run_id = r.run_id
-WHERE r.run_id = %(run_id)s AND a.deleted_at IS NULL;
+WHERE r.run_id = %(run_id)s AND r.kind <> 'cancel' AND a.deleted_at IS NULL;
 
 -- name: list_runs
 SELECT r.run_id, r.thread_id, r.graph, r.status, r.created_at, r.updated_at, r.error,
        a.assistant_id, a.metadata, a.kwargs, a.multitask_strategy, a.temporary
 FROM graphruntime_runs r
 LEFT JOIN graphruntime_api_runs a ON a.run_id = r.run_id
-WHERE r.thread_id = %(thread_id)s AND a.deleted_at IS NULL
+WHERE r.thread_id = %(thread_id)s AND r.kind <> 'cancel' AND a.deleted_at IS NULL
   AND (%(status)s::text[] IS NULL OR r.status = ANY(%(status)s::text[]))
 ORDER BY r.created_at DESC, r.run_id DESC
 LIMIT %(limit)s OFFSET %(offset)s;

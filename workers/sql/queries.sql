@@ -8,11 +8,16 @@
 -- One statement: binds the thread to its graph on its first run, refuses a run under
 -- another graph name (no row), dedupes an idempotency key (no row), and records which
 -- run's pause a resume answers (see latest; a second resume of the same pause
--- conflicts on graphruntime_runs_one_resume: no row). A resume never creates a
--- thread: one for an unknown thread is refused (no row), and changes nothing.
+-- conflicts on graphruntime_runs_one_resume: no row). A resume or a cancel never
+-- creates a thread: one for an unknown thread is refused (no row). A resume
+-- is accepted only while the wait it answers is open: a resume map's interrupt ids
+-- (%(answers)s) must all be in the thread's inbox; a plain value needs a wait in the
+-- inbox, a thread whose latest run stopped without one (a static breakpoint, or an edit
+-- while paused), or a run in flight (it answers the pause that run makes; one resume per
+-- pause, as above). A thread that finished or was cancelled refuses it (no row).
 WITH bound AS (
     INSERT INTO graphruntime_threads (thread_id, graph)
-    SELECT %(thread_id)s, %(graph)s WHERE %(kind)s <> 'resume'
+    SELECT %(thread_id)s, %(graph)s WHERE %(kind)s NOT IN ('resume', 'cancel')
     ON CONFLICT (thread_id) DO NOTHING
     RETURNING graph
 ), thread AS (
@@ -39,14 +44,33 @@ SELECT %(run_id)s, %(thread_id)s, %(graph)s, 'queued', %(kind)s, %(payload_type)
        -- go in created_at order (a tie would fall to the random run ids)
        clock_timestamp()
 WHERE (SELECT graph FROM thread) = %(graph)s
+  AND (%(kind)s <> 'resume' OR CASE
+      WHEN %(answers)s::text[] IS NOT NULL THEN
+          cardinality(%(answers)s::text[]) > 0
+          AND (SELECT count(*) FROM graphruntime_interrupts i
+               WHERE i.thread_id = %(thread_id)s
+                 AND i.interrupt_id = ANY(%(answers)s::text[]))
+              = cardinality(%(answers)s::text[])
+      ELSE EXISTS (SELECT 1 FROM graphruntime_interrupts i
+                   WHERE i.thread_id = %(thread_id)s)
+           OR (SELECT status FROM graphruntime_runs
+               WHERE thread_id = %(thread_id)s
+               ORDER BY created_at DESC, run_id DESC LIMIT 1)
+              IN ('interrupted', 'queued', 'running')
+      END)
 ON CONFLICT DO NOTHING
 RETURNING *;
 
 -- name: explain_refused_run
--- Why create_run inserted nothing: the thread's graph, the run with the same key, and
--- the resume that already answers the same pause.
+-- Why create_run inserted nothing: the thread's graph, the run with the same key, the
+-- resume that already answers the same pause, the thread's open waits and how its
+-- latest run ended.
 SELECT
     (SELECT graph FROM graphruntime_threads WHERE thread_id = %(thread_id)s) AS thread_graph,
+    (SELECT array_agg(interrupt_id ORDER BY interrupt_id) FROM graphruntime_interrupts
+     WHERE thread_id = %(thread_id)s) AS open_waits,
+    (SELECT status FROM graphruntime_runs WHERE thread_id = %(thread_id)s
+     ORDER BY created_at DESC, run_id DESC LIMIT 1) AS latest_status,
     k.run_id AS same_key_run, k.request_digest AS same_key_digest,
     p.run_id AS same_pause_run, p.status AS same_pause_status
 FROM (SELECT 1) AS one
@@ -65,10 +89,11 @@ LEFT JOIN graphruntime_runs p
 SELECT * FROM graphruntime_runs WHERE run_id = %(run_id)s;
 
 -- name: next_run
--- The thread's oldest run still to finish: runs of a thread go in order.
+-- The thread's next run: runs of a thread go in order, its oldest still to finish
+-- first, but a cancel before any other (it ends them).
 SELECT * FROM graphruntime_runs
 WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running')
-ORDER BY created_at, run_id LIMIT 1;
+ORDER BY kind <> 'cancel', created_at, run_id LIMIT 1;
 
 -- name: active_runs_of_thread
 SELECT run_id FROM graphruntime_runs
@@ -119,11 +144,13 @@ SELECT graph FROM graphruntime_threads WHERE thread_id = %(thread_id)s
 LIMIT 1;
 
 -- name: acquire_thread
--- Take the thread's lease if it is free, ours, or held by a dead worker. Leases are
--- soft state: committed without waiting for the WAL flush (see set_running); a lease
--- lost in a crash is taken again, one held after a lost release is taken by its
--- holder's next job or, once the holder is gone, by anyone.
-UPDATE graphruntime_threads t SET lease_holder = %(worker)s, leased_at = now()
+-- Take the thread's lease if it is free, ours, or held by a dead worker, for the job
+-- %(token)s. Taking a lease is soft state: committed without waiting for the WAL flush
+-- (see set_running); a lease lost in a crash is simply taken again. Releases are durable
+-- (release_leases), and a lease a crash gives back to a live holder all the same is
+-- freed by the holder's next heartbeat (its job token is not the current one).
+UPDATE graphruntime_threads t
+SET lease_holder = %(worker)s, leased_at = now(), lease_token = %(token)s
 WHERE t.thread_id = %(thread_id)s
   AND (t.lease_holder IS NULL OR t.lease_holder = %(worker)s
        OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
@@ -137,16 +164,18 @@ RETURNING thread_id;
 -- a statement of its own, so that its snapshot is taken once the lease rows are locked.
 -- A run whose job found a lease taken was committed before that job looked, so before
 -- the lock: the next statement sees it. A job that looks after the lock waits for this
--- transaction, then leases. Alone (no run ended) it is soft state: async_commit first.
-UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
+-- transaction, then leases. Always a durable commit: a release lost in a crash would
+-- give the lease back to a live worker sure it had freed it, and the thread would wait
+-- for that worker's next heartbeat.
+UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL, lease_token = NULL
 WHERE thread_id = ANY(%(threads)s::text[]) AND lease_holder = %(worker)s;
 
 -- name: next_runs_of_threads
--- Each thread's oldest run still to finish, if any (queued while the lease was held: its
+-- Each thread's next run (see next_run), if any (queued while the lease was held: its
 -- own job found the lease taken, so the caller re-sends it); one row per thread.
 SELECT DISTINCT ON (thread_id) thread_id, run_id FROM graphruntime_runs
 WHERE thread_id = ANY(%(threads)s::text[]) AND status IN ('queued', 'running')
-ORDER BY thread_id, created_at, run_id;
+ORDER BY thread_id, kind <> 'cancel', created_at, run_id;
 
 -- name: requeue_runs
 -- Runs a coordinator job claimed (marked running) but handed back untouched: queued
@@ -154,19 +183,16 @@ ORDER BY thread_id, created_at, run_id;
 UPDATE graphruntime_runs SET status = 'queued'
 WHERE run_id = ANY(%(run_ids)s::uuid[]) AND status = 'running';
 
--- name: async_commit
--- This transaction commits without waiting for the WAL flush (soft state only).
-SET LOCAL synchronous_commit = off;
-
 -- name: claim_run
 -- A coordinator job's start, in one statement: the message's run; if it is still to
 -- finish, its thread's lease (soft state, see acquire_thread) and, under it, the
--- thread's oldest run still to finish, marked running (the row shows its status as it
+-- thread's next run (see next_run), marked running (the row shows its status as it
 -- was). One row: target_status (NULL: no such run), leased, then the run's columns.
 WITH target AS (
     SELECT thread_id, status FROM graphruntime_runs WHERE run_id = %(run_id)s
 ), lease AS (
-    UPDATE graphruntime_threads t SET lease_holder = %(worker)s, leased_at = now()
+    UPDATE graphruntime_threads t
+    SET lease_holder = %(worker)s, leased_at = now(), lease_token = %(token)s
     FROM target
     WHERE t.thread_id = target.thread_id AND target.status IN ('queued', 'running')
       AND (t.lease_holder IS NULL OR t.lease_holder = %(worker)s
@@ -178,7 +204,7 @@ WITH target AS (
 ), next AS (
     SELECT r.run_id FROM graphruntime_runs r JOIN lease ON r.thread_id = lease.thread_id
     WHERE r.status IN ('queued', 'running')
-    ORDER BY r.created_at, r.run_id LIMIT 1
+    ORDER BY r.kind <> 'cancel', r.created_at, r.run_id LIMIT 1
 ), marked AS (
     UPDATE graphruntime_runs r SET status = 'running', updated_at = now()
     FROM next WHERE r.run_id = next.run_id AND r.status = 'queued'
@@ -189,22 +215,16 @@ LEFT JOIN next ON true
 LEFT JOIN graphruntime_runs r ON r.run_id = next.run_id;
 
 -- name: heartbeat
--- Beats, and frees the worker's task claims that its current job (claim token %(keep)s)
--- does not hold: those of a job that ended or gave up without completing them; and its
--- leases of the threads free_leases (NULL: none), which a job could not free through an
--- outage. A claim or lease younger than %(grace)s seconds is left alone: its job may
--- have just begun (a thread leased again meanwhile). Returns the threads of free_leases
--- whose lease it still holds (left alone), one row each.
+-- Beats, and frees what the worker holds that its current job (token %(keep)s; NULL:
+-- none) does not: task claims of a job that ended or gave up without completing them,
+-- and thread leases a job could not free through an outage, or whose durable release a
+-- Postgres crash took back. A claim or lease younger than %(grace)s seconds is left
+-- alone: its job may have just begun. Returns the leases it freed, one row each.
 WITH beat AS (
     INSERT INTO graphruntime_workers (worker, hostname, pid)
     VALUES (%(worker)s, %(hostname)s, %(pid)s)
     ON CONFLICT (worker) DO UPDATE SET heartbeat_at = now()
     RETURNING worker
-), orphans_freed AS (
-    UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL
-    WHERE thread_id = ANY(%(free_leases)s::text[]) AND lease_holder = %(worker)s
-      AND leased_at < now() - make_interval(secs => %(grace)s)
-    RETURNING thread_id
 ), claims_freed AS (
     UPDATE graphruntime_step_tasks
     SET worker = NULL, claimed_at = NULL, claim_token = NULL
@@ -212,9 +232,15 @@ WITH beat AS (
       AND claim_token IS DISTINCT FROM %(keep)s
       AND claimed_at < now() - make_interval(secs => %(grace)s)
 )
-SELECT t.thread_id FROM graphruntime_threads t
-WHERE t.thread_id = ANY(%(free_leases)s::text[]) AND t.lease_holder = %(worker)s
-  AND t.thread_id NOT IN (SELECT f.thread_id FROM orphans_freed f);
+UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL, lease_token = NULL
+WHERE lease_holder = %(worker)s AND lease_token IS DISTINCT FROM %(keep)s
+  AND leased_at < now() - make_interval(secs => %(grace)s)
+RETURNING thread_id;
+
+-- name: beat
+INSERT INTO graphruntime_workers (worker, hostname, pid)
+VALUES (%(worker)s, %(hostname)s, %(pid)s)
+ON CONFLICT (worker) DO UPDATE SET heartbeat_at = now();
 
 -- name: remove_worker
 DELETE FROM graphruntime_workers WHERE worker = %(worker)s;
@@ -333,7 +359,8 @@ WHERE run_id IN (
                       WHERE t.run_id = r.run_id AND t.status = 'dispatched')
       AND NOT EXISTS (SELECT 1 FROM graphruntime_runs e
                       WHERE e.thread_id = r.thread_id AND e.status IN ('queued', 'running')
-                        AND (e.created_at, e.run_id) < (r.created_at, r.run_id))
+                        AND (e.kind <> 'cancel', e.created_at, e.run_id)
+                            < (r.kind <> 'cancel', r.created_at, r.run_id))
       AND (th.lease_holder IS NULL
            OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
                           WHERE w.worker = th.lease_holder
@@ -437,21 +464,49 @@ WHERE i.deadline < now() AND i.default_type IS NOT NULL
 ORDER BY i.deadline LIMIT %(limit)s;
 
 -- name: cancel_thread
--- The thread's queued and running runs end as cancelled, their open tasks are closed
--- (nobody re-sends them), and its inbox is cleared, in one transaction.
+-- Under the thread's lease, by its cancel run %(cancel_run)s: the thread's runs made
+-- before it, still queued or running, end as cancelled, their open tasks that no live
+-- worker holds are
+-- closed (nobody claims or re-sends them; a claim racing this waits for its row lock and
+-- then finds the task closed), and its inbox is cleared, in one transaction.
 WITH cancelled AS (
     UPDATE graphruntime_runs
     SET status = 'cancelled', error = %(error)s::jsonb, updated_at = now()
     WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running')
+      AND run_id <> %(cancel_run)s AND kind <> 'cancel'
+      AND created_at < (SELECT c.created_at FROM graphruntime_runs c
+                        WHERE c.run_id = %(cancel_run)s)
     RETURNING run_id
 ), closed AS (
     UPDATE graphruntime_step_tasks t SET status = 'done', done_at = now()
     FROM cancelled c
     WHERE t.run_id = c.run_id AND t.status = 'dispatched'
+      AND (t.worker IS NULL
+           OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
+                          WHERE w.worker = t.worker
+                            AND w.heartbeat_at > now() - make_interval(secs => %(stale)s)))
 ), cleared AS (
     DELETE FROM graphruntime_interrupts WHERE thread_id = %(thread_id)s
 )
 SELECT run_id, pg_notify('graphruntime_runs', run_id::text) AS notified FROM cancelled;
+
+-- name: running_cancelled_tasks
+-- The tasks of the cancelled runs that live workers still run (claimed before the
+-- cancel); those no live worker holds any more are closed first.
+WITH closed AS (
+    UPDATE graphruntime_step_tasks t SET status = 'done', done_at = now()
+    WHERE t.run_id = ANY(%(run_ids)s::uuid[]) AND t.status = 'dispatched'
+      AND (t.worker IS NULL
+           OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
+                          WHERE w.worker = t.worker
+                            AND w.heartbeat_at > now() - make_interval(secs => %(stale)s)))
+)
+SELECT t.task_id, t.worker, t.task_path FROM graphruntime_step_tasks t
+WHERE t.run_id = ANY(%(run_ids)s::uuid[]) AND t.status = 'dispatched'
+  AND t.worker IS NOT NULL
+  AND EXISTS (SELECT 1 FROM graphruntime_workers w
+              WHERE w.worker = t.worker
+                AND w.heartbeat_at > now() - make_interval(secs => %(stale)s));
 
 -- name: resume_history
 SELECT * FROM graphruntime_runs

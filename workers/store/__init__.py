@@ -23,6 +23,7 @@ from workers.store._model import (
     Run,
     RunEnd,
     RunKind,
+    RunningTask,
     RunQuery,
     RunStatus,
     RunStore,
@@ -54,6 +55,7 @@ __all__ = (
     "RunQuery",
     "RunStatus",
     "RunStore",
+    "RunningTask",
     "StepTask",
     "make_pool",
 )

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
+from graphruntime.pregel import is_resume_map
+
 RunStatus = Literal["queued", "running", "interrupted", "success", "error", "cancelled"]
-RunKind = Literal["input", "command", "resume"]
+RunKind = Literal["input", "command", "resume", "cancel"]
 TERMINAL: frozenset[str] = frozenset({"interrupted", "success", "error", "cancelled"})
 EventRow = tuple[tuple[str, ...], str, Any]
 """``(namespace, stream mode, payload)``: one stream chunk of a run."""
@@ -33,6 +35,14 @@ class NewRun:
     idempotency_key: str | None = None
     request_digest: str | None = None
     origin: dict[str, Any] | None = None
+
+    @property
+    def answers(self) -> list[str] | None:
+        """The interrupt ids a resume map answers, sorted (None: not a resume map)."""
+        resume: Any = getattr(self.payload.get("input"), "resume", None)
+        if self.kind != "resume" or not is_resume_map(resume):
+            return None
+        return sorted(resume)
 
 
 @dataclass(frozen=True)
@@ -98,6 +108,15 @@ class OrphanTask:
     path: tuple[Any, ...]
     retry_attempts: int
     resends: int
+
+
+@dataclass(frozen=True)
+class RunningTask:
+    """A task a live worker runs (claimed), e.g. one of a run being cancelled."""
+
+    task_id: str
+    worker: str
+    path: tuple[Any, ...]
 
 
 @dataclass(frozen=True)
@@ -261,14 +280,17 @@ class RunStore(Protocol):
 
     def active_runs(self, thread_id: str) -> list[str]: ...
 
-    def claim_run(self, run_id: str, worker: str, stale: float) -> Claim:
-        """Start a coordinator job for ``run_id`` in one round trip (see :class:`Claim`).
+    def claim_run(self, run_id: str, worker: str, stale: float, token: str | None = None) -> Claim:
+        """Start a coordinator job for ``run_id`` in one round trip (see :class:`Claim`);
+        ``token``: the job's, kept with the thread's lease (see :meth:`heartbeat`).
 
         Raises :class:`~workers.errors.RunNotFoundError` for an unknown run.
         """
         ...
 
-    def claim_runs(self, run_ids: Sequence[str], worker: str, stale: float) -> list[Claim]:
+    def claim_runs(
+        self, run_ids: Sequence[str], worker: str, stale: float, token: str | None = None
+    ) -> list[Claim]:
         """:meth:`claim_run` for each run, in order, in one round trip; an unknown run's
         claim is ended and not ``found``."""
         ...
@@ -334,9 +356,16 @@ class RunStore(Protocol):
         """:meth:`create_run` for many runs in one round trip; per run (run, created, error)."""
         ...
 
-    def cancel_thread(self, thread_id: str, error: Mapping[str, Any]) -> list[str]:
-        """End the thread's queued and running runs as cancelled, close their open tasks,
-        and clear its inbox, in one transaction; returns the runs cancelled."""
+    def cancel_thread(
+        self, thread_id: str, error: Mapping[str, Any], *, cancel_run: str, stale: float
+    ) -> list[str]:
+        """Under the thread's lease, for its cancel run ``cancel_run``: end the thread's
+        other queued and running runs as cancelled, close their open tasks that no live
+        worker holds, and clear its inbox, in one transaction; returns the runs cancelled."""
+        ...
+
+    def running_cancelled_tasks(self, run_ids: Sequence[str], stale: float) -> list[RunningTask]:
+        """The tasks of cancelled runs that live workers still run; closes the others."""
         ...
 
     def replace_inbox(self, update: InboxUpdate, run_id: str | None) -> None:
@@ -374,8 +403,11 @@ class RunStore(Protocol):
         """The graph the thread belongs to; a new thread is bound to ``graph`` now."""
         ...
 
-    def acquire_thread(self, thread_id: str, worker: str, stale: float) -> bool:
-        """Lease the thread to ``worker`` if free, already its, or held by a dead worker."""
+    def acquire_thread(
+        self, thread_id: str, worker: str, stale: float, token: str | None = None
+    ) -> bool:
+        """Lease the thread to ``worker``'s job ``token`` if free, already the worker's,
+        or held by a dead worker."""
         ...
 
     def release_thread(self, thread_id: str, worker: str) -> str | None:
@@ -389,14 +421,13 @@ class RunStore(Protocol):
         pid: int,
         *,
         keep: str | None = None,
-        free_leases: Sequence[str] = (),
-        grace: float = 0.0,
+        grace: float | None = None,
     ) -> list[str]:
-        """Record that ``worker`` is alive; free its task claims not made with token
-        ``keep``, and its leases of the threads ``free_leases``.
+        """Record that ``worker`` is alive; with a ``grace``, also free its task claims
+        and thread leases not taken by its current job (token ``keep``; None: it runs
+        none) and older than ``grace`` seconds (younger: a job that just began).
 
-        Claims and leases younger than ``grace`` seconds stay (a job that just began).
-        Returns the threads of ``free_leases`` whose lease it still holds (those).
+        Returns the threads whose leases it freed.
         """
         ...
 

@@ -36,11 +36,12 @@ from workers.store._model import (
     Released,
     Run,
     RunEnd,
+    RunningTask,
     RunQuery,
     RunStatus,
     StepTask,
 )
-from workers.store.postgres import refused_as
+from workers.store._refusals import refused_as
 
 __all__ = ("InMemoryRunStore", "ManualClock")
 
@@ -101,6 +102,10 @@ class _Thread:
     graph: str
     lease_holder: str | None = None
     leased_at: datetime | None = None
+    lease_token: str | None = None
+
+    def lease(self, worker: str | None, at: datetime | None, token: str | None) -> None:
+        self.lease_holder, self.leased_at, self.lease_token = worker, at, token
 
 
 @dataclass
@@ -186,6 +191,11 @@ class InMemoryRunStore:
             key=lambda r: (r.created_at, r.seq),
         )
 
+    def _next(self, thread_id: str) -> _RunRow | None:
+        """The thread's next run: its oldest still to finish, a cancel before any other."""
+        active = [r for r in self._thread_runs(thread_id) if r.status not in TERMINAL]
+        return min(active, key=lambda r: r.kind != "cancel", default=None)
+
     # --- runs ----------------------------------------------------------------------------
 
     def create_run(self, new: NewRun) -> tuple[Run, bool]:
@@ -193,7 +203,7 @@ class InMemoryRunStore:
         with self._lock:
             state = self._state
             thread = state.threads.get(new.thread_id)
-            if thread is None and new.kind != "resume":
+            if thread is None and new.kind not in ("resume", "cancel"):
                 thread = state.threads[new.thread_id] = _Thread(new.graph)
             runs = self._thread_runs(new.thread_id)
             latest: str | None = None
@@ -214,6 +224,16 @@ class InMemoryRunStore:
                 (r for r in runs if resumes is not None and r.resumes_run == resumes), None
             )
             fits = thread is not None and thread.graph == new.graph
+            open_waits = [i for t, i in state.inbox if t == new.thread_id]
+            latest_status = runs[-1].status if runs else None
+            if new.kind == "resume":
+                answers = new.answers
+                if answers is not None:
+                    fits = fits and bool(answers) and set(answers) <= set(open_waits)
+                else:
+                    fits = fits and (
+                        bool(open_waits) or latest_status in ("interrupted", "queued", "running")
+                    )
             if fits and same_key is None and same_pause is None:
                 now = self.clock()
                 row = _RunRow(
@@ -239,6 +259,8 @@ class InMemoryRunStore:
                 "same_key_digest": same_key.request_digest if same_key else None,
                 "same_pause_run": same_pause.run_id if same_pause else None,
                 "same_pause_status": same_pause.status if same_pause else None,
+                "open_waits": open_waits,
+                "latest_status": latest_status,
             }
         return self.get_run(refused_as(new, why)), False
 
@@ -251,10 +273,8 @@ class InMemoryRunStore:
 
     def next_run(self, thread_id: str) -> Run | None:
         with self._lock:
-            for row in self._thread_runs(thread_id):
-                if row.status not in TERMINAL:
-                    return self._run(row)
-        return None
+            row = self._next(thread_id)
+            return None if row is None else self._run(row)
 
     def active_runs(self, thread_id: str) -> list[str]:
         with self._lock:
@@ -364,20 +384,40 @@ class InMemoryRunStore:
                 out.append((run, created, None))
         return out
 
-    def cancel_thread(self, thread_id: str, error: Mapping[str, Any]) -> list[str]:
+    def cancel_thread(
+        self, thread_id: str, error: Mapping[str, Any], *, cancel_run: str, stale: float
+    ) -> list[str]:
         with self._lock:
             cancelled = []
+            made = self._state.runs[cancel_run].seq
             for row in self._thread_runs(thread_id):
-                if row.status in TERMINAL:
+                if row.status in TERMINAL or row.kind == "cancel" or row.seq > made:
                     continue
                 row.status, row.error, row.updated_at = "cancelled", dict(error), self.clock()
                 cancelled.append(row.run_id)
-            for task in self._state.tasks.values():
-                if task.run_id in cancelled and task.status == "dispatched":
-                    task.status = "done"
+            self._close_unheld(cancelled, stale)
             for key in [k for k in self._state.inbox if k[0] == thread_id]:
                 del self._state.inbox[key]
             return cancelled
+
+    def running_cancelled_tasks(self, run_ids: Sequence[str], stale: float) -> list[RunningTask]:
+        with self._lock:
+            self._close_unheld(run_ids, stale)
+            return [
+                RunningTask(row.task_id, row.worker, tuple(row.path))
+                for row in self._state.tasks.values()
+                if row.run_id in run_ids and row.status == "dispatched" and row.worker is not None
+            ]
+
+    def _close_unheld(self, run_ids: Sequence[str], stale: float) -> None:
+        """Close the runs' open tasks that no live worker holds."""
+        for task in self._state.tasks.values():
+            if (
+                task.run_id in run_ids
+                and task.status == "dispatched"
+                and (task.worker is None or not self._alive(task.worker, stale))
+            ):
+                task.status = "done"
 
     def inbox(self, query: InboxQuery) -> list[InboxRow]:
         with self._lock:
@@ -532,14 +572,16 @@ class InMemoryRunStore:
         with self._lock:
             return self._state.threads.setdefault(thread_id, _Thread(graph)).graph
 
-    def acquire_thread(self, thread_id: str, worker: str, stale: float) -> bool:
+    def acquire_thread(
+        self, thread_id: str, worker: str, stale: float, token: str | None = None
+    ) -> bool:
         with self._lock:
             thread = self._state.threads.get(thread_id)
             if thread is None:
                 return False
             holder = thread.lease_holder
             if holder is None or holder == worker or not self._alive(holder, stale):
-                thread.lease_holder, thread.leased_at = worker, self.clock()
+                thread.lease(worker, self.clock(), token)
                 return True
             return False
 
@@ -547,22 +589,22 @@ class InMemoryRunStore:
         with self._lock:
             thread = self._state.threads.get(thread_id)
             if thread is not None and thread.lease_holder == worker:
-                thread.lease_holder = thread.leased_at = None
-            for row in self._thread_runs(thread_id):
-                if row.status not in TERMINAL:
-                    return row.run_id
-            return None
+                thread.lease(None, None, None)
+            row = self._next(thread_id)
+            return None if row is None else row.run_id
 
-    def claim_runs(self, run_ids: Sequence[str], worker: str, stale: float) -> list[Claim]:
+    def claim_runs(
+        self, run_ids: Sequence[str], worker: str, stale: float, token: str | None = None
+    ) -> list[Claim]:
         claims = []
         for run_id in run_ids:
             try:
-                claims.append(self.claim_run(run_id, worker, stale))
+                claims.append(self.claim_run(run_id, worker, stale, token))
             except RunNotFoundError:
                 claims.append(Claim(ended=True, leased=False, run=None, found=False))
         return claims
 
-    def claim_run(self, run_id: str, worker: str, stale: float) -> Claim:
+    def claim_run(self, run_id: str, worker: str, stale: float, token: str | None = None) -> Claim:
         with self._lock:
             target = self._state.runs.get(run_id)
             if target is None:
@@ -575,14 +617,14 @@ class InMemoryRunStore:
                 holder is None or holder == worker or not self._alive(holder, stale)
             ):
                 return Claim(ended=False, leased=False, run=None)
-            thread.lease_holder, thread.leased_at = worker, self.clock()
-            for row in self._thread_runs(target.thread_id):
-                if row.status not in TERMINAL:
-                    before = self._run(row)
-                    if row.status == "queued":
-                        row.status, row.updated_at = "running", self.clock()
-                    return Claim(ended=False, leased=True, run=before)
-            return Claim(ended=False, leased=True, run=None)
+            thread.lease(worker, self.clock(), token)
+            row = self._next(target.thread_id)
+            if row is None:
+                return Claim(ended=False, leased=True, run=None)
+            before = self._run(row)
+            if row.status == "queued":
+                row.status, row.updated_at = "running", self.clock()
+            return Claim(ended=False, leased=True, run=before)
 
     def heartbeat(
         self,
@@ -591,24 +633,24 @@ class InMemoryRunStore:
         pid: int,
         *,
         keep: str | None = None,
-        free_leases: Sequence[str] = (),
-        grace: float = 0.0,
+        grace: float | None = None,
     ) -> list[str]:
         with self._lock:
             now = self.clock()
-            held: list[str] = []
-            for thread_id in free_leases:
-                thread = self._state.threads.get(thread_id)
-                if thread is None or thread.lease_holder != worker:
-                    continue
-                if thread.leased_at is not None and thread.leased_at < now - timedelta(
-                    seconds=grace
-                ):
-                    thread.lease_holder = thread.leased_at = None
-                else:
-                    held.append(thread_id)
+            freed: list[str] = []
             started = self._state.workers.get(worker, (hostname, pid, now, now))[2]
             self._state.workers[worker] = (hostname, pid, started, now)
+            if grace is None:
+                return freed
+            for thread_id, thread in self._state.threads.items():
+                if (
+                    thread.lease_holder == worker
+                    and thread.lease_token != keep
+                    and thread.leased_at is not None
+                    and thread.leased_at < now - timedelta(seconds=grace)
+                ):
+                    thread.lease(None, None, None)
+                    freed.append(thread_id)
             for row in self._state.tasks.values():
                 if (
                     row.worker == worker
@@ -618,7 +660,7 @@ class InMemoryRunStore:
                     and row.claimed_at < now - timedelta(seconds=grace)
                 ):
                     row.worker = row.claimed_at = row.claim_token = None
-            return held
+            return freed
 
     def remove_worker(self, worker: str) -> None:
         with self._lock:
@@ -773,11 +815,9 @@ class InMemoryRunStore:
         with self._lock:
             now = self.clock()
             found: list[str] = []
-            oldest: dict[str, _RunRow] = {}
-            for row in sorted(self._state.runs.values(), key=lambda r: (r.created_at, r.seq)):
-                if row.status not in TERMINAL:
-                    oldest.setdefault(row.thread_id, row)
-            for row in sorted(oldest.values(), key=lambda r: r.updated_at):
+            nexts = (self._next(t) for t in {r.thread_id for r in self._state.runs.values()})
+            oldest = [row for row in nexts if row is not None]
+            for row in sorted(oldest, key=lambda r: r.updated_at):
                 if len(found) >= limit:
                     break
                 if row.updated_at >= now - timedelta(seconds=idle):

@@ -27,8 +27,6 @@ from graphruntime.checkpoint import JsonSerializer, SerializerProtocol
 from graphruntime.errors import CheckpointError, InvalidResumeError
 from workers._sql import MIGRATIONS, query
 from workers.errors import (
-    GraphMismatchError,
-    ResumeConflictError,
     RunNotFoundError,
     StoreError,
     StoreUnavailableError,
@@ -48,10 +46,12 @@ from workers.store._model import (
     Released,
     Run,
     RunEnd,
+    RunningTask,
     RunQuery,
     RunStatus,
     StepTask,
 )
+from workers.store._refusals import refused_as
 
 __all__ = ("PostgresRunStore", "make_pool")
 
@@ -149,6 +149,7 @@ class PostgresRunStore:
             "idempotency_key": new.idempotency_key,
             "request_digest": new.request_digest,
             "origin": json.dumps(new.origin) if new.origin is not None else None,
+            "answers": new.answers,
         }
 
     def create_run(self, new: NewRun) -> tuple[Run, bool]:
@@ -225,7 +226,7 @@ class PostgresRunStore:
     ) -> list[Released]:
         """One transaction in one round trip: per end its finish statement, then
         release_leases and next_runs_of_threads for all the threads (see release_leases in
-        queries.sql). Its commit waits for the WAL flush only when it ends a run."""
+        queries.sql). A durable commit, also when it ends no run."""
         if not ends and not free:
             return []
         # per thread: its lease, the run's end (None: none, or refused) and why refused
@@ -245,8 +246,6 @@ class PostgresRunStore:
         threads = {"threads": [lease["thread_id"] for lease, _, _ in steps], "worker": worker}
         with self._conn("finish_and_release") as conn:
             with conn.pipeline(), conn.transaction():
-                if not any(ending for _, ending, _ in steps):
-                    conn.execute(query("async_commit"))  # leases alone are soft state
                 if requeue:
                     conn.execute(query("requeue_runs"), {"run_ids": list(requeue)})
                 heads = [
@@ -310,11 +309,24 @@ class PostgresRunStore:
                 out.append((run, created, None))
         return out
 
-    def cancel_thread(self, thread_id: str, error: Mapping[str, Any]) -> list[str]:
-        params = {"thread_id": thread_id, "error": json.dumps(dict(error))}
+    def cancel_thread(
+        self, thread_id: str, error: Mapping[str, Any], *, cancel_run: str, stale: float
+    ) -> list[str]:
+        params = {
+            "thread_id": thread_id,
+            "error": json.dumps(dict(error)),
+            "cancel_run": cancel_run,
+            "stale": stale,
+        }
         with self._conn("cancel_thread") as conn, conn.transaction():
             rows = conn.execute(query("cancel_thread"), params).fetchall()
         return [str(r["run_id"]) for r in rows]
+
+    def running_cancelled_tasks(self, run_ids: Sequence[str], stale: float) -> list[RunningTask]:
+        params = {"run_ids": list(run_ids), "stale": stale}
+        with self._conn("running_cancelled_tasks") as conn:
+            rows = conn.execute(query("running_cancelled_tasks"), params).fetchall()
+        return [RunningTask(r["task_id"], r["worker"], tuple(r["task_path"])) for r in rows]
 
     def replace_inbox(self, update: InboxUpdate, run_id: str | None) -> None:
         params = {**_inbox_params(update), "thread_id": update.thread_id, "run_id": run_id}
@@ -423,30 +435,34 @@ class PostgresRunStore:
         assert row is not None
         return str(row["graph"])
 
-    def acquire_thread(self, thread_id: str, worker: str, stale: float) -> bool:
-        params = {"thread_id": thread_id, "worker": worker, "stale": stale}
+    def acquire_thread(
+        self, thread_id: str, worker: str, stale: float, token: str | None = None
+    ) -> bool:
+        params = {"thread_id": thread_id, "worker": worker, "stale": stale, "token": token}
         with self._conn("acquire_thread") as conn:
             return conn.execute(query("acquire_thread"), params).fetchone() is not None
 
     def release_thread(self, thread_id: str, worker: str) -> str | None:
         return self.finish_and_release_many([], worker=worker, free=[thread_id])[0].following
 
-    def claim_run(self, run_id: str, worker: str, stale: float) -> Claim:
-        params = {"run_id": run_id, "worker": worker, "stale": stale}
+    def claim_run(self, run_id: str, worker: str, stale: float, token: str | None = None) -> Claim:
+        params = {"run_id": run_id, "worker": worker, "stale": stale, "token": token}
         with self._conn("claim_run") as conn:
             row = conn.execute(query("claim_run"), params).fetchone()
         if row is None:
             raise RunNotFoundError(f"No run {run_id}: check the id (graphrun runs lists them).")
         return self._claim(row)
 
-    def claim_runs(self, run_ids: Sequence[str], worker: str, stale: float) -> list[Claim]:
+    def claim_runs(
+        self, run_ids: Sequence[str], worker: str, stale: float, token: str | None = None
+    ) -> list[Claim]:
         """claim_run per run, pipelined: one round trip and one implicit transaction (one
         Sync), committed without waiting for the WAL flush (claims are soft state). Two
         jobs claiming the same threads in other orders may deadlock: Postgres aborts one,
         a transient error its job retries."""
         if not run_ids:
             return []
-        params = [{"run_id": r, "worker": worker, "stale": stale} for r in run_ids]
+        params = [{"run_id": r, "worker": worker, "stale": stale, "token": token} for r in run_ids]
         rows: list[Any] = []
         with self._conn("claim_runs") as conn, conn.cursor() as cur:
             cur.executemany(query("claim_run"), params, returning=True)
@@ -470,15 +486,17 @@ class PostgresRunStore:
         pid: int,
         *,
         keep: str | None = None,
-        free_leases: Sequence[str] = (),
-        grace: float = 0.0,
+        grace: float | None = None,
     ) -> list[str]:
+        if grace is None:
+            with self._conn("heartbeat") as conn:
+                conn.execute(query("beat"), {"worker": worker, "hostname": hostname, "pid": pid})
+            return []
         params = {
             "worker": worker,
             "hostname": hostname,
             "pid": pid,
             "keep": keep,
-            "free_leases": list(free_leases) or None,
             "grace": grace,
         }
         with self._conn("heartbeat") as conn:
@@ -686,51 +704,6 @@ def _inbox_params(update: InboxUpdate) -> dict[str, Any]:
         "dtypes": [e.default[0] if e.default else None for e in entries],
         "dvalues": [e.default[1] if e.default else None for e in entries],
     }
-
-
-def refused_as(new: NewRun, why: Mapping[str, Any]) -> str:
-    """The run a refused create_run stands for (same idempotency key), or why it was refused.
-
-    ``why``: ``thread_graph``, ``same_key_run``/``same_key_digest`` (the run with the
-    same key) and ``same_pause_run``/``same_pause_status`` (the resume already
-    answering the same pause).
-    """
-    thread_graph = why["thread_graph"]
-    if thread_graph is None and new.kind == "resume":
-        raise InvalidResumeError(
-            f"Cannot resume thread {new.thread_id!r}: it has no checkpoints. Check the "
-            "thread_id, or start the thread with an input first. Nothing was changed."
-        )
-    if thread_graph is not None and thread_graph != new.graph:
-        raise GraphMismatchError(
-            f"Thread {new.thread_id!r} belongs to graph {thread_graph!r}; it cannot run "
-            f"under graph {new.graph!r}. Use a new thread_id for graph {new.graph!r}."
-        )
-    if why["same_key_run"] is not None:
-        digest = why["same_key_digest"]
-        if new.request_digest is not None and digest not in (None, new.request_digest):
-            raise ResumeConflictError(
-                f"Idempotency key {new.idempotency_key!r} of thread {new.thread_id!r} was "
-                f"already used by run {why['same_key_run']} for a different request. Nothing "
-                "was changed; use a new key for a new request."
-            )
-        return str(why["same_key_run"])
-    if why["same_pause_run"] is not None:
-        raise ResumeConflictError(
-            f"Thread {new.thread_id!r} is already being resumed by run {why['same_pause_run']} "
-            f"(status {why['same_pause_status']}). This resume was not applied; read the "
-            "thread's state and resume its next interrupt if there is one."
-        )
-    if new.kind == "resume":
-        # the resume that won the race has already moved the thread on since
-        raise ResumeConflictError(
-            f"Another resume of thread {new.thread_id!r}'s pause was accepted first. This "
-            "resume was not applied; read the thread's state and resume its next interrupt "
-            "if there is one."
-        )
-    raise StoreError(  # pragma: no cover - every other refusal has a reason above
-        f"run store: the run for thread {new.thread_id!r} was refused for an unknown reason"
-    )
 
 
 def _each_returning(

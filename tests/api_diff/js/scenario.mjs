@@ -33,7 +33,7 @@ const resumed = await client.runs.wait(thread.thread_id, "api_approval", {
 const history = await client.threads.getHistory(thread.thread_id, { limit: 10 });
 // Agent Chat UI's stop button: cancel the run under way
 const other = await client.threads.create();
-const slow = await client.runs.create(other.thread_id, "api_slow", { input: { topic: "5" } });
+const slow = await client.runs.create(other.thread_id, "api_slow", { input: { topic: "1" } });
 await client.runs.cancel(other.thread_id, slow.run_id, true);
 const stopped = await client.runs.get(other.thread_id, slow.run_id);
 console.log(

@@ -10,12 +10,15 @@ import json
 import logging
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 import redis as redis_lib
 
-from tests.unit.workers.graphs import Calls, approval, chain
+from graphruntime.graph import END, START, StateGraph
+from graphruntime.pregel import Pregel
+from graphruntime.types import interrupt
+from tests.unit.workers.graphs import Calls, approval, chain, parallel_questions
 from workers.dead_letters import DeadLetters
 from workers.errors import StoreUnavailableError
 from workers.resume import MAX_ATTEMPTS, ResumeListener, sign
@@ -38,11 +41,36 @@ def redis_server() -> Iterator[Any]:
 def cluster_with_queue(**settings: Any) -> InlineCluster:
     queue = f"test:resume:{uuid.uuid4().hex[:8]}"
     return InlineCluster(
-        {"approval": approval(Calls()), "chain": chain(Calls())},
+        {
+            "approval": approval(Calls()),
+            "chain": chain(Calls()),
+            "payments": payments(),
+            "questions": parallel_questions(Calls()),
+        },
         settings=Settings(
             database_url="memory://", redis_url="memory://", resume_queue=queue, **settings
         ),
     )
+
+
+class Pay(TypedDict):
+    paid: list[int]
+
+
+def payments() -> Pregel:
+    """Asks to approve payment #n, three times in a loop, one pause each."""
+
+    def pay(state: Pay) -> dict[str, Any]:
+        n = len(state["paid"])
+        if interrupt(f"approve payment #{n}") != "approve":
+            return {}
+        return {"paid": [*state["paid"], n]}
+
+    g = StateGraph(Pay)
+    g.add_node("pay", pay)
+    g.add_edge(START, "pay")
+    g.add_conditional_edges("pay", lambda s: END if len(s["paid"]) >= 3 else "pay")
+    return g.compile()
 
 
 def listener(cluster: InlineCluster, r: Any, consumer: str = "w1") -> ResumeListener:
@@ -115,7 +143,7 @@ def test_a_message_that_cannot_apply_is_dead_lettered_at_once(
     assert cluster.client.get_state("approval", {"configurable": {"thread_id": tid}}).interrupts
 
 
-def test_a_resume_refused_when_its_run_starts_is_dead_lettered(
+def test_a_resume_naming_no_pending_interrupt_is_dead_lettered_at_once(
     redis_server: Any,
 ) -> None:
     r, cluster = redis_server, cluster_with_queue()
@@ -124,11 +152,27 @@ def test_a_resume_refused_when_its_run_starts_is_dead_lettered(
     raw = message(tid, {"f" * 32: "no"})  # a resume map naming no pending interrupt
     r.lpush(lst.queue, raw)
     take(lst, r)
+    assert not cluster.broker.coordinator  # refused before a run was queued
+    # UnknownInterruptError is the InvalidResumeError that names the unknown ids
+    reason = dead(r, cluster)[raw]
+    assert reason.startswith("UnknownInterruptError: Resume map key"), reason
+
+
+def test_a_resume_refused_when_its_run_starts_is_dead_lettered(
+    redis_server: Any,
+) -> None:
+    r, cluster = redis_server, cluster_with_queue()
+    tid = f"t-{uuid.uuid4()}"
+    out = cluster.run("questions", {"items": ["a", "b"]}, {"configurable": {"thread_id": tid}})
+    assert len(out["__interrupt__"]) == 2
+    lst = listener(cluster, r)
+    raw = json.dumps({"graph": "questions", "thread_id": tid, "resume": "yes"})
+    r.lpush(lst.queue, raw)
+    take(lst, r)  # queued: which wait a plain value answers is the graph's to say
     cluster.deliver()
     ((text, reason),) = cluster.broker.dead_letters
     assert text == raw
-    # UnknownInterruptError is the InvalidResumeError that names the unknown ids
-    assert reason.startswith("UnknownInterruptError: Resume map key"), reason
+    assert reason.startswith("AmbiguousResumeError: When there are multiple"), reason
 
 
 def test_the_same_key_with_another_value_is_refused(redis_server: Any) -> None:
@@ -152,7 +196,7 @@ def test_signed_messages_only_when_a_key_is_set(redis_server: Any) -> None:
     r, cluster = redis_server, cluster_with_queue(resume_key="s3cret")
     tid = paused_thread(cluster)
     lst = listener(cluster, r)
-    fields = {"graph": "approval", "thread_id": tid, "resume": "yes"}
+    fields = {"graph": "approval", "thread_id": tid, "resume": "yes", "idempotency_key": "k1"}
     unsigned = json.dumps(fields)
     forged = json.dumps({**fields, "signature": sign(fields, "not-the-key")})
     tampered = json.dumps({**fields, "resume": "no", "signature": sign(fields, "s3cret")})
@@ -271,3 +315,56 @@ def test_a_plain_resume_queued_twice_without_a_key_applies_once(
     cluster.deliver()
     resumes = [x for x in cluster.store.runs_of_thread(tid) if x["kind"] == "resume"]
     assert len(resumes) == 1
+
+
+def test_a_signed_message_must_name_what_it_answers(redis_server: Any) -> None:
+    """A signed plain value without an idempotency key could be replayed against every
+    later pause of the thread: dead-lettered, the thread left as it is."""
+    r, cluster = redis_server, cluster_with_queue(resume_key="s3cret")
+    tid = paused_thread(cluster)
+    lst = listener(cluster, r)
+    fields = {"graph": "approval", "thread_id": tid, "resume": "yes"}
+    raw = json.dumps({**fields, "signature": sign(fields, "s3cret")})
+    r.lpush(lst.queue, raw)
+    take(lst, r)
+    assert "must name what it answers" in dead(r, cluster)[raw]
+    assert not cluster.broker.coordinator  # no run was made
+
+
+def test_a_captured_signed_message_answers_one_pause_however_often_replayed(
+    redis_server: Any,
+) -> None:
+    """The same signed message pushed three times, each after the thread paused again:
+    applied once. Keyed: the replays are the same run; a resume map: its interrupt id
+    matches no later pause."""
+    for extra in ({"idempotency_key": "pay-0"}, {}):
+        r, cluster = redis_server, cluster_with_queue(resume_key="s3cret")
+        tid = f"t-{uuid.uuid4()}"
+        out = cluster.run("payments", {"paid": []}, {"configurable": {"thread_id": tid}})
+        (wait,) = out["__interrupt__"]
+        lst = listener(cluster, r)
+        resume: Any = "approve" if extra else {wait.id: "approve"}
+        fields = {"graph": "payments", "thread_id": tid, "resume": resume, **extra}
+        raw = json.dumps({**fields, "signature": sign(fields, "s3cret")})
+        for _ in range(3):
+            r.lpush(lst.queue, raw)
+            take(lst, r)
+            cluster.deliver()
+        state = cluster.client.get_state("payments", {"configurable": {"thread_id": tid}})
+        assert state.values["paid"] == [0], extra
+        assert [i.value for i in state.interrupts] == ["approve payment #1"]
+
+
+def test_a_malformed_signature_is_dead_lettered_at_once(redis_server: Any) -> None:
+    """A non-ASCII or short signature is a bad message, not a transient failure: dead-
+    lettered on its first try (it used to be retried as one, stalling the listener)."""
+    r, cluster = redis_server, cluster_with_queue(resume_key="s3cret")
+    tid = paused_thread(cluster)
+    lst = listener(cluster, r)
+    fields = {"graph": "approval", "thread_id": tid, "resume": "yes", "idempotency_key": "k"}
+    for signature in ("é" * 64, "abc", "g" * 64):
+        raw = json.dumps({**fields, "signature": signature}, ensure_ascii=False)
+        r.lpush(lst.queue, raw)
+        take(lst, r)
+        assert "not 64 hex digits" in dead(r, cluster)[raw]
+    assert not cluster.broker.coordinator

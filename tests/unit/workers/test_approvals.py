@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -11,11 +14,17 @@ from typing import Any
 import pytest
 
 from graphruntime.config import RunnableConfig
+from graphruntime.errors import InvalidResumeError, UnknownInterruptError
 from graphruntime.graph import START, StateGraph
 from graphruntime.types import Command, Send, interrupt
 from tests.unit.workers.graphs import Calls, Log, fan, ticket
-from workers.errors import UnknownGraphError
-from workers.store import RunQuery
+from workers.errors import (
+    InvalidFilterError,
+    InvalidRequestError,
+    ThreadNotFoundError,
+    UnknownGraphError,
+)
+from workers.store import InboxQuery, RunQuery
 from workers.sweeper import sweep_once
 from workers.testing import InlineCluster
 
@@ -110,6 +119,45 @@ def test_inbox_refuses_bad_requests_with_a_clear_error(make_cluster: MakeCluster
         cluster.client.inbox("ticket", limit=0)
     with pytest.raises(ValueError, match="aware"):
         cluster.client.inbox("ticket", older_than=datetime(2026, 1, 1))
+
+
+def test_hostile_filters_are_refused_with_the_reason_before_any_query(
+    make_cluster: MakeCluster,
+) -> None:
+    """NUL characters, a filter nested 5,000 deep, an age of a million years, a forged
+    cursor: each an InvalidFilterError (a ValueError) naming the problem; never a
+    RecursionError or a database error."""
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    paused(cluster, 1)
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(5000):
+        inner["x"] = {}
+        inner = inner["x"]
+    forged = base64.urlsafe_b64encode(
+        json.dumps(["2026-01-01T00:00:00+00:00", "t\x00", "i"]).encode()
+    ).decode()
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"where": {"team": "o\x00ps"}}, "NUL"),
+        ({"where": {"te\x00am": "ops"}}, "NUL"),
+        ({"where": deep}, "deeper than"),
+        ({"where": ["not", "an", "object"]}, "JSON object"),
+        ({"where": {"x": "y" * 70_000}}, "limit"),
+        ({"node": "ask\x00"}, "node"),
+        ({"older_than": timedelta(days=999_999_999)}, "older_than"),
+        ({"older_than": "7d"}, "older_than"),
+        ({"cursor": "\x00"}, "cursor"),
+        ({"cursor": forged}, "cursor"),
+        ({"cursor": "A" * 100_000}, "cursor"),
+    ]
+    for kwargs, reason in cases:
+        with pytest.raises(InvalidFilterError, match=reason):
+            cluster.client.inbox("ticket", **kwargs)
+    with pytest.raises(InvalidFilterError, match="deeper than"):
+        cluster.client.resume_many("ticket", where=deep, value="x", idempotency_key="k")
+    with pytest.raises(InvalidRequestError, match="NUL"):
+        cluster.client.resume_many("ticket", items=[("t\x00", "i")], value="x", idempotency_key="k")
+    assert len(cluster.client.inbox("ticket").items) == 1  # nothing changed
 
 
 def test_resume_many_answers_every_selected_wait_once(make_cluster: MakeCluster) -> None:
@@ -316,12 +364,19 @@ def test_cancel_a_waiting_thread_clears_its_inbox_and_refuses_its_resume(
     wait = cluster.client.inbox("ticket").items[0]
     assert cluster.client.cancel("ticket", thread(tid), reason="duplicate ticket") == []
     assert cluster.client.inbox("ticket").items == []
-    late = cluster.client.submit("ticket", Command(resume={wait.interrupt_id: "yes"}), thread(tid))
-    cluster.deliver()
-    with pytest.raises(Exception, match="interrupt"):
-        late.wait(0)
+    # refused when made, not when its run starts: nothing is queued
+    with pytest.raises(UnknownInterruptError, match="matches no pending interrupt"):
+        cluster.client.submit("ticket", Command(resume={wait.interrupt_id: "yes"}), thread(tid))
+    with pytest.raises(InvalidResumeError, match="waits for no resume"):
+        cluster.client.submit("ticket", Command(resume="yes"), thread(tid))
+    assert not cluster.broker.coordinator
     with pytest.raises(ValueError, match="reason"):
         cluster.client.cancel("ticket", thread(tid), reason="")
+    with pytest.raises(ThreadNotFoundError, match="no run was ever made"):
+        cluster.client.cancel("ticket", thread("no-such-thread"), reason="typo")
+    runs = cluster.store.list_runs(RunQuery(thread_id=tid))
+    (record,) = [r for r in runs if r["kind"] == "cancel"]
+    assert (record["status"], record["origin"]["note"]) == ("success", "duplicate ticket")
 
 
 def test_submit_many_queues_every_run_and_keys_make_it_safe_to_repeat(
@@ -360,3 +415,121 @@ def test_a_running_fan_out_lists_its_step_progress(make_cluster: MakeCluster) ->
     cluster.deliver()
     assert listed()["status"] == "success"
     assert listed()["step_tasks"] is None
+
+
+def test_a_human_resume_after_the_deadline_took_the_default_is_not_pending(
+    make_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deadline's resume ran first: a human answering the same wait afterwards is
+    told "not pending", never "applied" (the thread took the default)."""
+    cluster = make_cluster({"ticket": ticket(Calls(), deadline=timedelta(minutes=5))})
+    _now(cluster)
+    cluster.run("ticket", {"items": ["ops", "T-1"]}, thread("raced"))
+    (wait,) = cluster.client.inbox("ticket").items
+    read = cluster.store.inbox(InboxQuery(graph="ticket", limit=10))  # the human's read
+    cluster.clock.advance(301)
+    cluster.beat()
+    assert sweep_once(cluster.workers[0]).deadlines == 1
+    cluster.deliver()  # meanwhile the deadline's resume ran: the thread took the default
+    with monkeypatch.context() as m:  # the bulk resume acts on what it read before
+        m.setattr(cluster.store, "inbox", lambda query: read)
+        (late,) = cluster.client.resume_many(
+            "ticket", items=[("raced", wait.interrupt_id)], value="human", idempotency_key="h"
+        )
+    assert late.outcome == "not pending"
+    plain = cluster.client.resume_many("ticket", where={}, value="human", idempotency_key="h2")
+    assert plain == []  # nothing waits
+    with pytest.raises(InvalidResumeError, match="waits for no resume"):
+        cluster.client.submit("ticket", Command(resume="human"), thread("raced"))
+    assert cluster.client.get_state("ticket", thread("raced")).values["decision"] == "auto-approved"
+
+
+def test_resume_many_by_items_reports_only_the_threads_it_names(
+    make_cluster: MakeCluster,
+) -> None:
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    ids = paused(cluster, 3)
+    waits = {w.thread_id: w.interrupt_id for w in cluster.client.inbox("ticket").items}
+    first = cluster.client.resume_many(
+        "ticket", items=[(t, waits[t]) for t in ids[:2]], value="ok", idempotency_key="k"
+    )
+    assert {o.outcome for o in first} == {"applied"}
+    again = cluster.client.resume_many(
+        "ticket", items=[(ids[0], waits[ids[0]])], value="ok", idempotency_key="k"
+    )
+    assert [(o.thread_id, o.outcome) for o in again] == [(ids[0], "already applied")]
+
+
+def test_cancel_then_resume_is_not_pending_and_resume_then_cancel_cancels_it(
+    make_cluster: MakeCluster,
+) -> None:
+    cluster = make_cluster({"ticket": ticket(Calls())})
+    a, b = paused(cluster, 2)
+    waits = {w.thread_id: w.interrupt_id for w in cluster.client.inbox("ticket").items}
+    assert cluster.client.cancel("ticket", thread(a), reason="gone") == []
+    (outcome,) = cluster.client.resume_many(
+        "ticket", items=[(a, waits[a])], value="yes", idempotency_key="k1"
+    )
+    assert outcome.outcome == "not pending"
+    (queued,) = cluster.client.resume_many(
+        "ticket", items=[(b, waits[b])], value="yes", idempotency_key="k2"
+    )
+    assert queued.outcome == "applied"
+    assert cluster.client.cancel("ticket", thread(b), reason="gone") == [queued.run_id]
+    cluster.deliver()
+    assert cluster.store.get_run(str(queued.run_id)).status == "cancelled"
+    state = cluster.client.get_state("ticket", thread(b))
+    assert "decision" not in state.values  # the cancelled resume had no effect
+    assert state.next == ()
+
+
+def test_cancel_waits_for_the_run_a_worker_is_advancing_which_then_is_not_cancelled(
+    make_cluster: MakeCluster,
+) -> None:
+    """A worker is running a node of the thread inline: cancel waits for its lease. The
+    run ends first and is not reported cancelled (what it did stays); once cancel
+    returns no node of the thread starts."""
+    started, release = threading.Event(), threading.Event()
+    log: list[tuple[str, float]] = []
+
+    def slow(state: Log) -> dict[str, Any]:
+        log.append(("slow", time.monotonic()))
+        started.set()
+        assert release.wait(10)
+        return {"log": ["slow"]}
+
+    def after(state: Log) -> dict[str, Any]:
+        log.append(("after", time.monotonic()))
+        return {"log": ["after"]}
+
+    g = StateGraph(Log)
+    g.add_node("slow", slow)
+    g.add_node("after", after)
+    g.add_edge(START, "slow")
+    g.add_edge("slow", "after")
+    cluster = make_cluster({"slow": g.compile()})
+    cluster.beat()
+    cfg = thread()
+    first = cluster.client.submit("slow", {"log": []}, cfg)
+    second = cluster.client.submit("slow", {"log": []}, cfg)  # queued behind it
+    worker = threading.Thread(target=cluster.deliver, kwargs={"limit": 1})
+    worker.start()
+    assert started.wait(10)
+    cancelled: list[list[str]] = []
+    canceller = threading.Thread(
+        target=lambda: cancelled.append(cluster.client.cancel("slow", cfg, reason="stop"))
+    )
+    canceller.start()
+    time.sleep(0.2)
+    assert not cancelled  # waiting for the lease
+    release.set()
+    worker.join(10)
+    canceller.join(10)
+    returned = time.monotonic()
+    assert cancelled == [[second.run_id]]
+    assert first.status() == "success"  # ended first: not cancelled
+    assert second.status() == "cancelled"
+    cluster.deliver()
+    assert [name for name, _ in log] == ["slow", "after"]
+    assert all(at < returned for _, at in log)
+    assert cluster.client.get_state("slow", cfg).values["log"] == ["slow", "after"]

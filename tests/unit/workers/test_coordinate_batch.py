@@ -3,6 +3,7 @@ one transaction. In memory here; tests/integration runs the same tests on Postgr
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypedDict
@@ -14,13 +15,14 @@ from graphruntime.config import RunnableConfig
 from graphruntime.graph import START, StateGraph
 from graphruntime.pregel import Pregel
 from graphruntime.types import Command
-from tests.unit.workers.graphs import Calls, Log, ticket
+from tests.unit.workers.graphs import Calls, Log, fan, ticket
 from workers.coordinator import coordinate_many
 from workers.errors import ConfigurationError, MalformedMessageError, StoreUnavailableError
 from workers.heartbeat import Heartbeat
 from workers.messages import CoordinateMessage, parse
-from workers.settings import load_settings
+from workers.settings import Settings, load_settings
 from workers.store import Released, RunEnd
+from workers.sweeper import sweep_once
 from workers.testing import InlineCluster, Job
 
 MakeCluster = Callable[..., InlineCluster]
@@ -361,7 +363,7 @@ def test_a_lease_a_job_could_not_free_is_freed_by_its_process_heartbeat(
     make_cluster: MakeCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An outage longer than the job's patience: the lease stays with the live worker
-    until its heartbeat, once the store is back, frees it."""
+    until its heartbeat, once the store is back, frees it (no job of it holds it)."""
     cluster = make_cluster({"ticket": ticket(Calls())})
     ctx = cluster.workers[0]
     cluster.beat()  # live workers
@@ -378,25 +380,65 @@ def test_a_lease_a_job_could_not_free_is_freed_by_its_process_heartbeat(
     with pytest.raises(StoreUnavailableError):
         cluster.deliver(limit=1)
     monkeypatch.undo()  # the store is back
-    assert ctx.orphaned_leases == {tid}
+    assert ctx.job_token is None
     assert not cluster.store.acquire_thread(tid, "probe", ctx.stale)  # still held
 
     cluster.clock.advance(1)  # the in-memory store's clock; Postgres' moves by itself
-    Heartbeat(cluster.store, ctx.worker_name, 0.0, orphaned_leases=ctx.orphaned_leases).beat()
-    assert ctx.orphaned_leases == set()
+    Heartbeat(cluster.store, ctx.worker_name, 0.0, lambda: ctx.job_token).beat()
     assert cluster.store.acquire_thread(tid, "probe", ctx.stale)
 
 
-def test_the_heartbeat_leaves_a_lease_taken_again_meanwhile(make_cluster: MakeCluster) -> None:
+def test_the_heartbeat_leaves_the_lease_of_the_current_job_and_a_young_one(
+    make_cluster: MakeCluster,
+) -> None:
     cluster = make_cluster({"ticket": ticket(Calls())})
     ctx = cluster.workers[0]
     cfg = thread()
     tid = cfg["configurable"]["thread_id"]
     cluster.client.submit("ticket", {"items": ["ops", "T-1"]}, cfg)
     cluster.deliver()
-    assert cluster.store.acquire_thread(tid, ctx.worker_name, ctx.stale)  # a new job's
-    orphans = {tid}
-    Heartbeat(cluster.store, ctx.worker_name, 3600.0, orphaned_leases=orphans).beat()
-    assert orphans == {tid}  # younger than the grace: kept, and tried again next beat
+    assert cluster.store.acquire_thread(tid, ctx.worker_name, ctx.stale, "job-2")
+    cluster.clock.advance(1)
+    # the job holding it runs: kept, however old
+    Heartbeat(cluster.store, ctx.worker_name, 0.0, lambda: "job-2").beat()
+    # another job runs, but the lease is younger than the grace (a job that just began,
+    # whose token the beat read before it was set): kept too
+    Heartbeat(cluster.store, ctx.worker_name, 3600.0, lambda: "job-3").beat()
     cluster.beat()  # alive: its lease stands
     assert not cluster.store.acquire_thread(tid, "probe", ctx.stale)
+
+
+def test_a_lease_release_a_crash_took_back_does_not_wedge_the_thread(
+    make_cluster: MakeCluster,
+) -> None:
+    """A Postgres crash can bring a freed lease back to the live worker that freed it.
+    The step's last task job then finds the thread leased by a live worker and leaves
+    the run to it; the worker's heartbeat frees the lease (no job of it holds it), and
+    the sweeper finds the run stalled and sends it on: it ends, once."""
+    calls = Calls()
+    # on Postgres time is real: a worker is stale after 0.2 s without a heartbeat
+    settings = Settings(database_url="memory://", redis_url="memory://", heartbeat_interval=0.1)
+    cluster = make_cluster({"fan": fan(calls)}, settings=settings)
+    ctx = cluster.workers[0]
+    cluster.beat()
+    cfg = thread()
+    tid = cfg["configurable"]["thread_id"]
+    handle = cluster.client.submit("fan", {"items": ["a", "b"]}, cfg)
+    cluster.deliver(limit=1)  # the coordinator dispatches the fan-out and frees the lease
+    assert cluster.broker.tasks
+    # what recovery from the crash does: the release is undone, with the job's token
+    assert cluster.store.acquire_thread(tid, ctx.worker_name, ctx.stale, "the-job-that-freed-it")
+    cluster.deliver(worker=1)  # the task jobs; the last one finds the lease taken
+    assert handle.status() == "running"
+    assert not cluster.broker.coordinator
+
+    cluster.clock.advance(1)
+    time.sleep(0.01)
+    Heartbeat(cluster.store, ctx.worker_name, 0.0, lambda: ctx.job_token).beat()
+    cluster.clock.advance(1)
+    time.sleep(3 * ctx.stale)  # the run has not moved for a while
+    cluster.beat()
+    assert sweep_once(ctx).runs_nudged == 1
+    cluster.deliver()
+    assert handle.status() == "success"
+    assert calls.counts["join"] == 1

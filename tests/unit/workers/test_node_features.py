@@ -13,6 +13,7 @@ from typing import Annotated, Any, TypedDict
 import pytest
 
 from graphruntime.cache.memory import InMemoryCache
+from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import NodeError, NodeTimeoutError
 from graphruntime.graph import START, StateGraph
@@ -20,7 +21,8 @@ from graphruntime.pregel import Pregel
 from graphruntime.runtime import RunControl, Runtime
 from graphruntime.store.base import BaseStore
 from graphruntime.store.memory import InMemoryStore
-from graphruntime.types import CachePolicy, RetryPolicy, Send
+from graphruntime.types import CachePolicy, Command, RetryPolicy, Send, interrupt
+from tests.unit.workers.graphs import Calls
 from workers.errors import RemoteGraphError, error_info, rebuild_error
 from workers.store import RunQuery
 from workers.testing import InlineCluster
@@ -227,3 +229,44 @@ def test_a_retry_job_sees_when_the_first_attempt_began() -> None:
     assert [j.kind for j in cluster.broker.sent] == ["coordinate", "execute", "execute"]
     assert [attempt for attempt, _ in seen] == [1, 2, 3]
     assert len({first for _, first in seen}) == 1
+
+
+def test_a_subgraph_with_a_saver_of_its_own_saves_with_the_clusters() -> None:
+    """A saver that lives in one worker process cannot carry a subgraph's pause to the
+    process that resumes it: on the workers the subgraph saves with the run's saver (as
+    ``checkpointer=True`` would), and its own stays empty."""
+    calls = Calls()
+
+    class S(TypedDict, total=False):
+        foo: str
+        bar: str
+
+    def prepare(state: S) -> dict[str, Any]:
+        calls.hit("prepare")
+        return {"bar": "prepared"}
+
+    def ask(state: S) -> dict[str, Any]:
+        return {"bar": str(interrupt("answer?"))}
+
+    sub = StateGraph(S)
+    sub.add_node("prepare", prepare)
+    sub.add_node("ask", ask)
+    sub.add_edge(START, "prepare")
+    sub.add_edge("prepare", "ask")
+    own = InMemorySaver()
+    subgraph = sub.compile(checkpointer=own)
+
+    def call(state: S) -> dict[str, Any]:
+        return {"bar": subgraph.invoke({"foo": state["foo"]})["bar"]}
+
+    parent = StateGraph(S)
+    parent.add_node("call", call)
+    parent.add_edge(START, "call")
+    cluster = InlineCluster({"p": parent.compile()})
+    cfg: RunnableConfig = {"configurable": {"thread_id": "own-saver"}}
+    assert "__interrupt__" in cluster.run("p", {"foo": "x"}, cfg)
+    assert cluster.run("p", Command(resume="yes"), cfg)["bar"] == "yes"
+    assert calls.counts["prepare"] == 1
+    assert list(own.list(None)) == []  # nothing went to the subgraph's own saver
+    namespaces = {c.config["configurable"]["checkpoint_ns"] for c in cluster.saver.list(cfg)}
+    assert any(ns.startswith("call:") for ns in namespaces)  # the cluster's has it
