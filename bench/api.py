@@ -31,6 +31,7 @@ from bench import _report
 from tests.api_diff import servers
 
 GRAPH = "api_approval"
+INBOX_SIZE = 100_000
 HEADING = "## LangGraph Server API: graphrun serve vs langgraph dev"
 
 
@@ -86,7 +87,63 @@ def cpu_seconds(groups: Sequence[int]) -> float:
     return total
 
 
-def run_ours(threads: int, workers: int, log: Any) -> dict[int, Any]:
+INBOX_GRAPH = "api_bench_inbox"
+
+
+def fill_inbox(dsn: str, n: int) -> None:
+    """``n`` threads waiting on a human, as the workers' inbox holds them (rows written
+    directly: what is measured is the search, not how the waits came to be)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO graphruntime_interrupts (thread_id, interrupt_id, graph, run_id, "
+            "checkpoint_id, node, namespace, value, created_at) "
+            "SELECT 'inbox-' || i, md5(i::text), %s, gen_random_uuid(), '', 'review', "
+            "'review', jsonb_build_object('team', CASE WHEN i % 10 = 0 THEN 'ops' ELSE 'dev' "
+            "END), now() - make_interval(secs => i) FROM generate_series(1, %s) AS i "
+            "ON CONFLICT DO NOTHING",
+            (INBOX_GRAPH, n),
+        )
+        conn.execute("ANALYZE graphruntime_interrupts")
+
+
+def clear_inbox(dsn: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM graphruntime_interrupts WHERE graph = %s", (INBOX_GRAPH,))
+
+
+def inbox_search(url: str, samples: int = 30) -> dict[str, float]:
+    """``threads.search(status="interrupted")`` pages: the newest, and one filtered by the
+    graph (metadata graph_id), median ms of ``samples`` each."""
+    from langgraph_sdk import get_sync_client
+
+    client: Any = get_sync_client(url=url)
+    out: dict[str, float] = {}
+    cases = {
+        "first_page_ms": {"status": "interrupted", "limit": 10},
+        "graph_page_ms": {
+            "status": "interrupted",
+            "limit": 10,
+            "metadata": {"graph_id": INBOX_GRAPH},
+        },
+        "page_at_offset_1000_ms": {"status": "interrupted", "limit": 10, "offset": 1000},
+    }
+    for name, query in cases.items():
+        times = []
+        for _ in range(samples):
+            started = time.perf_counter()
+            found = client.threads.search(**query)
+            times.append(time.perf_counter() - started)
+            if len(found) != 10:
+                raise AssertionError(f"{name}: {len(found)} threads")
+        out[name] = 1000 * statistics.median(times)
+    return out
+
+
+def run_ours(threads: int, workers: int, log: Any) -> dict[Any, Any]:
     from workers.local_cluster import LocalCluster
 
     with (
@@ -100,12 +157,18 @@ def run_ours(threads: int, workers: int, log: Any) -> dict[int, Any]:
         servers.serve({**cluster.env, "GRAPHRUNTIME_DATA_DIR": data}) as server,
     ):
         pids = [server.proc.pid, *(w.pid for w in cluster.workers)]
-        figures: dict[int, Any] = {}
+        figures: dict[Any, Any] = {}
         for concurrency in (1, 10):
             before = cpu_seconds(pids)
             figures[concurrency] = measure(server.url, threads, concurrency)
             figures[concurrency]["cpu_s"] = cpu_seconds(pids) - before
             log(f"graphrun serve, concurrency {concurrency}: {figures[concurrency]}")
+        fill_inbox(cluster.env["DATABASE_URL"], INBOX_SIZE)
+        try:
+            figures["inbox"] = inbox_search(server.url)
+        finally:
+            clear_inbox(cluster.env["DATABASE_URL"])
+        log(f"graphrun serve, inbox of {INBOX_SIZE}: {figures['inbox']}")
         return figures
 
 
@@ -157,6 +220,12 @@ def section(ours: dict[Any, Any], theirs: dict[Any, Any], meta: dict[str, str]) 
             "p90 ms | langgraph dev CPU s | graphrun CPU s |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|",
             *rows,
+            "",
+            f'`threads.search(status="interrupted", limit=10)` with {INBOX_SIZE:,} threads '
+            "waiting (inbox rows), median of 30 through the SDK: first page "
+            f"{ours['inbox']['first_page_ms']:.1f} ms, filtered by graph "
+            f"{ours['inbox']['graph_page_ms']:.1f} ms, at offset 1,000 "
+            f"{ours['inbox']['page_at_offset_1000_ms']:.1f} ms.",
             "",
             f"Targets: at concurrency 10, 10x langgraph dev's threads/s: {ratio:.1f}x "
             f"({'met' if ratio >= 10 else 'not met'}); at concurrency 1, runs.wait p50 "
