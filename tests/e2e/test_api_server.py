@@ -40,11 +40,24 @@ EXPECTED_DIFFERENCES = {
 }
 
 
+WEBHOOK_SECRET = "s3cret-s3cret-s3cret"
+
+
+def server_env(cluster: LocalCluster, data: Path) -> dict[str, str]:
+    """A server's environment: every server on the database signs webhooks alike (any of
+    them may deliver a run's)."""
+    return {
+        **cluster.env,
+        "GRAPHRUNTIME_DATA_DIR": str(data),
+        "GRAPHRUNTIME_WEBHOOK_SECRET": WEBHOOK_SECRET,
+    }
+
+
 @pytest.fixture(scope="module")
 def api(
     cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[servers.Server]:
-    env = {**cluster.env, "GRAPHRUNTIME_DATA_DIR": str(tmp_path_factory.mktemp("serve"))}
+    env = server_env(cluster, tmp_path_factory.mktemp("serve"))
     with servers.serve(env) as server:
         yield server
 
@@ -230,7 +243,7 @@ def test_resume_through_the_api_after_a_worker_sigkill_finishes_once(
 def test_a_stream_survives_the_servers_restart(cluster: LocalCluster, tmp_path: Path) -> None:
     """A client streaming a resumable run rejoins a restarted server with Last-Event-ID and
     gets every event once, in order."""
-    env = {**cluster.env, "GRAPHRUNTIME_DATA_DIR": str(tmp_path)}
+    env = server_env(cluster, tmp_path)
     port = servers.free_port()
     server = servers.start_serve(env, port=port)
     try:
@@ -274,7 +287,7 @@ def test_a_stream_survives_the_servers_restart(cluster: LocalCluster, tmp_path: 
 def test_two_servers_behind_one_database_serve_the_same_threads(
     cluster: LocalCluster, api: servers.Server, tmp_path: Path
 ) -> None:
-    env = {**cluster.env, "GRAPHRUNTIME_DATA_DIR": str(tmp_path)}
+    env = server_env(cluster, tmp_path)
     with servers.serve(env) as other:
         one: Any = get_sync_client(url=api.url)
         two: Any = get_sync_client(url=other.url)
@@ -291,7 +304,7 @@ def test_two_servers_behind_one_database_serve_the_same_threads(
 def test_a_cron_fires_once_however_many_servers(
     cluster: LocalCluster, api: servers.Server, tmp_path: Path
 ) -> None:
-    env = {**cluster.env, "GRAPHRUNTIME_DATA_DIR": str(tmp_path)}
+    env = server_env(cluster, tmp_path)
     sdk: Any = get_sync_client(url=api.url)
     tid = sdk.threads.create()["thread_id"]
     with servers.serve(env):
@@ -340,12 +353,8 @@ def test_webhook_is_posted_signed(cluster: LocalCluster, tmp_path: Path) -> None
 
     hook = HTTPServer(("127.0.0.1", 0), Hook)
     threading.Thread(target=hook.serve_forever, daemon=True).start()
-    secret = "s3cret-s3cret-s3cret"
-    env = {
-        **cluster.env,
-        "GRAPHRUNTIME_DATA_DIR": str(tmp_path),
-        "GRAPHRUNTIME_WEBHOOK_SECRET": secret,
-    }
+    secret = WEBHOOK_SECRET
+    env = server_env(cluster, tmp_path)
     try:
         with servers.serve(env) as server:
             sdk: Any = get_sync_client(url=server.url)

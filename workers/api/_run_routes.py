@@ -28,7 +28,7 @@ from workers.api._http import (
 )
 from workers.api._json import dumps, jsonable
 from workers.api._models import RunCreate
-from workers.api._threads import ensure_thread, thread_graph, threads_json
+from workers.api._threads import ensure_thread, threads_json
 from workers.store import Event, Run
 
 WAIT_TIMEOUT = 3600.0
@@ -101,10 +101,12 @@ def create_run(
     elif body.on_completion is not None:
         raise ApiError(422, "on_completion applies to stateless runs (POST /runs)")
     temporary = bool(temporary)
-    existing = [] if stateless else threads_json(ctx, [thread_id])
+    found = None if stateless else ctx.row("threads_by_ids", {"ids": [thread_id]})
+    existing = found is not None
     if not stateless and not existing and body.if_not_exists != "create":
         raise not_found(f"Thread {thread_id}")
-    bound = thread_graph(ctx, thread_id) if existing else None
+    thread_metadata: dict[str, Any] = dict(found["metadata"] or {}) if found else {}
+    bound = (found["graph"] or thread_metadata.get("graph_id")) if found else None
     if bound is not None and bound != graph:
         raise ApiError(
             409, f"Thread {thread_id} belongs to graph {bound!r}, not {graph!r}; nothing changed"
@@ -127,7 +129,6 @@ def create_run(
     if body.command is not None and body.command.resume is not None and existing:
         _check_resume(ctx, thread_id, body.command.resume)
     input: Any = runs.command_of(body.command) if body.command is not None else body.input
-    thread_metadata = existing[0]["metadata"] if existing else {}
     configurable: dict[str, Any] = {
         **(assistant["config"] or {}).get("configurable", {}),
         **((body.config or {}).get("configurable") or {}),
@@ -180,7 +181,7 @@ def create_run(
         raise
     kwargs = body.model_dump(mode="json", exclude_none=True, exclude={"assistant_id"})
     kwargs["stream_mode"] = body.modes()
-    ctx.rows(
+    inserted = ctx.row(
         "insert_run",
         {
             "run_id": handle.run_id,
@@ -194,14 +195,12 @@ def create_run(
     )
     if body.webhook:
         ctx.rows("add_webhook", {"run_id": handle.run_id, "url": body.webhook})
-    ctx.row(
-        "update_thread",
-        {
-            "thread_id": thread_id,
-            "metadata": {"graph_id": graph, "assistant_id": str(assistant["assistant_id"])},
-        },
-    )
-    return load_run(ctx, thread_id, handle.run_id)
+    ran = {"graph_id": graph, "assistant_id": str(assistant["assistant_id"])}
+    if any(thread_metadata.get(k) != v for k, v in ran.items()):
+        ctx.row("update_thread", {"thread_id": thread_id, "metadata": ran})
+    if inserted is None:  # the same run again (a cron's firing under its key)
+        return load_run(ctx, thread_id, handle.run_id)
+    return {**inserted, "status": "queued", "updated_at": inserted["created_at"]}
 
 
 def _check_resume(ctx: ApiContext, thread_id: str, resume: Any) -> None:

@@ -24,7 +24,10 @@ def api_context(settings: Settings, config_path: str, *, broker: Any = None) -> 
     loaded = load_config(config_path)
     graphs = loaded.descriptions()
     # no graph of the config is loaded here: GRAPHRUNTIME_CONFIG is for the workers
-    client_settings = settings.model_copy(update={"graphs": "", "config": None})
+    # every request borrows connections; waits and streams hold none while they wait
+    client_settings = settings.model_copy(
+        update={"graphs": "", "config": None, "pool_max_size": max(settings.pool_max_size, 16)}
+    )
     wiring = connect(client_settings, broker=broker)
     client = GraphClient(
         settings=wiring.settings,

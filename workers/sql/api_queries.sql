@@ -184,7 +184,8 @@ INSERT INTO graphruntime_api_runs
     (run_id, thread_id, assistant_id, metadata, kwargs, multitask_strategy, temporary)
 VALUES (%(run_id)s, %(thread_id)s, %(assistant_id)s, %(metadata)s, %(kwargs)s,
         %(multitask_strategy)s, %(temporary)s)
-ON CONFLICT (run_id) DO NOTHING;
+ON CONFLICT (run_id) DO NOTHING
+RETURNING *;
 
 -- name: get_run
 -- A run as the API shows it: the workers' row with what the API added (a cancel, a run
