@@ -100,7 +100,7 @@ def fill_inbox(dsn: str, n: int) -> None:
             "INSERT INTO graphruntime_interrupts (thread_id, interrupt_id, graph, run_id, "
             "checkpoint_id, node, namespace, value, created_at) "
             "SELECT 'inbox-' || i, md5(i::text), %s, gen_random_uuid(), '', 'review', "
-            "'review', jsonb_build_object('team', CASE WHEN i % 10 = 0 THEN 'ops' ELSE 'dev' "
+            "'review', jsonb_build_object('team', CASE WHEN i %% 10 = 0 THEN 'ops' ELSE 'dev' "
             "END), now() - make_interval(secs => i) FROM generate_series(1, %s) AS i "
             "ON CONFLICT DO NOTHING",
             (INBOX_GRAPH, n),
