@@ -105,7 +105,13 @@ def fill_inbox(dsn: str, n: int) -> None:
             "ON CONFLICT DO NOTHING",
             (INBOX_GRAPH, n),
         )
+        conn.execute(
+            "INSERT INTO graphruntime_threads (thread_id, graph) "
+            "SELECT 'inbox-' || i, %s FROM generate_series(1, %s) AS i ON CONFLICT DO NOTHING",
+            (INBOX_GRAPH, n),
+        )
         conn.execute("ANALYZE graphruntime_interrupts")
+        conn.execute("ANALYZE graphruntime_threads")
 
 
 def clear_inbox(dsn: str) -> None:
@@ -113,6 +119,7 @@ def clear_inbox(dsn: str) -> None:
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("DELETE FROM graphruntime_interrupts WHERE graph = %s", (INBOX_GRAPH,))
+        conn.execute("DELETE FROM graphruntime_threads WHERE graph = %s", (INBOX_GRAPH,))
 
 
 def inbox_search(url: str, samples: int = 30) -> dict[str, float]:
