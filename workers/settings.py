@@ -85,6 +85,12 @@ class Settings(BaseSettings):
         description="The token `graphrun serve` requires (x-api-key or bearer); without one "
         "it serves loopback only.",
     )
+    api_cors_origins: str = Field(
+        default="",
+        description="Comma-separated origins (https://app.example.com) whose pages may call "
+        "`graphrun serve` from a browser, besides this machine's (http://localhost:*, "
+        "http://127.0.0.1:*), which always may.",
+    )
     webhook_secret: str | None = Field(
         default=None,
         description="HMAC-SHA256 key that signs the webhooks `graphrun serve` sends "

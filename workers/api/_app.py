@@ -8,6 +8,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -16,6 +17,9 @@ from workers.api import _assistants, _crons, _run_routes, _store, _threads
 from workers.api._context import ApiContext
 from workers.api._guard import Guard
 from workers.api._http import error_response
+
+LOOPBACK_ORIGINS = r"^https?://(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$"
+"""Pages served from this machine (a local Agent Chat UI) may call the API."""
 
 
 def _version(package: str) -> str | None:
@@ -106,7 +110,18 @@ def create_app(ctx: ApiContext) -> Starlette:
     ]
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(Guard, token=ctx.token, max_body=ctx.max_body)],
+        middleware=[
+            # outermost: a browser's preflight carries no token
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(ctx.cors_origins),
+                allow_origin_regex=LOOPBACK_ORIGINS,
+                allow_methods=["*"],
+                allow_headers=["*"],
+                expose_headers=["content-location", "location"],
+            ),
+            Middleware(Guard, token=ctx.token, max_body=ctx.max_body),
+        ],
         exception_handlers={Exception: on_error},
     )
     app.state.ctx = ctx

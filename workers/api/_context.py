@@ -46,6 +46,8 @@ class ApiContext:
     """Graph id -> description."""
     token: str | None = None
     max_body: int = 10 << 20
+    cors_origins: tuple[str, ...] = ()
+    """Origins besides loopback ones whose pages may call the API from a browser."""
     node_store: Any = None
     """The workers' shared store (``checkpoint_pg.PostgresStore``) for /store."""
     extra: dict[str, Any] = field(default_factory=dict)

@@ -43,6 +43,7 @@ def api_context(settings: Settings, config_path: str, *, broker: Any = None) -> 
         client=client,
         graphs=graphs,
         token=check_token(settings.api_token),
+        cors_origins=tuple(o.strip() for o in settings.api_cors_origins.split(",") if o.strip()),
         node_store=PostgresStore(pool),
     )
     ctx.extra["webhook_secret"] = settings.webhook_secret

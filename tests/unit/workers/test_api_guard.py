@@ -69,3 +69,22 @@ def test_binding_beyond_loopback_needs_a_token() -> None:
         check_bind("0.0.0.0", None)
     with pytest.raises(ConfigurationError, match="at least"):
         check_bind("0.0.0.0", "short")
+
+
+def test_browsers_on_this_machine_may_call_it_others_not() -> None:
+    from workers.api._app import create_app
+    from workers.api._context import ApiContext
+
+    ctx = ApiContext(client=None, graphs={}, token=TOKEN, cors_origins=("https://ops.example",))  # type: ignore[arg-type]
+    client = TestClient(create_app(ctx), client=("127.0.0.1", 5000))
+    preflight = {
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "x-api-key",
+    }
+    local = client.options("/threads", headers={"origin": "http://localhost:3000", **preflight})
+    assert local.status_code == 200  # no token needed for the preflight
+    assert local.headers["access-control-allow-origin"] == "http://localhost:3000"
+    listed = client.options("/threads", headers={"origin": "https://ops.example", **preflight})
+    assert listed.headers["access-control-allow-origin"] == "https://ops.example"
+    other = client.options("/threads", headers={"origin": "https://evil.example", **preflight})
+    assert "access-control-allow-origin" not in other.headers
