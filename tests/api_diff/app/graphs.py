@@ -102,7 +102,7 @@ slow = _slow().compile()
 # for the end-to-end cluster (tests/e2e/conftest.py): the same names as langgraph.json
 GRAPHS = ",".join(
     f"api_{name}=tests.api_diff.app.graphs:{name}"
-    for name in ("approval", "chain", "failing", "slow", "chat")
+    for name in ("approval", "chain", "failing", "slow", "chat", "hitl")
 )
 
 
@@ -128,3 +128,45 @@ def _chat() -> Any:
 
 
 chat = _chat().compile()
+
+
+def _hitl() -> Any:
+    """A chat that asks a human before it answers, in Agent Inbox's interrupt format (what
+    Agent Chat UI and Agent Inbox render with Accept / Respond / Ignore). A message that
+    says "slow" makes the node take 3 s first (to stop or reload it mid-run)."""
+    from langchain_core.messages import AIMessage
+
+    if TYPE_CHECKING or os.environ.get("GRAPH_RUNTIME") != "langgraph":
+        from graphruntime.graph import MessagesState
+    else:
+        from langgraph.graph import MessagesState
+
+    def ask(state: MessagesState) -> dict[str, Any]:
+        last = state["messages"][-1]
+        text = last.content if isinstance(last.content, str) else str(last.content)
+        if "slow" in text:
+            time.sleep(3)
+        (response,) = interrupt(
+            [
+                {
+                    "action_request": {"action": "send_reply", "args": {"to": "customer"}},
+                    "config": {
+                        "allow_accept": True,
+                        "allow_edit": False,
+                        "allow_respond": True,
+                        "allow_ignore": True,
+                    },
+                    "description": f"Reply to: {text}",
+                }
+            ]
+        )
+        return {"messages": [AIMessage(content=f"human said {response['type']}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    return builder
+
+
+hitl = _hitl().compile()
