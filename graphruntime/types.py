@@ -20,6 +20,7 @@ from graphruntime.warnings import LangGraphDeprecatedSinceV11
 if TYPE_CHECKING:
     from graphruntime.cache import CachePolicy as CachePolicy
     from graphruntime.pregel import PreparedTask as PregelExecutableTask
+    from graphruntime.pregel.main import Checkpointer as Checkpointer
 
 Interrupt.__module__ = __name__  # its public home; defined below types so errors can use it
 
@@ -32,6 +33,7 @@ __all__ = (
     "CheckpointPayload",
     "CheckpointStreamPart",
     "CheckpointTask",
+    "Checkpointer",
     "Command",
     "CustomStreamPart",
     "DebugPayload",
@@ -64,10 +66,12 @@ __all__ = (
 
 
 # LangGraph's names for types that live in higher layers here: CachePolicy with the cache
-# (its default key goes through the checkpoint serde), a step's executable task with the
-# step machinery. Loaded on first use, so this module imports neither.
+# (its default key goes through the checkpoint serde), a step's executable task and what
+# compile(checkpointer=...) takes with the step machinery. Loaded on first use, so this
+# module imports neither.
 _ELSEWHERE = {
     "CachePolicy": ("graphruntime.cache", "CachePolicy"),
+    "Checkpointer": ("graphruntime.pregel.main", "Checkpointer"),
     "PregelExecutableTask": ("graphruntime.pregel", "PreparedTask"),
 }
 

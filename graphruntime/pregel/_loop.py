@@ -35,13 +35,14 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_NODE_ERROR,
     CONFIG_KEY_READ,
+    CONFIG_KEY_READ_STATE,
     CONFIG_KEY_REPLAY_STATE,
     CONFIG_KEY_RESUME_MAP,
-    CONFIG_KEY_SHARED_SAVER,
     CONFIG_KEY_RESUMING,
     CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
     CONFIG_KEY_SEND,
+    CONFIG_KEY_SHARED_SAVER,
     CONFIG_KEY_TASK_ID,
     CONFIG_KEY_THREAD_ID,
     CONTROL_WRITES,
@@ -1253,6 +1254,9 @@ class PregelLoop(LoopCalls):
         configurable = base.configurable.copy()
         configurable[CONFIG_KEY_SEND] = task.writes.extend
         configurable[CONFIG_KEY_READ] = read
+        configurable[CONFIG_KEY_READ_STATE] = lambda: local_read(
+            channels, task.writes, list(channels), fresh=True
+        )
         configurable[CONFIG_KEY_SCRATCHPAD] = scratchpad
         configurable[CONFIG_KEY_CHECKPOINT_NS] = task.checkpoint_ns
         configurable[CONFIG_KEY_TASK_ID] = task.id
