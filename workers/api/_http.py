@@ -95,6 +95,8 @@ def error_response(exc: BaseException) -> JSONResponse:
     detail = exc.detail if isinstance(exc, ApiError) else f"{type(exc).__name__}: {exc}"
     if status == 500:
         detail = f"Internal error: {type(exc).__name__}: {exc}"
+    else:
+        log.info("request refused (%d): %s", status, detail)
     return JSONResponse({"detail": detail}, status_code=status)
 
 

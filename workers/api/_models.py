@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 StreamMode = Literal[
     "values",
@@ -44,6 +44,9 @@ class CheckpointRef(_Body):
 
 
 class RunCreate(_Body):
+    """A run's request. With both ``input`` and ``command``, the command is the run's input
+    (as LangGraph's server does: Agent Chat UI sends both when it resumes)."""
+
     assistant_id: str = Field(min_length=1)
     input: Any = None
     command: CommandBody | None = None
@@ -111,12 +114,6 @@ class RunCreate(_Body):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("the webhook is an http:// or https:// URL")
         return value
-
-    @model_validator(mode="after")
-    def _input_or_command(self) -> RunCreate:
-        if self.input is not None and self.command is not None:
-            raise ValueError("give input or command, not both")
-        return self
 
     def modes(self) -> list[str]:
         mode = self.stream_mode or ["values"]

@@ -55,9 +55,13 @@ def serve(
     ctx: ApiContext, *, host: str = "127.0.0.1", port: int = 2024, log_level: str = "info"
 ) -> None:
     """Serve until interrupted; refuses a non-loopback address without a token."""
+    import logging
+
     import uvicorn
 
     check_bind(host, ctx.token)
+    if not logging.getLogger().handlers:  # refusals and failures, beside uvicorn's lines
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(name)s: %(message)s")
     background = Background(ctx)
     background.start()
     try:

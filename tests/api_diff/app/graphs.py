@@ -131,8 +131,8 @@ chat = _chat().compile()
 
 
 def _hitl() -> Any:
-    """A chat that asks a human before it answers, in Agent Inbox's interrupt format (what
-    Agent Chat UI and Agent Inbox render with Accept / Respond / Ignore). A message that
+    """A chat that asks a human before it answers, in LangChain's HITL-middleware format
+    (what Agent Chat UI and Agent Inbox render with Approve / Reject). A message that
     says "slow" makes the node take 3 s first (to stop or reload it mid-run)."""
     from langchain_core.messages import AIMessage
 
@@ -142,25 +142,31 @@ def _hitl() -> Any:
         from langgraph.graph import MessagesState
 
     def ask(state: MessagesState) -> dict[str, Any]:
-        last = state["messages"][-1]
-        text = last.content if isinstance(last.content, str) else str(last.content)
+        content = state["messages"][-1].content
+        text = (
+            content
+            if isinstance(content, str)
+            else " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+        )
         if "slow" in text:
             time.sleep(3)
-        (response,) = interrupt(
-            [
-                {
-                    "action_request": {"action": "send_reply", "args": {"to": "customer"}},
-                    "config": {
-                        "allow_accept": True,
-                        "allow_edit": False,
-                        "allow_respond": True,
-                        "allow_ignore": True,
-                    },
-                    "description": f"Reply to: {text}",
-                }
-            ]
+        answer = interrupt(
+            {
+                "action_requests": [
+                    {
+                        "name": "send_reply",
+                        "args": {"to": "customer"},
+                        "description": f"Reply to: {text}",
+                    }
+                ],
+                "review_configs": [
+                    {"action_name": "send_reply", "allowed_decisions": ["approve", "reject"]}
+                ],
+            }
         )
-        return {"messages": [AIMessage(content=f"human said {response['type']}")]}
+        # Agent Chat UI answers {"decisions": [...]}, Agent Inbox its own [{"type", "args"}]
+        first = answer["decisions"][0] if isinstance(answer, dict) else answer[0]
+        return {"messages": [AIMessage(content=f"human said {first['type']}")]}
 
     builder = StateGraph(MessagesState)
     builder.add_node("ask", ask)
