@@ -155,15 +155,14 @@ def drive_chat(browser: Any, ui: str, api: str, sdk: Any, shots: Path) -> dict[s
     page.goto(f"{ui}/?apiUrl={api}&assistantId={GRAPH}")
     page.get_by_placeholder("Type your message...").fill("slow again")
     page.get_by_role("button", name="Send").click()
-    wait_until(lambda: "threadId=" in page.url, "the thread id in the URL")
-    reloaded = re.search(r"threadId=([0-9a-f-]+)", page.url)
-    assert reloaded is not None
+    newest = sdk.threads.search(limit=1, sort_by="created_at", sort_order="desc")
+    wait_until(lambda: bool(newest) and newest[0]["status"] != "idle", "the run to start")
+    tid = newest[0]["thread_id"]
     page.reload()
     wait_until(
-        lambda: sdk.threads.get(reloaded.group(1))["status"] == "interrupted",
-        "the reloaded thread's run to wait",
+        lambda: sdk.threads.get(tid)["status"] == "interrupted", "the reloaded thread's run to wait"
     )
-    page.reload()
+    page.goto(f"{ui}/?apiUrl={api}&assistantId={GRAPH}&threadId={tid}")
     page.get_by_role("button", name="Approve").first.wait_for(timeout=60_000)
     page.screenshot(path=str(shots / "chat-reloaded.png"))
     result["reloaded"] = True
