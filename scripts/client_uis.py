@@ -155,9 +155,13 @@ def drive_chat(browser: Any, ui: str, api: str, sdk: Any, shots: Path) -> dict[s
     page.goto(f"{ui}/?apiUrl={api}&assistantId={GRAPH}")
     page.get_by_placeholder("Type your message...").fill("slow again")
     page.get_by_role("button", name="Send").click()
-    newest = sdk.threads.search(limit=1, sort_by="created_at", sort_order="desc")
-    wait_until(lambda: bool(newest) and newest[0]["status"] != "idle", "the run to start")
-    tid = newest[0]["thread_id"]
+
+    def newest() -> dict[str, Any]:
+        found = sdk.threads.search(limit=1, sort_by="created_at", sort_order="desc")
+        return found[0] if found else {"status": "idle", "values": None}
+
+    wait_until(lambda: "slow again" in json.dumps(newest()["values"]), "the run to start")
+    tid = newest()["thread_id"]
     page.reload()
     wait_until(
         lambda: sdk.threads.get(tid)["status"] == "interrupted", "the reloaded thread's run to wait"
