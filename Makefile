@@ -13,10 +13,14 @@ STAMP := $(VENV)/.installed-$(PYPROJECT_HASH)
 demo: $(STAMP)
 	$(VENV)/bin/python -m examples.demo
 
+# scripts/install-test-tools.sh: chromium and promtool for the tests that drive them (a no-op
+# once they are there; without root it says how and those tests skip).
 test: $(STAMP)
+	bash scripts/install-test-tools.sh $(VENV)/bin
 	bash scripts/test.sh
 
-# A long fault-injection run (see tests/chaos/test_chaos.py); CHAOS_SECONDS to change it.
+# A long fault-injection run: tests/chaos/test_chaos.py's faults, then test_crash.py's hard
+# Postgres crashes; CHAOS_SECONDS to change both (CHAOS_CRASH_SECONDS the crash round's).
 chaos: $(STAMP)
 	CHAOS_SECONDS=$${CHAOS_SECONDS:-600} $(VENV)/bin/python -m pytest -q -s -p no:cacheprovider \
 		--timeout=$$(( $${CHAOS_SECONDS:-600} + 600 )) tests/chaos

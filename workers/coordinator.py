@@ -50,12 +50,14 @@ from workers.context import WorkerContext, at_run_start, run_loop
 from workers.dispatch import dispatch_retry, dispatch_step
 from workers.errors import (
     RemoteTaskError,
+    StoreRecoveredError,
     UnknownGraphError,
     WorkerError,
     error_info,
     is_transient,
     rebuild_error,
 )
+from workers.heartbeat import unserved_reason
 from workers.store import InboxEntry, InboxUpdate, Run, RunEnd, RunStatus, StepTask
 
 log = logging.getLogger(__name__)
@@ -118,7 +120,7 @@ def _round(ctx: WorkerContext, run_ids: Sequence[str], failures: list[str]) -> l
     runs spread over the cluster, and a round's ends wait for at most that long.
     """
     claims = ctx.store.claim_runs(run_ids, ctx.worker_name, ctx.stale, ctx.job_token)
-    batch = Batch(ctx, failures)
+    batch = Batch(ctx, failures, next((c.epoch for c in claims if c.found), None))
     runs: list[Run] = []
     for run_id, claim in zip(run_ids, claims, strict=True):
         if not claim.found:
@@ -177,9 +179,12 @@ class Batch:
     every run is safe for.
     """
 
-    def __init__(self, ctx: WorkerContext, failures: list[str]) -> None:
+    def __init__(self, ctx: WorkerContext, failures: list[str], epoch: str | None) -> None:
         self.ctx = ctx
         self.failures = failures
+        self.epoch = epoch
+        """The server's epoch when the round claimed its runs: the ends and dispatches
+        that make the round's asynchronous commits durable are refused if it changed."""
         self.leases: dict[str, Lease] = {}
         self.ends: list[tuple[RunEnd, Callable[[RunEnd], None]]] = []
         self.held = HeldGroup(ctx.saver.lazy())
@@ -208,7 +213,11 @@ class Batch:
                 return []
             released = _patiently(
                 lambda: ctx.store.finish_and_release_many(
-                    [end for end, _ in ends], worker=ctx.worker_name, free=held, requeue=requeue
+                    [end for end, _ in ends],
+                    worker=ctx.worker_name,
+                    free=held,
+                    requeue=requeue,
+                    epoch=self.epoch,
                 ),
                 f"ending {len(ends)} runs",
             )
@@ -316,7 +325,10 @@ def _patiently(call: Callable[[], _T], doing: str) -> _T:
         try:
             return call()
         except Exception as exc:
-            if not is_transient(exc) or time.monotonic() > give_up:
+            # a crash took back what the call was to make durable: redo the job, do not
+            # commit it here
+            recovered = isinstance(exc, StoreRecoveredError)
+            if recovered or not is_transient(exc) or time.monotonic() > give_up:
                 raise
             log.warning("%s failed (%s); retrying", doing, exc)
             time.sleep(delay)
@@ -363,7 +375,10 @@ def advance(
         # a step re-opened after its jobs ran: what they recorded, read once
         recorded = ctx.store.step_tasks(run.run_id, loop.checkpoint["id"]) if reentering else None
         loop.task_errors = recorded_errors(recorded or {})
-        executor = observe.steps(ClusterExecutor(ctx, run, events, saver, recorded=recorded), run)
+        executor = observe.steps(
+            ClusterExecutor(ctx, run, events, saver, recorded=recorded, epoch=lease.batch.epoch),
+            run,
+        )
         events.extend(drive(loop, executor))
         saver.hand_over()  # its last writes: stored with its checkpoints (or now, "sync")
     except StepSuspended:
@@ -422,13 +437,17 @@ def _served(
         return ctx.registry.get(run.graph)
     except UnknownGraphError as exc:
         # the client knows the graph, this worker does not (a rolling deploy, a worker
-        # pool serving other graphs): leave the run to a worker that has it, for a while
+        # pool serving other graphs): leave the run to a live worker that serves it, for
+        # a while; when none does (their heartbeats say which graphs), fail it at once
         waited = (datetime.now(UTC) - run.created_at).total_seconds()
-        if waited > ctx.settings.unserved_graph_timeout:
-            unserved = UnknownGraphError(
+        reason = unserved_reason(ctx.store, run.graph, ctx.stale, waited)
+        if reason is None and waited > ctx.settings.unserved_graph_timeout:
+            reason = (
                 f"{exc} No worker took this run of graph {run.graph!r} for {waited:.0f}s "
                 "(GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT)."
             )
+        if reason is not None:
+            unserved = UnknownGraphError(reason)
             _end(ctx, run, "error", error=error_info(unserved), lease=lease)
             if failures is not None:
                 failures.append(f"run {run.run_id}: UnknownGraphError: {unserved}")
@@ -509,12 +528,14 @@ class ClusterExecutor:
         saver: DeferredWrites,
         *,
         recorded: dict[str, StepTask] | None,
+        epoch: str | None = None,
     ) -> None:
         self.ctx = ctx
         self.run = run
         self.events = events
         self.saver = saver
         self.recorded = recorded
+        self.epoch = epoch
 
     def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
         ctx, run = self.ctx, self.run
@@ -562,6 +583,7 @@ class ClusterExecutor:
                     checkpoint_id=checkpoint_id,
                     task=task,
                     retry=outcome,
+                    epoch=self.epoch,
                 )
                 raise StepSuspended
             yield TaskResult(task, outcome)
@@ -581,6 +603,7 @@ class ClusterExecutor:
             thread_id=self.run.thread_id,
             checkpoint_id=loop.checkpoint["id"],
             tasks=tasks,
+            epoch=self.epoch,
         )
         raise StepSuspended
 
@@ -691,7 +714,7 @@ def inbox_entries(loop: PregelLoop, serde: SerializerProtocol) -> list[InboxEntr
     entries: list[InboxEntry] = []
     seen: set[str] = set()
     for task in sorted(loop.tasks.values(), key=task_order):
-        for intr in loop.recorded_interrupts(task.id):
+        for intr in loop.waiting_interrupts(task.id):
             if intr.id in seen:
                 continue
             seen.add(intr.id)
@@ -703,9 +726,15 @@ def inbox_entries(loop: PregelLoop, serde: SerializerProtocol) -> list[InboxEntr
                     value=_json_text(serde, intr.value),
                     deadline=intr.deadline,
                     default=serde.dumps_typed(intr.default) if intr.deadline else None,
+                    response_schema=_schema_text(intr.response_schema),
                 )
             )
     return entries
+
+
+def _schema_text(schema: Any) -> str | None:
+    """An interrupt's response_schema (a JSON schema) as the inbox keeps it."""
+    return None if schema is None else json.dumps(schema, default=str)
 
 
 def _json_text(serde: SerializerProtocol, value: Any) -> str:

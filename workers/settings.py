@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from workers.dead_letters import DeadLetters
 from workers.errors import ConfigurationError
 from workers.messages import MAX_COORDINATE_BATCH
+
+if TYPE_CHECKING:
+    from workers.dead_letters import DeadLetters
 
 _UNPREFIXED = {"database_url": "DATABASE_URL", "redis_url": "REDIS_URL"}
 
@@ -77,8 +79,31 @@ class Settings(BaseSettings):
     )
     ui_token: str | None = Field(
         default=None,
-        description="The token `graphrun ui` requires (basic auth password or bearer token); "
-        "without one it serves 127.0.0.1 only.",
+        description="A token `graphrun ui` requires (basic auth password or bearer token), "
+        "shared by every approver: it names nobody (prefer ui_tokens_file); without any "
+        "authentication the inbox serves 127.0.0.1 only.",
+    )
+    ui_tokens_file: str | None = Field(
+        default=None,
+        description="A file of `NAME TOKEN` lines (or `NAME sha256:HEX`), one per approver, "
+        "readable by its owner only: `graphrun ui` takes the token as the approver's "
+        "identity, recorded as the actor of each resume.",
+    )
+    ui_identity_header: str | None = Field(
+        default=None,
+        description="Behind an authenticating proxy: the header naming the user (e.g. "
+        "X-Forwarded-User), believed only from ui_trusted_proxies.",
+    )
+    ui_trusted_proxies: str = Field(
+        default="127.0.0.1,::1",
+        description="Comma-separated addresses or networks whose ui_identity_header "
+        "`graphrun ui` believes.",
+    )
+    ui_claim_minutes: float = Field(
+        default=15,
+        gt=0,
+        le=1440,
+        description="How long an approver's claim on a wait lasts in `graphrun ui`.",
     )
     api_token: str | None = Field(
         default=None,
@@ -102,6 +127,13 @@ class Settings(BaseSettings):
         description="Run a step's only task in the coordinator instead of a separate job.",
     )
     pool_max_size: int = 4
+    connect_timeout: float = Field(
+        default=5.0,
+        gt=0,
+        le=600,
+        description="Seconds a worker at start, and a `graphrun` command, waits for Postgres "
+        "and Redis to answer before it exits naming the setting that points at them.",
+    )
     prepared_statements: bool = Field(
         default=True,
         description="Use server-side prepared statements; turn off behind a pooler in "
@@ -208,6 +240,8 @@ class Settings(BaseSettings):
     @property
     def dead_letters(self) -> DeadLetters:
         """Where refused resume messages go, and their bounds."""
+        from workers.dead_letters import DeadLetters  # it loads the metrics hooks: not at start
+
         return DeadLetters(self.resume_queue, self.dead_letter_max, self.dead_letter_message_bytes)
 
     @property

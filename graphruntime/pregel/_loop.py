@@ -627,9 +627,16 @@ class PregelLoop(LoopCalls):
             self._put_null_writes(writes)
             return
         # rebuild the list only when this task saved writes before: a step of N tasks
-        # then costs O(N), not O(N^2)
+        # then costs O(N), not O(N^2). As in the saver, where each control channel has a
+        # row of its own, the task's earlier control writes stay unless these replace
+        # them (an answer that failed leaves its task's interrupt pending)
         if task_id in self._tasks_with_writes():
-            self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
+            replaced = {c for c, _ in writes}
+            self.pending_writes = [
+                w
+                for w in self.pending_writes
+                if w[0] != task_id or (w[1] in WRITES_IDX_MAP and w[1] not in replaced)
+            ]
         pending = self.pending_writes
         for c, v in writes:
             pending.append((task_id, c, v))
@@ -1213,6 +1220,14 @@ class PregelLoop(LoopCalls):
     def recorded_interrupts(self, task_id: str) -> list[Interrupt]:
         """The interrupts a task of this step saved, if it paused."""
         return task_interrupts(self.recorded_writes(task_id))
+
+    def waiting_interrupts(self, task_id: str) -> list[Interrupt]:
+        """The interrupts a task of this step waits on, as ``get_state`` shows them: those
+        it saved, unless it finished (a task whose answer failed still waits)."""
+        writes = self.recorded_writes(task_id)
+        if task_finished(writes):
+            return []
+        return [i for c, v in writes if c == INTERRUPT for i in v]
 
     def recorded_failure(self, task_id: str) -> BaseException | None:
         """How a task of this step that did not finish ended: its error, or its interrupt.

@@ -10,11 +10,11 @@ state's next tasks, an edit, a drawing) is asked of a worker serving it. Needs t
 
 from __future__ import annotations
 
+from workers._api_schema import API_MIGRATIONS
 from workers.api._app import create_app
 from workers.api._context import ApiContext, system_assistant_id
 from workers.api._guard import check_bind
 from workers.api._server import api_context, serve
-from workers.api.schema import API_MIGRATIONS
 
 __all__ = (
     "API_MIGRATIONS",

@@ -20,9 +20,9 @@ from typing import Any
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from workers._api_schema import query
 from workers.api._context import ApiContext
 from workers.api._json import dumps
-from workers.api.schema import query
 
 log = logging.getLogger(__name__)
 

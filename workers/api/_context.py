@@ -12,7 +12,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from workers.api.schema import query
+from workers._api_schema import query
 from workers.client import GraphClient
 
 SYSTEM_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from workers._api_schema import API_MIGRATIONS
 from workers.api._app import create_app
 from workers.api._assistants import ensure_system_assistants
 from workers.api._background import Background
 from workers.api._context import ApiContext
 from workers.api._guard import check_bind, check_token
-from workers.api.schema import API_MIGRATIONS
 from workers.settings import Settings
 
 

@@ -15,28 +15,6 @@ ConfigArgument = Annotated[
 ]
 
 
-def _reachable(database: str, broker: str) -> None:
-    """Postgres and Redis answer within seconds, or the server does not start (exit 2)."""
-    import psycopg
-    import redis
-
-    from workers.errors import ConfigurationError
-
-    try:
-        with psycopg.connect(database, connect_timeout=5) as conn:
-            conn.execute("SELECT 1")
-    except psycopg.Error as exc:
-        raise ConfigurationError(f"DATABASE_URL: Postgres does not answer: {exc}") from None
-    try:
-        client = redis.Redis.from_url(
-            broker.replace("redis+socket://", "unix://"), socket_connect_timeout=5
-        )
-        client.ping()
-        client.close()
-    except redis.RedisError as exc:
-        raise ConfigurationError(f"REDIS_URL: Redis does not answer: {exc}") from None
-
-
 def serve(
     config: ConfigArgument = "langgraph.json",
     host: Annotated[
@@ -56,18 +34,20 @@ def serve(
             f"graphrun serve needs the server extra (pip install 'graphruntime[server]'): {exc}", 2
         )
     from checkpoint_pg import CheckpointStoreError
-    from workers.app import redis_url
+    from workers.cli._output import reach_services
     from workers.config import load_config
-    from workers.runtime import database_url
     from workers.settings import load_settings
 
     try:
         settings = load_settings()
         check_bind(host, settings.api_token)  # before connecting to anything
         load_config(config)
-        _reachable(database_url(settings), redis_url(settings))
+    except WorkerError as exc:
+        fail(f"{type(exc).__name__}: {exc}", 2)
+    reach_services(postgres=True, redis=True)  # each answers, or exit naming its setting
+    try:
         ctx = api_context(settings, config)
-    except (WorkerError, CheckpointStoreError) as exc:
+    except (WorkerError, CheckpointStoreError) as exc:  # an unmigrated database: says so
         fail(f"{type(exc).__name__}: {exc}", 2)
     scope = "token required" if ctx.token else "loopback only, no token"
     url = f"http://{host}:{port}"

@@ -27,8 +27,8 @@ from checkpoint_pg import CheckpointStoreError, SchemaVersionError
 from checkpoint_pg.cache import CACHE_MIGRATIONS
 from checkpoint_pg.schema import CHECKPOINT_MIGRATIONS, Migrations
 from checkpoint_pg.store import STORE_MIGRATIONS
+from workers._api_schema import API_MIGRATIONS
 from workers._sql import MIGRATIONS
-from workers.api.schema import API_MIGRATIONS
 from workers.cli import app
 from workers.store import PostgresRunStore, make_pool
 
