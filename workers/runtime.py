@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from graphruntime.checkpoint import JsonSerializer, parse_allowed_classes
 from graphruntime.errors import SerializationError
+from workers.config import registry_for
 from workers.context import WorkerContext
 from workers.dispatch import Broker
 from workers.errors import ConfigurationError
-from workers.registry import GraphRegistry
 from workers.services import database_url
 from workers.settings import Settings
 from workers.store import PostgresRunStore, make_pool
@@ -36,7 +36,7 @@ def connect(settings: Settings, *, broker: Broker | None = None) -> WorkerContex
     from checkpoint_pg import PostgresCache, PostgresSaver, PostgresStore
 
     serde = worker_serde(settings)
-    registry = GraphRegistry.parse(settings.graphs)
+    registry = registry_for(settings)
     registry.use_serde(serde)
     if broker is None:
         from workers.app import CeleryBroker, create_app

@@ -248,10 +248,11 @@ def wait_for_redis(url: str, timeout: float) -> None:
 
 def all_migrations() -> dict[str, Migrations]:
     """Every schema this code uses, by the name ``graphrun db migrate`` prints: the
-    checkpoints, the workers' tables, the nodes' store and cache."""
+    checkpoints, the workers' tables, the nodes' store and cache, graphrun serve's tables."""
     from checkpoint_pg.cache import CACHE_MIGRATIONS
     from checkpoint_pg.schema import CHECKPOINT_MIGRATIONS
     from checkpoint_pg.store import STORE_MIGRATIONS
+    from workers._api_schema import API_MIGRATIONS
     from workers._sql import MIGRATIONS
 
     return {
@@ -259,6 +260,7 @@ def all_migrations() -> dict[str, Migrations]:
         "workers": MIGRATIONS,
         "store": STORE_MIGRATIONS,
         "cache": CACHE_MIGRATIONS,
+        "api": API_MIGRATIONS,
     }
 
 

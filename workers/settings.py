@@ -42,6 +42,11 @@ class Settings(BaseSettings):
         default="",
         description="Comma-separated name=module:attribute entries: the only graphs workers load.",
     )
+    config: str | None = Field(
+        default=None,
+        description="A langgraph.json whose graphs the workers serve too (graphrun worker "
+        "--config sets it); its env and dependencies apply to the process.",
+    )
     embedded: bool = Field(
         default=False,
         description="Start an embedded Postgres and Redis (development only) when "
@@ -99,6 +104,22 @@ class Settings(BaseSettings):
         gt=0,
         le=1440,
         description="How long an approver's claim on a wait lasts in `graphrun ui`.",
+    )
+    api_token: str | None = Field(
+        default=None,
+        description="The token `graphrun serve` requires (x-api-key or bearer); without one "
+        "it serves loopback only.",
+    )
+    api_cors_origins: str = Field(
+        default="",
+        description="Comma-separated origins (https://app.example.com) whose pages may call "
+        "`graphrun serve` from a browser, besides this machine's (http://localhost:*, "
+        "http://127.0.0.1:*), which always may.",
+    )
+    webhook_secret: str | None = Field(
+        default=None,
+        description="HMAC-SHA256 key that signs the webhooks `graphrun serve` sends "
+        "(header x-graphruntime-signature: sha256=<hex>); unset: unsigned.",
     )
     concurrency: int = 2
     inline_single_task: bool = Field(

@@ -125,7 +125,7 @@ def _start_worker(sender: Any = None, **_: Any) -> None:
     otherwise (2: a malformed setting; 3: anything else), naming the setting: it must not
     say "ready" and take work it cannot do. Celery would catch SystemExit here and carry on,
     hence ``os._exit``."""
-    from workers.registry import GraphRegistry
+    from workers.config import registry_for
     from workers.services import check_urls, reach
 
     settings = app.conf.graphruntime_settings
@@ -136,7 +136,7 @@ def _start_worker(sender: Any = None, **_: Any) -> None:
     try:
         # what this host alone decides first, so it is said before any wait on the network
         observe.start_worker(settings)
-        registry = GraphRegistry.parse(settings.graphs)
+        registry = registry_for(settings)
         for name in registry.names():
             registry.get(name)
         reach(settings, db, broker, schemas=True)
@@ -144,7 +144,9 @@ def _start_worker(sender: Any = None, **_: Any) -> None:
         _cannot_start(exc, 3)
     observe.graphs_served({name: list(registry.get(name).nodes) for name in registry.names()})
     if not registry.names():
-        log.warning("GRAPHRUNTIME_GRAPHS names no graph: this worker can run nothing")
+        log.warning(
+            "GRAPHRUNTIME_GRAPHS and GRAPHRUNTIME_CONFIG name no graph: this worker can run nothing"
+        )
     # the pool processes, forked later, inherit it: every process of the node beats as one
     _node.append(str(getattr(sender, "hostname", "") or ""))
 
@@ -202,6 +204,7 @@ def _stop_process(**_: Any) -> None:
 def _start_background(**_: Any) -> None:
     """In the worker's main process: the sweeper and the ops resume-queue listener."""
     from workers.client import GraphClient
+    from workers.remote_graphs import GraphRequestListener
     from workers.resume import ResumeListener
     from workers.sweeper import Sweeper
 
@@ -229,7 +232,16 @@ def _start_background(**_: Any) -> None:
     )
     listener = ResumeListener(client, broker.redis, settings.resume_queue, ctx.worker_name)
     threading.Thread(target=listener.run, name="graphruntime-resume", daemon=True).start()
-    _background.extend([listener, sweeper, heartbeat])
+    # what needs the graphs' code, asked by clients that lack it (workers/remote_graphs.py)
+    requests = GraphRequestListener(
+        client,
+        broker.redis,
+        settings.coordinator_queue,
+        ctx.registry.names(),
+        settings.heartbeat_interval,
+    )
+    requests.start()
+    _background.extend([listener, requests, sweeper, heartbeat])
     observe.watch_cluster(ctx)
 
 

@@ -30,9 +30,33 @@ EmbeddedOption = Annotated[
 ]
 
 
+ConfigOption = Annotated[
+    str | None,
+    typer.Option(
+        "--config",
+        help="A langgraph.json: its graphs are served too, its env and dependencies apply "
+        "(GRAPHRUNTIME_CONFIG does the same).",
+    ),
+]
+
+
 def embedded_mode(embedded: bool) -> None:
     if embedded:
         os.environ["GRAPHRUNTIME_EMBEDDED"] = "1"
+
+
+def use_config(config: str | None) -> None:
+    """Check the langgraph.json now (exit 2 saying what is wrong) and pass it on to the
+    processes started from here."""
+    if config is None:
+        return
+    from workers.config import load_config
+
+    try:
+        loaded = load_config(config)
+    except WorkerError as exc:
+        fail(f"{type(exc).__name__}: {exc}", 2)
+    os.environ["GRAPHRUNTIME_CONFIG"] = str(loaded.path)
 
 
 def worker(
@@ -55,6 +79,7 @@ def worker(
     as_json: Annotated[
         bool, typer.Option("--json", help="Log JSON lines (GRAPHRUNTIME_LOG_FORMAT=json).")
     ] = False,
+    config: ConfigOption = None,
 ) -> None:
     """Start a Celery worker for coordinator runs and task jobs (both queues by default).
 
@@ -65,6 +90,7 @@ def worker(
     (exit 3 otherwise).
     """
     embedded_mode(embedded)
+    use_config(config)
     if as_json:
         chosen = os.environ.get("GRAPHRUNTIME_LOG_FORMAT", "json").strip() or "json"
         if chosen != "json":
