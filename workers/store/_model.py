@@ -564,4 +564,9 @@ class RunStore(Protocol):
     # --- events -----------------------------------------------------------------------------
     def add_events(self, run_id: str, chunks: Sequence[EventRow]) -> None: ...
 
+    def append_events(self, run_id: str, chunks: Sequence[EventRow]) -> None:
+        """Keep a batch of a run's chunks while its node runs (its tokens), in one
+        statement, in order; batches of one run commit in the order they are numbered."""
+        ...
+
     def events_after(self, run_id: str, after: int) -> list[Event]: ...

@@ -892,6 +892,9 @@ class InMemoryRunStore:
             for ns, mode, payload in typed:
                 self._state.events.append((next(self._seq), run_id, tuple(ns), mode, payload))
 
+    def append_events(self, run_id: str, chunks: Sequence[EventRow]) -> None:
+        self.add_events(run_id, chunks)
+
     def events_after(self, run_id: str, after: int) -> list[Event]:
         with self._lock:
             rows = [e for e in self._state.events if e[1] == run_id and e[0] > after]

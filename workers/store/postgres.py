@@ -719,6 +719,20 @@ class PostgresRunStore:
             )
         return rows
 
+    def append_events(self, run_id: str, chunks: Sequence[EventRow]) -> None:
+        if not chunks:
+            return
+        rows = self._event_rows(run_id, chunks)
+        params = {
+            "run_id": run_id,
+            "ns": [r["ns"] for r in rows],
+            "modes": [r["mode"] for r in rows],
+            "types": [r["payload_type"] for r in rows],
+            "payloads": [r["payload"] for r in rows],
+        }
+        with self._conn("append_events") as conn:
+            conn.execute(query("append_events"), params)
+
     def events_after(self, run_id: str, after: int) -> list[Event]:
         with self._conn("events_after") as conn:
             rows = conn.execute(
