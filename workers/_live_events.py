@@ -60,7 +60,7 @@ class LiveEvents:
         self._arrived = threading.Event()
         self._full = threading.Event()
         self._count = 0
-        self._stopping = False
+        self._stop = threading.Event()
         self._unstored: list[StreamChunk] = []
         self._listener: Callable[[], None] | None = None
         self._thread: threading.Thread | None = None
@@ -85,7 +85,7 @@ class LiveEvents:
         if self._thread is None:
             return
         self.sink.listener = self._listener
-        self._stopping = True
+        self._stop.set()
         self._arrived.set()
         self._full.set()
         self._thread.join()
@@ -107,10 +107,10 @@ class LiveEvents:
     def _flushing(self) -> None:
         while True:
             self._arrived.wait()
-            if self._stopping:
+            if self._stop.is_set():
                 return
             self._full.wait(self.interval)  # more chunks may come meanwhile: one statement
-            if self._stopping:
+            if self._stop.is_set():
                 return
             # cleared before the sink is read: a chunk put after that wakes the next round
             self._arrived.clear()

@@ -401,7 +401,7 @@ WITH locked AS MATERIALIZED (
     SELECT pg_advisory_xact_lock(hashtext('graphruntime_run_events'), hashtext(%(run_id)s::text))
 ), added AS (
     INSERT INTO graphruntime_run_events (run_id, ns, mode, payload_type, payload)
-    SELECT %(run_id)s, e.ns, e.mode, e.payload_type, e.payload
+    SELECT %(run_id)s::uuid, e.ns, e.mode, e.payload_type, e.payload
     FROM locked,
          unnest(%(ns)s::text[], %(modes)s::text[], %(types)s::text[], %(payloads)s::bytea[])
              WITH ORDINALITY AS e(ns, mode, payload_type, payload, ord)

@@ -116,7 +116,8 @@ def test_a_nodes_tokens_are_stored_while_it_runs_inline_on_the_coordinator() -> 
     cluster.deliver()
     assert handle.status() == "success"
     [mid] = watch.seen_mid_stream
-    assert mid and TEXT.startswith("".join(mid))  # the first tokens, before the node ended
+    assert mid
+    assert TEXT.startswith("".join(mid))
     assert "".join(_stored_tokens(cluster.memory, handle.run_id)) == TEXT
 
 
@@ -129,7 +130,8 @@ def test_task_jobs_store_their_tokens_while_their_nodes_run() -> None:
     cluster.deliver()
     assert handle.status() == "success"
     assert [job.kind for job in cluster.broker.sent].count("execute") == 2  # ran as jobs
-    assert len(watch.seen_mid_stream) == 2 and all(watch.seen_mid_stream)
+    assert len(watch.seen_mid_stream) == 2
+    assert all(watch.seen_mid_stream)
     assert "".join(_stored_tokens(cluster.memory, handle.run_id)) == TEXT * 2
 
 
@@ -143,7 +145,8 @@ def test_a_run_that_streams_no_tokens_stores_nothing_while_nodes_run() -> None:
     assert handle.status() == "success"
     assert watch.seen_mid_stream == []  # the model did not stream: nobody asked for tokens
     modes = {e.mode for e in cluster.memory.events_after(handle.run_id, 0)}
-    assert "updates" in modes and "messages" not in modes
+    assert "updates" in modes
+    assert "messages" not in modes
 
 
 @contextmanager
@@ -158,7 +161,7 @@ def delivering(cluster: InlineCluster) -> Iterator[None]:
             while not stop.is_set():
                 if not cluster.deliver():
                     stop.wait(0.005)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - the test's thread reports it
             failed.append(exc)
 
     worker = threading.Thread(target=deliver, daemon=True)
@@ -204,7 +207,8 @@ def test_a_client_streams_the_chunks_in_process_stream_gives() -> None:
     assert len(streamed) == len(TEXT.split(" ")) * 2 - 1  # words and the spaces between
     assert _ids_dropped(_shape(streamed)) == _ids_dropped(_shape(_in_process(graph)))
     metadata = streamed[0][1]
-    assert metadata["langgraph_node"] == "ask" and metadata["langgraph_step"] == 1
+    assert metadata["langgraph_node"] == "ask"
+    assert metadata["langgraph_step"] == 1
     assert metadata["langgraph_path"] == ("__pregel_pull", "ask")  # a tuple, as in-process
 
 
@@ -243,8 +247,8 @@ def test_a_retried_attempts_tokens_stream_before_the_retrys_as_in_process() -> N
         return {"messages": [reply]}
 
     policy = RetryPolicy(max_attempts=2, initial_interval=0.0, jitter=False)
-    graph = StateGraph(State).add_node("ask", flaky, retry_policy=policy)
-    graph = graph.add_edge(START, "ask").compile()
+    builder = StateGraph(State).add_node("ask", flaky, retry_policy=policy)
+    graph = builder.add_edge(START, "ask").compile()
     cluster = InlineCluster({"g": graph})
     with delivering(cluster):
         streamed = list(
