@@ -671,7 +671,7 @@ class RunEvents:
 
     def store(self) -> None:
         if self.pending:
-            self.ctx.store.add_events(self.run.run_id, self.pending)
+            self.ctx.store.append_events(self.run.run_id, self.pending)
             self.pending = []
 
 

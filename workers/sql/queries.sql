@@ -392,6 +392,10 @@ SELECT pg_notify('graphruntime_events', run_id::text) FROM added;
 SELECT seq, ns, mode, payload_type, payload FROM graphruntime_run_events
 WHERE run_id = %(run_id)s AND seq > %(after)s ORDER BY seq;
 
+-- name: lock_run_events
+-- append_events' lock, for a transaction that adds a run's events otherwise
+SELECT pg_advisory_xact_lock(hashtext('graphruntime_run_events'), hashtext(%(run_id)s::text));
+
 -- name: append_events
 -- A batch of one run's chunks (a node's tokens as it produces them), in one statement, in
 -- the order given. The run's lock, held until commit, makes its batches commit in the order

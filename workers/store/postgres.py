@@ -641,6 +641,7 @@ class PostgresRunStore:
             row = conn.execute(query("count_down_step"), {**base, "done": len(done)}).fetchone()
             kept = [e for t in outcomes if t in done for e in events.get(t, ())]
             if kept:
+                conn.execute(query("lock_run_events"), base)  # numbered in commit order
                 with conn.cursor() as cur:
                     cur.executemany(query("add_event"), self._event_rows(run_id, kept))
         return len(done), int(row["open_tasks"]) if row else 0

@@ -4,21 +4,27 @@ notification; and a run's batches commit in the order they are numbered."""
 
 from __future__ import annotations
 
+import operator
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, TypedDict
 
 import psycopg
 import pytest
 
 from graphruntime.checkpoint import JsonSerializer
+from graphruntime.graph import START, StateGraph
+from tests.integration.workers.test_approvals_pg import db, make_cluster
 from workers._listener import EVENTS_CHANNEL
 from workers._sql import query
 from workers.store import NewRun, PostgresRunStore, make_pool
+from workers.testing import InlineCluster
 
 pytestmark = pytest.mark.integration
+
+__all__ = ("db", "make_cluster")
 
 langchain_messages = pytest.importorskip("langchain_core.messages")
 
@@ -94,13 +100,8 @@ def _lock_waiters(conn: psycopg.Connection[Any]) -> int:
     return int(row[0]) if row else 0
 
 
-def test_a_runs_batches_commit_in_the_order_they_are_numbered(
-    store: PostgresRunStore, pg_url: str
-) -> None:
-    """A batch numbered first but committed late would be skipped by a client that read
-    past a later one meanwhile; so a run's next batch waits for the open one."""
-    run_id = new_run(store)
-    other = new_run(store)
+def _open_batch(conn: psycopg.Connection[Any], store: PostgresRunStore, run_id: str) -> None:
+    """append_events' statement in a transaction left open: numbered, not committed."""
     rows = store._event_rows(run_id, [_token("first")])
     params = {
         "run_id": run_id,
@@ -109,21 +110,71 @@ def test_a_runs_batches_commit_in_the_order_they_are_numbered(
         "types": [r["payload_type"] for r in rows],
         "payloads": [r["payload"] for r in rows],
     }
+    conn.execute(query("append_events"), params)
+
+
+def _waits_for_the_lock(thread: threading.Thread, watch: psycopg.Connection[Any]) -> bool:
+    give_up = time.monotonic() + 30
+    while thread.is_alive() and not _lock_waiters(watch) and time.monotonic() < give_up:
+        time.sleep(0.01)
+    return thread.is_alive() and _lock_waiters(watch) == 1
+
+
+def test_a_runs_batches_commit_in_the_order_they_are_numbered(
+    store: PostgresRunStore, pg_url: str
+) -> None:
+    """A batch numbered first but committed late would be skipped by a client that read
+    past a later one meanwhile; so a run's next batch waits for the open one."""
+    run_id = new_run(store)
+    other = new_run(store)
     with (
         psycopg.connect(pg_url) as open_tx,
         psycopg.connect(pg_url, autocommit=True) as watch,
     ):
-        open_tx.execute(query("append_events"), params)  # numbered, not committed
+        _open_batch(open_tx, store, run_id)
         store.append_events(other, [_token("another run's")])  # not held up by it
         second = threading.Thread(target=store.append_events, args=(run_id, [_token("second")]))
         second.start()
-        give_up = time.monotonic() + 30
-        while second.is_alive() and not _lock_waiters(watch) and time.monotonic() < give_up:
-            time.sleep(0.01)
-        assert second.is_alive()
-        assert _lock_waiters(watch) == 1
+        assert _waits_for_the_lock(second, watch)  # waits for the open batch
         assert store.events_after(run_id, 0) == []  # a client sees neither yet
         open_tx.commit()
         second.join(30)
     assert not second.is_alive()
     assert [e.payload[0].content for e in store.events_after(run_id, 0)] == ["first", "second"]
+
+
+class Pair(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+
+
+def test_a_tasks_completion_keeps_its_chunks_after_the_runs_open_batch(
+    make_cluster: Callable[..., InlineCluster], db: str
+) -> None:
+    graph = StateGraph(Pair)
+    graph.add_node("a", lambda s: {"log": ["a"]}).add_node("b", lambda s: {"log": ["b"]})
+    compiled = graph.add_edge(START, "a").add_edge(START, "b").compile()
+    cluster = make_cluster({"pair": compiled})
+    store = cluster.store
+    assert isinstance(store, PostgresRunStore)
+    config: Any = {"configurable": {"thread_id": f"pair-{uuid.uuid4()}"}}
+    handle = cluster.client.submit("pair", {"log": []}, config, stream_mode="updates")
+    cluster.deliver(limit=1)  # the coordinator sends the step's two task jobs
+    first_job = cluster.broker.tasks[0]
+    with (
+        psycopg.connect(db) as open_tx,
+        psycopg.connect(db, autocommit=True) as watch,
+    ):
+        _open_batch(open_tx, store, handle.run_id)
+        job = threading.Thread(
+            target=cluster.deliver, kwargs={"pick": lambda w: first_job, "limit": 1}
+        )
+        job.start()
+        assert _waits_for_the_lock(job, watch)  # its completion waits for the open batch
+        open_tx.commit()
+        job.join(30)
+    assert not job.is_alive()
+    cluster.deliver()
+    assert handle.status() == "success"
+    updates = [e for e in store.events_after(handle.run_id, 0) if e.mode != "values"]
+    assert updates[0].mode == "messages"
+    assert sorted(next(iter(e.payload)) for e in updates[1:]) == ["a", "b"]

@@ -26,8 +26,10 @@ from graphruntime.graph.message import add_messages
 from graphruntime.pregel import Pregel
 from graphruntime.types import RetryPolicy
 from workers._live_events import LiveEvents
-from workers.store import InMemoryRunStore
+from workers.store import InMemoryRunStore, RunStore
 from workers.testing import InlineCluster
+
+MakeCluster = Callable[..., InlineCluster]
 
 TEXT = "the quick brown fox jumps"
 WAIT = 10.0  # seconds a test's model waits for what it looks for (then it says so)
@@ -76,11 +78,17 @@ def _two(model: Model) -> Pregel:
     return g.add_edge(START, "a").add_edge(START, "b").compile()
 
 
+@pytest.fixture
+def make_cluster() -> MakeCluster:
+    """In-memory clusters; tests/integration runs the same tests on Postgres."""
+    return InlineCluster
+
+
 def _thread() -> RunnableConfig:
     return {"configurable": {"thread_id": f"t-{uuid.uuid4()}"}}
 
 
-def _stored_tokens(store: InMemoryRunStore, run_id: str) -> list[str]:
+def _stored_tokens(store: RunStore, run_id: str) -> list[str]:
     return [
         str(e.payload[0].content) for e in store.events_after(run_id, 0) if e.mode == "messages"
     ]
@@ -100,16 +108,18 @@ class StoreWatch:
             return
         done = threading.Event()
         for _ in range(int(WAIT / 0.01)):
-            tokens = [t for r in self.run_ids for t in _stored_tokens(self.cluster.memory, r)]
+            tokens = [t for r in self.run_ids for t in _stored_tokens(self.cluster.store, r)]
             if tokens:
                 break
             done.wait(0.01)
         self.seen_mid_stream.append(tokens)
 
 
-def test_a_nodes_tokens_are_stored_while_it_runs_inline_on_the_coordinator() -> None:
+def test_a_nodes_tokens_are_stored_while_it_runs_inline_on_the_coordinator(
+    make_cluster: MakeCluster,
+) -> None:
     model = Model()
-    cluster = InlineCluster({"g": _one(model)})
+    cluster = make_cluster({"g": _one(model)})
     watch = model.pause = StoreWatch(cluster)
     handle = cluster.client.submit("g", {"messages": []}, _thread(), stream_mode="messages")
     watch.run_ids.append(handle.run_id)
@@ -118,12 +128,12 @@ def test_a_nodes_tokens_are_stored_while_it_runs_inline_on_the_coordinator() -> 
     [mid] = watch.seen_mid_stream
     assert mid
     assert TEXT.startswith("".join(mid))
-    assert "".join(_stored_tokens(cluster.memory, handle.run_id)) == TEXT
+    assert "".join(_stored_tokens(cluster.store, handle.run_id)) == TEXT
 
 
-def test_task_jobs_store_their_tokens_while_their_nodes_run() -> None:
+def test_task_jobs_store_their_tokens_while_their_nodes_run(make_cluster: MakeCluster) -> None:
     model = Model()
-    cluster = InlineCluster({"g": _two(model)})
+    cluster = make_cluster({"g": _two(model)})
     watch = model.pause = StoreWatch(cluster)
     handle = cluster.client.submit("g", {"messages": []}, _thread(), stream_mode="messages")
     watch.run_ids.append(handle.run_id)
@@ -132,19 +142,21 @@ def test_task_jobs_store_their_tokens_while_their_nodes_run() -> None:
     assert [job.kind for job in cluster.broker.sent].count("execute") == 2  # ran as jobs
     assert len(watch.seen_mid_stream) == 2
     assert all(watch.seen_mid_stream)
-    assert "".join(_stored_tokens(cluster.memory, handle.run_id)) == TEXT * 2
+    assert "".join(_stored_tokens(cluster.store, handle.run_id)) == TEXT * 2
 
 
-def test_a_run_that_streams_no_tokens_stores_nothing_while_nodes_run() -> None:
+def test_a_run_that_streams_no_tokens_stores_nothing_while_nodes_run(
+    make_cluster: MakeCluster,
+) -> None:
     model = Model()
-    cluster = InlineCluster({"g": _one(model)})
+    cluster = make_cluster({"g": _one(model)})
     watch = model.pause = StoreWatch(cluster)
     handle = cluster.client.submit("g", {"messages": []}, _thread(), stream_mode="updates")
     watch.run_ids.append(handle.run_id)
     cluster.deliver()
     assert handle.status() == "success"
     assert watch.seen_mid_stream == []  # the model did not stream: nobody asked for tokens
-    modes = {e.mode for e in cluster.memory.events_after(handle.run_id, 0)}
+    modes = {e.mode for e in cluster.store.events_after(handle.run_id, 0)}
     assert "updates" in modes
     assert "messages" not in modes
 
@@ -196,9 +208,9 @@ def _ids_dropped(chunks: list[Any]) -> list[Any]:
     return [(*c[:3], c[4]) for c in chunks]
 
 
-def test_a_client_streams_the_chunks_in_process_stream_gives() -> None:
+def test_a_client_streams_the_chunks_in_process_stream_gives(make_cluster: MakeCluster) -> None:
     graph = _one(Model())
-    cluster = InlineCluster({"g": graph})
+    cluster = make_cluster({"g": graph})
     with delivering(cluster):
         streamed = list(
             cluster.client.stream("g", {"messages": []}, _thread(), stream_mode="messages")
@@ -216,10 +228,10 @@ class Outer(TypedDict, total=False):
     messages: Annotated[list[BaseMessage], add_messages]
 
 
-def test_a_subgraphs_tokens_stream_with_its_namespace_when_asked() -> None:
+def test_a_subgraphs_tokens_stream_with_its_namespace_when_asked(make_cluster: MakeCluster) -> None:
     inner = _one(Model())
     outer = StateGraph(Outer).add_node("agent", inner).add_edge(START, "agent").compile()
-    cluster = InlineCluster({"g": outer})
+    cluster = make_cluster({"g": outer})
     with delivering(cluster):
         nested = list(
             cluster.client.stream(
@@ -234,7 +246,9 @@ def test_a_subgraphs_tokens_stream_with_its_namespace_when_asked() -> None:
     assert [type(m).__name__ for m, _ in flat] == ["AIMessage"]
 
 
-def test_a_retried_attempts_tokens_stream_before_the_retrys_as_in_process() -> None:
+def test_a_retried_attempts_tokens_stream_before_the_retrys_as_in_process(
+    make_cluster: MakeCluster,
+) -> None:
     attempts: dict[str, int] = {}
 
     def flaky(state: State, config: RunnableConfig) -> dict[str, Any]:
@@ -249,7 +263,7 @@ def test_a_retried_attempts_tokens_stream_before_the_retrys_as_in_process() -> N
     policy = RetryPolicy(max_attempts=2, initial_interval=0.0, jitter=False)
     builder = StateGraph(State).add_node("ask", flaky, retry_policy=policy)
     graph = builder.add_edge(START, "ask").compile()
-    cluster = InlineCluster({"g": graph})
+    cluster = make_cluster({"g": graph})
     with delivering(cluster):
         streamed = list(
             cluster.client.stream("g", {"messages": []}, _thread(), stream_mode="messages")
@@ -298,3 +312,34 @@ def test_a_sink_that_shows_nothing_live_is_left_alone() -> None:
         assert live._thread is None
     assert list(sink.drain()) == [((), "updates", {"a": 1})]
     assert store.events_after("r", 0) == []
+
+
+def test_tool_calls_stream_in_tools_mode_as_in_process(make_cluster: MakeCluster) -> None:
+    from langchain_core.tools import tool
+
+    from graphruntime.prebuilt import ToolNode
+
+    @tool
+    def shout(text: str) -> str:
+        """Say it louder."""
+        return text.upper()
+
+    call = {"name": "shout", "args": {"text": "hi"}, "id": "call-1"}
+    graph = StateGraph(State).add_node("tools", ToolNode([shout])).add_edge(START, "tools")
+    compiled = graph.compile()
+    start = {"messages": [AIMessage("", tool_calls=[call], id="ai-1")]}
+    cluster = make_cluster({"g": compiled})
+    with delivering(cluster):
+        streamed = list(cluster.client.stream("g", start, _thread(), stream_mode="tools"))
+    local = compiled.with_checkpointer(InMemorySaver())
+    expected = list(local.stream(start, _thread(), stream_mode="tools"))
+    assert [e["event"] for e in streamed] == ["tool-started", "tool-finished"]
+
+    def shaped(events: list[Any]) -> list[Any]:  # the tool message's id is random
+        return [
+            {**e, "output": e["output"].model_copy(update={"id": None})} if "output" in e else e
+            for e in events
+        ]
+
+    assert shaped(streamed) == shaped(expected)
+    assert streamed[1]["output"].content == "HI"
