@@ -23,7 +23,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from graphruntime.pregel import StreamChunk, StreamSink
-from workers.store import RunStore
+from workers.store import Run, RunStore
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +35,10 @@ FLUSH_BATCH = 64
 
 
 class LiveEvents:
-    """``with LiveEvents(store, run_id, sink):`` around a node's run.
+    """``with LiveEvents(store, run, sink):`` around a node's run.
 
-    Does nothing unless the sink shows chunks while tasks run (:attr:`StreamSink.eager`).
+    Does nothing unless a client streams the run and its sink shows chunks while tasks
+    run (:attr:`StreamSink.eager`).
     A batch the store refuses (an outage) is tried again with the next one; what is
     still unstored when the node returns goes back to the front of the sink, where the
     task's other chunks take it (and fail the job the usual way if the store is away).
@@ -46,14 +47,15 @@ class LiveEvents:
     def __init__(
         self,
         store: RunStore,
-        run_id: str,
+        run: Run,
         sink: StreamSink,
         *,
         interval: float = FLUSH_INTERVAL,
         batch: int = FLUSH_BATCH,
     ) -> None:
         self.store = store
-        self.run_id = run_id
+        self.run_id = run.run_id
+        self.live = bool(run.payload.get("stream_modes")) and sink.eager
         self.sink = sink
         self.interval = interval
         self.batch = batch
@@ -66,7 +68,7 @@ class LiveEvents:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> LiveEvents:
-        if not self.sink.eager:
+        if not self.live:
             return self
         self._listener = self.sink.listener
         self.sink.listener = self._on_chunk

@@ -558,7 +558,7 @@ class ClusterExecutor:
             try:
                 with (
                     self.saver.storing_within(),  # a slow node: what is held is stored
-                    LiveEvents(ctx.store, run.run_id, loop.sink),  # its tokens, as they come
+                    LiveEvents(ctx.store, run, loop.sink),  # its tokens, as they come
                 ):
                     outcome = observe.attempt(
                         run, task, loop.task_config(task), loop.graph.retry_policy

@@ -176,7 +176,7 @@ def _run_claimed(
         if task.writes:
             outcomes[ref.id] = None  # an earlier delivery saved its output, then died
             continue
-        with LiveEvents(ctx.store, run.run_id, loop.sink):  # its tokens, as they come
+        with LiveEvents(ctx.store, run, loop.sink):  # its tokens, as they come
             outcome = observe.attempt(
                 run,
                 task,

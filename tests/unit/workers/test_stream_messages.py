@@ -9,6 +9,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -19,11 +20,12 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
+from graphruntime.checkpoint import JsonSerializer
 from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.config import RunnableConfig
 from graphruntime.graph import START, StateGraph
 from graphruntime.graph.message import add_messages
-from graphruntime.pregel import Pregel
+from graphruntime.pregel import Pregel, StreamSink
 from graphruntime.types import RetryPolicy
 from workers._live_events import LiveEvents
 from workers.store import InMemoryRunStore, RunStore
@@ -273,6 +275,10 @@ def test_a_retried_attempts_tokens_stream_before_the_retrys_as_in_process(
     assert [str(m.content) for m, _ in streamed] == local
 
 
+STREAMED: Any = SimpleNamespace(run_id="r", payload={"stream_modes": ["messages"]})
+INVOKED: Any = SimpleNamespace(run_id="r", payload={"stream_modes": []})
+
+
 class Failing(InMemoryRunStore):
     """A store whose live batches fail while ``down`` is set (an outage)."""
 
@@ -285,29 +291,29 @@ class Failing(InMemoryRunStore):
 
 
 def test_chunks_the_store_refused_go_back_to_the_sink_in_order() -> None:
-    from graphruntime.checkpoint import JsonSerializer
-    from graphruntime.pregel import StreamSink
-
     store = Failing(JsonSerializer())
     sink = StreamSink({"messages"}, False)
-    with LiveEvents(store, "r", sink, interval=0.001):
+    with LiveEvents(store, STREAMED, sink, interval=0.001):
         sink.put((), "messages", "a")
         sink.put((), "messages", "b")
     assert list(sink.drain()) == [((), "messages", "a"), ((), "messages", "b")]
     store.down = False
-    with LiveEvents(store, "r", sink, interval=0.001):
+    with LiveEvents(store, STREAMED, sink, interval=0.001):
         sink.put((), "messages", "c")
     assert list(sink.drain()) == []
     assert [e.payload for e in store.events_after("r", 0)] == ["c"]
 
 
-def test_a_sink_that_shows_nothing_live_is_left_alone() -> None:
-    from graphruntime.checkpoint import JsonSerializer
-    from graphruntime.pregel import StreamSink
-
+@pytest.mark.parametrize(
+    ("run", "sink"),
+    [
+        (STREAMED, StreamSink({"updates", "values"}, False)),  # nothing comes mid-node
+        (INVOKED, StreamSink({"updates", "values"}, True)),  # nobody reads it
+    ],
+)
+def test_a_sink_nobody_reads_live_is_left_alone(run: Any, sink: StreamSink) -> None:
     store = InMemoryRunStore(JsonSerializer())
-    sink = StreamSink({"updates", "values"}, False)
-    with LiveEvents(store, "r", sink, interval=0.001) as live:
+    with LiveEvents(store, run, sink, interval=0.001) as live:
         sink.put((), "updates", {"a": 1})
         assert live._thread is None
     assert list(sink.drain()) == [((), "updates", {"a": 1})]
