@@ -262,7 +262,7 @@ def inbox(
     about (``action``: its name, ``args``: contained in its args; see
     :func:`workers.decisions.action_filter`)."""
     if graph is not None:
-        client.registry.get(graph)  # an unknown graph is an error, not an empty inbox
+        client.check_graph(graph)  # an unknown graph is an error, not an empty inbox
     if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise InvalidFilterError(f"limit must be between 1 and {MAX_PAGE}, got {limit!r}")
     check_filter(where, node, older_than)
@@ -345,7 +345,7 @@ def resume_many(
     ``idempotency_key``: running the same call again changes nothing (its threads
     report "already applied").
     """
-    client.registry.get(graph)
+    client.check_graph(graph)
     check_route(route)
     if (where is None) == (items is None):
         raise InvalidRequestError(
@@ -473,7 +473,7 @@ def claim_wait(
     (renewed), or ``take_over``. Raises :class:`WaitNotPendingError` when the wait is
     not pending.
     """
-    client.registry.get(graph)
+    client.check_graph(graph)
     if not actor or len(actor) > MAX_NAME:
         raise ValueError(f"actor must be 1 to {MAX_NAME} characters")
     if not 0 < minutes <= 24 * 60:
@@ -491,7 +491,7 @@ def release_wait(
     client: GraphClient, graph: str, thread_id: str, interrupt_id: str, *, actor: str
 ) -> bool:
     """End ``actor``'s claim on a wait; whether there was one."""
-    client.registry.get(graph)
+    client.check_graph(graph)
     return client.store.release_wait(thread_id, interrupt_id, actor)
 
 
@@ -544,7 +544,7 @@ def resume_history(
     client: GraphClient, graph: str, config: RunnableConfig, *, limit: int = 50
 ) -> list[ResumeRecord]:
     """Who resumed the thread, when, with what value, and by which route; newest first."""
-    client.registry.get(graph)
+    client.check_graph(graph)
     records = []
     for run in client.store.resume_history(thread_id_of(config), limit):
         records.append(_record(run))

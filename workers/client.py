@@ -45,6 +45,7 @@ from workers.errors import (
 )
 from workers.messages import MAX_NAME, MAX_NOTE
 from workers.registry import GraphRegistry
+from workers.remote_graphs import GraphRequests, unknown_graph
 from workers.settings import Settings, load_settings
 from workers.store import (
     InboxUpdate,
@@ -127,6 +128,14 @@ class GraphClient:
         self.broker = broker
         self.name = f"client:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.listener = RunListener(store.pool) if isinstance(store, PostgresRunStore) else None
+        self.known_graphs: set[str] = set()
+        """Graphs this client takes as served without asking (graphrun serve's config)."""
+        redis = getattr(broker, "redis", None)
+        self.requests = (
+            GraphRequests(redis, settings.coordinator_queue, saver.serde)
+            if redis is not None
+            else None
+        )
 
     @classmethod
     def from_env(cls, settings: Settings | None = None) -> GraphClient:
@@ -151,6 +160,33 @@ class GraphClient:
 
     def _graph(self, name: str) -> Pregel:
         return self.registry.get(name).with_checkpointer(self.saver)
+
+    def local(self, graph: str) -> bool:
+        """Whether this process has the graph's code (configured in its own registry);
+        otherwise what needs it is asked of the workers that serve it."""
+        return graph in self.registry.specs or self.requests is None
+
+    def check_graph(self, graph: str) -> None:
+        """Refuse a graph neither this process nor any live worker serves (nothing is
+        queued), suggesting the nearest names."""
+        if graph in self.registry.specs:
+            self.registry.get(graph)  # a broken entry here is a ConfigurationError
+            return
+        if graph in self.known_graphs:
+            return
+        served = self.served_graphs() if self.requests is not None else None
+        if served is None or graph not in served:
+            raise unknown_graph(graph, self.registry.names(), served)
+
+    def served_graphs(self) -> list[str]:
+        """The graphs live workers serve (announced within twice the heartbeat interval)."""
+        if self.requests is None:
+            return self.registry.names()
+        return self.requests.served(self.settings.stale_after)
+
+    def _remote(self, graph: str, op: str, **args: Any) -> Any:
+        assert self.requests is not None
+        return self.requests.call(graph, op, **args)
 
     # --- runs ----------------------------------------------------------------------------
 
@@ -195,7 +231,7 @@ class GraphClient:
                 "cannot see: stop a run with GraphClient.cancel(), and let workers "
                 "finish their jobs on shutdown (Celery's warm shutdown) instead of draining"
             )
-        self.registry.get(graph)  # unknown graph: a clear error, nothing queued
+        self.check_graph(graph)  # unknown graph: a clear error, nothing queued
         new = self._new_run(
             graph,
             input,
@@ -229,7 +265,7 @@ class GraphClient:
         """:meth:`submit` for many runs: ``(input, config)`` or ``(input, config,
         idempotency_key)`` each, queued in one transaction per thousand and sent over one
         broker connection. Every item is checked before anything is queued."""
-        self.registry.get(graph)
+        self.check_graph(graph)
         news = []
         for item in items:
             input, config, *rest = item
@@ -310,7 +346,8 @@ class GraphClient:
             "interrupt_after": interrupt_after,
         }
         if context is not None:
-            self.registry.get(graph).run_options({}, context=context)  # a bad one fails here
+            if graph in self.registry.specs:  # checked here; else by the worker, at its start
+                self.registry.get(graph).run_options({}, context=context)
             payload["context"] = context
         if durability == "sync":  # "async" (the default) lets the coordinator group puts
             payload["durability"] = durability
@@ -434,8 +471,8 @@ class GraphClient:
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Yield stream chunks as the workers complete steps (same shapes as ``stream``)."""
-        compiled = self.registry.get(graph)
-        mode = stream_mode or compiled.stream_mode
+        default = self.registry.get(graph).stream_mode if graph in self.registry.specs else "values"
+        mode = stream_mode or default
         modes = [mode] if isinstance(mode, str) else list(mode)
         single = isinstance(mode, str)
         handle = self.submit(graph, input, config, stream_mode=modes, subgraphs=subgraphs, **kwargs)
@@ -477,11 +514,18 @@ class GraphClient:
     def get_state(
         self, graph: str, config: RunnableConfig, *, subgraphs: bool = False
     ) -> StateSnapshot:
+        if not self.local(graph):
+            snapshot: StateSnapshot = self._remote(
+                graph, "get_state", config=config, subgraphs=subgraphs
+            )
+            return snapshot
         return self._graph(graph).get_state(config, subgraphs=subgraphs)
 
     def get_state_history(
         self, graph: str, config: RunnableConfig, **kwargs: Any
     ) -> Iterator[StateSnapshot]:
+        if not self.local(graph):
+            return iter(self._remote(graph, "get_state_history", config=config, kwargs=kwargs))
         return self._graph(graph).get_state_history(config, **kwargs)
 
     def clear_cache(self, graph: str, nodes: Sequence[str] | None = None) -> None:
@@ -498,6 +542,11 @@ class GraphClient:
         The edit holds the thread's lease (so no coordinator starts a run meanwhile)
         and its checkpoint put is fenced (so it cannot fork the thread).
         """
+        if not self.local(graph):
+            edited: RunnableConfig = self._remote(
+                graph, "update_state", config=config, values=values, as_node=as_node
+            )
+            return edited
         return self._edit(graph, config, lambda g: g.update_state(config, values, as_node))
 
     def bulk_update_state(
@@ -505,6 +554,11 @@ class GraphClient:
     ) -> RunnableConfig:
         """Several edits, one superstep each, like ``bulk_update_state``; as
         :meth:`update_state`: under the thread's lease, fenced, refused mid-run."""
+        if not self.local(graph):
+            edited: RunnableConfig = self._remote(
+                graph, "bulk_update_state", config=config, supersteps=supersteps
+            )
+            return edited
         return self._edit(graph, config, lambda g: g.bulk_update_state(config, supersteps))
 
     def _edit(

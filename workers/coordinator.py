@@ -58,6 +58,7 @@ from workers.errors import (
     is_transient,
     rebuild_error,
 )
+from workers.heartbeat import unserved_reason
 from workers.store import InboxEntry, InboxUpdate, Run, RunEnd, RunStatus, StepTask
 
 log = logging.getLogger(__name__)
@@ -437,13 +438,17 @@ def _served(
         return ctx.registry.get(run.graph)
     except UnknownGraphError as exc:
         # the client knows the graph, this worker does not (a rolling deploy, a worker
-        # pool serving other graphs): leave the run to a worker that has it, for a while
+        # pool serving other graphs): leave the run to a live worker that serves it, for
+        # a while; when none does (their heartbeats say which graphs), fail it at once
         waited = (datetime.now(UTC) - run.created_at).total_seconds()
-        if waited > ctx.settings.unserved_graph_timeout:
-            unserved = UnknownGraphError(
+        reason = unserved_reason(ctx.store, run.graph, ctx.stale, waited)
+        if reason is None and waited > ctx.settings.unserved_graph_timeout:
+            reason = (
                 f"{exc} No worker took this run of graph {run.graph!r} for {waited:.0f}s "
                 "(GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT)."
             )
+        if reason is not None:
+            unserved = UnknownGraphError(reason)
             _end(ctx, run, "error", error=error_info(unserved), lease=lease)
             if failures is not None:
                 failures.append(f"run {run.run_id}: UnknownGraphError: {unserved}")

@@ -27,6 +27,7 @@ GRAPH_MODULES = [
     "tests.e2e.fault_graphs",
     "tests.e2e.corpus_graphs",
     "tests.e2e.ui_graphs",
+    "tests.api_diff.app.graphs",
     "tests.e2e.stream_graphs",
 ]
 

@@ -222,9 +222,10 @@ LEFT JOIN graphruntime_runs r ON r.run_id = next.run_id;
 -- Postgres crash took back. A claim or lease younger than %(grace)s seconds is left
 -- alone: its job may have just begun. Returns the leases it freed, one row each.
 WITH beat AS (
-    INSERT INTO graphruntime_workers (worker, hostname, pid)
-    VALUES (%(worker)s, %(hostname)s, %(pid)s)
-    ON CONFLICT (worker) DO UPDATE SET heartbeat_at = now()
+    INSERT INTO graphruntime_workers (worker, hostname, pid, node, graphs)
+    VALUES (%(worker)s, %(hostname)s, %(pid)s, %(node)s, %(graphs)s)
+    ON CONFLICT (worker) DO UPDATE
+    SET heartbeat_at = now(), node = EXCLUDED.node, graphs = EXCLUDED.graphs
     RETURNING worker
 ), claims_freed AS (
     UPDATE graphruntime_step_tasks
@@ -248,15 +249,16 @@ SELECT graphruntime_epoch() AS epoch;
 SELECT graphruntime_check_epoch(%(epoch)s::uuid);
 
 -- name: beat
-INSERT INTO graphruntime_workers (worker, hostname, pid)
-VALUES (%(worker)s, %(hostname)s, %(pid)s)
-ON CONFLICT (worker) DO UPDATE SET heartbeat_at = now();
+INSERT INTO graphruntime_workers (worker, hostname, pid, node, graphs)
+VALUES (%(worker)s, %(hostname)s, %(pid)s, %(node)s, %(graphs)s)
+ON CONFLICT (worker) DO UPDATE
+SET heartbeat_at = now(), node = EXCLUDED.node, graphs = EXCLUDED.graphs;
 
 -- name: remove_worker
 DELETE FROM graphruntime_workers WHERE worker = %(worker)s;
 
 -- name: live_workers
-SELECT worker, hostname, pid, started_at, heartbeat_at FROM graphruntime_workers
+SELECT worker, hostname, pid, started_at, heartbeat_at, node, graphs FROM graphruntime_workers
 WHERE heartbeat_at > now() - make_interval(secs => %(stale)s)
 ORDER BY worker;
 
@@ -601,12 +603,17 @@ ORDER BY r.created_at DESC, r.run_id DESC
 LIMIT %(limit)s;
 
 -- name: overview
--- What `graphrun status` shows: runs in flight, pending interrupts, live workers.
+-- What `graphrun status` shows: runs in flight, pending interrupts, live workers (Celery
+-- nodes; a process without a node counts as one) and their processes.
 SELECT
     (SELECT count(*) FROM graphruntime_runs WHERE status = 'queued') AS queued,
     (SELECT count(*) FROM graphruntime_runs WHERE status = 'running') AS running,
     (SELECT count(*) FROM graphruntime_interrupts) AS pending_interrupts,
     (SELECT count(*) FROM graphruntime_interrupts WHERE deadline < now()) AS overdue,
-    (SELECT count(*) FROM graphruntime_workers
-     WHERE heartbeat_at > now() - make_interval(secs => %(stale)s)
-       AND worker NOT LIKE 'client:%%') AS workers;
+    live.workers, live.processes
+FROM (
+    SELECT count(DISTINCT coalesce(node, worker)) AS workers, count(*) AS processes
+    FROM graphruntime_workers
+    WHERE heartbeat_at > now() - make_interval(secs => %(stale)s)
+      AND worker NOT LIKE 'client:%%'
+) AS live;

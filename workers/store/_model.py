@@ -275,7 +275,9 @@ class Overview:
     overdue: int
     """Pending interrupts past their deadline (the sweepers resume them)."""
     workers: int
-    """Worker processes with a fresh heartbeat."""
+    """Worker nodes (a Celery worker: its main process and its pool) with a fresh heartbeat."""
+    processes: int = 0
+    """Their processes with a fresh heartbeat."""
 
 
 @dataclass(frozen=True)
@@ -472,10 +474,13 @@ class RunStore(Protocol):
         *,
         keep: str | None = None,
         grace: float | None = None,
+        node: str | None = None,
+        graphs: Sequence[str] | None = None,
     ) -> list[str]:
-        """Record that ``worker`` is alive; with a ``grace``, also free its task claims
-        and thread leases not taken by its current job (token ``keep``; None: it runs
-        none) and older than ``grace`` seconds (younger: a job that just began).
+        """Record that ``worker`` is alive (a process of Celery node ``node``, serving
+        ``graphs``); with a ``grace``, also free its task claims and thread leases not
+        taken by its current job (token ``keep``; None: it runs none) and older than
+        ``grace`` seconds (younger: a job that just began).
 
         Returns the threads whose leases it freed.
         """

@@ -126,6 +126,7 @@ class _State:
     runs: dict[str, _RunRow] = field(default_factory=dict)
     threads: dict[str, _Thread] = field(default_factory=dict)
     workers: dict[str, tuple[str, int, datetime, datetime]] = field(default_factory=dict)
+    worker_nodes: dict[str, tuple[str | None, list[str] | None]] = field(default_factory=dict)
     tasks: dict[tuple[str, str, str], _TaskRow] = field(default_factory=dict)
     open_tasks: dict[tuple[str, str], int] = field(default_factory=dict)
     events: list[tuple[int, str, tuple[str, ...], str, tuple[str, bytes]]] = field(
@@ -583,6 +584,12 @@ class InMemoryRunStore:
         with self._lock:
             now = self.clock()
             runs = self._state.runs.values()
+            live = [
+                name
+                for name, (_host, _pid, _started, beat) in self._state.workers.items()
+                if not name.startswith("client:") and beat > now - timedelta(seconds=stale)
+            ]
+            nodes = {self._state.worker_nodes.get(name, (None, None))[0] or name for name in live}
             return Overview(
                 queued=sum(r.status == "queued" for r in runs),
                 running=sum(r.status == "running" for r in runs),
@@ -591,11 +598,8 @@ class InMemoryRunStore:
                     w.entry.deadline is not None and w.entry.deadline < now
                     for w in self._state.inbox.values()
                 ),
-                workers=sum(
-                    1
-                    for name, (_host, _pid, _started, beat) in self._state.workers.items()
-                    if not name.startswith("client:") and beat > now - timedelta(seconds=stale)
-                ),
+                workers=len(nodes),
+                processes=len(live),
             )
 
     def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]:
@@ -681,8 +685,11 @@ class InMemoryRunStore:
         *,
         keep: str | None = None,
         grace: float | None = None,
+        node: str | None = None,
+        graphs: Sequence[str] | None = None,
     ) -> list[str]:
         with self._lock:
+            self._state.worker_nodes[worker] = (node, None if graphs is None else list(graphs))
             now = self.clock()
             freed: list[str] = []
             started = self._state.workers.get(worker, (hostname, pid, now, now))[2]
@@ -712,11 +719,20 @@ class InMemoryRunStore:
     def remove_worker(self, worker: str) -> None:
         with self._lock:
             self._state.workers.pop(worker, None)
+            self._state.worker_nodes.pop(worker, None)
 
     def live_workers(self, stale: float) -> list[dict[str, Any]]:
         with self._lock:
             return [
-                {"worker": w, "hostname": h, "pid": p, "started_at": s, "heartbeat_at": b}
+                {
+                    "worker": w,
+                    "hostname": h,
+                    "pid": p,
+                    "started_at": s,
+                    "heartbeat_at": b,
+                    "node": self._state.worker_nodes.get(w, (None, None))[0],
+                    "graphs": self._state.worker_nodes.get(w, (None, None))[1],
+                }
                 for w, (h, p, s, b) in sorted(self._state.workers.items())
                 if self._alive(w, stale)
             ]

@@ -526,15 +526,21 @@ class PostgresRunStore:
         *,
         keep: str | None = None,
         grace: float | None = None,
+        node: str | None = None,
+        graphs: Sequence[str] | None = None,
     ) -> list[str]:
+        said = {"node": node, "graphs": None if graphs is None else list(graphs)}
         if grace is None:
             with self._conn("heartbeat") as conn:
-                conn.execute(query("beat"), {"worker": worker, "hostname": hostname, "pid": pid})
+                conn.execute(
+                    query("beat"), {"worker": worker, "hostname": hostname, "pid": pid, **said}
+                )
             return []
         params = {
             "worker": worker,
             "hostname": hostname,
             "pid": pid,
+            **said,
             "keep": keep,
             "grace": grace,
         }

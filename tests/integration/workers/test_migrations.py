@@ -27,6 +27,7 @@ from checkpoint_pg import CheckpointStoreError, SchemaVersionError
 from checkpoint_pg.cache import CACHE_MIGRATIONS
 from checkpoint_pg.schema import CHECKPOINT_MIGRATIONS, Migrations
 from checkpoint_pg.store import STORE_MIGRATIONS
+from workers._api_schema import API_MIGRATIONS
 from workers._sql import MIGRATIONS
 from workers.cli import app
 from workers.store import PostgresRunStore, make_pool
@@ -339,4 +340,5 @@ def test_cli_db_migrate_migrates_both_and_prints_both_versions(fresh_db: str) ->
         "workers": MIGRATIONS.latest_version(),
         "store": STORE_MIGRATIONS.latest_version(),
         "cache": CACHE_MIGRATIONS.latest_version(),
+        "api": API_MIGRATIONS.latest_version(),
     }
