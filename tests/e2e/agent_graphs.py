@@ -5,7 +5,7 @@
 ``create_agent`` with ``HumanInTheLoopMiddleware`` (batched): every ``send_email`` call
 waits for a decision. The tool records each call it runs in Redis (across processes),
 under the body it was given. Any process that imports this module must have the alias
-on before anything imports langchain (the workers do; see test_agent_stream.py).
+on before anything imports langchain (the workers do, and agent_client.py).
 """
 
 from __future__ import annotations

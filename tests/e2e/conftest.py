@@ -33,7 +33,8 @@ GRAPH_MODULES = [
 
 # Graphs built by code that imports langgraph itself (LangChain's create_agent): the shared
 # cluster's workers serve them through the alias (ALIAS_ENV). Their modules are imported
-# only where the alias is on: never here (a test that needs one turns it on first).
+# only where the alias is on, never in the test process (other tests use the real
+# LangGraph here): a client of them runs in a process of its own (agent_client.py).
 ALIASED_GRAPHS = "lc_agent=tests.e2e.agent_graphs:agent"
 ALIAS_ENV = {ALIAS_SETTING: "1"}
 

@@ -29,6 +29,8 @@ GATE_TIMEOUT = 60
 GATE_AFTER = 3
 """Tokens a gated model streams before it waits at its gate."""
 
+STREAM_TIMEOUT = 120.0
+
 _GATE = re.compile(r"\[gate:([\w.-]+)\]")
 
 
@@ -45,6 +47,24 @@ def gate_result_key(gate: str) -> str:
 
 def open_gate(redis: Any, gate: str) -> None:
     redis.rpush(f"e2e:gate:{gate}", "open")
+
+
+def stream_opening_gates(
+    client: Any, redis: Any, graph: str, input: Any, config: Any, gates: dict[str, str]
+) -> Iterator[tuple[Any, dict[str, Any], bool]]:
+    """``client.stream(..., stream_mode="messages")``, opening the gate of a node (``gates``:
+    node -> gate) once GATE_AFTER of its tokens were read; each chunk with whether its
+    node's gate was still shut when it arrived."""
+    seen: dict[str, int] = {}
+    for message, metadata in client.stream(
+        graph, input, config, stream_mode="messages", timeout=STREAM_TIMEOUT
+    ):
+        node = metadata["langgraph_node"]
+        shut = node in gates and seen.get(node, 0) < GATE_AFTER
+        yield message, metadata, shut
+        seen[node] = seen.get(node, 0) + 1
+        if node in gates and seen[node] == GATE_AFTER:
+            open_gate(redis, gates[node])
 
 
 def _wait_at_gate(gate: str) -> None:
