@@ -117,48 +117,44 @@ class StoreWatch:
         self.seen_mid_stream.append(tokens)
 
 
+def _watched_run(
+    make_cluster: MakeCluster, build: Callable[[Model], Pregel], mode: str
+) -> tuple[InlineCluster, StoreWatch, str]:
+    """A run whose models look into the store mid-reply, delivered to its end."""
+    model = Model()
+    cluster = make_cluster({"g": build(model)})
+    watch = model.pause = StoreWatch(cluster)
+    handle = cluster.client.submit("g", {"messages": []}, _thread(), stream_mode=mode)
+    watch.run_ids.append(handle.run_id)
+    cluster.deliver()
+    assert handle.status() == "success"
+    return cluster, watch, handle.run_id
+
+
 def test_a_nodes_tokens_are_stored_while_it_runs_inline_on_the_coordinator(
     make_cluster: MakeCluster,
 ) -> None:
-    model = Model()
-    cluster = make_cluster({"g": _one(model)})
-    watch = model.pause = StoreWatch(cluster)
-    handle = cluster.client.submit("g", {"messages": []}, _thread(), stream_mode="messages")
-    watch.run_ids.append(handle.run_id)
-    cluster.deliver()
-    assert handle.status() == "success"
+    cluster, watch, run_id = _watched_run(make_cluster, _one, "messages")
     [mid] = watch.seen_mid_stream
     assert mid
     assert TEXT.startswith("".join(mid))
-    assert "".join(_stored_tokens(cluster.store, handle.run_id)) == TEXT
+    assert "".join(_stored_tokens(cluster.store, run_id)) == TEXT
 
 
 def test_task_jobs_store_their_tokens_while_their_nodes_run(make_cluster: MakeCluster) -> None:
-    model = Model()
-    cluster = make_cluster({"g": _two(model)})
-    watch = model.pause = StoreWatch(cluster)
-    handle = cluster.client.submit("g", {"messages": []}, _thread(), stream_mode="messages")
-    watch.run_ids.append(handle.run_id)
-    cluster.deliver()
-    assert handle.status() == "success"
+    cluster, watch, run_id = _watched_run(make_cluster, _two, "messages")
     assert [job.kind for job in cluster.broker.sent].count("execute") == 2  # ran as jobs
     assert len(watch.seen_mid_stream) == 2
     assert all(watch.seen_mid_stream)
-    assert "".join(_stored_tokens(cluster.store, handle.run_id)) == TEXT * 2
+    assert "".join(_stored_tokens(cluster.store, run_id)) == TEXT * 2
 
 
 def test_a_run_that_streams_no_tokens_stores_nothing_while_nodes_run(
     make_cluster: MakeCluster,
 ) -> None:
-    model = Model()
-    cluster = make_cluster({"g": _one(model)})
-    watch = model.pause = StoreWatch(cluster)
-    handle = cluster.client.submit("g", {"messages": []}, _thread(), stream_mode="updates")
-    watch.run_ids.append(handle.run_id)
-    cluster.deliver()
-    assert handle.status() == "success"
+    cluster, watch, run_id = _watched_run(make_cluster, _one, "updates")
     assert watch.seen_mid_stream == []  # the model did not stream: nobody asked for tokens
-    modes = {e.mode for e in cluster.store.events_after(handle.run_id, 0)}
+    modes = {e.mode for e in cluster.store.events_after(run_id, 0)}
     assert "updates" in modes
     assert "messages" not in modes
 
