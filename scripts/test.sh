@@ -31,13 +31,14 @@ run_stage() {
     fi
 }
 
-# Four pytest runs: everything but tests/e2e and the vendored suites on 2 xdist workers; then
+# Five pytest runs: everything but tests/e2e and the vendored suites on 2 xdist workers; then
 # tests/e2e (with a short chaos round) in one process, and the vendored suites alongside it:
 # the tests of LangGraph and langgraph-prebuilt (tests/upstream, tests/upstream_prebuilt,
 # against graphruntime; the parity gaps listed in their expected_failures.txt are xfail) on 2
-# xdist workers, then LangChain's agent tests (tests/upstream_langchain) on 2 workers in a
-# process of their own, since they run through the langgraph import alias, which is
-# process-wide. The e2e tests spend most of their time waiting on workers, so both together
+# xdist workers, langgraph-checkpoint-postgres' (tests/upstream_pg, against checkpoint_pg; its
+# differences in expected_failures.tsv are xfail) on 2 workers, then LangChain's agent tests
+# (tests/upstream_langchain) on 2 workers in a process of their own, since they run through
+# the langgraph import alias, which is process-wide. The e2e tests spend most of their time waiting on workers, so both together
 # take about as long as the longer (SERIAL_STAGES=1 runs them one after the other; every test
 # must pass either way, and at a load of 8); the vendored suites' output is printed when they
 # are done. The end-to-end tests share one cluster of real celery workers and kill and restart
@@ -51,7 +52,7 @@ run_pytest() {
     started=$SECONDS
     python -m pytest -n "${PYTEST_WORKERS:-2}" -q --ignore=tests/e2e --ignore=tests/upstream \
         --ignore=tests/upstream_prebuilt --ignore=tests/upstream_langchain \
-        --ignore=tests/chaos "$@" \
+        --ignore=tests/upstream_pg --ignore=tests/chaos "$@" \
         || fast=$?
     printf -- '--> unit, integration, deploy, seeds: %ds\n' $((SECONDS - started))
     log=$(mktemp)
@@ -62,17 +63,21 @@ run_pytest() {
     setsid bash -c '
         workers=${PYTEST_WORKERS:-2}
         upstream=0
+        upstream_pg=0
         langchain=0
         python -m pytest -n "$workers" -q -rfEX tests/upstream tests/upstream_prebuilt "$@" \
             || upstream=$?
         printf -- "--> tests/upstream and tests/upstream_prebuilt: %ds\n" "$SECONDS"
         began=$SECONDS
+        python -m pytest -n "$workers" -q -rfEX tests/upstream_pg "$@" || upstream_pg=$?
+        printf -- "--> tests/upstream_pg: %ds\n" $((SECONDS - began))
+        began=$SECONDS
         python -m pytest -n "$workers" -q -rfEX tests/upstream_langchain "$@" || langchain=$?
         printf -- "--> tests/upstream_langchain: %ds\n" $((SECONDS - began))
-        for status in "$upstream" "$langchain"; do
+        for status in "$upstream" "$upstream_pg" "$langchain"; do
             if [[ $status -ne 0 && $status -ne 5 ]]; then exit "$status"; fi
         done
-        if [[ $upstream -eq 5 && $langchain -eq 5 ]]; then exit 5; fi
+        if [[ $upstream -eq 5 && $upstream_pg -eq 5 && $langchain -eq 5 ]]; then exit 5; fi
         exit 0
     ' vendored "$@" >"$log" 2>&1 &
     vendored_pid=$!
