@@ -9,7 +9,7 @@ from typing import Any
 
 from graphruntime.checkpoint import CheckpointTuple, ClusterSaver
 from graphruntime.config import RunnableConfig
-from graphruntime.pregel import LOAD, Pregel, PregelLoop, StreamSink
+from graphruntime.pregel import LOAD, Pregel, PregelLoop, StreamSink, stream_callbacks
 from workers.dispatch import Broker
 from workers.registry import GraphRegistry
 from workers.settings import Settings
@@ -66,11 +66,12 @@ def run_loop(
     """The loop of one run, as every process that works on it builds it.
 
     A streaming client sees every state key in "values", as ``Pregel.stream`` does;
-    ``invoke`` returns only the output schema's keys.
+    ``invoke`` returns only the output schema's keys. A run that streams ``messages`` or
+    ``tools`` gets their callback handlers (langchain-core needed then, as in-process).
     """
     payload = run.payload
     config = run_config(run, checkpoint_id=checkpoint_id)
-    return PregelLoop(
+    loop = PregelLoop(
         graph,
         config,
         checkpointer=saver,
@@ -86,6 +87,10 @@ def run_loop(
         ),
         saved=saved,
     )
+    # chat model tokens and tool calls reach the sink through callback handlers, as
+    # in-process (workers/_live_events.py stores them while the node runs)
+    stream_callbacks(loop, modes=payload.stream_modes, subgraphs=payload.subgraphs)
+    return loop
 
 
 def at_run_start(loop: PregelLoop, run: Run) -> bool:

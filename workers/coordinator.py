@@ -46,6 +46,7 @@ from workers._call_jobs import CallJobs, only_calls_recorded
 from workers._cancel import close_thread, stop_runs
 from workers._deferred_writes import DeferredWrites
 from workers._held_group import HeldGroup
+from workers._live_events import LiveEvents
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.dispatch import dispatch_retry, dispatch_step
 from workers.errors import (
@@ -559,7 +560,10 @@ class ClusterExecutor:
             calls = CallJobs(sent_calls)
             loop.calls = calls
             try:
-                with self.saver.storing_within():  # a slow node: what is held is stored
+                with (
+                    self.saver.storing_within(),  # a slow node: what is held is stored
+                    LiveEvents(ctx.store, run, loop.sink),  # its tokens, as they come
+                ):
                     outcome = observe.attempt(
                         run, task, loop.task_config(task), loop.graph.retry_policy
                     )
@@ -671,7 +675,7 @@ class RunEvents:
 
     def store(self) -> None:
         if self.pending:
-            self.ctx.store.add_events(self.run.run_id, self.pending)
+            self.ctx.store.append_events(self.run.run_id, self.pending)
             self.pending = []
 
 

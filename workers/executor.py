@@ -16,6 +16,7 @@ from graphruntime.errors import GraphInterrupt
 from graphruntime.pregel import HANDLER_MARK, RetryLater, is_call_path
 from workers import observability as observe
 from workers._deferred_writes import DeferredWrites
+from workers._live_events import LiveEvents
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.coordinator import LACKING_GRAPH_DELAY, coordinate, recorded_errors
 from workers.dispatch import dispatch_retry
@@ -175,16 +176,17 @@ def _run_claimed(
         if task.writes:
             outcomes[ref.id] = None  # an earlier delivery saved its output, then died
             continue
-        outcome = observe.attempt(
-            run,
-            task,
-            loop.task_config(task),
-            graph.retry_policy,
-            attempts_done=ref.attempts,
-            first_attempt_time=ref.first_attempt,
-        )
+        with LiveEvents(ctx.store, run, loop.sink):  # its tokens, as they come
+            outcome = observe.attempt(
+                run,
+                task,
+                loop.task_config(task),
+                graph.retry_policy,
+                attempts_done=ref.attempts,
+                first_attempt_time=ref.first_attempt,
+            )
         if isinstance(outcome, RetryLater):
-            list(loop.sink.drain())  # the failed attempt's chunks are not kept
+            list(loop.sink.drain())  # no step chunks for a failed attempt (its tokens went)
             dispatch_retry(
                 ctx.store,
                 ctx.broker,

@@ -17,6 +17,7 @@ from graphruntime._internal._constants import INTERRUPT
 from graphruntime.pregel._algo import PreparedTask, is_call_path, task_finished
 from graphruntime.pregel._builder import NodeBuilder
 from graphruntime.pregel._call import CallSuspended, done_future, failed_future
+from graphruntime.pregel._callbacks import stream_callbacks
 from graphruntime.pregel._calls import CallExecutor
 from graphruntime.pregel._driver import (
     AsyncioExecutor,
@@ -83,6 +84,7 @@ __all__ = (
     "run_task",
     "run_task_attempt",
     "steps",
+    "stream_callbacks",
     "task_finished",
     "task_order",
     "task_timeout",

@@ -77,6 +77,7 @@ def normalize(value: Any, ids: Ids, path: str = "") -> Any:
             out[ids(key) if _UUID.match(str(key)) else key] = normalize(item, ids, child)
         return out
     if isinstance(value, list):
+        value = _messages_part(value, ids)
         return [normalize(item, ids, f"{path}.*") for item in value]
     if isinstance(value, str):
         if _UUID.match(value) or _HEX.match(value) or _RUN_ID.match(value):
@@ -84,6 +85,31 @@ def normalize(value: Any, ids: Ids, path: str = "") -> Any:
         if _TIME.match(value):
             return "<time>"
     return value
+
+
+_TASK_NS = re.compile(r"^([^:|]+):([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$")
+
+
+def _messages_part(value: list[Any], ids: Ids) -> list[Any]:
+    """A ``messages-tuple`` SSE part, ``[event, [message, metadata]]``, with its metadata
+    as a run's (``*.metadata``): without the deployment's keys; its task's namespace
+    (``node:<task id>``) numbered like any id."""
+    if not (
+        len(value) == 2
+        and isinstance(value[0], str)
+        and value[0].split("|")[0] == "messages"
+        and isinstance(value[1], list)
+        and len(value[1]) == 2
+        and isinstance(value[1][1], dict)
+    ):
+        return value
+    metadata = {}
+    for key, item in value[1][1].items():
+        if key in LANGGRAPH_PLATFORM_METADATA:
+            continue
+        found = _TASK_NS.match(item) if isinstance(item, str) else None
+        metadata[key] = f"{found.group(1)}:{ids(found.group(2))}" if found else item
+    return [value[0], [value[1][0], metadata]]
 
 
 def _ignored(path: str) -> bool:

@@ -28,11 +28,6 @@ EXPECTED_DIFFERENCES = {
         "a state read at a checkpoint: langgraph dev echoes the requested checkpoint without "
         "its checkpoint_ns; graphrun serve answers it whole, as for the head state"
     ),
-    "runs.stream.chat": (
-        "messages-tuple: LangGraph streams the chat model's tokens as AIMessageChunks; the "
-        "workers stream each message a node returns, whole (as LangGraph does for messages "
-        "no chat model streamed), with less metadata"
-    ),
     "runs.wait.resume.nothing_pending": (
         "a resume of a thread that waits on nothing: LangGraph runs it (the value is "
         "dropped); graphrun serve refuses it with 400 and queues nothing"

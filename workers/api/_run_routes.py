@@ -352,11 +352,7 @@ def delete(call: Call) -> Any:
 # --- streaming --------------------------------------------------------------------------
 
 
-def _is_message(value: Any) -> bool:
-    return hasattr(value, "content") and hasattr(value, "type") and hasattr(value, "id")
-
-
-DERIVED = frozenset({"messages-tuple", "events"})
+DERIVED = frozenset({"events"})
 """API stream modes made by the server from what the workers stored."""
 
 
@@ -383,9 +379,9 @@ def _chain_event(task: dict[str, Any], ns: tuple[str, ...]) -> dict[str, Any]:
 
 
 def sse_parts(event: Event, modes: set[str], subgraphs: bool) -> list[tuple[str, Any]]:
-    """The SSE events of one stored event: itself if its mode was asked for, and for
-    ``messages-tuple`` each message a node's update carries, whole, as ``[message,
-    metadata]`` (what LangGraph's messages mode emits for messages no chat model streamed)."""
+    """The SSE events of one stored event: itself if its mode was asked for (a
+    ``messages-tuple`` part is ``[message, metadata]``: a chat model's token as it came,
+    or a message a node returned), and the ``events`` LangChain would show for it."""
     if event.ns and not subgraphs:
         return []
     suffix = f"|{'|'.join(event.ns)}" if event.ns else ""
@@ -394,18 +390,6 @@ def sse_parts(event: Event, modes: set[str], subgraphs: bool) -> list[tuple[str,
         parts.append((event.mode + suffix, event.payload))
     if "events" in modes and event.mode == "tasks" and isinstance(event.payload, dict):
         parts.append(("events" + suffix, _chain_event(event.payload, event.ns)))
-    if "messages-tuple" in modes and event.mode == "updates" and isinstance(event.payload, dict):
-        for node, update in event.payload.items():
-            values = update.values() if isinstance(update, dict) else ()
-            for value in values:
-                found = value if isinstance(value, list | tuple) else [value]
-                for message in found:
-                    if _is_message(message):
-                        meta = {
-                            "langgraph_node": node,
-                            "langgraph_checkpoint_ns": "|".join(event.ns),
-                        }
-                        parts.append(("messages" + suffix, [message, meta]))
     return parts
 
 

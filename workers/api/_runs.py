@@ -21,7 +21,7 @@ API_MODES = {
     "values": "values",
     "updates": "updates",
     "custom": "custom",
-    "messages-tuple": "updates",  # the messages nodes return, from their updates
+    "messages-tuple": "messages",  # chat model tokens as they come, and messages nodes return
     "events": "tasks",  # each node's start and end, from the tasks stream
     "debug": "debug",
     "tasks": "tasks",

@@ -417,6 +417,28 @@ SELECT pg_notify('graphruntime_events', run_id::text) FROM added;
 SELECT seq, ns, mode, payload_type, payload FROM graphruntime_run_events
 WHERE run_id = %(run_id)s AND seq > %(after)s ORDER BY seq;
 
+-- name: lock_run_events
+-- append_events' lock, for a transaction that adds a run's events otherwise
+SELECT pg_advisory_xact_lock(hashtext('graphruntime_run_events'), hashtext(%(run_id)s::text));
+
+-- name: append_events
+-- A batch of one run's chunks (a node's tokens as it produces them), in one statement, in
+-- the order given. The run's lock, held until commit, makes its batches commit in the order
+-- their rows are numbered: a client reading past the last seq it saw never skips a batch
+-- that committed late. One notification.
+WITH locked AS MATERIALIZED (
+    SELECT pg_advisory_xact_lock(hashtext('graphruntime_run_events'), hashtext(%(run_id)s::text))
+), added AS (
+    INSERT INTO graphruntime_run_events (run_id, ns, mode, payload_type, payload)
+    SELECT %(run_id)s::uuid, e.ns, e.mode, e.payload_type, e.payload
+    FROM locked,
+         unnest(%(ns)s::text[], %(modes)s::text[], %(types)s::text[], %(payloads)s::bytea[])
+             WITH ORDINALITY AS e(ns, mode, payload_type, payload, ord)
+    ORDER BY e.ord
+    RETURNING 1
+)
+SELECT pg_notify('graphruntime_events', %(run_id)s::text) WHERE EXISTS (SELECT 1 FROM added);
+
 -- name: inbox_page
 -- Run unprepared: planned with the actual values, the NULL conditions fold away. A page
 -- leaves the deadlines' resume values out (typed bytes, for the deadline sweep only), and

@@ -121,6 +121,7 @@ class StepBarrier(StoreBase):
             row = one(s.all("count_down_step", {**base, "done": len(done)}))
             kept = [e for t in outcomes if t in done for e in events.get(t, ())]
             if kept:
+                s.all("lock_run_events", base)  # numbered in commit order
                 s.many("add_event", self._event_rows(run_id, kept), returning=False)
         return len(done), int(row["open_tasks"]) if row else 0
 
@@ -179,6 +180,21 @@ class StepBarrier(StoreBase):
         if chunks:
             with self.db.session("add_events") as s:
                 s.many("add_event", self._event_rows(run_id, chunks), returning=False)
+
+    def append_events(self, run_id: str, chunks: Sequence[EventRow]) -> None:
+        """Keep a batch of a run's chunks while its node runs (its tokens), in one
+        statement, in order; batches of one run commit in the order they are numbered."""
+        if not chunks:
+            return
+        rows = self._event_rows(run_id, chunks)
+        params = {
+            "run_id": run_id,
+            "ns": [r["ns"] for r in rows],
+            "modes": [r["mode"] for r in rows],
+            "types": [r["payload_type"] for r in rows],
+            "payloads": [r["payload"] for r in rows],
+        }
+        self._all("append_events", params)
 
     def _event_rows(self, run_id: str, chunks: Sequence[EventRow]) -> list[Row]:
         rows = []

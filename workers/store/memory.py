@@ -520,6 +520,24 @@ class InMemoryConnector:
         self.events.append({**p, "seq": next(self._seq)})
         return []
 
+    def lock_run_events(self, p: P) -> list[Row]:
+        return []  # the connector's lock serializes every transaction
+
+    def append_events(self, p: P) -> list[Row]:
+        for ns, mode, type_, payload in zip(
+            p["ns"], p["modes"], p["types"], p["payloads"], strict=True
+        ):
+            self.add_event(
+                {
+                    "run_id": p["run_id"],
+                    "ns": ns,
+                    "mode": mode,
+                    "payload_type": type_,
+                    "payload": payload,
+                }
+            )
+        return []
+
     def events_after(self, p: P) -> list[Row]:
         return [e for e in self.events if e["run_id"] == p["run_id"] and e["seq"] > p["after"]]
 
