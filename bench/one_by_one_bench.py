@@ -23,6 +23,7 @@ threads; the resume p50 at 1 client thread <= LangGraph's.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import datetime as dt
 import os
 import queue
@@ -31,7 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,16 +130,20 @@ class _Cpu:
 def graphruntime_side(env: Env, n: int, clients: int, workers: int, log: Any) -> Side:
     with env.graph_cluster(workers, 2) as cluster:
         client = graph_client(cluster)
+        # --profile with 1 client thread: cProfile the client's calls (one thread only)
+        prof = _client_profiler(env, clients)
         try:
 
             def start(tid: str) -> None:
-                out = client.invoke(GRAPH, {"request": f"r{tid}"}, _cfg(tid), timeout=300)
+                with prof:
+                    out = client.invoke(GRAPH, {"request": f"r{tid}"}, _cfg(tid), timeout=300)
                 assert "__interrupt__" in out, out
 
             def resume(tid: str) -> None:
                 from graphruntime.types import Command
 
-                out = client.invoke(GRAPH, Command(resume="yes"), _cfg(tid), timeout=300)
+                with prof:
+                    out = client.invoke(GRAPH, Command(resume="yes"), _cfg(tid), timeout=300)
                 assert out["result"].endswith(": yes"), out
 
             warm = [f"warm-{uuid.uuid4()}" for _ in range(16)]
@@ -149,6 +154,8 @@ def graphruntime_side(env: Env, n: int, clients: int, workers: int, log: Any) ->
             side = Side(n, wall, cpu.spent(), resumes)
         finally:
             client.close()
+            if isinstance(prof, cProfile.Profile) and env.profile_dir:
+                prof.dump_stats(os.path.join(env.profile_dir, f"client-{os.getpid()}.prof"))
     log(
         f"  graphruntime, {clients} client threads, {workers} workers: {side.per_second:.1f} "
         f"threads/s, CPU/run {side.cpu_per_run_ms('client', 'workers'):.2f} ms "
@@ -156,6 +163,13 @@ def graphruntime_side(env: Env, n: int, clients: int, workers: int, log: Any) ->
         f"{side.cpu_per_run_ms('workers'):.2f}, postgres {side.cpu_per_run_ms('postgres'):.2f})"
     )
     return side
+
+
+def _client_profiler(env: Env, clients: int) -> AbstractContextManager[Any]:
+    if env.profile_dir and clients == 1:
+        os.makedirs(env.profile_dir, exist_ok=True)
+        return cProfile.Profile(time.process_time)
+    return nullcontext()
 
 
 @contextmanager
@@ -285,10 +299,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", choices=["concurrent", "latency", "scaling"], action="append")
     parser.add_argument("--no-langgraph", action="store_true", help="graphruntime only, printed")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="cProfile (CPU time) the workers' pool processes, and the client at 1 client "
+        "thread, into DIR; printed only",
+    )
     args = parser.parse_args(argv)
     n = args.threads if args.threads is not None else (100 if args.quick else 2000)
     phases = set(args.only or ["concurrent", "latency", "scaling"])
-    write = not (args.no_write or args.quick or args.no_langgraph or args.only)
+    write = not (args.no_write or args.quick or args.no_langgraph or args.only or args.profile)
 
     def log(msg: str) -> None:
         sys.stdout.write(msg + "\n")
@@ -317,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             os.environ["DATABASE_URL"] = workers_db
             os.environ["REDIS_URL"] = redis.url
-            env = Env(redis, server, workers_db, lg_db, lg_db, None, log)
+            env = Env(redis, server, workers_db, lg_db, lg_db, args.profile, log)
             if "concurrent" in phases:
                 log(f"concurrent: {n} threads, 8 client threads ...")
                 f.gr = graphruntime_side(env, n, 8, 2, log)

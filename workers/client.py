@@ -28,6 +28,7 @@ from graphruntime.pregel import Pregel
 from graphruntime.types import Durability, StateSnapshot
 from workers import approvals
 from workers._cancel import CANCEL_TASK_WAIT, cancel_request, close_thread, stop_runs
+from workers._drain import drain_flag
 from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunListener, RunWatch
 from workers._queue_runs import queue_runs
 from workers._requests import check_text, thread_id_of
@@ -243,7 +244,7 @@ class GraphClient:
         )
         run, created = self.store.create_run(new)
         thread_id = new.thread_id
-        if created:
+        if created and not self._drained(graph):  # after the commit: see workers/_drain.py
             self.send_coordinates([run.run_id], "submit it again (or reuse the same key)")
         return RunHandle(self, run.run_id, thread_id, created=created)
 
@@ -277,6 +278,11 @@ class GraphClient:
         send = partial(self.send_coordinates, instead="submit them again")
         queue_runs(self.store, news, send, each=handle)
         return handles
+
+    def _drained(self, graph: str) -> bool:
+        """Whether a coordinator job takes ``graph``'s queued runs now: no message needed."""
+        flag = drain_flag(self.broker, self.settings)
+        return flag is not None and flag.up(graph)
 
     def send_coordinates(self, run_ids: Sequence[str], instead: str) -> None:
         """Send recorded runs to the workers; an unreachable broker is a

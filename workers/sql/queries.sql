@@ -238,6 +238,24 @@ FROM target
 LEFT JOIN next ON true
 LEFT JOIN graphruntime_runs r ON r.run_id = next.run_id;
 
+-- name: queued_runs
+-- Runs a free coordinator job may take from the table (workers/_drain.py): queued, of
+-- a graph it serves, not in %(skip)s, the oldest still to finish of their threads, whose
+-- thread no live worker holds; the oldest first. Read only: claim_run decides.
+SELECT r.run_id FROM graphruntime_runs r
+JOIN graphruntime_threads th ON th.thread_id = r.thread_id
+WHERE r.status = 'queued' AND r.graph = ANY(%(graphs)s::text[])
+  AND r.run_id <> ALL(%(skip)s::uuid[])
+  AND NOT EXISTS (SELECT 1 FROM graphruntime_runs e
+                  WHERE e.thread_id = r.thread_id AND e.status IN ('queued', 'running')
+                    AND (e.kind <> 'cancel', e.created_at, e.run_id)
+                        < (r.kind <> 'cancel', r.created_at, r.run_id))
+  AND (th.lease_holder IS NULL
+       OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
+                      WHERE w.worker = th.lease_holder
+                        AND w.heartbeat_at > now() - make_interval(secs => %(stale)s)))
+ORDER BY r.updated_at LIMIT %(limit)s;
+
 -- name: heartbeat
 -- Beats, and frees what the worker holds that its current job (token %(keep)s; NULL:
 -- none) does not: task claims of a job that ended or gave up without completing them,

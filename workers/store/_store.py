@@ -409,6 +409,15 @@ class RunStore(StepBarrier):
             rows = s.many("claim_run", params)
         return [self._claim(one(found)) for found in rows]
 
+    def queued_runs(
+        self, graphs: Sequence[str], stale: float, skip: Sequence[str] = (), limit: int = 32
+    ) -> list[str]:
+        """Runs a free coordinator job may take from the table, oldest first (see
+        workers/_drain.py): queued, of ``graphs``, first in line on their threads, on a
+        thread no live worker holds; none of ``skip``. One read-only statement."""
+        params = {"graphs": list(graphs), "stale": stale, "skip": list(skip), "limit": limit}
+        return [str(row["run_id"]) for row in self._all("queued_runs", params)]
+
     def _claim(self, row: Row | None) -> Claim:
         if row is None:  # no such run (a claim of a single run raises instead)
             return Claim(ended=True, leased=False, run=None, found=False)

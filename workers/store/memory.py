@@ -372,6 +372,21 @@ class InMemoryConnector:
         nexts = (self._next(t) for t in dict.fromkeys(p["threads"]))
         return [{"thread_id": r["thread_id"], "run_id": r["run_id"]} for r in nexts if r]
 
+    def queued_runs(self, p: P) -> list[Row]:
+        nexts = (self._next(t) for t in dict.fromkeys(r["thread_id"] for r in self.runs.values()))
+        found: list[Row] = []
+        for run in sorted((r for r in nexts if r), key=lambda r: r["updated_at"]):
+            holder = self.threads.get(run["thread_id"], {}).get("lease_holder")
+            if (
+                len(found) < p["limit"]
+                and run["status"] == "queued"
+                and run["graph"] in p["graphs"]
+                and run["run_id"] not in p["skip"]
+                and not self._alive(holder, p["stale"])
+            ):
+                found.append({"run_id": run["run_id"]})
+        return found
+
     def claim_run(self, p: P) -> list[Row]:
         if (target := self.runs.get(p["run_id"])) is None:
             return []
