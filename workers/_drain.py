@@ -1,8 +1,9 @@
 """The run table as the queue, the broker as the wake-up: a free coordinator job drains.
 
 A coordinator job, once its message's runs are done, takes the runs still queued in
-Postgres (``queued_runs``: of the graphs it serves, first in line on threads no live
-worker holds) and advances them in batches, as a message naming them would. While it
+Postgres (``claim_queued_runs``: of the graphs it serves, first in line on threads no
+live worker holds, claimed in the same statement, skipping rows another job is taking)
+and advances them in batches, as a message naming them would. While it
 does, it keeps a Redis flag per graph raised (:class:`DrainFlag`), and a client that
 queues a single run skips its coordinator message when the flag of the run's graph is
 up: under load, single submits batch by themselves and pay no broker message.
@@ -11,7 +12,7 @@ No run is stranded, because of the order on both sides:
 
 * the client commits its run, then reads the flag (no message only if it is up);
 * the drainer lowers the flag, then looks at the table one last time, and takes what
-  it finds (or sends it on as messages, when its time is up).
+  it finds (or hands it back as messages, when its time is up).
 
 A client that saw the flag up saw it before the drainer that raised it lowered it, so
 that drainer's last look comes after the run was committed. The flag expires after
@@ -25,12 +26,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+import uuid
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from workers.context import WorkerContext
 from workers.dispatch import Broker
 from workers.settings import Settings
+from workers.store import Claim
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +43,13 @@ FLAG_TTL = 2.0
 DRAIN_SECONDS = 5.0
 """Seconds a job goes on taking queued runs; what is left then goes out as messages."""
 
-Coordinate = Callable[[WorkerContext, Sequence[str]], list[str]]
+
+class Coordinate(Protocol):
+    """:func:`workers.coordinator.coordinate_many`: advance runs already claimed."""
+
+    def __call__(
+        self, ctx: WorkerContext, run_ids: Sequence[str], claims: Sequence[Claim] | None = ...
+    ) -> list[str]: ...
 
 
 class DrainFlag:
@@ -62,9 +71,13 @@ class DrainFlag:
             return False
 
     def raise_(self, graphs: Sequence[str]) -> None:
+        ttl = int(FLAG_TTL * 1000)
+        if len(graphs) == 1:  # most workers serve one graph: no pipeline object
+            self.redis.set(self.key(graphs[0]), "1", px=ttl)
+            return
         pipe = self.redis.pipeline(transaction=False)
         for graph in graphs:
-            pipe.set(self.key(graph), "1", px=int(FLAG_TTL * 1000))
+            pipe.set(self.key(graph), "1", px=ttl)
         pipe.execute()
 
     def lower(self, graphs: Sequence[str]) -> None:
@@ -79,8 +92,9 @@ def drain_flag(broker: Broker, settings: Settings) -> DrainFlag | None:
 
 def drain(ctx: WorkerContext, coordinate: Coordinate, flag: DrainFlag | None = None) -> list[str]:
     """Take the runs queued in the table until none is left (or :data:`DRAIN_SECONDS`),
-    ``coordinate_batch`` at a time, each batch with ``coordinate`` (the coordinator's
-    :func:`~workers.coordinator.coordinate_many`); the failures it reports.
+    up to ``coordinate_batch`` at a time, each batch claimed in one statement and advanced
+    with ``coordinate`` (the coordinator's :func:`~workers.coordinator.coordinate_many`);
+    the failures it reports.
 
     One statement when nothing is queued, and the flag is not touched then.
     """
@@ -88,30 +102,63 @@ def drain(ctx: WorkerContext, coordinate: Coordinate, flag: DrainFlag | None = N
     graphs = ctx.registry.names()
     if flag is None or not graphs:
         return []
-    seen: set[str] = set()  # taken once: a run left (a thread taken meanwhile) has a way on
+    seen: set[str] = set()  # runs handed back (a budget) go to other workers, not here again
+    raised = [-FLAG_TTL]  # when the flag was last raised (monotonic)
 
-    def look() -> list[str]:
-        limit = ctx.settings.coordinate_batch
-        return ctx.store.queued_runs(graphs, ctx.stale, sorted(seen), limit)
+    def take() -> list[Claim]:
+        ctx.job_token = uuid.uuid4().hex
+        claims = ctx.store.claim_queued_runs(
+            graphs,
+            ctx.worker_name,
+            ctx.stale,
+            ctx.job_token,
+            skip=sorted(seen),
+            limit=ctx.settings.coordinate_batch,
+        )
+        if not claims:
+            ctx.job_token = None
+        return claims
 
-    found = look()
-    if not found:
+    def keep_up() -> None:  # raised again only when half its time has gone
+        now = time.monotonic()
+        if now - raised[0] > FLAG_TTL / 2:
+            flag.raise_(graphs)
+            raised[0] = now
+
+    claims = take()
+    if not claims:
         return []
     failures: list[str] = []
     give_up = time.monotonic() + DRAIN_SECONDS
     while True:
-        flag.raise_(graphs)
         try:
-            while found and time.monotonic() < give_up:
-                seen.update(found)
-                failures += coordinate(ctx, found)
-                flag.raise_(graphs)  # before the look: what comes after it is ours
-                found = look()
+            keep_up()
+            while claims:
+                run_ids = [c.run.run_id for c in claims if c.run is not None]
+                seen.update(run_ids)
+                failures += coordinate(ctx, run_ids, claims)
+                if time.monotonic() >= give_up:
+                    break
+                keep_up()  # before the claim: a run a client queues after it is ours
+                claims = take()
         finally:
             flag.lower(graphs)
-        found = look()  # the last look, after lowering: a client that saw the flag is here
-        if not found:
+            raised[0] = -FLAG_TTL
+        claims = take()  # the last look, after lowering: a client that saw the flag is here
+        if not claims:
             return failures
         if time.monotonic() >= give_up:
-            ctx.broker.send_coordinates(found, per_message=ctx.settings.coordinate_batch)
+            _hand_back(ctx, claims)
             return failures
+
+
+def _hand_back(ctx: WorkerContext, claims: Sequence[Claim]) -> None:
+    """Give claimed runs back to any worker: queued again, their threads freed, and
+    coordinator messages sent for them."""
+    runs = [c.run for c in claims if c.run is not None]
+    run_ids = [run.run_id for run in runs]
+    ctx.store.finish_and_release_many(
+        [], worker=ctx.worker_name, free=[run.thread_id for run in runs], requeue=run_ids
+    )
+    ctx.job_token = None
+    ctx.broker.send_coordinates(run_ids, per_message=ctx.settings.coordinate_batch)

@@ -238,23 +238,44 @@ FROM target
 LEFT JOIN next ON true
 LEFT JOIN graphruntime_runs r ON r.run_id = next.run_id;
 
--- name: queued_runs
--- Runs a free coordinator job may take from the table (workers/_drain.py): queued, of
--- a graph it serves, not in %(skip)s, the oldest still to finish of their threads, whose
--- thread no live worker holds; the oldest first. Read only: claim_run decides.
-SELECT r.run_id FROM graphruntime_runs r
-JOIN graphruntime_threads th ON th.thread_id = r.thread_id
-WHERE r.status = 'queued' AND r.graph = ANY(%(graphs)s::text[])
-  AND r.run_id <> ALL(%(skip)s::uuid[])
-  AND NOT EXISTS (SELECT 1 FROM graphruntime_runs e
-                  WHERE e.thread_id = r.thread_id AND e.status IN ('queued', 'running')
-                    AND (e.kind <> 'cancel', e.created_at, e.run_id)
-                        < (r.kind <> 'cancel', r.created_at, r.run_id))
-  AND (th.lease_holder IS NULL
-       OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
-                      WHERE w.worker = th.lease_holder
-                        AND w.heartbeat_at > now() - make_interval(secs => %(stale)s)))
-ORDER BY r.updated_at LIMIT %(limit)s;
+-- name: claim_queued_runs
+-- A free coordinator job takes runs from the table (workers/_drain.py), in one
+-- statement: up to %(limit)s queued runs of the graphs it serves (%(graphs)s), not in
+-- %(skip)s, each the first in line on its thread, on a thread no live worker holds;
+-- oldest first. Rows another job is taking are skipped, not waited for. Each thread is
+-- leased as claim_run leases it (soft state) and its run marked running; the rows show
+-- the runs as they were (queued), with claim_run's columns.
+WITH picked AS (
+    SELECT r.run_id, r.thread_id FROM graphruntime_runs r
+    JOIN graphruntime_threads th ON th.thread_id = r.thread_id
+    WHERE r.status = 'queued' AND r.graph = ANY(%(graphs)s::text[])
+      AND r.run_id <> ALL(%(skip)s::uuid[])
+      AND NOT EXISTS (SELECT 1 FROM graphruntime_runs e
+                      WHERE e.thread_id = r.thread_id AND e.status IN ('queued', 'running')
+                        AND (e.kind <> 'cancel', e.created_at, e.run_id)
+                            < (r.kind <> 'cancel', r.created_at, r.run_id))
+      AND (th.lease_holder IS NULL OR th.lease_holder = %(worker)s
+           OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
+                          WHERE w.worker = th.lease_holder
+                            AND w.heartbeat_at > now() - make_interval(secs => %(stale)s)))
+    ORDER BY r.updated_at LIMIT %(limit)s
+    FOR UPDATE OF r, th SKIP LOCKED
+), lease AS (
+    UPDATE graphruntime_threads t
+    SET lease_holder = %(worker)s, leased_at = now(), lease_token = %(token)s
+    FROM picked
+    WHERE t.thread_id = picked.thread_id
+      AND set_config('synchronous_commit', 'off', true) IS NOT NULL
+    RETURNING t.thread_id
+), marked AS (
+    UPDATE graphruntime_runs r SET status = 'running', updated_at = now()
+    FROM picked JOIN lease ON lease.thread_id = picked.thread_id
+    WHERE r.run_id = picked.run_id
+)
+SELECT r.status AS target_status, true AS leased, graphruntime_epoch() AS epoch, r.*
+FROM picked JOIN lease ON lease.thread_id = picked.thread_id
+JOIN graphruntime_runs r ON r.run_id = picked.run_id
+ORDER BY r.updated_at;
 
 -- name: heartbeat
 -- Beats, and frees what the worker holds that its current job (token %(keep)s; NULL:

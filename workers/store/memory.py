@@ -372,20 +372,22 @@ class InMemoryConnector:
         nexts = (self._next(t) for t in dict.fromkeys(p["threads"]))
         return [{"thread_id": r["thread_id"], "run_id": r["run_id"]} for r in nexts if r]
 
-    def queued_runs(self, p: P) -> list[Row]:
+    def claim_queued_runs(self, p: P) -> list[Row]:
         nexts = (self._next(t) for t in dict.fromkeys(r["thread_id"] for r in self.runs.values()))
-        found: list[Row] = []
+        claimed: list[Row] = []
         for run in sorted((r for r in nexts if r), key=lambda r: r["updated_at"]):
-            holder = self.threads.get(run["thread_id"], {}).get("lease_holder")
+            thread = self.threads.get(run["thread_id"])
             if (
-                len(found) < p["limit"]
+                len(claimed) < p["limit"]
                 and run["status"] == "queued"
                 and run["graph"] in p["graphs"]
                 and run["run_id"] not in p["skip"]
-                and not self._alive(holder, p["stale"])
+                and self._lease(thread, p)
             ):
-                found.append({"run_id": run["run_id"]})
-        return found
+                claimed.append({**run, "target_status": "queued", "leased": True})
+                claimed[-1]["epoch"] = self.server_epoch
+                run.update(status="running", updated_at=self.clock())
+        return claimed
 
     def claim_run(self, p: P) -> list[Row]:
         if (target := self.runs.get(p["run_id"])) is None:

@@ -22,6 +22,7 @@ from workers._drain import FLAG_TTL, DrainFlag, drain
 from workers.context import WorkerContext
 from workers.coordinator import coordinate_many
 from workers.settings import Settings
+from workers.store import Claim
 from workers.sweeper import sweep_once
 from workers.testing import InlineCluster
 
@@ -104,11 +105,13 @@ def test_a_run_submitted_while_the_drainer_works_is_taken_without_a_message(
     drained.cluster.broker.coordinator.clear()  # its message is lost: the table has it
     late: list[str] = []
 
-    def coordinate(ctx: WorkerContext, run_ids: Sequence[str]) -> list[str]:
+    def coordinate(
+        ctx: WorkerContext, run_ids: Sequence[str], claims: Sequence[Claim] | None = None
+    ) -> list[str]:
         if not late:
             assert drained.flag_up()
             late.append(drained.submit("late"))  # the flag is up: no message
-        return coordinate_many(ctx, run_ids)
+        return coordinate_many(ctx, run_ids, claims)
 
     assert drain(drained.ctx, coordinate) == []
     assert drained.messages() == []
@@ -180,24 +183,31 @@ def test_a_flag_left_by_a_killed_drainer_expires_and_its_runs_are_found_by_the_s
 
 
 @pytest.mark.parametrize("where", ["postgres", "memory"])
-def test_the_drain_leaves_a_thread_a_live_worker_holds_and_a_run_behind_a_running_one(
+def test_a_claim_from_the_table_leaves_held_threads_runs_behind_a_running_one_and_skipped_runs(
     make_cluster: Callable[..., InlineCluster], redis_server: Any, where: str
 ) -> None:
     in_memory = lambda graphs, **kw: InlineCluster(graphs, **kw)  # noqa: E731
     drained = Drained(make_cluster if where == "postgres" else in_memory, redis_server)
     store, ctx = drained.cluster.store, drained.ctx
-    held, behind, free = _cfg("held"), _cfg("behind"), _cfg("free")
+    held, behind = _cfg("held"), _cfg("behind")
     client = drained.cluster.client
     held_run = client.submit("chain", {"log": []}, held).run_id
     running = client.submit("chain", {"log": []}, behind).run_id
     queued_behind = client.submit("chain", {"log": []}, behind).run_id
-    free_run = client.submit("chain", {"log": []}, free).run_id
+    skipped, first, second = (drained.submit(name) for name in ("skipped", "first", "second"))
     other = drained.cluster.workers[1].worker_name
-    thread_of_held = held["configurable"]["thread_id"]
-    assert store.acquire_thread(thread_of_held, other, ctx.stale)
+    assert store.acquire_thread(held["configurable"]["thread_id"], other, ctx.stale)
     store.set_running(running, 3)
-    found = store.queued_runs(["chain"], ctx.stale)
-    assert found == [free_run]
-    assert store.queued_runs(["chain"], ctx.stale, skip=[free_run]) == []
-    assert store.queued_runs(["another"], ctx.stale) == []
-    assert {held_run, queued_behind}.isdisjoint(found)
+    me = ctx.worker_name
+
+    def claim(graphs: list[str], limit: int = 32) -> list[Claim]:
+        return store.claim_queued_runs(graphs, me, ctx.stale, "job", skip=[skipped], limit=limit)
+
+    assert claim(["another"]) == []
+    taken = claim(["chain"], limit=1) + claim(["chain"])
+    assert [c.run.run_id for c in taken if c.run is not None] == [first, second]
+    assert all(c.leased and c.found and not c.ended and c.epoch for c in taken)
+    assert [c.run.status for c in taken if c.run is not None] == ["queued", "queued"]  # as it was
+    assert [store.get_run(r).status for r in (first, second)] == ["running", "running"]
+    assert claim(["chain"]) == []  # taken runs are running now; the rest stay queued
+    assert [store.get_run(r).status for r in (held_run, queued_behind, skipped)] == ["queued"] * 3
