@@ -90,17 +90,29 @@ def drain_flag(broker: Broker, settings: Settings) -> DrainFlag | None:
     return None if redis is None else DrainFlag(redis, settings.coordinator_queue)
 
 
-def drain(ctx: WorkerContext, coordinate: Coordinate, flag: DrainFlag | None = None) -> list[str]:
+def drain(
+    ctx: WorkerContext,
+    coordinate: Coordinate,
+    flag: DrainFlag | None = None,
+    *,
+    when_idle: bool = False,
+) -> list[str]:
     """Take the runs queued in the table until none is left (or :data:`DRAIN_SECONDS`),
     up to ``coordinate_batch`` at a time, each batch claimed in one statement and advanced
     with ``coordinate`` (the coordinator's :func:`~workers.coordinator.coordinate_many`);
     the failures it reports.
 
-    One statement when nothing is queued, and the flag is not touched then.
+    Only while coordinator messages wait on the broker (load: runs queue up behind the
+    workers), unless ``when_idle``: otherwise every run has its message and a worker
+    free for it, and the job ends on one Redis read. Whether a job drains or not decides
+    nothing about runs without a message: those are the last look's of the job whose
+    flag their client saw. One statement when nothing is queued, the flag not touched.
     """
     flag = flag if flag is not None else drain_flag(ctx.broker, ctx.settings)
     graphs = ctx.registry.names()
     if flag is None or not graphs:
+        return []
+    if not when_idle and ctx.broker.queue_depths().coordinator == 0:
         return []
     seen: set[str] = set()  # runs handed back (a budget) go to other workers, not here again
     raised = [-FLAG_TTL]  # when the flag was last raised (monotonic)

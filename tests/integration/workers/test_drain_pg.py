@@ -78,8 +78,21 @@ def _cfg(thread: str) -> RunnableConfig:
 
 
 def test_a_job_with_nothing_queued_leaves_the_flag_down(drained: Drained) -> None:
-    assert drain(drained.ctx, coordinate_many) == []
+    assert drain(drained.ctx, coordinate_many, when_idle=True) == []
     assert not drained.flag_up()
+
+
+def test_a_job_drains_only_while_coordinator_messages_wait(drained: Drained) -> None:
+    first = drained.submit("first")
+    (message,) = drained.cluster.broker.coordinator
+    drained.cluster.broker.coordinator.clear()  # no message waits: the run is left alone
+    assert drain(drained.ctx, coordinate_many) == []
+    assert drained.status(first) == "queued"
+    drained.cluster.broker.coordinator.append(message)  # one waits: the job takes its run
+    assert drain(drained.ctx, coordinate_many) == []
+    assert drained.status(first) == "success"
+    drained.cluster.deliver()  # the message comes after: nothing runs twice
+    assert drained.calls.counts == {"n0": 1, "n1": 1, "n2": 1}
 
 
 def test_runs_submitted_while_the_flag_is_up_send_no_message_and_the_drain_ends_them(
@@ -91,7 +104,7 @@ def test_runs_submitted_while_the_flag_is_up_send_no_message_and_the_drain_ends_
     second = drained.cluster.client.submit("chain", {"log": []}, thread).run_id
     other = drained.submit("other")
     assert drained.messages() == []
-    assert drain(drained.ctx, coordinate_many) == []
+    assert drain(drained.ctx, coordinate_many, when_idle=True) == []
     assert [drained.status(r) for r in (first, second, other)] == ["success"] * 3
     state = drained.cluster.client.get_state("chain", thread)
     assert state.values["log"] == ["n0", "n1", "n2"] * 2  # the thread's runs in order
@@ -113,7 +126,7 @@ def test_a_run_submitted_while_the_drainer_works_is_taken_without_a_message(
             late.append(drained.submit("late"))  # the flag is up: no message
         return coordinate_many(ctx, run_ids, claims)
 
-    assert drain(drained.ctx, coordinate) == []
+    assert drain(drained.ctx, coordinate, when_idle=True) == []
     assert drained.messages() == []
     assert [drained.status(first), drained.status(late[0])] == ["success", "success"]
 
@@ -141,7 +154,7 @@ def test_a_run_that_saw_the_flag_just_before_it_went_down_is_taken_by_the_last_l
     drained.cluster.broker.coordinator.clear()
     late: list[str] = []
     flag = LowerThen(drained.flag, lambda: late.append(drained.submit("late")), before=True)
-    assert drain(drained.ctx, coordinate_many, flag) == []
+    assert drain(drained.ctx, coordinate_many, flag, when_idle=True) == []
     assert drained.messages() == []  # it saw the flag up
     assert [drained.status(first), drained.status(late[0])] == ["success", "success"]
     assert not drained.flag_up()
@@ -154,7 +167,7 @@ def test_a_run_submitted_after_the_flag_went_down_is_sent_and_taken_once(
     drained.cluster.broker.coordinator.clear()
     late: list[str] = []
     flag = LowerThen(drained.flag, lambda: late.append(drained.submit("late")), before=False)
-    drain(drained.ctx, coordinate_many, flag)
+    drain(drained.ctx, coordinate_many, flag, when_idle=True)
     assert drained.messages() == late  # the flag was down: its message went out
     assert drained.status(late[0]) == "success"  # the last look took it meanwhile
     drained.cluster.deliver()  # the message comes later: nothing runs twice
