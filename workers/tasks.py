@@ -87,8 +87,9 @@ def coordinate_task(self: Any, **kwargs: Any) -> None:
         except RunNotFoundError:
             log.warning("dropping coordinate message for unknown run %s", runs[0])
             failures = []
-        # free now: take the runs queued meanwhile (single submits skip their messages)
-        failures += drain(_context(), coordinate_many)
+        # free now: take the runs queued meanwhile (single submits skip their messages); a
+        # retried job drains in any case (a crash may have taken back what it drained)
+        failures += drain(_context(), coordinate_many, when_idle=bool(self.request.retries))
     _fail_visibly(failures)
 
 
