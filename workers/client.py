@@ -29,7 +29,7 @@ from graphruntime.types import Durability, StateSnapshot
 from workers import approvals
 from workers._cancel import CANCEL_TASK_WAIT, cancel_request, close_thread, stop_runs
 from workers._drain import drain_flag
-from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunListener, RunWatch
+from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunListener, RunWatch, ended_as
 from workers._queue_runs import queue_runs
 from workers._requests import check_text, thread_id_of
 from workers.approvals import InboxPage, ResumeOutcome, ResumeRecord, Route
@@ -74,7 +74,7 @@ class RunHandle:
 
     def wait(self, timeout: float | None = 120.0) -> Any:
         """The run's output, as ``invoke`` returns it; re-raises the run's error."""
-        run = self.client.wait_done(self.run_id, timeout)
+        run = self.client.wait_done(self.run_id, timeout, notified=True)
         if run.status == "error":
             raise rebuild_error(run.error or {}, run.run_id)
         if run.result_error is not None:
@@ -363,13 +363,20 @@ class GraphClient:
                 "Nothing was queued."
             ) from exc
 
-    def wait_done(self, run_id: str, timeout: float | None) -> Run:
+    def wait_done(self, run_id: str, timeout: float | None, *, notified: bool = False) -> Run:
+        """The run once it ended. ``notified``: its status, result and error may come from
+        the notification of its end (no read of the run then; its other fields are as
+        read before, ``updated_at`` included)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         # LISTEN first, then read: a run finished after the read is always notified
         with self._watch(run_id, (RUNS_CHANNEL,)) as watch:
             status = "unknown"
             hint_at: float | None = time.monotonic() + NO_WORKER_HINT_AFTER
+            read: Run | None = None
             while True:
+                ended = watch.outcome() if notified and watch is not None else None
+                if read is not None and ended is not None:
+                    return ended_as(read, ended, self.store.serde)
                 try:
                     run: Run | None = self.store.get_run(run_id)
                 except Exception as exc:
@@ -380,6 +387,7 @@ class GraphClient:
                     run = None
                 if run is not None and run.done:
                     return run
+                read = run or read
                 status = run.status if run is not None else status
                 now = time.monotonic()
                 if deadline is not None and now > deadline:

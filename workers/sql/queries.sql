@@ -109,7 +109,10 @@ WHERE run_id = %(run_id)s
 
 -- name: finish_run
 -- Ends a queued or running run: one row when this call ended it. Waiting clients LISTEN
--- on graphruntime_runs; the notification (payload: the run id) is delivered at commit.
+-- on graphruntime_runs; the notification is delivered at commit. Its payload is the run
+-- id, then, when they are small (NOTIFY payloads stop at 8000 bytes), how it ended:
+-- ' <status> <result_type or -> <result in base64 or -> <error JSON>' (workers/_listener.py),
+-- so a waiting client needs no read of the run.
 -- With %(set_inbox)s, the thread's inbox is set to what it waits on now, in the same
 -- statement: the ended run's thread (only when this call ended it), or, with no run to
 -- end (%(run_id)s NULL: an edit of its state), %(thread_id)s. A wait still pending keeps
@@ -120,7 +123,7 @@ WITH done AS (
     SET status = %(status)s, result_type = %(result_type)s, result = %(result)s,
         error = %(error)s, updated_at = now()
     WHERE run_id = %(run_id)s AND status IN ('queued', 'running')
-    RETURNING run_id, thread_id
+    RETURNING run_id, thread_id, status, result_type, result, error
 ), thread AS (
     SELECT thread_id FROM done WHERE %(set_inbox)s
     UNION ALL
@@ -146,7 +149,12 @@ WITH done AS (
         default_type = EXCLUDED.default_type, default_value = EXCLUDED.default_value,
         response_schema = EXCLUDED.response_schema
 )
-SELECT pg_notify('graphruntime_runs', run_id::text) FROM done;
+SELECT pg_notify('graphruntime_runs', run_id::text || CASE
+    WHEN coalesce(octet_length(result), 0) + coalesce(octet_length(error::text), 0) <= 5000
+    THEN ' ' || status || ' ' || coalesce(result_type, '-') || ' '
+         || coalesce(encode(result, 'base64'), '-') || ' ' || coalesce(error::text, '')
+    ELSE '' END)
+FROM done;
 
 -- name: runs_of_thread
 SELECT run_id, status, kind, created_at, updated_at, error FROM graphruntime_runs
