@@ -147,31 +147,34 @@ class LowerThen(DrainFlag):
             self.hook()
 
 
-def test_a_run_that_saw_the_flag_just_before_it_went_down_is_taken_by_the_last_look(
-    drained: Drained,
-) -> None:
+def _submit_as_it_lowers(drained: Drained, *, before: bool) -> tuple[str, str]:
+    """Drain one run whose message was lost; a client submits another as the drainer
+    lowers its flag, ``before`` the DEL or after it. The two run ids."""
     first = drained.submit("first")
     drained.cluster.broker.coordinator.clear()
     late: list[str] = []
-    flag = LowerThen(drained.flag, lambda: late.append(drained.submit("late")), before=True)
+    flag = LowerThen(drained.flag, lambda: late.append(drained.submit("late")), before=before)
     assert drain(drained.ctx, coordinate_many, flag, when_idle=True) == []
+    return first, late[0]
+
+
+def test_a_run_that_saw_the_flag_just_before_it_went_down_is_taken_by_the_last_look(
+    drained: Drained,
+) -> None:
+    first, late = _submit_as_it_lowers(drained, before=True)
     assert drained.messages() == []  # it saw the flag up
-    assert [drained.status(first), drained.status(late[0])] == ["success", "success"]
+    assert [drained.status(first), drained.status(late)] == ["success", "success"]
     assert not drained.flag_up()
 
 
 def test_a_run_submitted_after_the_flag_went_down_is_sent_and_taken_once(
     drained: Drained,
 ) -> None:
-    first = drained.submit("first")
-    drained.cluster.broker.coordinator.clear()
-    late: list[str] = []
-    flag = LowerThen(drained.flag, lambda: late.append(drained.submit("late")), before=False)
-    drain(drained.ctx, coordinate_many, flag, when_idle=True)
-    assert drained.messages() == late  # the flag was down: its message went out
-    assert drained.status(late[0]) == "success"  # the last look took it meanwhile
+    first, late = _submit_as_it_lowers(drained, before=False)
+    assert drained.messages() == [late]  # the flag was down: its message went out
+    assert drained.status(late) == "success"  # the last look took it meanwhile
     drained.cluster.deliver()  # the message comes later: nothing runs twice
-    assert drained.status(late[0]) == "success"
+    assert drained.status(late) == "success"
     assert drained.calls.counts == {"n0": 2, "n1": 2, "n2": 2}
     assert drained.status(first) == "success"
 
