@@ -20,6 +20,7 @@ from graphruntime.checkpoint import BaseCheckpointSaver, SerializerProtocol
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict
 from graphruntime.pregel import Pregel, end_pending
+from workers.errors import InvalidRequestError
 from workers.messages import MAX_NOTE
 from workers.store import CancelRequest, NewRun, Run, RunningTask, RunPayload, RunStore
 
@@ -61,9 +62,9 @@ def cancel_request(
 ) -> NewRun:
     """The cancel run of a thread; ``wait``: seconds to wait for running nodes."""
     if not reason or len(reason) > MAX_NOTE:
-        raise ValueError(f"reason must be 1 to {MAX_NOTE} characters")
+        raise InvalidRequestError(f"reason must be 1 to {MAX_NOTE} characters")
     if not 0 <= wait <= MAX_CANCEL_WAIT:
-        raise ValueError(f"wait must be 0 to {MAX_CANCEL_WAIT:.0f} seconds, got {wait}")
+        raise InvalidRequestError(f"wait must be 0 to {MAX_CANCEL_WAIT:.0f} seconds, got {wait}")
     origin: dict[str, Any] = {"route": route, "note": reason}
     if actor is not None:
         origin["actor"] = actor

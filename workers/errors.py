@@ -13,6 +13,7 @@ WorkerError (GraphRuntimeError)
 │   └── ThreadLeasedError   a live worker holds its lease
 ├── CancelPendingError      a cancel is queued behind a run in flight (a TimeoutError)
 ├── RunNotFoundError        no run has that id
+├── DeadLetterNotFoundError no dead letter matches the sha256 prefix
 ├── ThreadNotFoundError     no run was ever made on that thread id
 ├── WaitNotPendingError     no such pending interrupt (answered, or cancelled)
 ├── RunTimeoutError         waiting on a run exceeded the timeout (the run goes on)
@@ -21,7 +22,9 @@ WorkerError (GraphRuntimeError)
 ├── StoreError              the run store (Postgres) failed an operation
 │   ├── StoreUnavailableError   Postgres could not be reached: retry later
 │   └── StoreRecoveredError     Postgres recovered from a crash mid-job: the job is redone
-└── BrokerUnavailableError  the broker (Redis) could not be reached: retry later
+├── BrokerUnavailableError  the broker (Redis) could not be reached: retry later
+├── StartupError            a process a command starts did not come up (a RuntimeError)
+└── WebhookRefusedError     a run's webhook answered an HTTP error (delivery is retried)
 """
 
 from __future__ import annotations
@@ -88,6 +91,10 @@ class CancelPendingError(WorkerError, TimeoutError):
 
 class RunNotFoundError(WorkerError, LookupError):
     """No run has this id."""
+
+
+class DeadLetterNotFoundError(WorkerError, LookupError):
+    """No dead letter's sha256 starts with the prefix given; list them to see theirs."""
 
 
 class ThreadNotFoundError(WorkerError, LookupError):
@@ -159,6 +166,16 @@ class StoreUnavailableError(StoreError):
 
 class BrokerUnavailableError(WorkerError):
     """The broker could not be reached; the operation may be retried."""
+
+
+class StartupError(WorkerError, RuntimeError):
+    """A process a command starts (a celery worker, the embedded Redis, ``graphrun serve``)
+    did not come up in time; the message says which and what to check."""
+
+
+class WebhookRefusedError(WorkerError):
+    """A run's webhook answered with an HTTP error status; the delivery is tried again
+    later (up to the server's attempts), and the error is recorded on the run."""
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from graphruntime.checkpoint import SerializerProtocol
 from workers.errors import (
     BrokerUnavailableError,
+    InvalidRequestError,
     RunTimeoutError,
     UnknownGraphError,
     error_info,
@@ -182,7 +183,7 @@ def _answer(client: GraphClient, op: str, graph: str, args: dict[str, Any]) -> A
         from workers.graph_info import graph_info
 
         return graph_info(client.registry.get(graph), **args)
-    raise ValueError(f"unknown graph request {op!r}")
+    raise InvalidRequestError(f"unknown graph request {op!r}")
 
 
 class GraphRequestListener:

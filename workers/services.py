@@ -143,11 +143,13 @@ def redis_location(url: str) -> str:
     try:
         parts = parse_url(_redis_py_url(url))  # type: ignore[no-untyped-call]
         split = urlsplit(url)
-        db = split.path.strip("/") if scheme in ("redis", "rediss") else ""
-        if db and not db.isdigit():
-            raise ValueError(f"the database {db!r} is not a number")
     except ValueError as exc:
         raise ConfigurationError(f"REDIS_URL is malformed ({exc}): {redacted(url)!r}") from None
+    db = split.path.strip("/") if scheme in ("redis", "rediss") else ""
+    if db and not db.isdigit():
+        raise ConfigurationError(
+            f"REDIS_URL is malformed (the database {db!r} is not a number): {redacted(url)!r}"
+        )
     if "path" in parts:
         return f"socket {parts['path']}"
     return f"{parts.get('host', 'localhost')}:{parts.get('port', 6379)}/{parts.get('db', 0)}"

@@ -23,6 +23,7 @@ from psycopg.types.json import Jsonb
 from workers._api_schema import query
 from workers.api._context import ApiContext
 from workers.api._json import dumps
+from workers.errors import InvalidRequestError, WebhookRefusedError
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,9 @@ def check_schedule(schedule: str) -> None:
     from croniter import croniter
 
     if not croniter.is_valid(schedule):
-        raise ValueError(f"schedule {schedule!r} is not a cron expression (e.g. '*/5 * * * *')")
+        raise InvalidRequestError(
+            f"schedule {schedule!r} is not a cron expression (e.g. '*/5 * * * *')"
+        )
 
 
 def signature(secret: str, body: bytes) -> str:
@@ -114,7 +117,7 @@ def deliver_webhooks(ctx: ApiContext, limit: int = 20) -> int:
     def post(url: str, body: bytes, headers: dict[str, str]) -> None:
         response = httpx.post(url, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT)
         if response.status_code >= 400:
-            raise RuntimeError(f"{url} answered {response.status_code}")
+            raise WebhookRefusedError(f"{url} answered {response.status_code}")
 
     with (
         ctx.pool.connection() as conn,
