@@ -20,6 +20,7 @@ from graphruntime.checkpoint import BaseCheckpointSaver, SerializerProtocol
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict
 from graphruntime.pregel import Pregel, end_pending
+from workers._retrying import CHECKPOINT_RACE
 from workers.errors import InvalidRequestError
 from workers.messages import MAX_NOTE
 from workers.store import CancelRequest, NewRun, Run, RunningTask, RunPayload, RunStore
@@ -29,9 +30,6 @@ CANCEL_TASK_WAIT = CancelRequest.wait
 
 MAX_CANCEL_WAIT = 3600.0
 """Longest a cancel may wait for those nodes."""
-
-_PUT_ATTEMPTS = 20
-"""Tries of the cancel's checkpoint put; each conflict is a task job saving meanwhile."""
 
 
 @dataclass(frozen=True)
@@ -113,10 +111,8 @@ def close_thread(graph: Pregel, saver: BaseCheckpointSaver, run: Run, stopped: S
         "runs": stopped.cancelled,
     }
     pinned: RunnableConfig = {"configurable": {"thread_id": run.thread_id}}
-    for attempt in range(_PUT_ATTEMPTS):
-        try:
-            end_pending(graph, saver, pinned, {"cancelled": note})
-            return
-        except CheckpointConflict:
-            if attempt == _PUT_ATTEMPTS - 1:
-                raise
+    CHECKPOINT_RACE.call(lambda: end_pending(graph, saver, pinned, {"cancelled": note}), _lost_race)
+
+
+def _lost_race(exc: BaseException) -> bool:
+    return isinstance(exc, CheckpointConflict)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 import sys
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
+from workers._retrying import SERVICE_START
 from workers.errors import BrokerUnavailableError, ConfigurationError, StoreUnavailableError
 
 if TYPE_CHECKING:
@@ -155,17 +155,6 @@ def redis_location(url: str) -> str:
     return f"{parts.get('host', 'localhost')}:{parts.get('port', 6379)}/{parts.get('db', 0)}"
 
 
-def _retrying(timeout: float, retryable: Callable[[BaseException], bool]) -> Any:
-    from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
-
-    return Retrying(
-        stop=stop_after_delay(timeout),
-        wait=wait_exponential(multiplier=0.1, max=1.0),
-        retry=retry_if_exception(retryable),
-        reraise=True,
-    )
-
-
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -193,7 +182,7 @@ def wait_for_postgres(url: str, timeout: float) -> None:
         return isinstance(exc, psycopg.OperationalError) and exc.sqlstate in (None, "57P03")
 
     try:
-        for step in _retrying(timeout, unreachable):
+        for step in SERVICE_START.retrying(unreachable, within=timeout):
             with step:
                 attempt()
     except psycopg.Error as exc:
@@ -234,7 +223,7 @@ def wait_for_redis(url: str, timeout: float) -> None:
         ) and not isinstance(exc, redis.exceptions.AuthenticationError)
 
     try:
-        for step in _retrying(timeout, unreachable):
+        for step in SERVICE_START.retrying(unreachable, within=timeout):
             with step:
                 attempt()
     except redis.exceptions.RedisError as exc:
