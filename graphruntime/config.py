@@ -27,6 +27,9 @@ def get_store() -> BaseStore:
     """
     runtime: Any = get_config()[CONF].get(CONFIG_KEY_RUNTIME)
     if runtime is None:
-        raise UsageError("get_store() called outside of a running graph")
+        raise UsageError(
+            "get_store() called outside of a running graph: call it from a node, a task or a tool "
+            "while the graph runs, or read the store from the graph you compiled"
+        )
     store: BaseStore = runtime.store
     return store

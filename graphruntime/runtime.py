@@ -175,5 +175,8 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
     """
     runtime = get_config()[CONF].get(CONFIG_KEY_RUNTIME)
     if runtime is None:
-        raise UsageError("get_runtime() called outside of a running graph")
+        raise UsageError(
+            "get_runtime() called outside of a running graph: call it from a node, a task or a "
+            "tool while the graph runs"
+        )
     return cast("Runtime[ContextT]", runtime)

@@ -150,7 +150,9 @@ def _timeout_seconds(value: float | timedelta | None, *, field: str) -> float | 
         return None
     seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
     if seconds <= 0:
-        raise InvalidArgumentError(f"{field} must be greater than 0")
+        raise InvalidArgumentError(
+            f"{field} must be greater than 0 seconds, got {value!r}; leave it unset for no limit"
+        )
     return seconds
 
 
@@ -187,7 +189,9 @@ class TimeoutPolicy:
                 )
             value = cls(run_timeout=value)
         if value.refresh_on not in ("auto", "heartbeat"):
-            raise InvalidArgumentError("refresh_on must be 'auto' or 'heartbeat'")
+            raise InvalidArgumentError(
+                f"refresh_on must be 'auto' or 'heartbeat', not {value.refresh_on!r}"
+            )
         run = _timeout_seconds(value.run_timeout, field="run_timeout")
         idle = _timeout_seconds(value.idle_timeout, field="idle_timeout")
         if run is None and idle is None:

@@ -44,7 +44,9 @@ def graph_info(
             for ns, sub in graph.get_subgraphs(namespace=namespace, recurse=recurse)
             if isinstance(sub, Pregel)
         }
-    raise InvalidRequestError(f"unknown graph information {kind!r}")
+    raise InvalidRequestError(
+        f"unknown graph information {kind!r}: ask for graph, schemas or subgraphs"
+    )
 
 
 def schemas(graph: Pregel, name: str | None = None) -> dict[str, Any]:

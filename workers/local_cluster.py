@@ -200,7 +200,10 @@ class LocalCluster:
         """Start a fresh worker in slot ``index`` (after killing the old one)."""
         new = self._spawn(index)
         if not new.ready.wait(self.startup_timeout):
-            raise StartupError(f"restarted worker {index} not ready")
+            raise StartupError(
+                f"restarted worker {index} (pid {new.pid}) not ready in "
+                f"{self.startup_timeout}s; its log:\n" + "\n".join(new.log[-40:])
+            )
         self.workers[index] = new
         return new
 

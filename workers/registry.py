@@ -195,7 +195,7 @@ def _import(module: str) -> object:
         return sys.modules[name]
     spec = spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise ConfigurationError(f"cannot load {path}")
+        raise ConfigurationError(f"cannot load {path}: name a Python file (.py) that exists")
     loaded = module_from_spec(spec)
     sys.modules[name] = loaded
     try:

@@ -31,7 +31,8 @@ def test_a_listener_never_gives_up_and_its_wait_stays_capped() -> None:
 
 def test_tries_in_all() -> None:
     assert WEBHOOK_POST.retries == 2  # three POSTs in a row
-    assert CHECKPOINT_RACE.retries == 19 and CHECKPOINT_RACE.delay(5) == 0.0
+    assert CHECKPOINT_RACE.retries == 19
+    assert CHECKPOINT_RACE.delay(5) == 0.0
 
 
 class Flaky:
@@ -57,7 +58,7 @@ def test_call_retries_what_it_is_told_and_returns() -> None:
 
 def test_call_reraises_the_last_error_when_the_retries_run_out() -> None:
     flaky = Flaky([ValueError("a"), ValueError("b"), ValueError("c"), ValueError("d")])
-    with pytest.raises(ValueError, match="^c$"):
+    with pytest.raises(ValueError, match=r"^c$"):
         NOW.call(flaky, lambda e: isinstance(e, ValueError))
     assert flaky.calls == 3
 
@@ -85,6 +86,6 @@ def test_patiently_waits_out_an_outage_but_not_a_recovery() -> None:
 
 def test_patiently_gives_up_after_its_time() -> None:
     flaky = Flaky([StoreUnavailableError("down"), StoreUnavailableError("still down")])
-    with pytest.raises(StoreUnavailableError, match="^down$"):
+    with pytest.raises(StoreUnavailableError, match=r"^down$"):
         patiently(flaky, "freeing a lease", within=0.0)
     assert flaky.calls == 1
