@@ -254,3 +254,36 @@ def test_every_exception_class_derives_from_the_tree() -> None:
 )
 def test_the_scan_finds_what_it_should(source: str, expected: list[str]) -> None:
     assert [r.name for r in _builtin_raises("x.py", ast.parse(source))] == expected
+
+
+def test_the_general_classes_belong_to_graphruntime_errors() -> None:
+    """They are defined below graphruntime.errors (so the lowest modules can raise them)
+    but name it as their home: users import them there, and pickle and the workers'
+    rebuild of a remote error find them there."""
+    import pickle
+
+    import graphruntime.errors as errors
+    from workers.errors import error_info, rebuild_error
+
+    general = (
+        errors.GraphRuntimeError,
+        errors.InvalidArgumentError,
+        errors.InvalidArgumentTypeError,
+        errors.UsageError,
+        errors.NotSupportedError,
+        errors.MissingDependencyError,
+    )
+    for cls in general:
+        assert cls.__module__ == "graphruntime.errors"
+        assert getattr(errors, cls.__name__) is cls
+        assert cls.__name__ in errors.__all__
+        error = cls("what was wrong; what to do")
+        assert type(pickle.loads(pickle.dumps(error))) is cls
+        rebuilt = rebuild_error(error_info(error))
+        assert type(rebuilt) is cls
+        assert str(rebuilt) == "what was wrong; what to do"
+    assert issubclass(errors.InvalidArgumentError, ValueError)
+    assert issubclass(errors.InvalidArgumentTypeError, TypeError)
+    assert issubclass(errors.UsageError, RuntimeError)
+    assert issubclass(errors.NotSupportedError, NotImplementedError)
+    assert issubclass(errors.MissingDependencyError, ImportError)
