@@ -36,9 +36,12 @@ NO_CLAIM = {"worker": None, "claimed_at": None, "claim_token": None}
 NO_DEFAULT = {"default_type": None, "default_value": None}
 NO_LEASE = {"lease_holder": None, "leased_at": None, "lease_token": None}
 NO_WAIT_CLAIM = {"claimed_by": None, "claimed_until": None}
+NEW_TASK = {**NO_CLAIM, "status": "dispatched", "attempts": 1, "retry_attempts": 0} | dict.fromkeys(
+    ("hold_until", "error", "done_at", "started_at")
+)
 RUN_PARAMS = ("run_id", "thread_id", "graph", "kind", "payload_type", "payload")
 EVENT_COLUMNS = ("ns", "mode", "payload_type", "payload")
-LISTED = (*RUN_PARAMS[:4], "status", "created_at", "updated_at", "error", "origin")
+LISTED = ("run_id", "thread_id", "graph", "status", "kind", "created_at", "updated_at", "error")
 
 
 def _json(text: str | None) -> Any:
@@ -124,6 +127,10 @@ class InMemoryConnector:
     def _alive(self, worker: str | None, stale: float) -> bool:
         found = self.workers.get(worker or "")
         return found is not None and found["heartbeat_at"] > self._ago(stale)
+
+    def _held(self, holder: str | None, p: P) -> bool:
+        """A live worker other than ``p``'s holds it (a lease, a claim): not to be taken."""
+        return holder not in (None, p["worker"]) and self._alive(holder, p["stale"])
 
     def _of_thread(self, thread_id: str, *statuses: str) -> list[Row]:
         """The thread's runs in order (of these statuses, if given)."""
@@ -280,7 +287,8 @@ class InMemoryConnector:
             latest = max((t["checkpoint_id"] for t in mine), default=None)
             step = [t for t in mine if t["checkpoint_id"] == latest and run["status"] == "running"]
             done = sum(t["status"] == "done" for t in step)
-            out.append({k: run[k] for k in LISTED} | {"tasks_done": done, "tasks_total": len(step)})
+            listed = {k: run[k] for k in (*LISTED, "origin")}
+            out.append(listed | {"tasks_done": done, "tasks_total": len(step)})
         return out
 
     def overview(self, p: P) -> list[Row]:
@@ -347,11 +355,8 @@ class InMemoryConnector:
     def acquire_thread(self, p: P) -> list[Row]:
         """Lease the thread to ``p``'s worker and job if it is free, theirs, or held by a
         dead worker."""
-        if (thread := self.threads.get(p["thread_id"])) is None:
-            return []
-        if thread["lease_holder"] not in (None, p["worker"]) and self._alive(
-            thread["lease_holder"], p["stale"]
-        ):
+        thread = self.threads.get(p["thread_id"])
+        if thread is None or self._held(thread["lease_holder"], p):
             return []
         thread.update(lease_holder=p["worker"], leased_at=self.clock(), lease_token=p["token"])
         return [{"thread_id": p["thread_id"]}]
@@ -420,11 +425,9 @@ class InMemoryConnector:
         step, new = (p["run_id"], p["checkpoint_id"]), []
         for task_id, path in zip(p["task_ids"], p["paths"], strict=True):
             if (*step, task_id) not in self.tasks:
-                row = {"run_id": step[0], "checkpoint_id": step[1], "task_id": task_id, **NO_CLAIM}
-                row |= {"thread_id": p["thread_id"], "status": "dispatched", "attempts": 1}
-                row |= {"task_path": json.loads(path), "dispatched_at": self.clock()}
-                row |= {"retry_attempts": 0, **dict.fromkeys(("hold_until", "error", "done_at"))}
-                self.tasks[(*step, task_id)] = row | {"started_at": None}
+                row = {"run_id": step[0], "checkpoint_id": step[1], "task_id": task_id}
+                row |= {"thread_id": p["thread_id"], "task_path": json.loads(path)}
+                self.tasks[(*step, task_id)] = NEW_TASK | row | {"dispatched_at": self.clock()}
                 new.append({"task_id": task_id})
         self.steps[step] = self.steps.get(step, 0) + len(new)
         return new
@@ -439,8 +442,7 @@ class InMemoryConnector:
         task = self._open_task(p)
         if task is None or task["task_path"] != json.loads(p["path"]):
             return []
-        held = task["worker"] not in (None, p["worker"]) and self._alive(task["worker"], p["stale"])
-        if held or task["retry_attempts"] > p["attempts"]:
+        if self._held(task["worker"], p) or task["retry_attempts"] > p["attempts"]:
             return []
         task.update(worker=p["worker"], claimed_at=self.clock(), claim_token=p["token"])
         task["started_at"] = task["started_at"] or self.clock()
