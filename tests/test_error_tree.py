@@ -70,8 +70,6 @@ PENDING: dict[str, str] = {
     "workers/coordinator.py": "h-loop",
     "workers/_saves.py": "h-loop",
     "workers/context.py": "h-loop",
-    "workers/client.py": "h-mem",
-    "workers/store/memory.py": "h-mem",
 }
 
 # Exception classes outside the tree, each with why it never reaches a user.
