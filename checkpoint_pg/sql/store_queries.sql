@@ -61,6 +61,18 @@ ON CONFLICT (prefix, key) DO UPDATE SET
     ttl_minutes = excluded.ttl_minutes,
     expires_at = excluded.expires_at;
 
+-- name: store_lock
+-- Locks the existing rows of the items a run of puts writes, in key order, before it
+-- deletes or upserts any: every statement that locks store rows (this, the upsert, the
+-- TTL refreshes, the sweep) takes them in (prefix, key) order, so concurrent batches
+-- cannot deadlock on them. (A DELETE ... USING locks in whatever order its plan reads.)
+SELECT 1
+FROM graphruntime_store s
+JOIN unnest(%(prefixes)s::text[], %(keys)s::text[]) AS w (prefix, key)
+    ON s.prefix = w.prefix AND s.key = w.key
+ORDER BY s.prefix, s.key
+FOR UPDATE OF s;
+
 -- name: store_delete
 DELETE FROM graphruntime_store s
 USING unnest(%(prefixes)s::text[], %(keys)s::text[]) AS d (prefix, key)
