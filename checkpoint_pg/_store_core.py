@@ -242,10 +242,8 @@ class StoreCore:
         final = self._final_puts(ops)
         upserts = [op for op in final if op.value is not None]
         deletes = [op for op in final if op.value is None]
-        if deletes and len(final) > 1:
-            # The upsert alone locks in key order; with deletes, the rows of both are
-            # locked in key order first, else a batch deleting b and writing a and one
-            # deleting a and writing b each wait for the other.
+        if len(final) > 1:
+            # the items' advisory locks in one global order first (see store_lock)
             every = {
                 "prefixes": [".".join(op.namespace) for op in final],
                 "keys": [op.key for op in final],

@@ -105,9 +105,9 @@ def _put_statements(ops: list[PutOp]) -> list[Stmt]:
     return list(request.statements)
 
 
-def test_a_run_of_puts_with_deletes_locks_every_item_in_key_order_first() -> None:
-    # deletes and upserts interleaved in key space: each statement alone is sorted, so
-    # only a lock of all of them first keeps the batch's lock order global
+def test_a_run_of_puts_of_several_items_locks_them_all_before_writing() -> None:
+    # a DELETE and an upsert each lock in their own order, and rows inserted or deleted by
+    # other batches between them escape row locks: the items' locks are taken first
     ops = [
         PutOp(("ns", "b"), "k2", None),
         PutOp(("ns", "a"), "k9", {"v": 1}),
@@ -121,11 +121,10 @@ def test_a_run_of_puts_with_deletes_locks_every_item_in_key_order_first() -> Non
     assert locked == [("ns.a", "k0"), ("ns.a", "k9"), ("ns.b", "k1"), ("ns.b", "k2")]
     assert statements[1].params == {"prefixes": ["ns.a", "ns.b"], "keys": ["k0", "k2"]}
     assert statements[2].params["keys"] == ["k9", "k1"]
-
-
-def test_a_run_of_upserts_alone_or_one_delete_takes_no_extra_lock() -> None:
     upserts = [PutOp(("ns",), "b", {"v": 1}), PutOp(("ns",), "a", {"v": 2})]
-    statements = _put_statements(upserts)
-    assert [s.query for s in statements] == [q.PUT]
-    assert statements[0].params["keys"] == ["a", "b"]
+    assert [s.query for s in _put_statements(upserts)] == [q.LOCK, q.PUT]
+
+
+def test_a_put_of_one_item_takes_no_extra_lock() -> None:
     assert [s.query for s in _put_statements([PutOp(("ns",), "a", None)])] == [q.DELETE]
+    assert [s.query for s in _put_statements([PutOp(("ns",), "a", {"v": 1})])] == [q.PUT]
