@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from checkpoint_pg import _store_queries as q
-from checkpoint_pg._requests import Stmt
+from checkpoint_pg._requests import Batch, Stmt
 from checkpoint_pg._store_core import StoreCore
 from checkpoint_pg._vector import VectorIndex
 from graphruntime.store.base import InvalidStoreRequestError, PutOp, StoreBackendError
@@ -102,6 +102,7 @@ def _put_statements(ops: list[PutOp]) -> list[Stmt]:
     """The statements of one run of puts, as the core sends them (one Batch)."""
     core = StoreCore(None, None, None)
     request = next(core.batch(core.plan(ops), [], []))
+    assert isinstance(request, Batch)
     return list(request.statements)
 
 
