@@ -20,7 +20,8 @@ from typing import Any
 from graphruntime.checkpoint import BaseCheckpointSaver
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict
-from graphruntime.pregel import Pregel, end_pending
+from graphruntime.pregel import Pregel
+from graphruntime.pregel.driver import end_pending
 from workers.messages import MAX_NOTE
 from workers.store import NewRun, Run, RunningTask, RunStore
 

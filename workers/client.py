@@ -25,6 +25,7 @@ from graphruntime.checkpoint import ClusterSaver, check_round_trip
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointError
 from graphruntime.pregel import Pregel
+from graphruntime.pregel.driver import run_options
 from graphruntime.types import Command, Durability, StateSnapshot
 from workers import approvals
 from workers._cancel import CANCEL_TASK_WAIT, cancel_request, close_thread, stop_runs
@@ -300,7 +301,7 @@ class GraphClient:
             "interrupt_after": interrupt_after,
         }
         if context is not None:
-            self.registry.get(graph).run_options({}, context=context)  # a bad one fails here
+            run_options(self.registry.get(graph), {}, context=context)  # a bad one fails here
             payload["context"] = context
         if durability == "sync":  # "async" (the default) lets the coordinator group puts
             payload["durability"] = durability

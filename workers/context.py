@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from graphruntime.checkpoint import CheckpointTuple, ClusterSaver
 from graphruntime.config import RunnableConfig
-from graphruntime.pregel import LOAD, Pregel, PregelLoop, StreamSink
+from graphruntime.pregel import Pregel
+from graphruntime.pregel.driver import LOAD, StepLoop, StreamSink, open_loop, run_options
 from workers.dispatch import Broker
 from workers.registry import GraphRegistry
 from workers.settings import Settings
@@ -66,22 +68,25 @@ def run_loop(
     *,
     checkpoint_id: str | None = None,
     saved: CheckpointTuple | Any | None = LOAD,
-) -> PregelLoop:
+    task_errors: Callable[[str], Mapping[str, BaseException]] | None = None,
+) -> StepLoop:
     """The loop of one run, as every process that works on it builds it.
 
     A streaming client sees every state key in "values", as ``Pregel.stream`` does;
-    ``invoke`` returns only the output schema's keys.
+    ``invoke`` returns only the output schema's keys. ``task_errors``: the errors the
+    task jobs recorded for a step's tasks, rebuilt (see ``RunOptions.task_errors``).
     """
     payload = run.payload
     streaming = bool(payload.get("stream_modes"))
     modes = {*RUN_EVENT_MODES, *(payload.get("stream_modes") or ())}
     config = run_config(run, checkpoint_id=checkpoint_id)
-    return PregelLoop(
+    return open_loop(
         graph,
         config,
-        checkpointer=saver,
+        saver=saver,
         sink=StreamSink(modes, bool(payload.get("subgraphs"))),
-        options=graph.run_options(
+        options=run_options(
+            graph,
             config,
             output_keys=graph.stream_channels if streaming else None,
             interrupt_before=payload.get("interrupt_before"),
@@ -89,15 +94,16 @@ def run_loop(
             stop=run.stop,
             context=payload.get("context"),
             shared_saver=True,  # a subgraph's own saver would live in one worker process
+            task_errors=task_errors,
         ),
         saved=saved,
     )
 
 
-def at_run_start(loop: PregelLoop, run: Run) -> bool:
+def at_run_start(loop: StepLoop, run: Run) -> bool:
     """Whether the loop's checkpoint is the one the run started from.
 
     Checkpoints a run writes carry its id in their metadata; until it wrote one, the
     thread's head is the step the run's input was applied to.
     """
-    return loop.metadata.get("run_id") != run.run_id
+    return loop.view().run_id != run.run_id

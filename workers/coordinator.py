@@ -2,7 +2,7 @@
 
 A coordinator job leases the thread (a row in Postgres, valid while this worker's
 heartbeat is fresh: no connection is held for it), then drives the thread's oldest
-run with :func:`graphruntime.pregel.drive`, the loop the in-process runtime uses.
+run with :func:`graphruntime.pregel.driver.drive`, the loop the in-process runtime uses.
 Its executor (:class:`ClusterExecutor`) runs a step's single task inline, so a chain
 of nodes pays no broker round trip per step, or dispatches the step's tasks as jobs
 and suspends the run; the job that completes the step's barrier calls the
@@ -28,18 +28,18 @@ from typing import Any, NoReturn, TypeVar
 from graphruntime.checkpoint import CheckpointTuple, SerializerProtocol
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict, GraphInterrupt
-from graphruntime.pregel import (
+from graphruntime.pregel import Pregel
+from graphruntime.pregel.driver import (
     INTERRUPT,
     LOAD,
-    Pregel,
-    PregelLoop,
     PreparedTask,
     RetryLater,
+    StepLoop,
     StepSuspended,
+    StepView,
     StreamChunk,
     TaskResult,
     drive,
-    task_order,
 )
 from workers import observability as observe
 from workers._call_jobs import CallJobs, only_calls_recorded
@@ -352,17 +352,17 @@ def advance(
         _cancel(ctx, run, graph, lease)
         return True
     events = RunEvents(ctx, run)
-    loop: PregelLoop | None = None
+    records = StepRecords(ctx, run.run_id)
+    loop: StepLoop | None = None
     # every write of the run commits lazily (the run's end or a step's dispatch is a
     # durable commit that makes them durable first); with durability "async" its
     # checkpoints are held and stored with the round's other runs' (HeldGroup)
     held = None if run.payload.get("durability") == "sync" else lease.batch.held
     saver = DeferredWrites(ctx.saver.fenced().lazy(), group=held, key=run.run_id)
     try:
-        loop, reentering = _open(ctx, run, graph, saver, saved)
+        loop, reentering = _open(ctx, run, graph, saver, records, saved)
         # a step re-opened after its jobs ran: what they recorded, read once
-        recorded = ctx.store.step_tasks(run.run_id, loop.checkpoint["id"]) if reentering else None
-        loop.task_errors = recorded_errors(recorded or {})
+        recorded = records.rows(loop.view().checkpoint_id) if reentering else None
         executor = observe.steps(ClusterExecutor(ctx, run, events, saver, recorded=recorded), run)
         events.extend(drive(loop, executor))
         saver.hand_over()  # its last writes: stored with its checkpoints (or now, "sync")
@@ -404,12 +404,13 @@ def advance(
         return True
     events.store()
     waits = _waits(ctx, run, loop)
+    view = loop.view()
     status: RunStatus = (
         "interrupted"
-        if loop.status in ("interrupted", "interrupt_before", "interrupt_after")
+        if view.status in ("interrupted", "interrupt_before", "interrupt_after")
         else "success"
     )
-    _end(ctx, run, status, result=_result(loop, events), inbox=waits, lease=lease)
+    _end(ctx, run, status, result=_result(loop, view, events), inbox=waits, lease=lease)
     return True
 
 
@@ -468,26 +469,27 @@ def _open(
     run: Run,
     graph: Pregel,
     saver: DeferredWrites,
+    records: StepRecords,
     saved: CheckpointTuple | Any | None = LOAD,
-) -> tuple[PregelLoop, bool]:
+) -> tuple[StepLoop, bool]:
     """The run's loop, started or re-opened; and whether it re-enters a dispatched step.
 
     ``first()`` is given the run's id: a run that started before (a redelivered job,
     a coordinator that died) re-opens its step instead of applying its input twice.
     """
     command = run.payload.get("input")
-    loop = run_loop(graph, run, saver, saved=saved)
+    loop = run_loop(graph, run, saver, saved=saved, task_errors=records.errors)
     if not at_run_start(loop, run):
         # the run saved a checkpoint of its own: it is under way past its input
         if run.stop is None:
-            ctx.store.set_running(run.run_id, loop.stop)
+            ctx.store.set_running(run.run_id, loop.view().stop)
         return loop, True
     addressed = (run.payload.get("config") or {}).get("configurable", {}).get("checkpoint_id")
     if addressed and run.status == "queued":
         # an explicit checkpoint_id is time travel: fork from there (not fenced)
         saver.flush()
         saver.inner = ctx.saver.lazy()  # time travel forks: this run's puts are not fenced
-        loop = run_loop(graph, run, saver, checkpoint_id=addressed)
+        loop = run_loop(graph, run, saver, checkpoint_id=addressed, task_errors=records.errors)
     loop.first(command, run_id=run.run_id)
     return loop, run.status != "queued"
 
@@ -515,10 +517,20 @@ class ClusterExecutor:
         self.events = events
         self.saver = saver
         self.recorded = recorded
+        self._calls: CallJobs | None = None
 
-    def execute(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
+    def submit_call(self, loop: StepLoop, task: PreparedTask) -> Any:
+        """A ``@task`` call of the task this executor runs inline (see :class:`CallJobs`)."""
+        if self._calls is None:
+            raise WorkerError(
+                f"the @task call {task.name} was made outside a task the coordinator runs; "
+                "this is a bug in graphruntime, please report it"
+            )
+        return self._calls.submit_call(loop, task)
+
+    def execute(self, loop: StepLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult]:
         ctx, run = self.ctx, self.run
-        checkpoint_id = loop.checkpoint["id"]
+        checkpoint_id = loop.view().checkpoint_id
         inline = len(tasks) == 1 and ctx.settings.inline_single_task
         sent_calls: dict[str, StepTask] = {}
         if self.recorded is not None:
@@ -536,15 +548,12 @@ class ClusterExecutor:
         self.events.store()  # a streaming client sees each step as it begins
         if inline:
             task = tasks[0]
-            calls = CallJobs(sent_calls)
-            loop.calls = calls
+            calls = self._calls = CallJobs(sent_calls)
             try:
                 with self.saver.storing_within():  # a slow node: what is held is stored
-                    outcome = observe.attempt(
-                        run, task, loop.task_config(task), loop.graph.retry_policy
-                    )
+                    outcome = observe.attempt(run, task, loop.task_config(task), loop.retry_policy)
             finally:
-                loop.calls = None
+                self._calls = None
             if unsent := calls.to_send():
                 # the task waits on calls with no result yet: they run as jobs, then it
                 # runs again (whatever it did meanwhile is done again then)
@@ -569,7 +578,7 @@ class ClusterExecutor:
         if tasks:
             self._send(loop, tasks)
 
-    def _send(self, loop: PregelLoop, tasks: Sequence[PreparedTask]) -> NoReturn:
+    def _send(self, loop: StepLoop, tasks: Sequence[PreparedTask]) -> NoReturn:
         """Send ``tasks`` of the step as jobs; the run waits for them (StepSuspended)."""
         self._leaving(loop)
         dispatch_step(
@@ -579,21 +588,21 @@ class ClusterExecutor:
             run_id=self.run.run_id,
             graph=self.run.graph,
             thread_id=self.run.thread_id,
-            checkpoint_id=loop.checkpoint["id"],
+            checkpoint_id=loop.view().checkpoint_id,
             tasks=tasks,
         )
         raise StepSuspended
 
-    def _leaving(self, loop: PregelLoop) -> None:
+    def _leaving(self, loop: StepLoop) -> None:
         """The run goes on in other jobs: record the last step it may take, which they
         re-open it with (an inline run never needs it), and everything written so far
         (the step's null writes: a Command's update and resume values)."""
         self.saver.flush()
         if self.run.stop is None:
-            self.ctx.store.set_running(self.run.run_id, loop.stop)
+            self.ctx.store.set_running(self.run.run_id, loop.view().stop)
 
     def _recorded(
-        self, loop: PregelLoop, tasks: Sequence[PreparedTask], recorded: dict[str, StepTask]
+        self, loop: StepLoop, tasks: Sequence[PreparedTask], recorded: dict[str, StepTask]
     ) -> Iterator[TaskResult]:
         """The outcomes task jobs saved for this step, once all of them are in."""
         # The tasks' updates were streamed by the jobs that ran them; planning the step
@@ -619,6 +628,24 @@ class ClusterExecutor:
 def recorded_errors(rows: dict[str, StepTask]) -> dict[str, BaseException]:
     """The errors task jobs recorded for a step's tasks, rebuilt with their types."""
     return {task_id: rebuild_error(row.error) for task_id, row in rows.items() if row.error}
+
+
+class StepRecords:
+    """A run's task rows of one step (the barrier), read once per step: what re-opening
+    the step settles from, and the errors its jobs recorded (``RunOptions.task_errors``)."""
+
+    def __init__(self, ctx: WorkerContext, run_id: str) -> None:
+        self.ctx = ctx
+        self.run_id = run_id
+        self._rows: tuple[str, dict[str, StepTask]] | None = None
+
+    def rows(self, checkpoint_id: str) -> dict[str, StepTask]:
+        if self._rows is None or self._rows[0] != checkpoint_id:
+            self._rows = (checkpoint_id, self.ctx.store.step_tasks(self.run_id, checkpoint_id))
+        return self._rows[1]
+
+    def errors(self, checkpoint_id: str) -> dict[str, BaseException]:
+        return recorded_errors(self.rows(checkpoint_id))
 
 
 class RunEvents:
@@ -676,21 +703,21 @@ def _end(
     observe.run_ending(status)  # in the run's span; counted once its batch commits
 
 
-def _waits(ctx: WorkerContext, run: Run, loop: PregelLoop) -> InboxUpdate:
+def _waits(ctx: WorkerContext, run: Run, loop: StepLoop) -> InboxUpdate:
     """What the thread waits on as the run ends: the pending interrupts of its step."""
     return InboxUpdate(
         thread_id=run.thread_id,
         graph=run.graph,
-        checkpoint_id=loop.checkpoint["id"],
+        checkpoint_id=loop.view().checkpoint_id,
         entries=inbox_entries(loop, ctx.saver.serde),
     )
 
 
-def inbox_entries(loop: PregelLoop, serde: SerializerProtocol) -> list[InboxEntry]:
+def inbox_entries(loop: StepLoop, serde: SerializerProtocol) -> list[InboxEntry]:
     """The loaded step's pending interrupts as inbox rows, in task order."""
     entries: list[InboxEntry] = []
     seen: set[str] = set()
-    for task in sorted(loop.tasks.values(), key=task_order):
+    for task in loop.view().tasks:
         for intr in loop.recorded_interrupts(task.id):
             if intr.id in seen:
                 continue
@@ -715,11 +742,11 @@ def _json_text(serde: SerializerProtocol, value: Any) -> str:
     return json.dumps({"__bytes__": base64.b64encode(data).decode("ascii")})
 
 
-def _result(loop: PregelLoop, events: RunEvents) -> Any:
+def _result(loop: StepLoop, view: StepView, events: RunEvents) -> Any:
     """What ``invoke`` returns: the last root ``values`` chunk, plus the interrupts."""
     latest = events.last_values if events.has_values else loop.output()
     if isinstance(latest, dict) and INTERRUPT in latest:
         latest = {k: v for k, v in latest.items() if k != INTERRUPT}
-    if loop.interrupts:
-        return {**(latest or {}), INTERRUPT: list(loop.interrupts)}
+    if view.interrupts:
+        return {**(latest or {}), INTERRUPT: list(view.interrupts)}
     return latest

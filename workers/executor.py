@@ -13,7 +13,7 @@ import uuid
 
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import GraphInterrupt
-from graphruntime.pregel import HANDLER_MARK, RetryLater, is_call_path
+from graphruntime.pregel.driver import RetryLater, is_call_path
 from workers import observability as observe
 from workers._deferred_writes import DeferredWrites
 from workers.context import WorkerContext, at_run_start, run_loop
@@ -134,10 +134,17 @@ def _run_claimed(
             msg.job_id,
         )
         return 0, -1
-    loop = run_loop(graph, run, saver, checkpoint_id=msg.checkpoint_id, saved=saved)
-    if any(HANDLER_MARK in ref.path for ref in msg.tasks if ref.id in claimed):
+    loop = run_loop(
+        graph,
+        run,
+        saver,
+        checkpoint_id=msg.checkpoint_id,
+        saved=saved,
         # an error handler gets the failed node's error as its job recorded it (typed)
-        loop.task_errors = recorded_errors(ctx.store.step_tasks(run.run_id, msg.checkpoint_id))
+        task_errors=lambda checkpoint_id: recorded_errors(
+            ctx.store.step_tasks(run.run_id, checkpoint_id)
+        ),
+    )
     if at_run_start(loop, run):
         loop.open_step(run.payload.get("input"))
     streaming = bool(run.payload.get("stream_modes"))
@@ -173,12 +180,12 @@ def _run_claimed(
             run,
             task,
             loop.task_config(task),
-            graph.retry_policy,
+            loop.retry_policy,
             attempts_done=ref.attempts,
             first_attempt_time=ref.first_attempt,
         )
         if isinstance(outcome, RetryLater):
-            list(loop.sink.drain())  # the failed attempt's chunks are not kept
+            loop.drain()  # the failed attempt's chunks are not kept
             dispatch_retry(
                 ctx.store,
                 ctx.broker,
@@ -192,7 +199,7 @@ def _run_claimed(
             )
             continue
         loop.record(task, outcome)
-        chunks = list(loop.sink.drain())
+        chunks = loop.drain()
         events[ref.id] = chunks if streaming else []
         failed = outcome is not None and not isinstance(outcome, GraphInterrupt)
         if failed:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from graphruntime.drawing._errors import MissingDependencyError
 
 if TYPE_CHECKING:
-    from graphruntime.drawing._graph import Edge
+    from graphruntime.drawing._parts import Edge
 
 # A box is three lines: top border, the label, bottom border.
 _BOX_HEIGHT = 3

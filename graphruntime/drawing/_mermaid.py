@@ -10,7 +10,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from graphruntime.drawing._graph import Edge, Node
+    from graphruntime.drawing._parts import Edge, Node
 
 
 class CurveStyle(Enum):

@@ -21,7 +21,7 @@ from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import CONF
 
 if TYPE_CHECKING:
-    from graphruntime.pregel._loop import PregelLoop
+    from graphruntime.pregel._loop_tasks import LoopTasks
     from graphruntime.types import TracePolicy
 
 CONFIG_KEY_STREAM_MESSAGES_V2 = "__pregel_stream_messages_v2"
@@ -78,7 +78,7 @@ def _langsmith_tracing() -> bool:
 
 
 def run_hooks(
-    loop: PregelLoop,
+    loop: LoopTasks,
     *,
     name: str,
     modes: Collection[str],

@@ -38,7 +38,8 @@ from graphruntime.errors import (
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._call import call_outcome, in_async_task
 from graphruntime.pregel._calls import CallExecutor, arun_call
-from graphruntime.pregel._loop import PregelLoop, TaskResult
+from graphruntime.pregel._loop import PregelLoop
+from graphruntime.pregel._loop_state import TaskResult
 from graphruntime.pregel._retry import arun_task, run_task
 from graphruntime.pregel._stream import StreamChunk, StreamSink
 from graphruntime.types import RetryPolicy

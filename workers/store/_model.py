@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
-from graphruntime.pregel import is_resume_map
+from graphruntime.pregel.driver import is_resume_map
 
 RunStatus = Literal["queued", "running", "interrupted", "success", "error", "cancelled"]
 RunKind = Literal["input", "command", "resume", "cancel"]

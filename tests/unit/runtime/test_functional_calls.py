@@ -26,18 +26,15 @@ from langgraph.pregel._algo import task_path_str as lg_task_path_str
 from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.config import RunnableConfig
 from graphruntime.func import entrypoint, task
-from graphruntime.pregel import (
-    CallSuspended,
-    Pregel,
-    PregelLoop,
-    PreparedTask,
-    StreamSink,
-    TaskResult,
-    ThreadExecutor,
-    drive,
-    failed_future,
-    run_task,
-)
+from graphruntime.pregel import Pregel
+from graphruntime.pregel._algo import PreparedTask
+from graphruntime.pregel._call import CallSuspended, failed_future
+from graphruntime.pregel._driver import ThreadExecutor, drive
+from graphruntime.pregel._loop import PregelLoop
+from graphruntime.pregel._loop_state import TaskResult
+from graphruntime.pregel._retry import run_task
+from graphruntime.pregel._run import run_options
+from graphruntime.pregel._stream import StreamSink
 from graphruntime.types import Command, interrupt
 
 
@@ -95,7 +92,7 @@ class SecondPassExecutor:
                 self.config,
                 checkpointer=self.saver,
                 sink=StreamSink(set(), False),
-                options=self.graph.run_options(self.config),
+                options=run_options(self.graph, self.config),
             )
             job.open_step(self.input)
             job.resume_taken_by = self.resume_taken_by
@@ -120,7 +117,7 @@ class SecondPassExecutor:
             self.config,
             checkpointer=self.saver,
             sink=StreamSink({"values"}, False),
-            options=self.graph.run_options(self.config),
+            options=run_options(self.graph, self.config),
         )
         loop.first(input)
         values = [p for _, mode, p in drive(loop, self) if mode == "values"]
@@ -247,7 +244,7 @@ def test_call_ids_are_langgraphs() -> None:
         {"configurable": {}},
         checkpointer=None,
         sink=StreamSink({"values"}, False),
-        options=flow.run_options({}),
+        options=run_options(flow, {}),
     )
     loop.first(3)
     executor = Recording()
@@ -334,7 +331,7 @@ def test_calls_run_inline_under_an_executor_without_submit_call() -> None:
         {"configurable": {}},
         checkpointer=None,
         sink=StreamSink({"updates", "values"}, False),
-        options=flow.run_options({}),
+        options=run_options(flow, {}),
     )
     loop.first(1)
     chunks = [(mode, payload) for _, mode, payload in drive(loop, Plain())]

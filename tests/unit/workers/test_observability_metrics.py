@@ -215,11 +215,11 @@ def test_every_metric_is_documented_in_the_readme() -> None:
 
 def test_a_step_starts_at_its_checkpoint_or_when_its_run_was_created_if_later() -> None:
     now = datetime.now(UTC)
-    loop: Any = SimpleNamespace(checkpoint={"ts": (now - timedelta(days=2)).isoformat()})
+    view: Any = SimpleNamespace(checkpoint_ts=(now - timedelta(days=2)).isoformat())
     resumed: Any = SimpleNamespace(created_at=now - timedelta(seconds=3))
-    assert step_start(loop, resumed) == now - timedelta(seconds=3)
+    assert step_start(view, resumed) == now - timedelta(seconds=3)
     fresh: Any = SimpleNamespace(created_at=now - timedelta(days=3))
-    assert step_start(loop, fresh) == now - timedelta(days=2)
+    assert step_start(view, fresh) == now - timedelta(days=2)
 
 
 # --- cluster gauges ------------------------------------------------------------------------
