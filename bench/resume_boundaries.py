@@ -12,6 +12,10 @@ Celery task's own function (``workers.tasks.coordinate_task``), under
 task to the run's end (its end committed, its lease freed), is attributed to the module
 that defines the called function. A module counts once however often it is entered.
 
+It also counts, apart, the modules control passes through (they call another project
+module during the job) and the leaves (value types, channels, the serializer's parts:
+called only).
+
 The count is of the project's modules only (``graphruntime``, ``checkpoint_pg``,
 ``workers``): the graph's own module, the standard library, psycopg, pydantic and
 Celery are left out. The graph is the smallest that resumes: ``ask`` interrupts, the
@@ -139,19 +143,28 @@ def measure() -> tuple[Counter[str], Counter[tuple[str, str]]]:
     return modules, calls
 
 
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", action="store_true", help="list the calls between modules")
     args = parser.parse_args(argv)
     modules, calls = measure()
-    print(f"modules a resume goes through on the worker side: {len(modules)}")
+    _say(f"modules a resume goes through on the worker side: {len(modules)}")
     for package in PROJECT:
         mine = sorted(m for m in modules if m.split(".")[0] == package)
-        print(f"  {package} ({len(mine)}): {', '.join(mine)}")
+        _say(f"  {package} ({len(mine)}): {', '.join(mine)}")
+    through = {caller for caller, _ in calls}
+    _say(
+        f"of which control passes through (they call another project module): {len(through)}; "
+        f"leaves (called only): {len(modules) - len(through)}"
+    )
     if args.calls:
-        print(f"calls between modules: {len(calls)} pairs")
+        _say(f"calls between modules: {len(calls)} pairs")
         for (caller, callee), n in sorted(calls.items()):
-            print(f"  {caller} -> {callee}: {n}")
+            _say(f"  {caller} -> {callee}: {n}")
     return 0
 
 
