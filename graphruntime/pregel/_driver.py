@@ -37,7 +37,7 @@ from graphruntime.errors import (
 )
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._call import call_outcome, in_async_task
-from graphruntime.pregel._calls import CallExecutor, arun_call
+from graphruntime.pregel._calls import CallExecutor, LoopCalls, arun_call
 from graphruntime.pregel._loop import PregelLoop
 from graphruntime.pregel._loop_state import TaskResult
 from graphruntime.pregel._retry import arun_task, run_task
@@ -327,7 +327,7 @@ class _CallJob:
     gets to it first, a pool thread or the caller waiting for it (so callers blocked on
     their calls can never hold every pool thread while the calls wait for one)."""
 
-    def __init__(self, loop: PregelLoop, task: PreparedTask) -> None:
+    def __init__(self, loop: LoopCalls, task: PreparedTask) -> None:
         self.loop = loop
         self.task = task
         self.future: concurrent.futures.Future[Any] = _HelpingFuture(self)
@@ -484,7 +484,7 @@ class ThreadExecutor:
                 outcome = error
             results.put(TaskResult(task, outcome))
 
-    def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+    def submit_call(self, loop: LoopCalls, task: PreparedTask) -> Any:
         """Run a ``@task`` call on the pool; the caller gets a future of its result."""
         job = _CallJob(loop, task)
         with self._lock:
@@ -583,7 +583,7 @@ class AsyncioExecutor:
                 await asyncio.wait(running)
             running.clear()
 
-    def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+    def submit_call(self, loop: LoopCalls, task: PreparedTask) -> Any:
         """Run a ``@task`` call on the event loop; the caller gets a future of its result."""
         event_loop = self._event_loop
         assert event_loop is not None, "submit_call before aexecute"
@@ -604,5 +604,5 @@ class AsyncioExecutor:
                 return_exceptions=True,
             )
 
-    async def _run_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+    async def _run_call(self, loop: LoopCalls, task: PreparedTask) -> Any:
         return await arun_call(loop, task)

@@ -29,6 +29,7 @@ from graphruntime.func import entrypoint, task
 from graphruntime.pregel import Pregel
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._call import CallSuspended, failed_future
+from graphruntime.pregel._calls import LoopCalls
 from graphruntime.pregel._driver import ThreadExecutor, drive
 from graphruntime.pregel._loop import PregelLoop
 from graphruntime.pregel._loop_state import TaskResult
@@ -52,7 +53,7 @@ class SecondPassExecutor:
         self.resume_taken_by: str | None = None
         self.ran: set[str] = set()  # calls a job of the current run recorded
 
-    def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+    def submit_call(self, loop: LoopCalls, task: PreparedTask) -> Any:
         if task.id in self.ran:
             # a job of this run ran it and it did not finish: its error or interrupt
             failure = loop.recorded_failure(task.id)
@@ -223,7 +224,7 @@ def test_call_ids_are_langgraphs() -> None:
     seen: list[tuple[str, int, PreparedTask]] = []
 
     class Recording(ThreadExecutor):
-        def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+        def submit_call(self, loop: LoopCalls, task: PreparedTask) -> Any:
             seen.append((loop.checkpoint["id"], loop.step, task))
             return super().submit_call(loop, task)
 
