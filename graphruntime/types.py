@@ -26,6 +26,7 @@ __all__ = (
     "CheckpointPayload",
     "CheckpointStreamPart",
     "CheckpointTask",
+    "Checkpointer",  # noqa: F822 - a higher layer's, loaded by __getattr__
     "Command",
     "CustomStreamPart",
     "DebugPayload",
@@ -58,10 +59,12 @@ __all__ = (
 
 
 # LangGraph's names for types that live in higher layers here: CachePolicy with the cache
-# (its default key goes through the checkpoint serde), a step's executable task with the
-# step machinery. Loaded on first use, so this module imports neither.
+# (its default key goes through the checkpoint serde), a step's executable task and what
+# compile(checkpointer=...) takes with the step machinery. Loaded on first use, so this
+# module imports neither.
 _ELSEWHERE = {
     "CachePolicy": ("graphruntime.cache", "CachePolicy"),
+    "Checkpointer": ("graphruntime.pregel.main", "Checkpointer"),
     "PregelExecutableTask": ("graphruntime.pregel._algo", "PreparedTask"),
 }
 

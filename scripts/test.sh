@@ -30,28 +30,35 @@ run_stage() {
     fi
 }
 
-# Three pytest runs: everything but tests/e2e and tests/upstream on 2 xdist workers; LangGraph's
-# vendored tests (tests/upstream, against graphruntime; the parity gaps listed in
-# tests/upstream/expected_failures.txt are xfail) on 2 workers; then tests/e2e in one process.
+# Four pytest runs: everything but tests/e2e and the vendored suites on 2 xdist workers; the
+# vendored tests of LangGraph and langgraph-prebuilt (tests/upstream, tests/upstream_prebuilt,
+# against graphruntime; the parity gaps listed in their expected_failures.txt are xfail) on 2
+# workers; LangChain's agent tests (tests/upstream_langchain) on 2 workers in a process of their
+# own, since they run through the langgraph import alias, which is process-wide; then tests/e2e
+# in one process.
 # The end-to-end tests share one cluster of real celery workers and kill and restart workers,
 # Redis and Postgres; they must not be split across processes (and xdist's loadgroup does not
 # keep a group together with this pytest). The upstream tests run apart because their harness
 # patches imports (see tests/upstream/README.md).
 # pytest exits 5 when it collected nothing: an empty run overall is a bug, not a pass.
 run_pytest() {
-    local fast=0 upstream=0 e2e=0
+    local fast=0 upstream=0 langchain=0 e2e=0
     python -m pytest -n "${PYTEST_WORKERS:-2}" -q --ignore=tests/e2e --ignore=tests/upstream \
+        --ignore=tests/upstream_prebuilt --ignore=tests/upstream_langchain \
         --ignore=tests/chaos "$@" \
         || fast=$?
     # -rfEX: the parity gaps are xfail by the hundred; list failures, errors and XPASS only.
-    python -m pytest -n "${PYTEST_WORKERS:-2}" -q -rfEX tests/upstream "$@" || upstream=$?
+    python -m pytest -n "${PYTEST_WORKERS:-2}" -q -rfEX tests/upstream tests/upstream_prebuilt \
+        "$@" || upstream=$?
+    python -m pytest -n "${PYTEST_WORKERS:-2}" -q -rfEX tests/upstream_langchain "$@" \
+        || langchain=$?
     # tests/chaos: a short fault-injection round (make chaos runs a long one)
     CHAOS_SECONDS="${CHAOS_SECONDS:-30}" python -m pytest -q tests/e2e tests/chaos "$@" || e2e=$?
-    if [[ $fast -eq 5 && $upstream -eq 5 && $e2e -eq 5 ]]; then
+    if [[ $fast -eq 5 && $upstream -eq 5 && $langchain -eq 5 && $e2e -eq 5 ]]; then
         echo "error: pytest collected no tests; an empty run is a bug (wrong path, -k or -m?)" >&2
         return 5
     fi
-    for status in "$fast" "$upstream" "$e2e"; do
+    for status in "$fast" "$upstream" "$langchain" "$e2e"; do
         if [[ $status -ne 0 && $status -ne 5 ]]; then
             return "$status"
         fi

@@ -10,6 +10,7 @@ from typing import Any
 
 from graphruntime.cache.base import BaseCache
 from graphruntime.checkpoint import JsonSerializer, schema_classes
+from graphruntime.compat import LangGraphAliasError, alias_from_env
 from graphruntime.errors import SerializationError
 from graphruntime.graph import StateGraph
 from graphruntime.graph.state import CompiledStateGraph
@@ -55,6 +56,14 @@ class GraphRegistry:
 
     @classmethod
     def parse(cls, spec: str) -> GraphRegistry:
+        """The registry of ``GRAPHRUNTIME_GRAPHS``; with ``GRAPHRUNTIME_ALIAS_LANGGRAPH=1``,
+        ``langgraph.*`` imports are graphruntime's from here on, so graphs built by code
+        that imports LangGraph itself (LangChain's ``create_agent``) load as graphruntime
+        graphs."""
+        try:
+            alias_from_env()
+        except LangGraphAliasError as exc:
+            raise ConfigurationError(str(exc)) from exc
         entries: dict[str, str] = {}
         for raw in spec.split(","):
             item = raw.strip()

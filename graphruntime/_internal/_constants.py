@@ -56,6 +56,9 @@ CONFIG_KEY_CHECKPOINT_NS: Final = "checkpoint_ns"
 CONFIG_KEY_CHECKPOINT_MAP: Final = "checkpoint_map"
 CONFIG_KEY_SEND: Final = "__pregel_send"
 CONFIG_KEY_READ: Final = "__pregel_read"
+# () -> the graph's channel values as a node of this task would read them fresh: what a
+# ToolNode given bare tool calls (a Send of a list of calls) gives InjectedState
+CONFIG_KEY_READ_STATE: Final = "__pregel_read_state"
 CONFIG_KEY_CALL: Final = "__pregel_call"
 CONFIG_KEY_SCRATCHPAD: Final = "__pregel_scratchpad"
 CONFIG_KEY_CHECKPOINTER: Final = "__pregel_checkpointer"

@@ -150,6 +150,11 @@ class BaseCheckpointSaver(ABC):
     def __init__(self, *, serde: SerializerProtocol | None = None) -> None:
         self.serde = serde or type(self).serde
 
+    def __class_getitem__(cls, item: Any) -> Any:
+        """``BaseCheckpointSaver[str]`` in annotations, as LangGraph's class (generic in its
+        channel version type) is written; versions are strings here."""
+        return cls
+
     @abstractmethod
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Load one checkpoint with its pending writes, or ``None``.

@@ -440,6 +440,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         interrupt_after: All | Sequence[str] | None = None,
         debug: bool = False,
         name: str | None = None,
+        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
         **kwargs: Any,
     ) -> CompiledStateGraph[StateT, ContextT, InputT, OutputT]:
         """Validate the graph and turn it into an executable :class:`CompiledStateGraph`.
@@ -449,6 +450,9 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                 its parent's saver), ``False`` (never checkpoint), None (inherit).
             cache: where cached node results live (nodes with a ``cache_policy``).
             store: the long-term store nodes get as ``store``/``runtime.store``.
+            transformers: :class:`~graphruntime.stream.StreamTransformer` classes (or
+                ``scope -> transformer`` factories) added to every
+                ``stream_events(version="v3")`` run of the graph, after the built-in ones.
         """
         _reject_unknown(kwargs, "compile()")
         if checkpointer not in (None, True, False) and not isinstance(
@@ -478,6 +482,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
             cache=cache,
             context_schema=self.context_schema,
             debug=debug,
+            stream_transformers=transformers,
         )
         compiled.builder = self
         compiled._output_mapper = make_mapper(self.output_schema, compiled.output_channels)

@@ -9,9 +9,7 @@ and ``graphruntime.graph`` never import this package.
 - :class:`ValidationNode` validates tool calls against schemas without running them.
 - :class:`InjectedState`, :class:`InjectedStore` and :class:`ToolRuntime` give a tool
   the graph's state, store and runtime, hidden from the model.
-
-LangGraph's ``ToolCallTransformer`` (a transformer of the v3 event stream) is not
-provided.
+- :class:`ToolCallTransformer` adds ``run.tool_calls`` to ``stream_events(version="v3")``.
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "graphruntime.prebuilt needs langchain-core: pip install 'graphruntime[messages]'"
     ) from exc
 
+from graphruntime.prebuilt._tool_call_transformer import ToolCallTransformer
 from graphruntime.prebuilt.chat_agent_executor import create_react_agent
 from graphruntime.prebuilt.tool_node import (
     InjectedState,
@@ -36,6 +35,7 @@ from graphruntime.prebuilt.tool_validator import ValidationNode
 __all__ = (
     "InjectedState",
     "InjectedStore",
+    "ToolCallTransformer",
     "ToolNode",
     "ToolRuntime",
     "ValidationNode",

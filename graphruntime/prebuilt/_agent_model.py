@@ -8,9 +8,16 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import Runnable, RunnableBinding, RunnableLambda, RunnableSequence
+from langchain_core.runnables import (
+    Runnable,
+    RunnableBinding,
+    RunnableConfig,
+    RunnableLambda,
+    RunnableSequence,
+)
 from langchain_core.tools import BaseTool
 
+from graphruntime._internal._call import injected_kwargs
 from graphruntime.errors import ErrorCode, create_error_message
 from graphruntime.prebuilt._errors import PrebuiltInputError
 
@@ -19,7 +26,11 @@ PROMPT_RUNNABLE_NAME = "Prompt"
 Prompt = (
     SystemMessage | str | Callable[[Any], LanguageModelInput] | Runnable[Any, LanguageModelInput]
 )
-"""A system prompt (text or message), or a function/runnable from state to model input."""
+"""A system prompt (text or message), or a function/runnable from state to model input.
+
+A prompt function gets the keyword arguments it asks for, as a node does (``config``,
+``store``, ``runtime``, ...).
+"""
 
 
 def state_value(state: Any, key: str, default: Any = None) -> Any:
@@ -47,8 +58,20 @@ def prompt_runnable(prompt: Prompt | None) -> Runnable[Any, Any]:
         )
     if isinstance(prompt, Runnable):
         return prompt
-    if inspect.iscoroutinefunction(prompt) or callable(prompt):
-        return RunnableLambda(prompt, name=PROMPT_RUNNABLE_NAME)
+    if inspect.iscoroutinefunction(prompt):
+        aprompt = prompt
+
+        async def acall(state: Any, config: RunnableConfig) -> Any:
+            return await aprompt(state, **injected_kwargs(aprompt, config))
+
+        return RunnableLambda(acall, name=PROMPT_RUNNABLE_NAME)
+    if callable(prompt):
+        sprompt = prompt
+
+        def call(state: Any, config: RunnableConfig) -> Any:
+            return sprompt(state, **injected_kwargs(sprompt, config))
+
+        return RunnableLambda(call, name=PROMPT_RUNNABLE_NAME)
     raise PrebuiltInputError(f"Got unexpected type for `prompt`: {type(prompt)}")
 
 

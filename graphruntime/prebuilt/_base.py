@@ -6,7 +6,18 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.runnables.config import ensure_config
+from langchain_core.runnables.config import ensure_config as lc_ensure_config
+
+from graphruntime._internal._config import var_config
+
+
+def ensure_config(config: RunnableConfig | None) -> RunnableConfig:
+    """``config``, or else the config of the node this runs in (graphruntime's or
+    LangChain's), as LangGraph's nodes see theirs: a ToolNode invoked inside a node reads
+    that node's state and runtime."""
+    if config is None:
+        config = var_config.get()
+    return lc_ensure_config(config)
 
 
 def _no_kwargs(name: str | None, kwargs: dict[str, Any]) -> None:

@@ -258,7 +258,7 @@ class _Agent:
 
 def _init_chat_model(model: str) -> Any:
     try:
-        from langchain.chat_models import init_chat_model  # type: ignore[import-not-found]
+        from langchain.chat_models import init_chat_model
     except ImportError as exc:
         raise ImportError(
             "Please install langchain (`pip install langchain`) to use '<provider>:<model>' "

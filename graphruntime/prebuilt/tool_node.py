@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypedDict, cast
 
@@ -19,7 +19,8 @@ from langchain_core.tools import tool as create_tool
 from pydantic import BaseModel, ValidationError
 from typing_extensions import Unpack
 
-from graphruntime.errors import GraphBubbleUp
+from graphruntime._internal._constants import CONF, CONFIG_KEY_READ, CONFIG_KEY_READ_STATE
+from graphruntime.errors import GraphBubbleUp, is_invalid_resume
 from graphruntime.prebuilt._base import PrebuiltNode
 from graphruntime.prebuilt._errors import (
     TOOL_INVOCATION_ERROR_TEMPLATE,
@@ -197,7 +198,7 @@ class ToolNode(PrebuiltNode):
         tools = list(self._tools_by_name.values())
         runtimes = [
             ToolRuntime(
-                state=self._state(input),
+                state=self._state(input, config),
                 context=graph.context,
                 config=cfg,
                 stream_writer=graph.stream_writer,
@@ -246,12 +247,18 @@ class ToolNode(PrebuiltNode):
             raise PrebuiltInputError("No AIMessage found in input")
         return list(ai.tool_calls), input_type
 
-    def _state(self, input: Any) -> Any:
-        """The state the tools see: the input, or the state sent with the calls."""
+    def _state(self, input: Any, config: RunnableConfig) -> Any:
+        """The state the tools see: the input, the state sent with the calls, or, for bare
+        tool calls (a ``Send`` of a list of calls), the graph's state read from the task
+        (empty outside a graph), as LangGraph's ToolNode does."""
         if isinstance(input, dict) and input.get("__type") == _WITH_CONTEXT:
             return input["state"]
         if input and isinstance(input, list) and isinstance(input[-1], dict):
-            return _BareCallsState()  # bare tool calls carry no state
+            conf = config.get(CONF, {})
+            read_state = conf.get(CONFIG_KEY_READ_STATE)
+            if read_state is not None:
+                return read_state()
+            return _read_channels(conf.get(CONFIG_KEY_READ))
         return input
 
     def _execute(
@@ -260,11 +267,13 @@ class ToolNode(PrebuiltNode):
         call, tool = request.tool_call, request.tool
         if tool is None:
             return self._invalid_tool_message(call)
-        args = {**self._injected_call(call, request.runtime, tool), "type": "tool_call"}
+        args = {**self._injected_call(call, _runtime_of(request), tool), "type": "tool_call"}
         try:
             try:
                 response = tool.invoke(args, config)
             except ValidationError as exc:
+                if is_invalid_resume(exc):
+                    raise  # an interrupt's answer, not the model's arguments
                 raise self._invocation_error(call, exc) from exc
             return normalize_output(response, call, input_type, self._messages_key)
         except GraphBubbleUp:
@@ -278,11 +287,13 @@ class ToolNode(PrebuiltNode):
         call, tool = request.tool_call, request.tool
         if tool is None:
             return self._invalid_tool_message(call)
-        args = {**self._injected_call(call, request.runtime, tool), "type": "tool_call"}
+        args = {**self._injected_call(call, _runtime_of(request), tool), "type": "tool_call"}
         try:
             try:
                 response = await tool.ainvoke(args, config)
             except ValidationError as exc:
+                if is_invalid_resume(exc):
+                    raise  # an interrupt's answer, not the model's arguments
                 raise self._invocation_error(call, exc) from exc
             return normalize_output(response, call, input_type, self._messages_key)
         except GraphBubbleUp:
@@ -360,13 +371,15 @@ class ToolNode(PrebuiltNode):
         return ToolMessage(content, name=call["name"], tool_call_id=call["id"], status="error")
 
     def _error_message(self, exc: Exception, call: ToolCall) -> ToolMessage:
-        if not isinstance(exc, handled_types(self._handle_tool_errors)):
+        # A resume value an interrupt's response_schema refused fails the run whatever the
+        # error handling: the model cannot fix it, and the interrupt stays pending.
+        if is_invalid_resume(exc) or not isinstance(exc, handled_types(self._handle_tool_errors)):
             raise exc
         return self._as_message(exc, call)
 
     def _wrapper_error_message(self, exc: Exception, call: ToolCall) -> ToolMessage:
         # A wrapper's own error: handled whenever errors are handled at all.
-        if not self._handle_tool_errors:
+        if not self._handle_tool_errors or is_invalid_resume(exc):
             raise exc
         return self._as_message(exc, call)
 
@@ -379,13 +392,33 @@ class ToolNode(PrebuiltNode):
         )
 
 
+def _runtime_of(request: ToolCallRequest) -> ToolRuntime[Any, Any]:
+    """The runtime the tool gets: the request's, with the request's state (a wrapper's
+    ``override(state=...)`` reaches the tool's InjectedState and ``runtime.state``)."""
+    runtime = request.runtime
+    if runtime.state is not request.state:
+        runtime = replace(runtime, state=request.state)
+    return runtime
+
+
+def _read_channels(read: Any) -> Any:
+    """Every channel through a read function of LangGraph's shape (a ``functools.partial``
+    whose second argument is the channels), as LangGraph's ToolNode reads them. Outside a
+    graph there is no state: a tool that injects it gets a clear error."""
+    args: tuple[Any, ...] = tuple(getattr(read, "args", ()))
+    if read is None or len(args) < 2 or not isinstance(args[1], Mapping):
+        return _BareCallsState()
+    return read(list(args[1]), True)
+
+
 class _BareCallsState(dict[str, Any]):
-    """The "state" of bare tool calls: empty; a tool that injects state gets an error."""
+    """The "state" of bare tool calls run outside a graph: none."""
 
     def error(self, tool_name: str) -> PrebuiltInputError:
         return PrebuiltInputError(
             f"Tool {tool_name!r} reads the graph state (InjectedState), but ToolNode got bare "
-            "tool calls, which carry no state: send the calls with their state "
+            "tool calls outside a graph, which carry no state: run it in a graph (a Send of "
+            "the calls gets the graph's state), send the calls with their state "
             "(ToolCallWithContext) or pass ToolNode the state or its messages."
         )
 

@@ -21,6 +21,7 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_NODE_ERROR,
     CONFIG_KEY_READ,
+    CONFIG_KEY_READ_STATE,
     CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
     CONFIG_KEY_SEND,
@@ -150,6 +151,9 @@ class LoopTasks(LoopStart):
         configurable = base.configurable.copy()
         configurable[CONFIG_KEY_SEND] = task.writes.extend
         configurable[CONFIG_KEY_READ] = read
+        configurable[CONFIG_KEY_READ_STATE] = lambda: local_read(
+            channels, task.writes, list(channels), fresh=True
+        )
         configurable[CONFIG_KEY_SCRATCHPAD] = scratchpad
         configurable[CONFIG_KEY_CHECKPOINT_NS] = task.checkpoint_ns
         configurable[CONFIG_KEY_TASK_ID] = task.id

@@ -6,7 +6,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from graphruntime._internal._config import RunnableConfig
+from graphruntime._internal._call import is_async_callable, is_runnable
+from graphruntime._internal._config import RunnableConfig, merge_configs
+from graphruntime._internal._runnable import RunnableCallable
 from graphruntime.channels import BaseChannel
 from graphruntime.types import RetryPolicy, TimeoutPolicy, TracePolicy
 
@@ -47,6 +49,33 @@ class NodeSpec:
     def copy(self, update: Mapping[str, Any] | None = None) -> NodeSpec:
         """A copy with ``update``'s fields replaced."""
         return replace(self, **dict(update or {}))
+
+    @property
+    def bound(self) -> Any:
+        """The node's code as a runnable (LangGraph's ``PregelNode.bound``): a runnable or a
+        subgraph as it was added, a function as a :class:`RunnableCallable` of it."""
+        func = self.func
+        if func is None or is_runnable(func):
+            return func
+        if is_async_callable(func):
+            return RunnableCallable(None, func, name=self.name)
+        return RunnableCallable(func, name=self.name)
+
+    def _own_config(self, config: RunnableConfig | None) -> RunnableConfig:
+        return merge_configs({"metadata": dict(self.metadata), "tags": list(self.tags)}, config)
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """Run the node's code on ``input`` (its writers are not run), as LangGraph's."""
+        return self._runnable().invoke(input, self._own_config(config), **kwargs)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return await self._runnable().ainvoke(input, self._own_config(config), **kwargs)
+
+    def _runnable(self) -> Any:
+        bound = self.bound
+        if bound is None:
+            raise TypeError(f"Node {self.name!r} has no code of its own to invoke")
+        return bound
 
 
 class GraphSpec(Protocol):

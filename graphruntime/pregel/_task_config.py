@@ -21,6 +21,7 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_CUSTOM_WRITER,
     CONFIG_KEY_READ,
+    CONFIG_KEY_READ_STATE,
     CONFIG_KEY_RESUME_MAP,
     CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SCRATCHPAD,
@@ -78,6 +79,7 @@ class RunConfig:
             {
                 CONFIG_KEY_SEND: None,
                 CONFIG_KEY_READ: None,
+                CONFIG_KEY_READ_STATE: None,
                 CONFIG_KEY_SCRATCHPAD: None,
                 CONFIG_KEY_CHECKPOINT_NS: None,
                 CONFIG_KEY_TASK_ID: None,

@@ -71,6 +71,15 @@ def deterministic_uuids(mocker: Any) -> Any:
     return mocker.patch("uuid.uuid4", side_effect=side_effect)
 
 
+@pytest.fixture(autouse=True)
+def _langchain_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LangGraph's tests run where langchain is not installed: its chat models' metadata
+    then records ``lc_versions`` of langchain-core only. This environment has langchain (the
+    LangChain suite needs it), which langchain-core would add there too."""
+    base = importlib.import_module("langchain_core.language_models.base")
+    monkeypatch.setattr(base, "_get_langchain_version", lambda: None)
+
+
 @pytest.fixture(params=["sync", "async", "exit"])
 def durability(request: pytest.FixtureRequest) -> str:
     param: str = request.param

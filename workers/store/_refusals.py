@@ -96,7 +96,7 @@ def not_pending(new: NewRun, open_waits: Sequence[str], latest_status: str | Non
             )
     elif not pending and latest_status not in ("interrupted", "queued", "running"):
         raise InvalidResumeError(
-            f"Cannot resume thread {new.thread_id!r}: it waits for no resume (its latest run "
-            f"is {latest_status}). Nothing was changed; read its state (get_state) to see "
-            "where it is."
+            f"Cannot resume thread {new.thread_id!r}: it has no pending interrupt (its latest "
+            f"run is {latest_status}). Nothing was changed; use get_state() to see the "
+            "thread's state."
         )

@@ -21,12 +21,10 @@ with warnings.catch_warnings():
     import langgraph.prebuilt.interrupt as lg_interrupt
 
 ROOT = Path(__file__).resolve().parents[3]
-# A transformer of LangGraph's v3 event stream, which graphruntime does not have.
-NOT_PROVIDED = {"ToolCallTransformer"}
 
 
 def test_package_exports_langgraphs_names() -> None:
-    assert set(prebuilt.__all__) == set(lg_prebuilt.__all__) - NOT_PROVIDED
+    assert set(prebuilt.__all__) == set(lg_prebuilt.__all__)
     for name in prebuilt.__all__:
         assert getattr(prebuilt, name) is not None
 

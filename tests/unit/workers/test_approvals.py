@@ -367,7 +367,7 @@ def test_cancel_a_waiting_thread_clears_its_inbox_and_refuses_its_resume(
     # refused when made, not when its run starts: nothing is queued
     with pytest.raises(UnknownInterruptError, match="matches no pending interrupt"):
         cluster.client.submit("ticket", Command(resume={wait.interrupt_id: "yes"}), thread(tid))
-    with pytest.raises(InvalidResumeError, match="waits for no resume"):
+    with pytest.raises(InvalidResumeError, match="no pending interrupt"):
         cluster.client.submit("ticket", Command(resume="yes"), thread(tid))
     assert not cluster.broker.coordinator
     with pytest.raises(ValueError, match="reason"):
@@ -439,7 +439,7 @@ def test_a_human_resume_after_the_deadline_took_the_default_is_not_pending(
     assert late.outcome == "not pending"
     plain = cluster.client.resume_many("ticket", where={}, value="human", idempotency_key="h2")
     assert plain == []  # nothing waits
-    with pytest.raises(InvalidResumeError, match="waits for no resume"):
+    with pytest.raises(InvalidResumeError, match="no pending interrupt"):
         cluster.client.submit("ticket", Command(resume="human"), thread("raced"))
     assert cluster.client.get_state("ticket", thread("raced")).values["decision"] == "auto-approved"
 

@@ -416,8 +416,8 @@ def test_a_lease_release_a_crash_took_back_does_not_wedge_the_thread(
     the run to it; the worker's heartbeat frees the lease (no job of it holds it), and
     the sweeper finds the run stalled and sends it on: it ends, once."""
     calls = Calls()
-    # on Postgres time is real: a worker is stale after 0.2 s without a heartbeat
-    settings = Settings(database_url="memory://", redis_url="memory://", heartbeat_interval=0.1)
+    # on Postgres time is real: a worker is stale after 2 s without a heartbeat
+    settings = Settings(database_url="memory://", redis_url="memory://", heartbeat_interval=1.0)
     cluster = make_cluster({"fan": fan(calls)}, settings=settings)
     ctx = cluster.workers[0]
     cluster.beat()
@@ -428,6 +428,7 @@ def test_a_lease_release_a_crash_took_back_does_not_wedge_the_thread(
     assert cluster.broker.tasks
     # what recovery from the crash does: the release is undone, with the job's token
     assert cluster.store.acquire_thread(tid, ctx.worker_name, ctx.stale, "the-job-that-freed-it")
+    cluster.beat()  # worker 0 is alive: its lease holds
     cluster.deliver(worker=1)  # the task jobs; the last one finds the lease taken
     assert handle.status() == "running"
     assert not cluster.broker.coordinator

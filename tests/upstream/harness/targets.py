@@ -72,6 +72,8 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 def alias_langgraph() -> None:
     """Make ``import graphruntime.X`` give ``langgraph.X`` for the rest of this process."""
+    if any(isinstance(finder, _Alias) for finder in sys.meta_path):
+        return  # another vendored suite's conftest in the same run installed it
     loaded = sorted(name for name in sys.modules if name.split(".")[0] == _OURS)
     if loaded:
         raise RuntimeError(
