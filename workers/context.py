@@ -11,7 +11,14 @@ from typing import Any
 from graphruntime.checkpoint import CheckpointTuple, ClusterSaver
 from graphruntime.config import RunnableConfig
 from graphruntime.pregel import Pregel
-from graphruntime.pregel.driver import LOAD, StepLoop, StreamSink, open_loop, run_options
+from graphruntime.pregel.driver import (
+    LOAD,
+    SaverIO,
+    StepLoop,
+    StreamSink,
+    open_loop,
+    run_options,
+)
 from workers.dispatch import Broker
 from workers.registry import GraphRegistry
 from workers.settings import Settings
@@ -69,12 +76,14 @@ def run_loop(
     checkpoint_id: str | None = None,
     saved: CheckpointTuple | Any | None = LOAD,
     task_errors: Callable[[str], Mapping[str, BaseException]] | None = None,
+    saver_io: SaverIO | None = None,
 ) -> StepLoop:
     """The loop of one run, as every process that works on it builds it.
 
     A streaming client sees every state key in "values", as ``Pregel.stream`` does;
     ``invoke`` returns only the output schema's keys. ``task_errors``: the errors the
-    task jobs recorded for a step's tasks, rebuilt (see ``RunOptions.task_errors``).
+    task jobs recorded for a step's tasks, rebuilt (see ``RunOptions.task_errors``);
+    ``saver_io``: where the run's saver requests go (``workers._saves.RunSaves``).
     """
     payload = run.payload
     streaming = bool(payload.get("stream_modes"))
@@ -95,6 +104,7 @@ def run_loop(
             context=payload.get("context"),
             shared_saver=True,  # a subgraph's own saver would live in one worker process
             task_errors=task_errors,
+            saver_io=saver_io,
         ),
         saved=saved,
     )

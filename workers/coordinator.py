@@ -44,8 +44,8 @@ from graphruntime.pregel.driver import (
 from workers import observability as observe
 from workers._call_jobs import CallJobs, only_calls_recorded
 from workers._cancel import close_thread, stop_runs
-from workers._deferred_writes import DeferredWrites
 from workers._held_group import HeldGroup
+from workers._saves import RunSaves
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.dispatch import dispatch_retry, dispatch_step
 from workers.errors import (
@@ -358,16 +358,16 @@ def advance(
     # durable commit that makes them durable first); with durability "async" its
     # checkpoints are held and stored with the round's other runs' (HeldGroup)
     held = None if run.payload.get("durability") == "sync" else lease.batch.held
-    saver = DeferredWrites(ctx.saver.fenced().lazy(), group=held, key=run.run_id)
+    saves = RunSaves(ctx.saver.fenced().lazy(), group=held, key=run.run_id)
     try:
-        loop, reentering = _open(ctx, run, graph, saver, records, saved)
+        loop, reentering = _open(ctx, run, graph, saves, records, saved)
         # a step re-opened after its jobs ran: what they recorded, read once
         recorded = records.rows(loop.view().checkpoint_id) if reentering else None
-        executor = observe.steps(ClusterExecutor(ctx, run, events, saver, recorded=recorded), run)
+        executor = observe.steps(ClusterExecutor(ctx, run, events, saves, recorded=recorded), run)
         events.extend(drive(loop, executor))
-        saver.hand_over()  # its last writes: stored with its checkpoints (or now, "sync")
+        saves.hand_over()  # its last writes: stored with its checkpoints (or now, "sync")
     except StepSuspended:
-        saver.flush()
+        saves.flush()
         events.store()
         return False
     except CheckpointConflict:
@@ -387,7 +387,7 @@ def advance(
             exc_info=None if remote else exc,
         )
         try:
-            saver.flush()  # the failed step's writes: its sibling tasks' and the error
+            saves.flush()  # the failed step's writes: its sibling tasks' and the error
         except CheckpointConflict:
             _start_over(ctx, run)  # its earlier steps were refused: redo it from the head
             return False
@@ -468,7 +468,7 @@ def _open(
     ctx: WorkerContext,
     run: Run,
     graph: Pregel,
-    saver: DeferredWrites,
+    saves: RunSaves,
     records: StepRecords,
     saved: CheckpointTuple | Any | None = LOAD,
 ) -> tuple[StepLoop, bool]:
@@ -478,7 +478,9 @@ def _open(
     a coordinator that died) re-opens its step instead of applying its input twice.
     """
     command = run.payload.get("input")
-    loop = run_loop(graph, run, saver, saved=saved, task_errors=records.errors)
+    loop = run_loop(
+        graph, run, saves.saver, saved=saved, task_errors=records.errors, saver_io=saves
+    )
     if not at_run_start(loop, run):
         # the run saved a checkpoint of its own: it is under way past its input
         if run.stop is None:
@@ -487,9 +489,16 @@ def _open(
     addressed = (run.payload.get("config") or {}).get("configurable", {}).get("checkpoint_id")
     if addressed and run.status == "queued":
         # an explicit checkpoint_id is time travel: fork from there (not fenced)
-        saver.flush()
-        saver.inner = ctx.saver.lazy()  # time travel forks: this run's puts are not fenced
-        loop = run_loop(graph, run, saver, checkpoint_id=addressed, task_errors=records.errors)
+        saves.flush()
+        saves.saver = ctx.saver.lazy()  # time travel forks: this run's puts are not fenced
+        loop = run_loop(
+            graph,
+            run,
+            saves.saver,
+            checkpoint_id=addressed,
+            task_errors=records.errors,
+            saver_io=saves,
+        )
     loop.first(command, run_id=run.run_id)
     return loop, run.status != "queued"
 
@@ -508,14 +517,14 @@ class ClusterExecutor:
         ctx: WorkerContext,
         run: Run,
         events: RunEvents,
-        saver: DeferredWrites,
+        saves: RunSaves,
         *,
         recorded: dict[str, StepTask] | None,
     ) -> None:
         self.ctx = ctx
         self.run = run
         self.events = events
-        self.saver = saver
+        self.saves = saves
         self.recorded = recorded
         self._calls: CallJobs | None = None
 
@@ -550,7 +559,7 @@ class ClusterExecutor:
             task = tasks[0]
             calls = self._calls = CallJobs(sent_calls)
             try:
-                with self.saver.storing_within():  # a slow node: what is held is stored
+                with self.saves.storing_within():  # a slow node: what is held is stored
                     outcome = observe.attempt(run, task, loop.task_config(task), loop.retry_policy)
             finally:
                 self._calls = None
@@ -597,7 +606,7 @@ class ClusterExecutor:
         """The run goes on in other jobs: record the last step it may take, which they
         re-open it with (an inline run never needs it), and everything written so far
         (the step's null writes: a Command's update and resume values)."""
-        self.saver.flush()
+        self.saves.flush()
         if self.run.stop is None:
             self.ctx.store.set_running(self.run.run_id, loop.view().stop)
 

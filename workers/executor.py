@@ -13,9 +13,9 @@ import uuid
 
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import GraphInterrupt
-from graphruntime.pregel.driver import RetryLater, is_call_path
+from graphruntime.pregel.driver import RetryLater, is_call_path, perform_saves
 from workers import observability as observe
-from workers._deferred_writes import DeferredWrites
+from workers._saves import RunSaves
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.coordinator import LACKING_GRAPH_DELAY, coordinate, recorded_errors
 from workers.dispatch import dispatch_retry
@@ -112,7 +112,8 @@ def _run_claimed(
 ) -> tuple[int, int]:
     """Run the claimed tasks; returns the barrier's (completed here, still open)."""
     graph = ctx.registry.get(run.graph)
-    saver = DeferredWrites(ctx.saver.fenced().lazy_writes())
+    saver = ctx.saver.fenced().lazy_writes()
+    saves = RunSaves(saver)  # every task's writes, stored together at the end
     step_config: RunnableConfig = {
         "configurable": {
             "thread_id": run.thread_id,
@@ -144,6 +145,7 @@ def _run_claimed(
         task_errors=lambda checkpoint_id: recorded_errors(
             ctx.store.step_tasks(run.run_id, checkpoint_id)
         ),
+        saver_io=saves,
     )
     if at_run_start(loop, run):
         loop.open_step(run.payload.get("input"))
@@ -221,7 +223,8 @@ def _run_claimed(
             if outcome is not None and failed
             else None
         )
-    saver.flush()  # every task's writes, one round trip, before any task counts as done
+    perform_saves(loop)
+    saves.flush()  # every task's writes, one round trip, before any task counts as done
     if not outcomes:
         return 0, -1
     return ctx.store.complete_tasks(

@@ -41,6 +41,7 @@ from graphruntime.pregel._calls import CallExecutor, LoopCalls, arun_call
 from graphruntime.pregel._loop import PregelLoop
 from graphruntime.pregel._loop_state import TaskResult
 from graphruntime.pregel._retry import arun_task, run_task
+from graphruntime.pregel._saves import aperform, perform_now
 from graphruntime.pregel._stream import StreamChunk, StreamSink
 from graphruntime.types import RetryPolicy
 
@@ -155,19 +156,52 @@ def _attach(loop: PregelLoop, executor: object) -> None:
         loop.calls = cast(CallExecutor, executor)
 
 
+def perform_saves(loop: PregelLoop) -> None:
+    """Perform the saver requests the loop made so far: hand them to the run's
+    ``SaverIO``, or call the saver at once (see ``_saves.py``)."""
+    if not loop.outbox:
+        return
+    requests = loop.take_saves()
+    saver = loop.checkpointer
+    assert saver is not None, "a loop without a saver makes no saver requests"
+    io = loop.options.saver_io
+    if io is not None:
+        io.perform(saver, requests)
+    else:
+        loop.saves_performed(requests, perform_now(saver, requests))
+
+
+async def aperform_saves(loop: PregelLoop) -> None:
+    """Async twin of :func:`perform_saves`: the saver's async methods, awaited in order."""
+    if not loop.outbox:
+        return
+    requests = loop.take_saves()
+    saver = loop.checkpointer
+    assert saver is not None, "a loop without a saver makes no saver requests"
+    io = loop.options.saver_io
+    if io is not None:
+        io.perform(saver, requests)
+    else:
+        loop.saves_performed(requests, await aperform(saver, requests))
+
+
 def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
     """Run a started loop to its end in this thread, yielding stream chunks as they appear.
 
-    A step waits for every task, a failed one's siblings too: a thread cannot be
-    cancelled, and the writes of siblings that finish are kept (as on the workers).
+    The saver requests each call of the step API makes are performed before the run goes
+    on, and before the chunks it streamed reach the caller (:func:`perform_saves`). A step
+    waits for every task, a failed one's siblings too: a thread cannot be cancelled, and
+    the writes of siblings that finish are kept (as on the workers).
     """
     sink = loop.sink
     body = steps(loop)
     _attach(loop, executor)
     try:
+        perform_saves(loop)  # what first() made
         yield from sink.drain()
         tasks = next(body)
         while True:
+            perform_saves(loop)
             if sink.chunks:
                 yield from sink.drain()
             results: list[TaskResult] = []
@@ -179,6 +213,7 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
                         continue
                     if not result.recorded:
                         loop.record(result.task, result.outcome)
+                        perform_saves(loop)
                     results.append(result)
                     if result.outcome is not None:
                         _submit_handler(loop, executor, result)
@@ -191,14 +226,18 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
             tasks = body.send(results)
     except StopIteration:
         loop.exit(None)
+        perform_saves(loop)
     except GraphInterrupt as interrupt:
         loop.exit(interrupt)
+        perform_saves(loop)
         paused(loop)
     except GeneratorExit as closed:
         loop.exit(closed)
+        perform_saves(loop)
         raise
     except BaseException as error:
         loop.exit(error)
+        perform_saves(loop)
         yield from sink.drain()  # what the run streamed before it failed
         raise
     yield from sink.drain()
@@ -210,20 +249,19 @@ async def adrive(
     """Async twin of :func:`drive` (same body: :func:`steps`).
 
     An eager sink's chunks (tokens, custom data, subgraph steps) are yielded as they
-    arrive, while the step's tasks still run. A loop built for an async run queues its
-    saver calls; they are awaited here, in order, before the run goes on (so the
-    saver's async methods do the I/O).
+    arrive, while the step's tasks still run. The loop's saver requests are awaited here,
+    in order, before the run goes on (the saver's async methods do the I/O).
     """
     sink = loop.sink
     body = steps(loop)
     _attach(loop, executor)
     try:
-        await loop.aflush()
+        await aperform_saves(loop)
         for chunk in sink.drain():
             yield chunk
         tasks = next(body)
         while True:
-            await loop.aflush()
+            await aperform_saves(loop)
             for chunk in sink.drain():
                 yield chunk
             results: list[TaskResult] = []
@@ -234,7 +272,7 @@ async def adrive(
                     if isinstance(item, TaskResult):
                         if not item.recorded:
                             loop.record(item.task, item.outcome)
-                            await loop.aflush()
+                            await aperform_saves(loop)
                         results.append(item)
                         _submit_handler(loop, executor, item)
                         for chunk in sink.drain():
@@ -251,18 +289,18 @@ async def adrive(
             tasks = body.send(results)
     except StopIteration:
         loop.exit(None)
-        await loop.aflush()
+        await aperform_saves(loop)
     except GraphInterrupt as interrupt:
         loop.exit(interrupt)
-        await loop.aflush()
+        await aperform_saves(loop)
         paused(loop)
     except GeneratorExit as closed:
         loop.exit(closed)
-        await loop.aflush()
+        await aperform_saves(loop)
         raise
     except BaseException as error:
         loop.exit(error)
-        await loop.aflush()
+        await aperform_saves(loop)
         if not isinstance(error, asyncio.CancelledError):
             for chunk in sink.drain():  # what the run streamed before it failed
                 yield chunk

@@ -139,6 +139,7 @@ def plan_error_handler(loop: LoopTasks, failed_path: Sequence[Any]) -> PreparedT
     )
     if error is None and loop.checkpointer is not None:
         # a job loads only its own tasks' writes: the failure is the failed task's
+        loop.settle_saves()
         saved = loop.checkpointer.get_tuple(loop.checkpoint_config)
         writes = saved.pending_writes if saved is not None else None
         error = saved_error(

@@ -1,10 +1,10 @@
-"""A run's pending writes and checkpoints, and the saver calls that keep them.
+"""A run's pending writes and checkpoints, and the saver requests that keep them.
 
 :class:`LoopSave` is the layer of :class:`~graphruntime.pregel._loop.PregelLoop` that
 writes: a task's outcome as pending writes (:meth:`LoopSave.put_writes`), the step's
 checkpoint (``_put_checkpoint``), and, for a ``durability="exit"`` run, everything at
-once when it ends (:meth:`LoopSave.exit`). A synchronous run calls its saver at once;
-an asynchronous one queues the calls, which its driver awaits (:meth:`LoopSave.aflush`).
+once when it ends (:meth:`LoopSave.exit`). It never calls its saver to write: each
+write is a request in its outbox, which its driver takes and performs (``_saves.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from graphruntime.pregel._algo import create_checkpoint
 from graphruntime.pregel._exit_delta import ExitDeltaLog
 from graphruntime.pregel._loop_state import LoopState, task_order
 from graphruntime.pregel._resume import writes_by_task
-from graphruntime.pregel._saved import sanitized_send, takes_task_path, without_untracked
+from graphruntime.pregel._saved import sanitized_send, without_untracked
+from graphruntime.pregel._saves import PutCheckpoint, PutWrites, SaverRequest
 
 
 def _metadata_from_config(config: RunnableConfig) -> dict[str, Any]:
@@ -49,24 +50,21 @@ def _metadata_from_config(config: RunnableConfig) -> dict[str, Any]:
 class LoopSave(LoopState):
     """Pending writes and checkpoints of a run (a layer of ``PregelLoop``)."""
 
-    def _saver_call(self, method: str, *args: Any) -> Any:
-        """Call the saver now, or (an async run) queue the call for :meth:`aflush`."""
-        assert self.checkpointer is not None
-        if self._deferred is None:
-            return getattr(self.checkpointer, method)(*args)
-        self._deferred.append((method, args))
-        return None
+    def take_saves(self) -> list[SaverRequest]:
+        """The saver requests made since the last call, in order; the caller performs them
+        (``record`` may run in a task's thread: taken under the loop's lock)."""
+        with self._lock:
+            requests, self.outbox = self.outbox, []
+        return requests
 
-    async def aflush(self) -> None:
-        """Await the saver calls an async run queued, in order."""
-        deferred = self._deferred
-        if not deferred or self.checkpointer is None:
-            return
-        while deferred:
-            method, args = deferred.pop(0)
-            result = await getattr(self.checkpointer, f"a{method}")(*args)
+    def saves_performed(
+        self, requests: Sequence[SaverRequest], results: Sequence[RunnableConfig | None]
+    ) -> None:
+        """What a saver returned for requests performed: the loop goes on under the
+        config its put returned for the current checkpoint (as LangGraph's loop does)."""
+        for request, result in zip(requests, results, strict=True):
             if (
-                method == "put"
+                isinstance(request, PutCheckpoint)
                 and result is not None
                 and result[CONF].get(CONFIG_KEY_CHECKPOINT_ID) == self.checkpoint["id"]
             ):
@@ -103,15 +101,12 @@ class LoopSave(LoopState):
         task_id: str,
         path: str,
     ) -> None:
-        assert self.checkpointer is not None
-        method = "put_writes" if self._deferred is None else "aput_writes"
-        if takes_task_path(type(self.checkpointer), method):
-            self._saver_call("put_writes", config, list(writes), task_id, path)
-        else:  # a saver written against the older three-argument contract
-            self._saver_call("put_writes", config, list(writes), task_id)
+        self.outbox.append(PutWrites(config, list(writes), task_id, path))
 
-    def _put_input_writes(self, *args: Any) -> None:
-        self._saver_call("put_writes", *args)
+    def _put_input_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str
+    ) -> None:
+        self.outbox.append(PutWrites(config, list(writes), task_id))
 
     def _put_null_writes(self, writes: Sequence[tuple[str, Any]]) -> None:
         """Null-task writes accumulate over the runs that resume one step.
@@ -140,10 +135,10 @@ class LoopSave(LoopState):
                 self._exit_log.record_untasked(self.step, NULL_TASK_ID, regular)
         elif self.checkpointer is not None:
             if control:
-                self._saver_call("put_writes", self.checkpoint_config, control, NULL_TASK_ID)
+                self.outbox.append(PutWrites(self.checkpoint_config, control, NULL_TASK_ID))
             if regular:
-                self._saver_call(
-                    "put_writes", self.checkpoint_config, [*earlier, *regular], NULL_TASK_ID
+                self.outbox.append(
+                    PutWrites(self.checkpoint_config, [*earlier, *regular], NULL_TASK_ID)
                 )
                 self.delta.saved(NULL_TASK_ID, regular)
 
@@ -219,16 +214,18 @@ class LoopSave(LoopState):
             if self.saved and self._saved_id is not None:
                 parent[CONFIG_KEY_CHECKPOINT_ID] = self._saved_id
             self.prev_checkpoint_config = self.checkpoint_config if self.saved else None
-            saved_config = self._saver_call(
-                "put",
-                {CONF: parent},
-                copy_checkpoint(self.checkpoint),
-                dict(self.metadata),
-                new_versions,
+            self.outbox.append(
+                PutCheckpoint(
+                    {CONF: parent},
+                    copy_checkpoint(self.checkpoint),
+                    dict(self.metadata),  # type: ignore[arg-type]
+                    new_versions,
+                )
             )
-            if saved_config is None:  # deferred (an async run): what the saver will return
-                saved_config = {CONF: {**parent, CONFIG_KEY_CHECKPOINT_ID: self.checkpoint["id"]}}
-            self.checkpoint_config = saved_config
+            # what the saver returns for it (see saves_performed)
+            self.checkpoint_config = {
+                CONF: {**parent, CONFIG_KEY_CHECKPOINT_ID: self.checkpoint["id"]}
+            }
             self.saved = True
             self._saved_id = self.checkpoint["id"]
             self.saved_versions = dict(self.checkpoint["channel_versions"])
@@ -303,9 +300,7 @@ class LoopSave(LoopState):
                 CONFIG_KEY_CHECKPOINT_NS: self.ns,
             }
         }
-        saved_config = self._saver_call("put", config, stub, {"step": -2}, {})
-        if saved_config is None:  # deferred (an async run): what the saver will return
-            saved_config = {CONF: {**config[CONF], CONFIG_KEY_CHECKPOINT_ID: checkpoint_id}}
-        self.checkpoint_config = saved_config
+        self.outbox.append(PutCheckpoint(config, stub, {"step": -2}, {}))
+        self.checkpoint_config = {CONF: {**config[CONF], CONFIG_KEY_CHECKPOINT_ID: checkpoint_id}}
         self.saved = True
         self._saved_id = checkpoint_id

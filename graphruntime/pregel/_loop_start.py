@@ -213,6 +213,7 @@ class LoopStart(LoopSave):
         head = self._head_config()
         if head is None or self.checkpointer is None:
             return False
+        self.settle_saves()
         latest = self.checkpointer.get_tuple(head)
         return latest is not None and latest.checkpoint["id"] != self.checkpoint["id"]
 

@@ -31,6 +31,7 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_REPLAY_STATE,
     CONFIG_KEY_RESUME_MAP,
     CONFIG_KEY_RESUMING,
+    CONFIG_KEY_SAVER_IO,
     CONFIG_KEY_SCRATCHPAD,
     CONFIG_KEY_SHARED_SAVER,
     CONFIG_KEY_TASK_ID,
@@ -61,6 +62,7 @@ from graphruntime.pregel._node import GraphSpec
 from graphruntime.pregel._replay import ReplayState
 from graphruntime.pregel._runtime import run_runtime
 from graphruntime.pregel._saved import channel_facts
+from graphruntime.pregel._saves import SaverIO, SaverRequest
 from graphruntime.pregel._stream import StreamChunk, StreamSink
 from graphruntime.pregel._task_config import RunConfig
 from graphruntime.pregel._task_events import shown, task_payload, task_result_payload
@@ -88,12 +90,10 @@ LOAD = _Load()
 
 class _ALoad:
     """Sentinel: an async run reads the checkpoint with the saver's async methods
-    (:meth:`LoopState.aload`), and saves with them too (``PregelLoop.aflush``)."""
+    (:meth:`LoopState.aload`)."""
 
 
 ALOAD = _ALoad()
-
-_SaverCall = tuple[str, tuple[Any, ...]]
 
 _UNREAD = object()  # the thread's head was not read ahead (a sync run reads it on demand)
 
@@ -131,6 +131,10 @@ class RunOptions:
     A saver keeps only an error's text (as LangGraph's); an executor that recorded more
     (a distributed job records the type and arguments) rebuilds the error here, so an
     error handler that runs in another process gets the exception itself."""
+    saver_io: SaverIO | None = None
+    """Who performs the run's saver requests (and its subgraphs'), instead of its driver
+    performing them at once: e.g. the workers' coordinator, which holds them and stores
+    a round's together (see ``_saves.py``)."""
 
 
 class TaskResult(NamedTuple):
@@ -216,6 +220,10 @@ class LoopState:
             conf = {**conf, CONFIG_KEY_SHARED_SAVER: True}  # its tasks' configs carry it
             config = {**config, CONF: conf}
             self.config = config
+        if options.saver_io is not None and conf.get(CONFIG_KEY_SAVER_IO) is not options.saver_io:
+            conf = {**conf, CONFIG_KEY_SAVER_IO: options.saver_io}  # and this
+            config = {**config, CONF: conf}
+            self.config = config
         if not self.is_nested and conf.get(CONFIG_KEY_CHECKPOINT_NS):
             # a root run always runs the root graph; a subgraph's config (from
             # get_state(subgraphs=True)) addresses the root through its checkpoint_map
@@ -260,19 +268,25 @@ class LoopState:
         self.runtime: Runtime[Any] = run_runtime(graph, config, options.context, options.control)
         self._untracked, deltas = channel_facts(graph)
         self.delta = DeltaTracker(graph.channel_specs, deltas)
-        # an async run queues its saver calls here; its driver awaits them in order
-        self._deferred: list[_SaverCall] | None = None
+        self.outbox: list[SaverRequest] = []
+        """The saver requests made and not yet taken by the driver (:meth:`take_saves`)."""
         if isinstance(saved, _ALoad):
-            self._deferred = []
             return  # aload() reads the checkpoint
         if isinstance(saved, _Load):
             saved = self._read_saved()
         self._load(saved)
 
+    def settle_saves(self) -> None:
+        """Before a read of the saver: what the run's :class:`SaverIO` holds is stored."""
+        io = self.options.saver_io
+        if io is not None and self.checkpointer is not None:
+            io.settle(self.checkpointer)
+
     async def aload(self) -> None:
         """Read the checkpoint with the saver's async methods (a loop built with ALOAD)."""
         saved = None
         if self.checkpointer is not None:
+            self.settle_saves()
             replay = self._replay_state()
             if replay is not None:
                 self._drop_resuming()
@@ -334,6 +348,7 @@ class LoopState:
     def _read_saved(self) -> CheckpointTuple | None:
         if self.checkpointer is None:
             return None
+        self.settle_saves()
         replay = self._replay_state()
         if replay is not None:
             # the parent replays an old step: start from the state this subgraph had

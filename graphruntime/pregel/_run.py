@@ -23,6 +23,7 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_DURABILITY,
+    CONFIG_KEY_SAVER_IO,
     CONFIG_KEY_SCRATCHPAD,
     CONFIG_KEY_SHARED_SAVER,
     CONFIG_KEY_STREAM,
@@ -38,6 +39,7 @@ from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive,
 from graphruntime.pregel._loop import PregelLoop
 from graphruntime.pregel._loop_state import ALOAD, LOAD, RunOptions
 from graphruntime.pregel._node import GraphSpec
+from graphruntime.pregel._saves import SaverIO
 from graphruntime.pregel._stream import StreamChunk, StreamSink
 from graphruntime.pregel._validate import validate_keys
 from graphruntime.runtime import RunControl
@@ -151,6 +153,7 @@ def prepare(
             durability=durability or "async",
             context=context,
             control=control,
+            saver_io=conf.get(CONFIG_KEY_SAVER_IO),
         ),
         saved=ALOAD if is_async else LOAD,
     )
@@ -178,13 +181,15 @@ def run_options(
     control: RunControl | None = None,
     shared_saver: bool = False,
     task_errors: Callable[[str], Mapping[str, BaseException]] | None = None,
+    saver_io: SaverIO | None = None,
 ) -> RunOptions:
     """A run's options, from its config and call arguments.
 
     Call-time breakpoints replace the compiled ones; the recursion limit comes from
     ``config["recursion_limit"]`` (LangGraph's default otherwise). ``context`` is the
     run's context (coerced to the graph's ``context_schema``), ``control`` its
-    drain control, ``shared_saver`` and ``task_errors`` see :class:`RunOptions`.
+    drain control; ``shared_saver``, ``task_errors`` and ``saver_io`` see
+    :class:`RunOptions`.
     """
     limit = config.get("recursion_limit")
     if limit is None:
@@ -205,6 +210,7 @@ def run_options(
         durability=durability,
         shared_saver=shared_saver,
         task_errors=task_errors,
+        saver_io=saver_io,
     )
 
 

@@ -18,6 +18,13 @@ tasks, each maybe in another process) drives the same loop, through this module 
 4. ``loop.view()`` is a frozen picture of the loop between those calls
    (:class:`StepView`): the step's checkpoint, its tasks, how the run stopped.
 
+The loop never writes to its saver itself: every pending write and checkpoint is a
+request (:class:`PutWrites`, :class:`PutCheckpoint`) that :func:`drive` performs at
+once, or hands to the run's :class:`SaverIO` (``RunOptions.saver_io``), which may hold
+them and store many runs' together (the workers' coordinator does); a job that calls
+``record`` itself hands them over with :func:`perform_saves`. The runs a run's nodes
+start (subgraphs) send theirs to the same :class:`SaverIO`.
+
 The ``@task`` calls a task makes while it runs go to the executor's ``submit_call``
 (:class:`CallExecutor`), which may run them, or fail them with :class:`CallSuspended`
 (the caller stops where it waits and runs again once their results are saved).
@@ -38,6 +45,7 @@ from graphruntime.pregel._algo import PreparedTask, is_call_path
 from graphruntime.pregel._call import CallSuspended, failed_future
 from graphruntime.pregel._driver import StepSuspended
 from graphruntime.pregel._driver import drive as _drive
+from graphruntime.pregel._driver import perform_saves as _perform_saves
 from graphruntime.pregel._handlers import is_handler_path
 from graphruntime.pregel._loop import PregelLoop
 from graphruntime.pregel._loop_state import (
@@ -52,6 +60,7 @@ from graphruntime.pregel._node import GraphSpec
 from graphruntime.pregel._resume import is_resume_map
 from graphruntime.pregel._retry import RetryLater, arun_task_attempt, run_task_attempt, task_timeout
 from graphruntime.pregel._run import run_options
+from graphruntime.pregel._saves import PutCheckpoint, PutWrites, SaverIO, SaverRequest, perform_now
 from graphruntime.pregel._state import end_pending
 from graphruntime.pregel._stream import StreamChunk, StreamSink
 from graphruntime.types import Interrupt, RetryPolicy
@@ -62,8 +71,12 @@ __all__ = (
     "CallExecutor",
     "CallSuspended",
     "PreparedTask",
+    "PutCheckpoint",
+    "PutWrites",
     "RetryLater",
     "RunOptions",
+    "SaverIO",
+    "SaverRequest",
     "StepExecutor",
     "StepLoop",
     "StepSuspended",
@@ -79,6 +92,8 @@ __all__ = (
     "is_handler_path",
     "is_resume_map",
     "open_loop",
+    "perform_now",
+    "perform_saves",
     "run_options",
     "run_task_attempt",
     "task_order",
@@ -193,3 +208,11 @@ def drive(loop: StepLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
     if not isinstance(loop, PregelLoop):
         raise TypeError(f"drive() takes a loop open_loop() made, not {type(loop).__name__}")
     return _drive(loop, executor)
+
+
+def perform_saves(loop: StepLoop) -> None:
+    """Hand the saver requests the loop made so far to its ``SaverIO`` (or perform them
+    at once): for a job that records tasks itself, without :func:`drive`."""
+    if not isinstance(loop, PregelLoop):
+        raise TypeError(f"perform_saves() takes a loop open_loop() made, not {type(loop).__name__}")
+    _perform_saves(loop)

@@ -30,7 +30,7 @@ from graphruntime.pregel import Pregel
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._call import CallSuspended, failed_future
 from graphruntime.pregel._calls import LoopCalls
-from graphruntime.pregel._driver import ThreadExecutor, drive
+from graphruntime.pregel._driver import ThreadExecutor, drive, perform_saves
 from graphruntime.pregel._loop import PregelLoop
 from graphruntime.pregel._loop_state import TaskResult
 from graphruntime.pregel._retry import run_task
@@ -107,6 +107,7 @@ class SecondPassExecutor:
                 self.jobs.append((path, task_id))  # its own calls run first
             else:
                 job.record(call, outcome)
+                perform_saves(job)  # a job stores what it recorded
                 self.ran.add(task_id)
 
     def run(self, input: Any) -> Any:
