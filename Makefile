@@ -16,7 +16,8 @@ demo: $(STAMP)
 test: $(STAMP)
 	bash scripts/test.sh
 
-# A long fault-injection run (see tests/chaos/test_chaos.py); CHAOS_SECONDS to change it.
+# A long fault-injection run: tests/chaos/test_chaos.py's faults, then test_crash.py's hard
+# Postgres crashes; CHAOS_SECONDS to change both (CHAOS_CRASH_SECONDS the crash round's).
 chaos: $(STAMP)
 	CHAOS_SECONDS=$${CHAOS_SECONDS:-600} $(VENV)/bin/python -m pytest -q -s -p no:cacheprovider \
 		--timeout=$$(( $${CHAOS_SECONDS:-600} + 600 )) tests/chaos

@@ -52,8 +52,12 @@ run_pytest() {
         "$@" || upstream=$?
     python -m pytest -n "${PYTEST_WORKERS:-2}" -q -rfEX tests/upstream_langchain "$@" \
         || langchain=$?
-    # tests/chaos: a short fault-injection round (make chaos runs a long one)
-    CHAOS_SECONDS="${CHAOS_SECONDS:-30}" python -m pytest -q tests/e2e tests/chaos "$@" || e2e=$?
+    # tests/chaos: a short fault-injection round (make chaos runs a long one). The crash
+    # mode (test_crash.py) is make chaos's only: a crash between a job's async commits and
+    # the durable commit vouching for them can still lose them (the strict xfail in
+    # tests/integration/workers/test_crash_durability.py), so a short round is not reliable.
+    CHAOS_SECONDS="${CHAOS_SECONDS:-30}" python -m pytest -q tests/e2e tests/chaos \
+        --ignore=tests/chaos/test_crash.py "$@" || e2e=$?
     if [[ $fast -eq 5 && $upstream -eq 5 && $langchain -eq 5 && $e2e -eq 5 ]]; then
         echo "error: pytest collected no tests; an empty run is a bug (wrong path, -k or -m?)" >&2
         return 5

@@ -235,14 +235,15 @@ PUBLIC: dict[str, set[str]] = {
         "RunningTask",
         "StepTask",
         "TERMINAL",
+        "TaskClaims",
+        "WaitClaim",
         "make_pool",
     },
     "workers.ui": {
-        "HumanRequest",
+        "Auth",
         "check_bind",
         "create_app",
-        "human_response",
-        "parse_request",
+        "read_tokens",
         "serve",
     },
 }

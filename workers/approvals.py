@@ -16,13 +16,14 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args
 
 from graphruntime.checkpoint import SerializerProtocol, check_round_trip
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import InvalidResumeError
 from graphruntime.types import Command
 from workers._requests import check_text, thread_id_of
+from workers.decisions import DecisionError, DecisionInput, action_filter, answer, read_request
 from workers.dispatch import Broker
 from workers.errors import (
     GraphMismatchError,
@@ -30,9 +31,10 @@ from workers.errors import (
     InvalidRequestError,
     NotDispatchedError,
     ResumeConflictError,
+    WaitNotPendingError,
 )
 from workers.messages import MAX_DEPTH, MAX_NAME, nesting_depth
-from workers.store import InboxQuery, InboxRow, NewRun, Run, RunStore
+from workers.store import InboxQuery, InboxRow, NewRun, Run, RunStore, WaitClaim
 
 if TYPE_CHECKING:
     from workers.client import GraphClient
@@ -51,6 +53,17 @@ MAX_CURSOR = 4096
 MAX_AGE = timedelta(days=36500)
 """Oldest ``older_than`` accepted: a hundred years."""
 
+Route = Literal["ui", "inbox", "cli", "queue", "client", "deadline", "api"]
+ROUTES: tuple[Route, ...] = get_args(Route)
+"""Where a run came from, as its audit record says: the web inbox, ``graphrun inbox
+resume``, ``graphrun resume``/``run``, a resume-queue message, ``GraphClient``, a
+deadline, the HTTP API."""
+
+
+def check_route(route: str) -> None:
+    if route not in ROUTES:
+        raise InvalidRequestError(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
+
 
 @dataclass(frozen=True)
 class Wait:
@@ -67,6 +80,11 @@ class Wait:
     run_id: str
     resuming: bool
     """A run of the thread is queued or running: the wait may be answered already."""
+    response_schema: Any = None
+    """The JSON schema ``interrupt(..., response_schema=...)`` gave, if any."""
+    claimed_by: str | None = None
+    """The approver whose claim on it has not lapsed (the web inbox's claims)."""
+    claimed_until: datetime | None = None
 
 
 class InboxPage(NamedTuple):
@@ -162,6 +180,19 @@ def check_filter(
         raise InvalidFilterError("older_than takes a timedelta (an age) or an aware datetime")
 
 
+def check_action(action: str | None, args: dict[str, Any] | None) -> None:
+    """Refuse an action filter the inbox cannot use (:class:`InvalidFilterError`)."""
+    if action is not None and not (
+        isinstance(action, str) and 0 < len(action) <= MAX_NAME and _plain_text(action)
+    ):
+        raise InvalidFilterError(f"action is a tool's name: 1 to {MAX_NAME} characters, no NUL")
+    if args is not None:
+        try:
+            check_filter(args)
+        except InvalidFilterError as exc:
+            raise InvalidFilterError(f"args: {exc}".replace("where", "the filter")) from None
+
+
 def _items(items: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """``(thread_id, interrupt_id)`` pairs, checked."""
     out = []
@@ -207,6 +238,9 @@ def _wait(row: InboxRow) -> Wait:
         deadline=row.deadline,
         run_id=row.run_id,
         resuming=row.resuming,
+        response_schema=row.response_schema,
+        claimed_by=row.claimed_by,
+        claimed_until=row.claimed_until,
     )
 
 
@@ -219,14 +253,24 @@ def inbox(
     older_than: timedelta | datetime | None = None,
     limit: int = 50,
     cursor: str | None = None,
+    thread: str | None = None,
+    action: str | None = None,
+    args: dict[str, Any] | None = None,
 ) -> InboxPage:
     """A page of pending interrupts, oldest first; filter on the value's fields (``where``:
-    JSON containment), the node and the age."""
+    JSON containment), the node, the age, the thread, and the action a review asks
+    about (``action``: its name, ``args``: contained in its args; see
+    :func:`workers.decisions.action_filter`)."""
     if graph is not None:
         client.registry.get(graph)  # an unknown graph is an error, not an empty inbox
     if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise InvalidFilterError(f"limit must be between 1 and {MAX_PAGE}, got {limit!r}")
     check_filter(where, node, older_than)
+    check_action(action, args)
+    if thread is not None and not (
+        isinstance(thread, str) and 0 < len(thread) <= MAX_NAME and _plain_text(thread)
+    ):
+        raise InvalidFilterError(f"thread is a thread id: 1 to {MAX_NAME} characters, no NUL")
     rows = client.store.inbox(
         InboxQuery(
             graph=graph,
@@ -235,6 +279,8 @@ def inbox(
             older_than=older_than,
             limit=limit,
             after=decode_cursor(cursor) if cursor else None,
+            thread_id=thread,
+            any_of=action_filter(action, args) or None,
         )
     )
     more = encode_cursor(rows[-1]) if len(rows) == limit else None
@@ -247,6 +293,7 @@ def _targets(
     where: dict[str, Any] | None,
     node: str | None,
     items: Sequence[tuple[str, str]] | None,
+    any_of: list[Any] | None = None,
 ) -> list[InboxRow]:
     rows: list[InboxRow] = []
     after: tuple[datetime, str, str] | None = None
@@ -259,6 +306,7 @@ def _targets(
                 limit=MAX_PAGE,
                 after=after,
                 threads=list(items) if items is not None else None,
+                any_of=any_of,
             )
         )
         rows.extend(page)
@@ -272,45 +320,59 @@ def resume_many(
     client: GraphClient,
     graph: str,
     *,
-    value: Any,
+    value: Any = None,
+    decision: DecisionInput | None = None,
     idempotency_key: str,
     where: dict[str, Any] | None = None,
     node: str | None = None,
     items: Iterable[tuple[str, str]] | None = None,
+    action: str | None = None,
+    args: dict[str, Any] | None = None,
     actor: str | None = None,
     note: str | None = None,
     route: str = "client",
     progress: Callable[[int, int], None] | None = None,
 ) -> list[ResumeOutcome]:
-    """Resume many pending interrupts with one value; one outcome per thread.
+    """Resume many pending interrupts with one value, or one decision; one outcome per thread.
 
     Select them by ``where`` (the value contains it; ``{}`` is every wait of the graph)
-    and ``node``, or name them as ``items`` ``(thread_id, interrupt_id)``. Each thread
-    gets one resume run answering its selected waits, under a key derived from
+    and ``node``, or name them as ``items`` ``(thread_id, interrupt_id)``; ``action`` and
+    ``args`` keep the reviews of that action. ``decision`` (approve / edit / reject /
+    respond, or one per action of a batched request) answers each wait in its own
+    format (:mod:`workers.decisions`); if any selected wait does not allow it, nothing
+    is resumed (:class:`~workers.decisions.DecisionError` names what they allow). Each
+    thread gets one resume run answering its selected waits, under a key derived from
     ``idempotency_key``: running the same call again changes nothing (its threads
     report "already applied").
     """
     client.registry.get(graph)
+    check_route(route)
     if (where is None) == (items is None):
         raise InvalidRequestError(
             "resume_many takes where= (a JSON filter; {} for all) or items=, not both"
         )
-    if value is None:
-        raise InvalidRequestError("value is the resume value; None resumes nothing")
+    if (value is None) == (decision is None):
+        raise InvalidRequestError(
+            "resume_many takes value= (the resume value) or decision= (approve, edit, reject, "
+            "respond), not both; None resumes nothing"
+        )
     check_text("idempotency_key", idempotency_key, MAX_NAME - 5)
     check_filter(where, node)
-    check_round_trip(value, client.saver.serde)
+    check_action(action, args)
+    if value is not None:
+        check_round_trip(value, client.saver.serde)
     key = f"bulk:{idempotency_key}"
     wanted = _items(items) if items is not None else None
     done = {run.thread_id: run for run in client.store.runs_by_key(graph, key)}
     if wanted is not None:  # report the threads asked about, not every one under the key
         named = {t for t, _ in wanted}
         done = {t: run for t, run in done.items() if t in named}
-    rows = _targets(client, graph, where, node, wanted)
+    rows = _targets(client, graph, where, node, wanted, action_filter(action, args) or None)
+    rows = [row for row in rows if row.thread_id not in done]
+    answers = _answers(rows, value, decision)
     by_thread: dict[str, list[str]] = {}
     for row in rows:
-        if row.thread_id not in done:
-            by_thread.setdefault(row.thread_id, []).append(row.interrupt_id)
+        by_thread.setdefault(row.thread_id, []).append(row.interrupt_id)
     outcomes: list[ResumeOutcome] = [
         ResumeOutcome(t, (), "already applied", run.run_id) for t, run in done.items()
     ]
@@ -327,7 +389,14 @@ def resume_many(
     if note is not None:
         origin["note"] = note
     news = [
-        resume_run(client.saver.serde, graph, thread_id, dict.fromkeys(ids, value), key, origin)
+        resume_run(
+            client.saver.serde,
+            graph,
+            thread_id,
+            {i: answers[(thread_id, i)] for i in ids},
+            key,
+            origin,
+        )
         for thread_id, ids in by_thread.items()
     ]
     unsent: list[str] = []
@@ -361,6 +430,69 @@ def resume_many(
     if unsent:  # the broker was away: one more try, which says what to do if it still is
         client.send_coordinates(unsent, "resume them again with another key")
     return outcomes
+
+
+def _answers(
+    rows: list[InboxRow], value: Any, decision: DecisionInput | None
+) -> dict[tuple[str, str], Any]:
+    """Each wait's resume value: ``value``, or ``decision`` in the wait's own format.
+    Every refusal is collected before anything is written."""
+    if decision is None:
+        return {(r.thread_id, r.interrupt_id): value for r in rows}
+    out: dict[tuple[str, str], Any] = {}
+    refused: list[str] = []
+    for row in rows:
+        try:
+            out[(row.thread_id, row.interrupt_id)] = answer(
+                read_request(row.value, row.response_schema), decision
+            )
+        except DecisionError as exc:
+            refused.append(f"thread {row.thread_id!r}, wait {row.interrupt_id}: {exc}")
+    if refused:
+        more = f" (and {len(refused) - 5} more)" if len(refused) > 5 else ""
+        raise DecisionError(
+            f"{len(refused)} of the {len(rows)} selected waits refuse this decision; nothing "
+            f"was resumed. {' '.join(refused[:5])}{more}"
+        )
+    return out
+
+
+def claim_wait(
+    client: GraphClient,
+    graph: str,
+    thread_id: str,
+    interrupt_id: str,
+    *,
+    actor: str,
+    minutes: float,
+    take_over: bool = False,
+) -> WaitClaim:
+    """Claim a pending wait for ``minutes``; the claim as it stands after the attempt.
+
+    Taken when nobody holds it, the holder's claim lapsed, ``actor`` holds it already
+    (renewed), or ``take_over``. Raises :class:`WaitNotPendingError` when the wait is
+    not pending.
+    """
+    client.registry.get(graph)
+    if not actor or len(actor) > MAX_NAME:
+        raise ValueError(f"actor must be 1 to {MAX_NAME} characters")
+    if not 0 < minutes <= 24 * 60:
+        raise ValueError("a claim lasts more than 0 and at most 1440 minutes")
+    claim = client.store.claim_wait(thread_id, interrupt_id, actor, minutes * 60, take_over)
+    if claim is None:
+        raise WaitNotPendingError(
+            f"Thread {thread_id!r} has no pending wait {interrupt_id!r} (answered already, "
+            "or cancelled)."
+        )
+    return claim
+
+
+def release_wait(
+    client: GraphClient, graph: str, thread_id: str, interrupt_id: str, *, actor: str
+) -> bool:
+    """End ``actor``'s claim on a wait; whether there was one."""
+    client.registry.get(graph)
+    return client.store.release_wait(thread_id, interrupt_id, actor)
 
 
 def send_page(

@@ -31,7 +31,8 @@ from workers import approvals
 from workers._cancel import CANCEL_TASK_WAIT, cancel_request, close_thread, stop_runs
 from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunListener, RunWatch
 from workers._requests import check_text, thread_id_of
-from workers.approvals import InboxPage, ResumeOutcome, ResumeRecord
+from workers.approvals import InboxPage, ResumeOutcome, ResumeRecord, Route
+from workers.decisions import DecisionInput
 from workers.dispatch import Broker
 from workers.errors import (
     CancelPendingError,
@@ -46,7 +47,15 @@ from workers.errors import (
 from workers.messages import MAX_NAME, MAX_NOTE
 from workers.registry import GraphRegistry
 from workers.settings import Settings, load_settings
-from workers.store import InboxUpdate, NewRun, PostgresRunStore, Run, RunKind, RunStore
+from workers.store import (
+    InboxUpdate,
+    NewRun,
+    PostgresRunStore,
+    Run,
+    RunKind,
+    RunStore,
+    WaitClaim,
+)
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +168,7 @@ class GraphClient:
         idempotency_key: str | None = None,
         actor: str | None = None,
         note: str | None = None,
-        route: str = "client",
+        route: Route = "client",
         message: str | None = None,
         context: Any = None,
         durability: Durability | None = None,
@@ -277,13 +286,14 @@ class GraphClient:
         idempotency_key: str | None = None,
         actor: str | None = None,
         note: str | None = None,
-        route: str = "client",
+        route: Route = "client",
         message: str | None = None,
         context: Any = None,
         durability: Durability | None = None,
     ) -> NewRun:
         """A run to queue, checked: names, the payload's round trip through the serde."""
         thread_id = thread_id_of(config)
+        approvals.check_route(route)
         check_durability(durability)
         check_text("idempotency_key", idempotency_key, MAX_NAME)
         check_text("actor", actor, MAX_NAME)
@@ -583,12 +593,17 @@ class GraphClient:
         older_than: timedelta | datetime | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        thread: str | None = None,
+        action: str | None = None,
+        args: dict[str, Any] | None = None,
     ) -> InboxPage:
         """A page of pending interrupts across threads, oldest first.
 
         ``where`` keeps waits whose value contains it (JSON containment, e.g.
-        ``{"team": "ops"}``); ``older_than`` an age or a time; ``cursor`` is the previous
-        page's. Reads the inbox table only, never a checkpoint.
+        ``{"team": "ops"}``); ``older_than`` an age or a time; ``thread`` one thread's
+        waits; ``action``/``args`` the approval requests (LangChain's HITL middleware,
+        Agent Inbox) of that action whose args contain ``args``; ``cursor`` is the
+        previous page's. Reads the inbox table only, never a checkpoint.
         """
         return approvals.inbox(
             self,
@@ -598,24 +613,36 @@ class GraphClient:
             older_than=older_than,
             limit=limit,
             cursor=cursor,
+            thread=thread,
+            action=action,
+            args=args,
         )
 
     def resume_many(
         self,
         graph: str,
         *,
-        value: Any,
+        value: Any = None,
+        decision: DecisionInput | None = None,
         idempotency_key: str,
         where: dict[str, Any] | None = None,
         node: str | None = None,
         items: Iterable[tuple[str, str]] | None = None,
+        action: str | None = None,
+        args: dict[str, Any] | None = None,
         actor: str | None = None,
         note: str | None = None,
+        route: Route = "client",
         progress: Callable[[int, int], None] | None = None,
     ) -> list[ResumeOutcome]:
-        """Resume every selected pending interrupt with ``value``: one outcome per thread.
+        """Resume every selected pending interrupt with ``value``, or answer each with
+        ``decision`` in its own format (approve / edit / reject / respond; see
+        :mod:`workers.decisions`): one outcome per thread. A decision one selected wait
+        does not allow resumes none (:class:`~workers.decisions.DecisionError`).
 
         Safe to repeat: the same ``idempotency_key`` resumes each thread once.
+        ``route`` is recorded in the audit trail (``ui``, ``inbox``, ``api``... for the
+        product's own front ends).
         """
         check_text("actor", actor, MAX_NAME)
         check_text("note", note, MAX_NOTE)
@@ -623,14 +650,39 @@ class GraphClient:
             self,
             graph,
             value=value,
+            decision=decision,
             idempotency_key=idempotency_key,
             where=where,
             node=node,
             items=items,
+            action=action,
+            args=args,
             actor=actor,
             note=note,
+            route=route,
             progress=progress,
         )
+
+    def claim_wait(
+        self,
+        graph: str,
+        thread_id: str,
+        interrupt_id: str,
+        *,
+        actor: str,
+        minutes: float = 15,
+        take_over: bool = False,
+    ) -> WaitClaim:
+        """Claim a pending wait for ``minutes`` so other approvers see who answers it;
+        the claim as it stands after the attempt (``taken`` False: someone else holds
+        it). See :func:`workers.approvals.claim_wait`."""
+        return approvals.claim_wait(
+            self, graph, thread_id, interrupt_id, actor=actor, minutes=minutes, take_over=take_over
+        )
+
+    def release_wait(self, graph: str, thread_id: str, interrupt_id: str, *, actor: str) -> bool:
+        """End ``actor``'s claim on a wait; whether there was one."""
+        return approvals.release_wait(self, graph, thread_id, interrupt_id, actor=actor)
 
     def cancel(
         self,
@@ -639,7 +691,7 @@ class GraphClient:
         *,
         reason: str,
         actor: str | None = None,
-        route: str = "client",
+        route: Route = "client",
         wait: float = CANCEL_TASK_WAIT,
         timeout: float = 60.0,
     ) -> list[str]:
@@ -658,6 +710,7 @@ class GraphClient:
         the cancel (a run of its own, kind ``cancel``, ahead of the thread's others).
         """
         check_text("actor", actor, MAX_NAME)
+        approvals.check_route(route)
         thread_id = thread_id_of(config)
         new = cancel_request(graph, thread_id, reason=reason, actor=actor, route=route, wait=wait)
         run, _ = self.store.create_run(new)  # an unknown thread or graph: refused here

@@ -50,6 +50,7 @@ from workers.context import WorkerContext, at_run_start, run_loop
 from workers.dispatch import dispatch_retry, dispatch_step
 from workers.errors import (
     RemoteTaskError,
+    StoreRecoveredError,
     UnknownGraphError,
     WorkerError,
     error_info,
@@ -118,7 +119,7 @@ def _round(ctx: WorkerContext, run_ids: Sequence[str], failures: list[str]) -> l
     runs spread over the cluster, and a round's ends wait for at most that long.
     """
     claims = ctx.store.claim_runs(run_ids, ctx.worker_name, ctx.stale, ctx.job_token)
-    batch = Batch(ctx, failures)
+    batch = Batch(ctx, failures, next((c.epoch for c in claims if c.found), None))
     runs: list[Run] = []
     for run_id, claim in zip(run_ids, claims, strict=True):
         if not claim.found:
@@ -177,9 +178,12 @@ class Batch:
     every run is safe for.
     """
 
-    def __init__(self, ctx: WorkerContext, failures: list[str]) -> None:
+    def __init__(self, ctx: WorkerContext, failures: list[str], epoch: str | None) -> None:
         self.ctx = ctx
         self.failures = failures
+        self.epoch = epoch
+        """The server's epoch when the round claimed its runs: the ends and dispatches
+        that make the round's asynchronous commits durable are refused if it changed."""
         self.leases: dict[str, Lease] = {}
         self.ends: list[tuple[RunEnd, Callable[[RunEnd], None]]] = []
         self.held = HeldGroup(ctx.saver.lazy())
@@ -208,7 +212,11 @@ class Batch:
                 return []
             released = _patiently(
                 lambda: ctx.store.finish_and_release_many(
-                    [end for end, _ in ends], worker=ctx.worker_name, free=held, requeue=requeue
+                    [end for end, _ in ends],
+                    worker=ctx.worker_name,
+                    free=held,
+                    requeue=requeue,
+                    epoch=self.epoch,
                 ),
                 f"ending {len(ends)} runs",
             )
@@ -316,7 +324,10 @@ def _patiently(call: Callable[[], _T], doing: str) -> _T:
         try:
             return call()
         except Exception as exc:
-            if not is_transient(exc) or time.monotonic() > give_up:
+            # a crash took back what the call was to make durable: redo the job, do not
+            # commit it here
+            recovered = isinstance(exc, StoreRecoveredError)
+            if recovered or not is_transient(exc) or time.monotonic() > give_up:
                 raise
             log.warning("%s failed (%s); retrying", doing, exc)
             time.sleep(delay)
@@ -363,7 +374,10 @@ def advance(
         loop, reentering = _open(ctx, run, graph, saves, records, saved)
         # a step re-opened after its jobs ran: what they recorded, read once
         recorded = records.rows(loop.view().checkpoint_id) if reentering else None
-        executor = observe.steps(ClusterExecutor(ctx, run, events, saves, recorded=recorded), run)
+        executor = observe.steps(
+            ClusterExecutor(ctx, run, events, saves, recorded=recorded, epoch=lease.batch.epoch),
+            run,
+        )
         events.extend(drive(loop, executor))
         saves.hand_over()  # its last writes: stored with its checkpoints (or now, "sync")
     except StepSuspended:
@@ -520,6 +534,7 @@ class ClusterExecutor:
         saves: RunSaves,
         *,
         recorded: dict[str, StepTask] | None,
+        epoch: str | None = None,
     ) -> None:
         self.ctx = ctx
         self.run = run
@@ -527,6 +542,7 @@ class ClusterExecutor:
         self.saves = saves
         self.recorded = recorded
         self._calls: CallJobs | None = None
+        self.epoch = epoch
 
     def submit_call(self, loop: StepLoop, task: PreparedTask) -> Any:
         """A ``@task`` call of the task this executor runs inline (see :class:`CallJobs`)."""
@@ -580,6 +596,7 @@ class ClusterExecutor:
                     checkpoint_id=checkpoint_id,
                     task=task,
                     retry=outcome,
+                    epoch=self.epoch,
                 )
                 raise StepSuspended
             yield TaskResult(task, outcome)
@@ -599,6 +616,7 @@ class ClusterExecutor:
             thread_id=self.run.thread_id,
             checkpoint_id=loop.view().checkpoint_id,
             tasks=tasks,
+            epoch=self.epoch,
         )
         raise StepSuspended
 
@@ -727,7 +745,7 @@ def inbox_entries(loop: StepLoop, serde: SerializerProtocol) -> list[InboxEntry]
     entries: list[InboxEntry] = []
     seen: set[str] = set()
     for task in loop.view().tasks:
-        for intr in loop.recorded_interrupts(task.id):
+        for intr in loop.waiting_interrupts(task.id):
             if intr.id in seen:
                 continue
             seen.add(intr.id)
@@ -739,9 +757,15 @@ def inbox_entries(loop: StepLoop, serde: SerializerProtocol) -> list[InboxEntry]
                     value=_json_text(serde, intr.value),
                     deadline=intr.deadline,
                     default=serde.dumps_typed(intr.default) if intr.deadline else None,
+                    response_schema=_schema_text(intr.response_schema),
                 )
             )
     return entries
+
+
+def _schema_text(schema: Any) -> str | None:
+    """An interrupt's response_schema (a JSON schema) as the inbox keeps it."""
+    return None if schema is None else json.dumps(schema, default=str)
 
 
 def _json_text(serde: SerializerProtocol, value: Any) -> str:

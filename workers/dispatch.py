@@ -117,14 +117,17 @@ def dispatch_step(
     checkpoint_id: str,
     tasks: Sequence[PreparedTask],
     graph: str | None = None,
+    epoch: str | None = None,
 ) -> None:
     """Register a step's tasks in the barrier and send their jobs.
 
     Tasks registered before (a coordinator that died between registering and sending)
-    are not sent again here: the sweeper re-sends tasks nobody claims.
+    are not sent again here: the sweeper re-sends tasks nobody claims. ``epoch``: the
+    coordinator job's (see ``RunStore.register_tasks``).
     """
     by_id = {t.id: t for t in tasks}
-    new = store.register_tasks(run_id, thread_id, checkpoint_id, [(t.id, t.path) for t in tasks])
+    pairs = [(t.id, t.path) for t in tasks]
+    new = store.register_tasks(run_id, thread_id, checkpoint_id, pairs, epoch=epoch)
     refs = [TaskRef(id=task_id, path=tuple(by_id[task_id].path)) for task_id in new]
     if refs:
         names = {t.id: t.name for t in tasks}
@@ -145,9 +148,10 @@ def dispatch_retry(
     task: PreparedTask,
     retry: RetryLater,
     graph: str | None = None,
+    epoch: str | None = None,
 ) -> None:
     """Send a task's next attempt as a job that starts after the policy's backoff."""
-    store.register_tasks(run_id, thread_id, checkpoint_id, [(task.id, task.path)])
+    store.register_tasks(run_id, thread_id, checkpoint_id, [(task.id, task.path)], epoch=epoch)
     # the sweeper leaves it alone until then
     hold = retry.delay + 2 * settings.heartbeat_interval
     store.hold_for_retry(run_id, checkpoint_id, task.id, retry.attempts, hold)

@@ -14,11 +14,13 @@ WorkerError (GraphRuntimeError)
 ├── CancelPendingError      a cancel is queued behind a run in flight (a TimeoutError)
 ├── RunNotFoundError        no run has that id
 ├── ThreadNotFoundError     no run was ever made on that thread id
+├── WaitNotPendingError     no such pending interrupt (answered, or cancelled)
 ├── RunTimeoutError         waiting on a run exceeded the timeout (the run goes on)
 ├── NotDispatchedError      the run is recorded but the broker could not be reached
 ├── RemoteGraphError        a node raised on a worker; ``type_name`` names its class
 ├── StoreError              the run store (Postgres) failed an operation
-│   └── StoreUnavailableError   Postgres could not be reached: retry later
+│   ├── StoreUnavailableError   Postgres could not be reached: retry later
+│   └── StoreRecoveredError     Postgres recovered from a crash mid-job: the job is redone
 └── BrokerUnavailableError  the broker (Redis) could not be reached: retry later
 """
 
@@ -92,6 +94,10 @@ class ThreadNotFoundError(WorkerError, LookupError):
     """No run was ever made on this thread id: check the id."""
 
 
+class WaitNotPendingError(WorkerError, LookupError):
+    """The thread has no such pending interrupt: it was answered, or cancelled."""
+
+
 class RunTimeoutError(WorkerError, TimeoutError):
     """The run did not finish in time; it keeps running, wait on its handle again."""
 
@@ -141,6 +147,12 @@ class StoreError(WorkerError):
     """The run store failed an operation; the driver's exception is the ``__cause__``."""
 
 
+class StoreRecoveredError(StoreError):
+    """Postgres recovered from a crash since the job began: work it committed without
+    waiting for the WAL flush may be lost, so its durable commit was refused and the job
+    is redone (transient: retried, never retried in place)."""
+
+
 class StoreUnavailableError(StoreError):
     """The run store's database could not be reached; the operation may be retried."""
 
@@ -159,7 +171,11 @@ def is_transient(exc: BaseException) -> bool:
     from checkpoint_pg import CheckpointStoreUnavailable
 
     return isinstance(
-        exc, StoreUnavailableError | BrokerUnavailableError | CheckpointStoreUnavailable
+        exc,
+        StoreUnavailableError
+        | StoreRecoveredError
+        | BrokerUnavailableError
+        | CheckpointStoreUnavailable,
     )
 
 
@@ -180,6 +196,7 @@ def error_info(
     return {
         "type": type(exc).__name__,
         "module": type(exc).__module__,
+        "builtin": _builtin_base(type(exc)),
         "message": str(exc),
         "args": args if len(args) == len(exc.args) else None,
         "attrs": _plain_attrs(exc),
@@ -192,6 +209,15 @@ def error_info(
 
 
 MAX_TRACEBACK = 16_384
+
+
+def _builtin_base(cls: type[BaseException]) -> str | None:
+    """The most specific built-in exception class ``cls`` derives from (``ValueError`` for
+    pydantic's ValidationError), so ``except ValueError`` still catches it rebuilt."""
+    for base in cls.__mro__[1:]:
+        if base.__module__ == "builtins" and base not in (BaseException, Exception, object):
+            return base.__name__
+    return None
 
 
 def _plain(value: Any) -> bool:
@@ -270,9 +296,14 @@ def _rebuilt(info: dict[str, Any]) -> BaseException:
             BaseException.__init__(rebuilt, *plain)
         _restore_attrs(rebuilt, info.get("attrs"))
         return rebuilt
-    remote: type[RemoteGraphError] = type(
-        name, (RemoteGraphError,), {"__module__": "workers.remote"}
-    )
+    bases: tuple[type, ...] = (RemoteGraphError,)
+    builtin = getattr(builtins, str(info.get("builtin")), None)
+    if isinstance(builtin, type) and issubclass(builtin, Exception) and builtin is not Exception:
+        bases = (RemoteGraphError, builtin)
+    try:
+        remote: type[RemoteGraphError] = type(name, bases, {"__module__": "workers.remote"})
+    except TypeError:  # a built-in base whose layout cannot be mixed in (none known)
+        remote = type(name, (RemoteGraphError,), {"__module__": "workers.remote"})
     return remote(name, message)
 
 

@@ -58,7 +58,7 @@ def execute_tasks(ctx: WorkerContext, msg: TaskMessage, *, redelivered: bool = F
     refs = [(t.id, t.path, t.attempts) for t in msg.tasks]
     ctx.job_token = uuid.uuid4().hex
     try:
-        claimed = store.claim_tasks(
+        claimed, epoch = store.claim_tasks(
             run.run_id, msg.checkpoint_id, refs, ctx.worker_name, ctx.stale, ctx.job_token
         )
         if not claimed:
@@ -67,7 +67,7 @@ def execute_tasks(ctx: WorkerContext, msg: TaskMessage, *, redelivered: bool = F
                 ctx.broker.send_coordinate(run.run_id)
             return []
         try:
-            completed, remaining = _run_claimed(ctx, run, msg, claimed, failures)
+            completed, remaining = _run_claimed(ctx, run, msg, claimed, failures, epoch)
         except Exception as exc:  # not a node's error (that is a write): the run's own failure
             if is_transient(exc):
                 _give_up(ctx, run.run_id, msg.checkpoint_id, claimed)
@@ -108,9 +108,15 @@ def _give_up(ctx: WorkerContext, run_id: str, checkpoint_id: str, claimed: list[
 
 
 def _run_claimed(
-    ctx: WorkerContext, run: Run, msg: TaskMessage, claimed: list[str], failures: list[str]
+    ctx: WorkerContext,
+    run: Run,
+    msg: TaskMessage,
+    claimed: list[str],
+    failures: list[str],
+    epoch: str | None,
 ) -> tuple[int, int]:
-    """Run the claimed tasks; returns the barrier's (completed here, still open)."""
+    """Run the claimed tasks; returns the barrier's (completed here, still open).
+    ``epoch``: the claim's (the tasks' writes commit asynchronously before it)."""
     graph = ctx.registry.get(run.graph)
     saver = ctx.saver.fenced().lazy_writes()
     saves = RunSaves(saver)  # every task's writes, stored together at the end
@@ -228,5 +234,5 @@ def _run_claimed(
     if not outcomes:
         return 0, -1
     return ctx.store.complete_tasks(
-        run.run_id, msg.checkpoint_id, outcomes, ctx.worker_name, events
+        run.run_id, msg.checkpoint_id, outcomes, ctx.worker_name, events, epoch=epoch
     )

@@ -72,8 +72,31 @@ class Settings(BaseSettings):
     )
     ui_token: str | None = Field(
         default=None,
-        description="The token `graphrun ui` requires (basic auth password or bearer token); "
-        "without one it serves 127.0.0.1 only.",
+        description="A token `graphrun ui` requires (basic auth password or bearer token), "
+        "shared by every approver: it names nobody (prefer ui_tokens_file); without any "
+        "authentication the inbox serves 127.0.0.1 only.",
+    )
+    ui_tokens_file: str | None = Field(
+        default=None,
+        description="A file of `NAME TOKEN` lines (or `NAME sha256:HEX`), one per approver, "
+        "readable by its owner only: `graphrun ui` takes the token as the approver's "
+        "identity, recorded as the actor of each resume.",
+    )
+    ui_identity_header: str | None = Field(
+        default=None,
+        description="Behind an authenticating proxy: the header naming the user (e.g. "
+        "X-Forwarded-User), believed only from ui_trusted_proxies.",
+    )
+    ui_trusted_proxies: str = Field(
+        default="127.0.0.1,::1",
+        description="Comma-separated addresses or networks whose ui_identity_header "
+        "`graphrun ui` believes.",
+    )
+    ui_claim_minutes: float = Field(
+        default=15,
+        gt=0,
+        le=1440,
+        description="How long an approver's claim on a wait lasts in `graphrun ui`.",
     )
     concurrency: int = 2
     inline_single_task: bool = Field(

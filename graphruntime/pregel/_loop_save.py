@@ -79,9 +79,16 @@ class LoopSave(LoopState):
             self._put_null_writes(writes)
             return
         # rebuild the list only when this task saved writes before: a step of N tasks
-        # then costs O(N), not O(N^2)
+        # then costs O(N), not O(N^2). As in the saver, where each control channel has a
+        # row of its own, the task's earlier control writes stay unless these replace
+        # them (an answer that failed leaves its task's interrupt pending)
         if task_id in self._tasks_with_writes():
-            self.pending_writes = [w for w in self.pending_writes if w[0] != task_id]
+            replaced = {c for c, _ in writes}
+            self.pending_writes = [
+                w
+                for w in self.pending_writes
+                if w[0] != task_id or (w[1] in WRITES_IDX_MAP and w[1] not in replaced)
+            ]
         pending = self.pending_writes
         for c, v in writes:
             pending.append((task_id, c, v))

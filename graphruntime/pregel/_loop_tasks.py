@@ -28,6 +28,7 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_TASK_ID,
     CONTROL_WRITES,
     ERROR,
+    INTERRUPT,
     NULL_TASK_ID,
     PREVIOUS,
     RESUME,
@@ -98,6 +99,14 @@ class LoopTasks(LoopStart):
     def recorded_interrupts(self, task_id: str) -> list[Interrupt]:
         """The interrupts a task of this step saved, if it paused."""
         return task_interrupts(self.recorded_writes(task_id))
+
+    def waiting_interrupts(self, task_id: str) -> list[Interrupt]:
+        """The interrupts a task of this step waits on, as ``get_state`` shows them: those
+        it saved, unless it finished (a task whose answer failed still waits)."""
+        writes = self.recorded_writes(task_id)
+        if task_finished(writes):
+            return []
+        return [i for c, v in writes if c == INTERRUPT for i in v]
 
     def recorded_failure(self, task_id: str) -> BaseException | None:
         """How a task of this step that did not finish ended: its error, or its interrupt.

@@ -139,6 +139,11 @@ class StepLoop(Protocol):
         """The interrupts a task of this step saved, if it paused."""
         ...
 
+    def waiting_interrupts(self, task_id: str) -> list[Interrupt]:
+        """The interrupts a task of this step waits on, as ``get_state`` shows them (a
+        task whose answer failed still waits)."""
+        ...
+
     def recorded_failure(self, task_id: str) -> BaseException | None:
         """How a task of this step that did not finish ended: its error or interrupt."""
         ...

@@ -15,11 +15,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import redis
 
 from tests.e2e.fault_graphs import Ledger, redis_for, wait_until
+from tests.integration.private_postgres import PrivatePostgres, private_postgres
 from workers.client import GraphClient
 from workers.local_cluster import LocalCluster
 
@@ -103,57 +103,50 @@ class Private:
     client: GraphClient
     ledger: Ledger
     redis: PrivateRedis
-    pg: Any  # pgserver.PostgresServer
+    postgres: PrivatePostgres
 
     def restart_postgres(self) -> None:
-        """``pg_ctl restart -m fast``: every connection is cut, the server comes back on the
-        same socket with the same data (pg_ctl reuses the options it was started with)."""
-        from pgserver._commands import POSTGRES_BIN_PATH
-
-        subprocess.run(
-            [
-                str(POSTGRES_BIN_PATH / "pg_ctl"),
-                *("-D", str(self.pg.pgdata), "-w", "-m", "fast", "-l", str(self.pg.log)),
-                "restart",
-            ],
-            user=self.pg.system_user,
-            check=True,
-            timeout=60,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        """A clean restart (see :meth:`PrivatePostgres.restart`)."""
+        self.postgres.restart()
 
 
 @contextmanager
 def private_cluster(
-    base_env: Mapping[str, str], *, workers: int = 2, extra_env: Mapping[str, str] | None = None
+    base_env: Mapping[str, str],
+    *,
+    workers: int = 2,
+    extra_env: Mapping[str, str] | None = None,
+    postgres_settings: Mapping[str, str] | None = None,
 ) -> Iterator[Private]:
     """Start a private Postgres, Redis and ``workers`` celery workers; stop them all at exit.
 
     ``base_env``: the GRAPHRUNTIME_* settings to copy (e.g. the shared cluster's env).
+    ``postgres_settings``: server settings (see :meth:`PrivatePostgres.configure`), set
+    before anything connects.
     """
-    from pgserver.postgres_server import get_server
-
     folder = Path(tempfile.mkdtemp(prefix="gr-faults-"))
-    pg = get_server(folder / "pg", cleanup_mode="delete")
-    own_redis = PrivateRedis(folder)
     own_cluster: LocalCluster | None = None
     own_client: GraphClient | None = None
+    own_redis = PrivateRedis(folder)
     try:
-        own_redis.start()
-        url = pg.get_uri()
-        env = {k: v for k, v in base_env.items() if k.startswith("GRAPHRUNTIME_")}
-        env.update(DATABASE_URL=url, REDIS_URL=own_redis.url, **(extra_env or {}))
-        own_cluster = LocalCluster(
-            env["GRAPHRUNTIME_GRAPHS"], workers=workers, pythonpath=[str(ROOT)], extra_env=env
-        ).start()
-        own_client = GraphClient.from_env(own_cluster.settings())
-        yield Private(own_cluster, own_client, Ledger(url), own_redis, pg)
+        with private_postgres(postgres_settings, folder=folder) as postgres:
+            try:
+                own_redis.start()
+                env = {k: v for k, v in base_env.items() if k.startswith("GRAPHRUNTIME_")}
+                env.update(DATABASE_URL=postgres.url, REDIS_URL=own_redis.url, **(extra_env or {}))
+                own_cluster = LocalCluster(
+                    env["GRAPHRUNTIME_GRAPHS"],
+                    workers=workers,
+                    pythonpath=[str(ROOT)],
+                    extra_env=env,
+                ).start()
+                own_client = GraphClient.from_env(own_cluster.settings())
+                yield Private(own_cluster, own_client, Ledger(postgres.url), own_redis, postgres)
+            finally:
+                if own_client is not None:
+                    own_client.close()
+                if own_cluster is not None:
+                    own_cluster.stop()
+                own_redis.stop()
     finally:
-        if own_client is not None:
-            own_client.close()
-        if own_cluster is not None:
-            own_cluster.stop()
-        own_redis.stop()
-        pg.cleanup()
         shutil.rmtree(folder, ignore_errors=True)

@@ -1,9 +1,11 @@
 """The web inbox in a real browser (Debian's chromium through Playwright) on the real cluster.
 
 Threads pause on the e2e workers, the inbox is served by uvicorn in this process over
-the session's client, and chromium approves them: one from its row, two by bulk
-select, one Agent Inbox request by editing its arguments. Each answer must leave the
-inbox and show in the thread's state once its run ends.
+the session's client, and chromium answers them: LangGraph's docs' approve/reject graph
+(its plain wait takes a typed answer and takes the approve path; with a declared schema
+Approve is a button), two waits by bulk select, an Agent Inbox request and a batched
+HITL request by editing arguments, and a wait approved with the keyboard alone. Each
+answer lands back on the list, leaves it once its run ends, and shows in the state.
 
 Skipped when the playwright package or a chromium binary is missing (.ci/run installs
 Debian's chromium when it can). Playwright never downloads a browser here: it is given
@@ -77,7 +79,9 @@ def inbox_url(client: GraphClient) -> Iterator[str]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(client), log_level="warning", lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(client, refresh_seconds=2), log_level="warning", lifespan="off")
+    )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
@@ -107,24 +111,32 @@ def batch(client: GraphClient) -> Iterator[str]:
     """A mark the test's waits carry; any of them still waiting at the end is cancelled."""
     mark = uuid.uuid4().hex[:12]
     yield mark
-    for wait in client.inbox("review", limit=1000).items:
+    for wait in client.inbox(limit=1000).items:
         if wait.thread_id.startswith(f"ui-{mark}"):
             cfg: Any = {"configurable": {"thread_id": wait.thread_id}}
-            client.cancel("review", cfg, reason="browser test cleanup", actor="tests")
+            client.cancel(wait.graph, cfg, reason="browser test cleanup", actor="tests")
 
 
 def cfg(thread_id: str) -> Any:
     return {"configurable": {"thread_id": thread_id}}
 
 
-def pause(client: GraphClient, thread_id: str, ask: Any) -> None:
-    out = client.invoke("review", {"ask": ask}, cfg(thread_id), timeout=TIMEOUT)
+def pause(client: GraphClient, thread_id: str, ask: Any, graph: str = "review") -> None:
+    out = client.invoke(
+        graph, ask if graph != "review" else {"ask": ask}, cfg(thread_id), timeout=TIMEOUT
+    )
     assert "__interrupt__" in out, out
 
 
-def answer_of(client: GraphClient, thread_id: str) -> Any:
-    state = client.get_state("review", cfg(thread_id))
-    return state.values.get("answer") if not state.next else None
+def answer_of(
+    client: GraphClient, thread_id: str, graph: str = "review", key: str = "answer"
+) -> Any:
+    state = client.get_state(graph, cfg(thread_id))
+    return state.values.get(key) if not state.next else None
+
+
+def inbox(inbox_url: str, **filters: str) -> str:
+    return f"{inbox_url}/?" + urlencode(filters)
 
 
 def row(thread_id: str) -> str:
@@ -141,37 +153,49 @@ def wait_gone(page: Page, url: str, *thread_ids: str) -> None:
     wait_until(gone, timeout=TIMEOUT, what=f"{thread_ids} to leave the inbox", interval=0.5)
 
 
-def test_approve_one_thread_from_its_row(
+def test_the_docs_approve_graph_takes_the_path_the_approver_chose(
     client: GraphClient, inbox_url: str, page: Page, batch: str
 ) -> None:
-    threads = [f"ui-{batch}-{i}" for i in range(2)]
-    for i, thread_id in enumerate(threads):
-        pause(client, thread_id, {"question": "Deploy?", "batch": batch, "n": i})
-    url = f"{inbox_url}/?" + urlencode({"graph": "review", "where": json.dumps({"batch": batch})})
+    """It compares its answer with "approve": Approve used to resume with true, and took
+    the rejected path. A plain wait now offers no Approve, only a typed answer."""
+    plain, declared = f"ui-{batch}-plain", f"ui-{batch}-declared"
+    pause(client, plain, {"llm_output": f"draft {batch}"}, graph="docs_approval")
+    pause(client, declared, {"llm_output": f"draft {batch}"}, graph="declared_approval")
+
+    url = inbox(inbox_url, graph="docs_approval", thread=plain)
     page.goto(url)
-    assert page.locator("tr.wait").count() == 2
-    assert "Deploy?" in page.locator(row(threads[0])).inner_text()
+    assert page.locator(row(plain)).locator("button.decision, button.choice").count() == 0
+    assert "Do you approve the following output?" in page.locator(row(plain)).inner_text()
+    page.locator(row(plain)).locator("textarea.json-answer").fill('"approve"')
+    page.locator(row(plain)).locator('button[value="json"]').click()
+    page.wait_for_selector(f'tr.outcome[data-thread="{plain}"][data-outcome="applied"]')
+    assert page.url.startswith(f"{inbox_url}/?graph=docs_approval&thread=")  # back on the list
 
-    page.locator(row(threads[0])).locator('button[value="approve"]').click()
-    page.wait_for_selector(f'tr.outcome[data-thread="{threads[0]}"][data-outcome="applied"]')
+    page.goto(inbox(inbox_url, graph="declared_approval", thread=declared))
+    page.locator(row(declared)).locator("button.choice[value='\"approve\"']").click()
+    page.wait_for_selector(f'tr.outcome[data-thread="{declared}"][data-outcome="applied"]')
+    for thread_id, graph in ((plain, "docs_approval"), (declared, "declared_approval")):
+        wait_until(
+            lambda t=thread_id, g=graph: answer_of(client, t, g, "decision") == "approved",
+            timeout=TIMEOUT,
+            what=f"{graph} to take the approve path",
+        )
+    (record,) = client.resume_history("docs_approval", cfg(plain))
+    assert record.route == "ui"
+    assert list(record.value.values()) == ["approve"]
 
-    wait_gone(page, url, threads[0])
-    assert page.locator(row(threads[1])).count() == 1
-    wait_until(lambda: answer_of(client, threads[0]) is True, timeout=TIMEOUT, what="the resume")
-    assert answer_of(client, threads[1]) is None
-    (record,) = client.resume_history("review", cfg(threads[0]))
-    assert (record.actor, record.status) == ("ui", "success")
-    page.goto(f"{inbox_url}/thread?" + urlencode({"graph": "review", "thread": threads[0]}))
-    assert page.locator('tr.resume[data-status="success"]').count() == 1
 
-
-def test_bulk_select_approves_two_threads(
+def test_bulk_select_answers_two_threads_and_lands_on_the_list(
     client: GraphClient, inbox_url: str, page: Page, batch: str
 ) -> None:
     threads = [f"ui-{batch}-{i}" for i in range(3)]
     for i, thread_id in enumerate(threads):
-        pause(client, thread_id, {"question": "Refund?", "batch": batch, "n": i})
-    url = f"{inbox_url}/?" + urlencode({"graph": "review", "where": json.dumps({"batch": batch})})
+        pause(
+            client,
+            thread_id,
+            {"question": "Refund?", "batch": batch, "n": i, "options": ["approve", "reject"]},
+        )
+    url = inbox(inbox_url, graph="review", where=json.dumps({"batch": batch}))
     page.goto(url)
     for thread_id in threads[:2]:
         page.locator(row(thread_id)).locator('input.select[name="item"]').check()
@@ -184,10 +208,10 @@ def test_bulk_select_approves_two_threads(
     assert page.locator(row(threads[2])).count() == 1
     for thread_id in threads[:2]:
         wait_until(
-            lambda t=thread_id: answer_of(client, t) is True, timeout=TIMEOUT, what="a resume"
+            lambda t=thread_id: answer_of(client, t) == "approve", timeout=TIMEOUT, what="a resume"
         )
         (record,) = client.resume_history("review", cfg(thread_id))
-        assert record.note == "bulk from the browser"
+        assert (record.note, record.route) == ("bulk from the browser", "ui")
     assert answer_of(client, threads[2]) is None
 
 
@@ -208,15 +232,106 @@ def test_an_agent_inbox_request_is_edited_in_the_browser(
     pause(client, thread_id, [request])
     page.goto(f"{inbox_url}/thread?" + urlencode({"graph": "review", "thread": thread_id}))
     assert page.locator("section.wait .description strong").inner_text() == "weekly report"
-    offered = page.locator("section.wait button[name=action]").evaluate_all(
-        "buttons => buttons.map(b => b.value)"
+    offered = page.locator('section.wait input[type="radio"]').evaluate_all(
+        "radios => radios.map(r => r.value)"
     )
-    assert sorted(offered) == ["accept", "edit", "json"]  # exactly what its config allows
+    assert sorted(offered) == ["approve", "edit"]  # exactly what its config allows
 
-    page.fill('form.edit textarea[name="arg:to"]', "team@example.com")
-    page.click('form.edit button[value="edit"]')
+    page.check('form.decide input[name="decision:0"][value="edit"]')
+    page.fill('form.decide textarea[name="arg:0:to"]', "team@example.com")
+    page.click("form.decide button.send-decisions")
     page.wait_for_selector(f'tr.outcome[data-thread="{thread_id}"][data-outcome="applied"]')
     expected = [
         {"type": "edit", "args": {"action": "send_email", "args": {"to": "team@example.com"}}}
     ]
     wait_until(lambda: answer_of(client, thread_id) == expected, timeout=TIMEOUT, what="the edit")
+
+
+def test_a_batched_hitl_request_is_approved_with_an_edit(
+    client: GraphClient, inbox_url: str, page: Page, batch: str
+) -> None:
+    thread_id = f"ui-{batch}-hitl"
+    calls = [
+        {
+            "name": "send_email",
+            "args": {"to": "ops@x.io", "n": 1},
+            "allowed": ["approve", "edit", "reject"],
+        },
+        {"name": "delete_file", "args": {"path": "/tmp/r"}, "allowed": ["approve", "reject"]},
+    ]
+    pause(client, thread_id, {"calls": calls}, graph="hitl_agent")
+    page.goto(inbox(inbox_url, graph="hitl_agent", action="delete_file", thread=thread_id))
+    assert page.locator(row(thread_id)).count() == 1
+    page.locator(row(thread_id)).locator("a.more").click()
+    radios = page.locator("form.decide fieldset.action-request")
+    assert radios.nth(0).locator('input[type="radio"]').evaluate_all(
+        "rs => rs.map(r => r.value)"
+    ) == ["approve", "edit", "reject"]
+    assert radios.nth(1).locator('input[type="radio"]').evaluate_all(
+        "rs => rs.map(r => r.value)"
+    ) == ["approve", "reject"]
+    page.check('input[name="decision:0"][value="edit"]')
+    page.fill('textarea[name="arg:0:to"]', "team@x.io")
+    page.fill('textarea[name="arg:0:n"]', "2")
+    page.check('input[name="decision:1"][value="approve"]')
+    page.click("form.decide button.send-decisions")
+    page.wait_for_selector(f'tr.outcome[data-thread="{thread_id}"][data-outcome="applied"]')
+    wait_until(
+        lambda: (
+            answer_of(client, thread_id, "hitl_agent", "executed")
+            == [["send_email", {"to": "team@x.io", "n": 2}], ["delete_file", {"path": "/tmp/r"}]]
+        ),
+        timeout=TIMEOUT,
+        what="the edited call to run",
+    )
+
+
+def test_the_keyboard_moves_selects_and_approves(
+    client: GraphClient, inbox_url: str, page: Page, batch: str
+) -> None:
+    threads = [f"ui-{batch}-k{i}" for i in range(3)]
+    for i, thread_id in enumerate(threads):
+        pause(
+            client,
+            thread_id,
+            {"question": "Ship?", "batch": batch, "n": i, "options": ["approve", "reject"]},
+        )
+    url = inbox(inbox_url, graph="review", where=json.dumps({"batch": batch}))
+    page.goto(url)
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("k")
+    page.keyboard.press("j")
+    assert page.locator("tr.wait.current").get_attribute("data-thread") == threads[1]
+    page.keyboard.press("x")
+    assert page.locator(row(threads[1])).locator("input.select").is_checked()
+    page.keyboard.press("x")
+    page.keyboard.press("a")
+    page.wait_for_selector(f'tr.outcome[data-thread="{threads[1]}"][data-outcome="applied"]')
+    wait_until(
+        lambda: answer_of(client, threads[1]) == "approve", timeout=TIMEOUT, what="the approve"
+    )
+    assert answer_of(client, threads[0]) is None
+    assert answer_of(client, threads[2]) is None
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.id") == "thread-search"
+
+
+def test_the_list_refreshes_itself(
+    client: GraphClient, inbox_url: str, page: Page, batch: str
+) -> None:
+    first = f"ui-{batch}-r0"
+    pause(client, first, {"question": "One?", "batch": batch})
+    page.goto(inbox(inbox_url, graph="review", where=json.dumps({"batch": batch})))
+    assert page.locator("tr.wait").count() == 1
+    later = f"ui-{batch}-r1"
+    pause(client, later, {"question": "Two?", "batch": batch})
+    # no reload: the page fetches the list again on its own (every 2 s here)
+    page.wait_for_selector(row(later), timeout=STEP_MS)
+    # not while the approver is selecting waits: the selection stays
+    page.locator(row(later)).locator("input.select").check()
+    third = f"ui-{batch}-r2"
+    pause(client, third, {"question": "Three?", "batch": batch})
+    page.wait_for_timeout(5000)  # two refresh periods: nothing may replace the list
+    assert page.locator(row(third)).count() == 0
+    assert page.locator(row(later)).locator("input.select").is_checked()

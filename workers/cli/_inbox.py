@@ -19,6 +19,7 @@ from workers.cli._output import (
     parse_json,
     table,
 )
+from workers.decisions import DecisionError
 from workers.errors import NotDispatchedError
 
 inbox_app = typer.Typer(
@@ -50,6 +51,56 @@ def _where(text: str | None) -> dict[str, Any] | None:
     return where
 
 
+def _args(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    args = parse_json("--args", text)
+    if not isinstance(args, dict):
+        fail('--args is a JSON object the action\'s args must contain, e.g. \'{"to": "ops"}\'', 2)
+    return args
+
+
+def decision_of(decisions: list[str], message: str | None, edit_args: str | None) -> Any:
+    """The --decision options as resume_many's ``decision``: one per action (in order), each
+    a type (approve, edit, reject, respond) or LangChain's JSON decision; --message and
+    --edit-args complete a single one."""
+    from workers.decisions import Decision, DecisionError
+
+    parsed: list[Any] = []
+    for text in decisions:
+        parsed.append(parse_json("--decision", text) if text.lstrip().startswith("{") else text)
+    if (message is not None or edit_args is not None) and len(parsed) != 1:
+        fail("--message and --edit-args complete one --decision; give several as JSON", 2)
+    try:
+        if message is not None or edit_args is not None:
+            args = parse_json("--edit-args", edit_args) if edit_args is not None else None
+            kind = parsed[0]
+            if not isinstance(kind, str):
+                fail("--message and --edit-args complete a --decision given as its type", 2)
+            return Decision(kind, args=args, message=message)  # type: ignore[arg-type]
+        return [Decision.of(d) for d in parsed] if len(parsed) > 1 else Decision.of(parsed[0])
+    except DecisionError as exc:
+        fail(f"DecisionError: {exc}", 2)
+
+
+ARGS_HELP = "Only approval requests whose action's args contain this JSON."
+DecisionOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--decision",
+        help="Answer each wait in its own format (LangChain HITL, Agent Inbox, choices): "
+        "approve, edit, reject or respond, or LangChain's JSON decision; repeat it for a "
+        "batched request's actions, in order. Instead of --value.",
+    ),
+]
+MessageOption = Annotated[
+    str | None, typer.Option(help="A reject's reason or a respond's answer (one --decision).")
+]
+EditArgsOption = Annotated[
+    str | None, typer.Option("--edit-args", help="An edit's new args as JSON (one --decision).")
+]
+
+
 def _short(value: Any, width: int = 60) -> str:
     text = json.dumps(value, sort_keys=True, default=str)
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -75,13 +126,26 @@ def list_waits(
     ] = None,
     limit: Annotated[int, typer.Option(min=1, max=1000, help="Rows per page.")] = 50,
     cursor: Annotated[str | None, typer.Option(help="The next-page cursor printed before.")] = None,
+    thread: Annotated[str | None, typer.Option(help="Only this thread's waits.")] = None,
+    action: Annotated[
+        str | None, typer.Option(help="Only approval requests of this action (tool) name.")
+    ] = None,
+    args: Annotated[str | None, typer.Option(help=ARGS_HELP)] = None,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """Pending interrupts, oldest first: thread, interrupt id, node, age, deadline, value."""
     age = parse_age(older_than) if older_than else None
     with connected() as client:
         page = client.inbox(
-            graph, where=_where(where), node=node, older_than=age, limit=limit, cursor=cursor
+            graph,
+            where=_where(where),
+            node=node,
+            older_than=age,
+            limit=limit,
+            cursor=cursor,
+            thread=thread,
+            action=action,
+            args=_args(args),
         )
     if as_json:
         for wait in page.items:
@@ -118,10 +182,15 @@ def _item(text: str) -> tuple[str, str]:
 @inbox_app.command("resume")
 def resume_waits(
     graph: Annotated[str, typer.Option(help="Registered graph name.")],
-    value: Annotated[str, typer.Option(help="The resume value as JSON (quote a string).")],
     key: Annotated[
         str, typer.Option(help="Idempotency key: running the same command again changes nothing.")
     ],
+    value: Annotated[
+        str | None, typer.Option(help="The resume value as JSON (quote a string).")
+    ] = None,
+    decision: DecisionOption = None,
+    message: MessageOption = None,
+    edit_args: EditArgsOption = None,
     where: Annotated[
         str | None,
         typer.Option(help="Resume the waits whose value contains this JSON; {} for all."),
@@ -130,34 +199,49 @@ def resume_waits(
         list[str] | None, typer.Option(help="THREAD_ID:INTERRUPT_ID to resume (repeatable).")
     ] = None,
     node: Annotated[str | None, typer.Option(help="Only waits of this node.")] = None,
+    action: Annotated[
+        str | None, typer.Option(help="Only approval requests of this action (tool) name.")
+    ] = None,
+    args: Annotated[str | None, typer.Option(help=ARGS_HELP)] = None,
     actor: Annotated[str | None, typer.Option(help="Who resumes (kept with each run).")] = None,
     note: Annotated[str | None, typer.Option(help="Why (kept with each run).")] = None,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
-    """Resume many pending interrupts with one value; one outcome per thread.
+    """Resume many pending interrupts with one value, or one decision; one outcome per thread.
 
-    Outcomes: applied, already applied (this key did it before), conflict (another
+    A --decision answers each wait in its own format and is refused, resuming nothing,
+    if any selected wait does not allow it (exit 2, naming what they allow). Outcomes:
+    applied, already applied (this key did it before), conflict (another
     resume got there first), not pending. Exit 0 when every thread is applied or was
     already; 1 when some were not; 3 when the runs are recorded but the broker was
     unreachable (a worker's sweeper sends them).
     """
     if (where is None) == (not item):
         fail("give --where (a JSON filter; '{}' for all) or --item, not both", 2)
-    resume_value = parse_json("--value", value)
+    if (value is None) == (not decision):
+        fail("give --value (the resume value) or --decision, not both", 2)
+    answer: dict[str, Any] = (
+        {"value": parse_json("--value", value)}
+        if value is not None
+        else {"decision": decision_of(decision or [], message, edit_args)}
+    )
     items = [_item(i) for i in item] if item else None
+    options: dict[str, Any] = {
+        **answer,
+        "idempotency_key": key,
+        "where": _where(where),
+        "node": node,
+        "items": items,
+        "action": action,
+        "args": _args(args),
+        "actor": actor,
+        "note": note,
+        "route": "inbox",
+    }
     with connected() as client:
         try:
             if as_json:
-                outcomes = client.resume_many(
-                    graph,
-                    value=resume_value,
-                    idempotency_key=key,
-                    where=_where(where),
-                    node=node,
-                    items=items,
-                    actor=actor,
-                    note=note,
-                )
+                outcomes = client.resume_many(graph, **options)
             else:
                 with Progress(console=console, transient=True) as bar:
                     task = bar.add_task("resuming", total=None)
@@ -165,19 +249,11 @@ def resume_waits(
                     def progress(done: int, total: int) -> None:
                         bar.update(task, completed=done, total=total)
 
-                    outcomes = client.resume_many(
-                        graph,
-                        value=resume_value,
-                        idempotency_key=key,
-                        where=_where(where),
-                        node=node,
-                        items=items,
-                        actor=actor,
-                        note=note,
-                        progress=progress,
-                    )
+                    outcomes = client.resume_many(graph, **options, progress=progress)
         except NotDispatchedError as exc:
             fail(f"{type(exc).__name__}: {exc}", 3, style="yellow")
+        except DecisionError as exc:
+            fail(f"{type(exc).__name__}: {exc}", 2)
     counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome.outcome] = counts.get(outcome.outcome, 0) + 1

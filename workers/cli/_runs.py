@@ -12,7 +12,27 @@ from workers.cli._output import JsonOption, connected, console, fail, json_line,
 def resume(
     graph: Annotated[str, typer.Option(help="Registered graph name.")],
     thread: Annotated[str, typer.Option(help="Thread id.")],
-    value: Annotated[str, typer.Option(help="Resume value as JSON (a string must be quoted).")],
+    value: Annotated[
+        str | None, typer.Option(help="Resume value as JSON (a string must be quoted).")
+    ] = None,
+    decision: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--decision",
+            help="Instead of --value: answer the thread's waits (or --interrupt) each in its "
+            "own format: approve, edit, reject or respond, or LangChain's JSON decision; "
+            "repeat it for a batched request's actions, in order.",
+        ),
+    ] = None,
+    message: Annotated[
+        str | None, typer.Option(help="A reject's reason or a respond's answer.")
+    ] = None,
+    edit_args: Annotated[
+        str | None, typer.Option("--edit-args", help="An edit's new args as JSON.")
+    ] = None,
+    interrupt: Annotated[
+        str | None, typer.Option(help="With --decision: only this wait (an interrupt id).")
+    ] = None,
     key: Annotated[
         str | None, typer.Option(help="Idempotency key: the same key applies once.")
     ] = None,
@@ -33,8 +53,14 @@ def resume(
     from graphruntime.types import Command
     from workers.errors import NotDispatchedError
 
-    resume_value: Any = parse_json("--value", value)
+    if (value is None) == (not decision):
+        fail("give --value (the resume value) or --decision, not both", 2)
+    if interrupt is not None and value is not None:
+        fail("--interrupt picks the wait a --decision answers; a --value names its own", 2)
+    resume_value: Any = parse_json("--value", value) if value is not None else None
     with connected() as client:
+        if decision:
+            resume_value = _decided(client, graph, thread, interrupt, decision, message, edit_args)
         try:
             handle = client.submit(
                 graph,
@@ -59,6 +85,37 @@ def resume(
         console.print(result)
     else:
         console.print("queued: it is checked against the thread when it runs")
+
+
+def _decided(
+    client: Any,
+    graph: str,
+    thread: str,
+    interrupt: str | None,
+    decision: list[str],
+    message: str | None,
+    edit_args: str | None,
+) -> dict[str, Any]:
+    """The thread's pending waits (or one) answered with the decision: interrupt id ->
+    value; refused (exit 2, nothing written) where a wait does not allow it."""
+    from workers.cli._inbox import decision_of
+    from workers.decisions import DecisionError, answer, read_request
+
+    given = decision_of(decision, message, edit_args)
+    waits = [
+        w
+        for w in client.inbox(graph, thread=thread, limit=1000).items
+        if interrupt is None or w.interrupt_id == interrupt
+    ]
+    if not waits:
+        which = f"wait {interrupt!r}" if interrupt else "pending wait"
+        fail(f"Thread {thread!r} of graph {graph!r} has no {which}; nothing was resumed.", 1)
+    try:
+        return {
+            w.interrupt_id: answer(read_request(w.value, w.response_schema), given) for w in waits
+        }
+    except DecisionError as exc:
+        fail(f"DecisionError: {exc} Nothing was resumed.", 2)
 
 
 def runs(

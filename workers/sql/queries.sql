@@ -209,7 +209,8 @@ WITH target AS (
     UPDATE graphruntime_runs r SET status = 'running', updated_at = now()
     FROM next WHERE r.run_id = next.run_id AND r.status = 'queued'
 )
-SELECT target.status AS target_status, EXISTS (SELECT FROM lease) AS leased, r.*
+SELECT target.status AS target_status, EXISTS (SELECT FROM lease) AS leased,
+       graphruntime_epoch() AS epoch, r.*
 FROM target
 LEFT JOIN next ON true
 LEFT JOIN graphruntime_runs r ON r.run_id = next.run_id;
@@ -236,6 +237,15 @@ UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL, lease_tok
 WHERE lease_holder = %(worker)s AND lease_token IS DISTINCT FROM %(keep)s
   AND leased_at < now() - make_interval(secs => %(grace)s)
 RETURNING thread_id;
+
+-- name: epoch
+-- See migration 0007: the server's epoch, which crash recovery resets.
+SELECT graphruntime_epoch() AS epoch;
+
+-- name: check_epoch
+-- First in a durable commit that vouches for a job's asynchronous commits: refused
+-- (SQLSTATE GRCRA) if the server recovered from a crash since the job read %(epoch)s.
+SELECT graphruntime_check_epoch(%(epoch)s::uuid);
 
 -- name: beat
 INSERT INTO graphruntime_workers (worker, hostname, pid)
@@ -398,17 +408,18 @@ WITH done AS (
 ), added AS (
     INSERT INTO graphruntime_interrupts
         (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
-         deadline, default_type, default_value)
+         deadline, default_type, default_value, response_schema)
     SELECT done.thread_id, x.id, %(graph)s, done.run_id, %(checkpoint_id)s, x.node, x.ns,
-           x.value::jsonb, x.deadline, x.dtype, x.dvalue
+           x.value::jsonb, x.deadline, x.dtype, x.dvalue, x.rschema::jsonb
     FROM done, unnest(%(ids)s::text[], %(nodes)s::text[], %(nss)s::text[], %(values)s::text[],
-                      %(deadlines)s::timestamptz[], %(dtypes)s::text[], %(dvalues)s::bytea[])
-        AS x(id, node, ns, value, deadline, dtype, dvalue)
+                      %(deadlines)s::timestamptz[], %(dtypes)s::text[], %(dvalues)s::bytea[],
+                      %(schemas)s::text[])
+        AS x(id, node, ns, value, deadline, dtype, dvalue, rschema)
     ON CONFLICT (thread_id, interrupt_id) DO UPDATE
     SET run_id = EXCLUDED.run_id, checkpoint_id = EXCLUDED.checkpoint_id,
         node = EXCLUDED.node, namespace = EXCLUDED.namespace, value = EXCLUDED.value,
         deadline = EXCLUDED.deadline, default_type = EXCLUDED.default_type,
-        default_value = EXCLUDED.default_value
+        default_value = EXCLUDED.default_value, response_schema = EXCLUDED.response_schema
 )
 SELECT pg_notify('graphruntime_runs', run_id::text) FROM done;
 
@@ -420,29 +431,35 @@ WITH cleared AS (
 )
 INSERT INTO graphruntime_interrupts
     (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
-     deadline, default_type, default_value)
+     deadline, default_type, default_value, response_schema)
 SELECT %(thread_id)s, x.id, %(graph)s, %(run_id)s, %(checkpoint_id)s, x.node, x.ns,
-       x.value::jsonb, x.deadline, x.dtype, x.dvalue
+       x.value::jsonb, x.deadline, x.dtype, x.dvalue, x.rschema::jsonb
 FROM unnest(%(ids)s::text[], %(nodes)s::text[], %(nss)s::text[], %(values)s::text[],
-            %(deadlines)s::timestamptz[], %(dtypes)s::text[], %(dvalues)s::bytea[])
-    AS x(id, node, ns, value, deadline, dtype, dvalue)
+            %(deadlines)s::timestamptz[], %(dtypes)s::text[], %(dvalues)s::bytea[],
+            %(schemas)s::text[])
+    AS x(id, node, ns, value, deadline, dtype, dvalue, rschema)
 ON CONFLICT (thread_id, interrupt_id) DO UPDATE
 SET run_id = EXCLUDED.run_id, checkpoint_id = EXCLUDED.checkpoint_id,
     node = EXCLUDED.node, namespace = EXCLUDED.namespace, value = EXCLUDED.value,
     deadline = EXCLUDED.deadline, default_type = EXCLUDED.default_type,
-    default_value = EXCLUDED.default_value;
+    default_value = EXCLUDED.default_value, response_schema = EXCLUDED.response_schema;
 
 -- name: inbox_page
 -- Run unprepared: planned with the actual values, the NULL conditions fold away.
+-- any_of: the value contains one of these (the formats an action filter may match).
 SELECT i.graph, i.thread_id, i.interrupt_id, i.node, i.namespace, i.value, i.created_at,
-       i.deadline, i.run_id, i.checkpoint_id,
+       i.deadline, i.run_id, i.checkpoint_id, i.response_schema,
+       CASE WHEN i.claimed_until > now() THEN i.claimed_by END AS claimed_by,
+       CASE WHEN i.claimed_until > now() THEN i.claimed_until END AS claimed_until,
        EXISTS (SELECT 1 FROM graphruntime_runs r
                WHERE r.thread_id = i.thread_id AND r.status IN ('queued', 'running'))
            AS resuming
 FROM graphruntime_interrupts i
 WHERE (%(graph)s::text IS NULL OR i.graph = %(graph)s)
   AND (%(where)s::jsonb IS NULL OR i.value @> %(where)s::jsonb)
+  AND (%(any_of)s::jsonb[] IS NULL OR i.value @> ANY(%(any_of)s::jsonb[]))
   AND (%(node)s::text IS NULL OR i.node = %(node)s)
+  AND (%(thread_id)s::text IS NULL OR i.thread_id = %(thread_id)s)
   AND (%(older_than)s::timestamptz IS NULL OR i.created_at < %(older_than)s)
   AND (%(age)s::float8 IS NULL OR i.created_at < now() - make_interval(secs => %(age)s))
   AND (%(after_at)s::timestamptz IS NULL
@@ -453,6 +470,30 @@ WHERE (%(graph)s::text IS NULL OR i.graph = %(graph)s)
           (SELECT * FROM unnest(%(thread_ids)s::text[], %(interrupt_ids)s::text[])))
 ORDER BY i.created_at, i.thread_id, i.interrupt_id
 LIMIT %(limit)s;
+
+-- name: claim_wait
+-- An approver claims a pending wait until now + seconds: taken when it is free, lapsed,
+-- theirs already, or taken over; returns the claim as it stands after the attempt.
+WITH taken AS (
+    UPDATE graphruntime_interrupts
+    SET claimed_by = %(actor)s, claimed_until = now() + make_interval(secs => %(seconds)s)
+    WHERE thread_id = %(thread_id)s AND interrupt_id = %(interrupt_id)s
+      AND (claimed_by IS NULL OR claimed_until <= now() OR claimed_by = %(actor)s
+           OR %(take_over)s)
+    RETURNING claimed_by, claimed_until
+)
+SELECT claimed_by, claimed_until, true AS taken FROM taken
+UNION ALL
+SELECT claimed_by, claimed_until, false FROM graphruntime_interrupts
+WHERE thread_id = %(thread_id)s AND interrupt_id = %(interrupt_id)s
+  AND NOT EXISTS (SELECT 1 FROM taken);
+
+-- name: release_wait
+-- The approver's own claim on a wait ends.
+UPDATE graphruntime_interrupts SET claimed_by = NULL, claimed_until = NULL
+WHERE thread_id = %(thread_id)s AND interrupt_id = %(interrupt_id)s
+  AND claimed_by = %(actor)s
+RETURNING thread_id;
 
 -- name: expired_waits
 -- Pending interrupts past their deadline, of threads with no run under way.

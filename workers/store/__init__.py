@@ -28,6 +28,8 @@ from workers.store._model import (
     RunStatus,
     RunStore,
     StepTask,
+    TaskClaims,
+    WaitClaim,
 )
 from workers.store.memory import InMemoryRunStore, ManualClock
 from workers.store.postgres import PostgresRunStore, make_pool
@@ -57,5 +59,7 @@ __all__ = (
     "RunStore",
     "RunningTask",
     "StepTask",
+    "TaskClaims",
+    "WaitClaim",
     "make_pool",
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from graphruntime.pregel.driver import is_resume_map
 
@@ -133,6 +133,8 @@ class InboxEntry:
     value: str
     deadline: datetime | None = None
     default: tuple[str, bytes] | None = None
+    response_schema: str | None = None
+    """The interrupt's ``response_schema`` as JSON text, when it has one."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,11 @@ class InboxRow:
     checkpoint_id: str
     resuming: bool
     """A run of the thread is queued or running (the wait may be answered already)."""
+    response_schema: Any = None
+    """The interrupt's ``response_schema`` (JSON), when it has one."""
+    claimed_by: str | None = None
+    """The approver whose claim on the wait has not lapsed (see :class:`WaitClaim`)."""
+    claimed_until: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -177,6 +184,21 @@ class InboxQuery:
     """Keyset cursor: the (created_at, thread_id, interrupt_id) of the last row seen."""
     threads: Sequence[tuple[str, str]] | None = None
     """Only these (thread_id, interrupt_id)."""
+    thread_id: str | None = None
+    """Only this thread's waits."""
+    any_of: Sequence[Any] | None = None
+    """The value contains at least one of these (JSON containment each)."""
+
+
+@dataclass(frozen=True)
+class WaitClaim:
+    """An approver's claim on a pending wait, as it stands after a claim attempt."""
+
+    holder: str | None
+    """Who holds it (None: nobody, or it lapsed)."""
+    until: datetime | None
+    taken: bool
+    """This attempt took (or renewed) it."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +214,17 @@ class Claim:
     ``status`` is the one it had before)."""
     found: bool = True
     """False: no such run (:meth:`RunStore.claim_runs`; ``claim_run`` raises)."""
+    epoch: str | None = None
+    """The server's epoch when claimed (see :meth:`RunStore.finish_and_release_many`)."""
+
+
+class TaskClaims(NamedTuple):
+    """A task job's start (:meth:`RunStore.claim_tasks`)."""
+
+    ids: list[str]
+    """The task ids claimed, in the message's order."""
+    epoch: str | None
+    """The server's epoch when claimed (see :meth:`RunStore.complete_tasks`)."""
 
 
 @dataclass(frozen=True)
@@ -339,11 +372,17 @@ class RunStore(Protocol):
         worker: str,
         free: Sequence[str] = (),
         requeue: Sequence[str] = (),
+        epoch: str | None = None,
     ) -> list[Released]:
         """:meth:`finish_and_release` for runs of distinct threads, and :meth:`release_thread`
         for the threads ``free`` (no run of theirs ended), all in one transaction: one
         durable commit for every run it ends. ``requeue``: runs of the freed threads that
         a claim marked running and nothing advanced, queued again.
+
+        ``epoch``: the one the job's claim read. When it ends runs, the commit vouches for
+        the job's asynchronous commits before it (held checkpoints): it is refused with a
+        :class:`~workers.errors.StoreRecoveredError` if the server recovered from a crash
+        since, which may have taken them back (the job is then redone).
 
         One :class:`Released` per end, then per freed thread, in order. An end whose
         result cannot be stored only frees its lease (its ``Released`` says why); the
@@ -378,6 +417,17 @@ class RunStore(Protocol):
 
     def expired_waits(self, limit: int) -> list[ExpiredWait]:
         """Pending interrupts past their deadline whose thread has no run under way."""
+        ...
+
+    def claim_wait(
+        self, thread_id: str, interrupt_id: str, actor: str, seconds: float, take_over: bool
+    ) -> WaitClaim | None:
+        """Claim a pending wait for ``seconds`` when it is free, lapsed, ``actor``'s, or
+        ``take_over``; the claim after the attempt, None when the wait is not pending."""
+        ...
+
+    def release_wait(self, thread_id: str, interrupt_id: str, actor: str) -> bool:
+        """End ``actor``'s claim on the wait; whether there was one."""
         ...
 
     def runs_by_key(self, graph: str, key: str) -> list[Run]:
@@ -442,8 +492,12 @@ class RunStore(Protocol):
         thread_id: str,
         checkpoint_id: str,
         tasks: Sequence[tuple[str, Sequence[Any]]],
+        epoch: str | None = None,
     ) -> list[str]:
-        """Open the barrier rows of a step's (task id, path); returns the ids new here."""
+        """Open the barrier rows of a step's (task id, path); returns the ids new here.
+
+        ``epoch``: as :meth:`finish_and_release_many`'s (the step's checkpoint and the
+        run's writes before it may have been committed asynchronously)."""
         ...
 
     def step_tasks(self, run_id: str, checkpoint_id: str) -> dict[str, StepTask]: ...
@@ -456,8 +510,9 @@ class RunStore(Protocol):
         worker: str,
         stale: float,
         token: str | None = None,
-    ) -> list[str]:
-        """Claim the (task id, path, attempts) still open and held by nobody alive; ids in order.
+    ) -> TaskClaims:
+        """Claim the (task id, path, attempts) still open and held by nobody alive: their
+        ids in order, and the server's epoch.
 
         ``token`` names the job execution that claims (see :meth:`heartbeat`).
 
@@ -474,11 +529,14 @@ class RunStore(Protocol):
         outcomes: Mapping[str, Mapping[str, Any] | None],
         worker: str,
         events: Mapping[str, Sequence[EventRow]],
+        epoch: str | None = None,
     ) -> tuple[int, int]:
         """Mark claimed tasks done with their error (or None), keep their events.
 
         Returns (how many this call completed, tasks of the step still open). The step's
         counter goes down in the same transaction, so exactly one completer sees zero.
+        ``epoch``: the one :meth:`claim_tasks` read; as :meth:`finish_and_release_many`'s
+        (the tasks' writes were committed asynchronously).
         """
         ...
 

@@ -40,6 +40,8 @@ from workers.store._model import (
     RunQuery,
     RunStatus,
     StepTask,
+    TaskClaims,
+    WaitClaim,
 )
 from workers.store._refusals import refused_as
 
@@ -115,6 +117,8 @@ class _Wait:
     checkpoint_id: str
     entry: InboxEntry
     created_at: datetime
+    claimed_by: str | None = None
+    claimed_until: datetime | None = None
 
 
 @dataclass
@@ -333,6 +337,7 @@ class InMemoryRunStore:
         worker: str,
         free: Sequence[str] = (),
         requeue: Sequence[str] = (),
+        epoch: str | None = None,
     ) -> list[Released]:
         out: list[Released] = []
         with self._lock:
@@ -364,8 +369,16 @@ class InMemoryRunStore:
             del inbox[key]
         for entry in update.entries:
             key = (update.thread_id, entry.interrupt_id)
-            created = inbox[key].created_at if key in inbox else self.clock()
-            inbox[key] = _Wait(update.graph, run_id or "", update.checkpoint_id, entry, created)
+            old = inbox.get(key)
+            inbox[key] = _Wait(
+                update.graph,
+                run_id or "",
+                update.checkpoint_id,
+                entry,
+                old.created_at if old else self.clock(),
+                old.claimed_by if old else None,  # a wait still pending keeps its claim
+                old.claimed_until if old else None,
+            )
 
     def replace_inbox(self, update: InboxUpdate, run_id: str | None) -> None:
         with self._lock:
@@ -430,9 +443,14 @@ class InMemoryRunStore:
             for (thread_id, interrupt_id), wait in self._state.inbox.items():
                 key = (wait.created_at, thread_id, interrupt_id)
                 value = json.loads(wait.entry.value)
+                live = wait.claimed_until is not None and wait.claimed_until > self.clock()
                 if query.graph is not None and wait.graph != query.graph:
                     continue
                 if query.where is not None and not _contains(value, query.where):
+                    continue
+                if query.any_of and not any(_contains(value, w) for w in query.any_of):
+                    continue
+                if query.thread_id is not None and thread_id != query.thread_id:
                     continue
                 if query.node is not None and wait.entry.node != query.node:
                     continue
@@ -457,11 +475,40 @@ class InMemoryRunStore:
                             run_id=wait.run_id,
                             checkpoint_id=wait.checkpoint_id,
                             resuming=thread_id in active,
+                            response_schema=(
+                                json.loads(wait.entry.response_schema)
+                                if wait.entry.response_schema is not None
+                                else None
+                            ),
+                            claimed_by=wait.claimed_by if live else None,
+                            claimed_until=wait.claimed_until if live else None,
                         ),
                     )
                 )
             rows.sort(key=lambda r: r[0])
             return [row for _, row in rows[: query.limit]]
+
+    def claim_wait(
+        self, thread_id: str, interrupt_id: str, actor: str, seconds: float, take_over: bool
+    ) -> WaitClaim | None:
+        with self._lock:
+            wait = self._state.inbox.get((thread_id, interrupt_id))
+            if wait is None:
+                return None
+            now = self.clock()
+            free = wait.claimed_until is None or wait.claimed_until <= now
+            if free or wait.claimed_by == actor or take_over:
+                wait.claimed_by, wait.claimed_until = actor, now + timedelta(seconds=seconds)
+                return WaitClaim(actor, wait.claimed_until, True)
+            return WaitClaim(wait.claimed_by, wait.claimed_until, False)
+
+    def release_wait(self, thread_id: str, interrupt_id: str, actor: str) -> bool:
+        with self._lock:
+            wait = self._state.inbox.get((thread_id, interrupt_id))
+            if wait is None or wait.claimed_by != actor:
+                return False
+            wait.claimed_by = wait.claimed_until = None
+            return True
 
     def expired_waits(self, limit: int) -> list[ExpiredWait]:
         with self._lock:
@@ -682,6 +729,7 @@ class InMemoryRunStore:
         thread_id: str,
         checkpoint_id: str,
         tasks: Sequence[tuple[str, Sequence[Any]]],
+        epoch: str | None = None,  # nothing here is lost in a crash: no epoch to check
     ) -> list[str]:
         with self._lock:
             new: list[str] = []
@@ -713,7 +761,7 @@ class InMemoryRunStore:
         worker: str,
         stale: float,
         token: str | None = None,
-    ) -> list[str]:
+    ) -> TaskClaims:
         claimed: list[str] = []
         with self._lock:
             for task_id, path, attempts in tasks:
@@ -726,7 +774,7 @@ class InMemoryRunStore:
                     continue
                 row.worker, row.claimed_at, row.claim_token = worker, self.clock(), token
                 claimed.append(task_id)
-        return claimed
+        return TaskClaims(claimed, None)
 
     def complete_tasks(
         self,
@@ -735,6 +783,7 @@ class InMemoryRunStore:
         outcomes: Mapping[str, Mapping[str, Any] | None],
         worker: str,
         events: Mapping[str, Sequence[EventRow]],
+        epoch: str | None = None,
     ) -> tuple[int, int]:
         with self._lock:
             done = []

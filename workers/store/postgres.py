@@ -29,6 +29,7 @@ from workers._sql import MIGRATIONS, query
 from workers.errors import (
     RunNotFoundError,
     StoreError,
+    StoreRecoveredError,
     StoreUnavailableError,
     WorkerError,
 )
@@ -50,10 +51,15 @@ from workers.store._model import (
     RunQuery,
     RunStatus,
     StepTask,
+    TaskClaims,
+    WaitClaim,
 )
 from workers.store._refusals import refused_as
 
 __all__ = ("PostgresRunStore", "make_pool")
+
+EPOCH_CHANGED = "GRCRA"
+"""SQLSTATE of graphruntime_check_epoch (migration 0007): see StoreRecoveredError."""
 
 
 class PostgresRunStore:
@@ -77,6 +83,10 @@ class PostgresRunStore:
             with self.pool.connection() as conn:
                 yield conn
         except (psycopg.Error, OSError) as exc:
+            if isinstance(exc, psycopg.Error) and exc.sqlstate == EPOCH_CHANGED:
+                raise StoreRecoveredError(
+                    f"run store: {operation}: {exc.diag.message_primary}"
+                ) from exc
             if isinstance(exc, OSError) or is_connection_error(exc):
                 raise StoreUnavailableError(
                     f"run store: {operation} could not reach Postgres: {exc}"
@@ -223,6 +233,7 @@ class PostgresRunStore:
         worker: str,
         free: Sequence[str] = (),
         requeue: Sequence[str] = (),
+        epoch: str | None = None,
     ) -> list[Released]:
         """One transaction in one round trip: per end its finish statement, then
         release_leases and next_runs_of_threads for all the threads (see release_leases in
@@ -246,6 +257,8 @@ class PostgresRunStore:
         threads = {"threads": [lease["thread_id"] for lease, _, _ in steps], "worker": worker}
         with self._conn("finish_and_release") as conn:
             with conn.pipeline(), conn.transaction():
+                if ends and epoch is not None:  # freeing a lease alone vouches for nothing
+                    conn.execute(query("check_epoch"), {"epoch": epoch})
                 if requeue:
                     conn.execute(query("requeue_runs"), {"run_ids": list(requeue)})
                 heads = [
@@ -340,7 +353,9 @@ class PostgresRunStore:
         params = {
             "graph": query_.graph,
             "where": json.dumps(query_.where) if query_.where is not None else None,
+            "any_of": [json.dumps(w) for w in query_.any_of] if query_.any_of else None,
             "node": query_.node,
+            "thread_id": query_.thread_id,
             "older_than": None if isinstance(age, timedelta) else age,
             "age": age.total_seconds() if isinstance(age, timedelta) else None,
             "after_at": after[0] if after else None,
@@ -365,9 +380,33 @@ class PostgresRunStore:
                 run_id=str(r["run_id"]),
                 checkpoint_id=r["checkpoint_id"],
                 resuming=r["resuming"],
+                response_schema=r["response_schema"],
+                claimed_by=r["claimed_by"],
+                claimed_until=r["claimed_until"],
             )
             for r in rows
         ]
+
+    def claim_wait(
+        self, thread_id: str, interrupt_id: str, actor: str, seconds: float, take_over: bool
+    ) -> WaitClaim | None:
+        params = {
+            "thread_id": thread_id,
+            "interrupt_id": interrupt_id,
+            "actor": actor,
+            "seconds": seconds,
+            "take_over": take_over,
+        }
+        with self._conn("claim_wait") as conn:
+            row = conn.execute(query("claim_wait"), params).fetchone()
+        if row is None:
+            return None
+        return WaitClaim(row["claimed_by"], row["claimed_until"], row["taken"])
+
+    def release_wait(self, thread_id: str, interrupt_id: str, actor: str) -> bool:
+        params = {"thread_id": thread_id, "interrupt_id": interrupt_id, "actor": actor}
+        with self._conn("release_wait") as conn:
+            return conn.execute(query("release_wait"), params).fetchone() is not None
 
     def expired_waits(self, limit: int) -> list[ExpiredWait]:
         with self._conn("expired_waits") as conn:
@@ -477,7 +516,7 @@ class PostgresRunStore:
             return Claim(ended=True, leased=False, run=None, found=False)
         ended = row["target_status"] not in ("queued", "running")
         run = self._run(row) if row["run_id"] is not None else None
-        return Claim(ended=ended, leased=bool(row["leased"]), run=run)
+        return Claim(ended=ended, leased=bool(row["leased"]), run=run, epoch=str(row["epoch"]))
 
     def heartbeat(
         self,
@@ -522,6 +561,7 @@ class PostgresRunStore:
         thread_id: str,
         checkpoint_id: str,
         tasks: Sequence[tuple[str, Sequence[Any]]],
+        epoch: str | None = None,
     ) -> list[str]:
         params = {
             "run_id": run_id,
@@ -531,7 +571,13 @@ class PostgresRunStore:
             "thread_id": thread_id,
         }
         with self._conn("register_tasks") as conn:
-            rows = conn.execute(query("register_tasks"), params).fetchall()
+            if epoch is None:
+                rows = conn.execute(query("register_tasks"), params).fetchall()
+            else:
+                with conn.pipeline(), conn.transaction():
+                    conn.execute(query("check_epoch"), {"epoch": epoch})
+                    cur = conn.execute(query("register_tasks"), params)
+                rows = cur.fetchall()
         return [r["task_id"] for r in rows]
 
     def step_tasks(self, run_id: str, checkpoint_id: str) -> dict[str, StepTask]:
@@ -548,7 +594,7 @@ class PostgresRunStore:
         worker: str,
         stale: float,
         token: str | None = None,
-    ) -> list[str]:
+    ) -> TaskClaims:
         base = {
             "run_id": run_id,
             "checkpoint_id": checkpoint_id,
@@ -562,7 +608,9 @@ class PostgresRunStore:
         with self._conn("claim_tasks") as conn, conn.transaction(), conn.cursor() as cur:
             cur.execute(query("async_commit"))
             claimed = _each_returning(cur, query("claim_task"), rows)
-        return [t for t, _, _ in tasks if t in claimed]
+            epoch = cur.execute(query("epoch")).fetchone() if claimed else None
+        ids = [t for t, _, _ in tasks if t in claimed]
+        return TaskClaims(ids, str(epoch["epoch"]) if epoch else None)
 
     def complete_tasks(
         self,
@@ -571,6 +619,7 @@ class PostgresRunStore:
         outcomes: Mapping[str, Mapping[str, Any] | None],
         worker: str,
         events: Mapping[str, Sequence[EventRow]],
+        epoch: str | None = None,
     ) -> tuple[int, int]:
         base = {"run_id": run_id, "checkpoint_id": checkpoint_id}
         rows = [
@@ -583,6 +632,8 @@ class PostgresRunStore:
             for tid, error in outcomes.items()
         ]
         with self._conn("complete_tasks") as conn, conn.transaction():
+            if epoch is not None:
+                conn.execute(query("check_epoch"), {"epoch": epoch})
             with conn.cursor() as cur:
                 done = _each_returning(cur, query("complete_task"), rows)
             if not done:
@@ -691,7 +742,9 @@ def _inbox_params(update: InboxUpdate) -> dict[str, Any]:
         return {
             "graph": update.graph,
             "checkpoint_id": update.checkpoint_id,
-            **dict.fromkeys(("ids", "nodes", "nss", "values", "deadlines", "dtypes", "dvalues")),
+            **dict.fromkeys(
+                ("ids", "nodes", "nss", "values", "deadlines", "dtypes", "dvalues", "schemas")
+            ),
         }
     return {
         "graph": update.graph,
@@ -703,6 +756,7 @@ def _inbox_params(update: InboxUpdate) -> dict[str, Any]:
         "deadlines": [e.deadline for e in entries],
         "dtypes": [e.default[0] if e.default else None for e in entries],
         "dvalues": [e.default[1] if e.default else None for e in entries],
+        "schemas": [e.response_schema for e in entries],
     }
 
 

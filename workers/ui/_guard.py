@@ -1,9 +1,9 @@
 """Who may use the inbox, and which form posts count: authentication, CSRF, headers.
 
-Without a token the inbox serves loopback only: the peer must be a loopback address
-and the ``Host`` header must name one (so a page elsewhere cannot reach it through
-DNS rebinding). With a token every request must carry it, as a bearer token or as
-the password of HTTP basic auth, whose user name is recorded as the actor.
+Without authentication (:class:`~workers.ui._identity.Auth`) the inbox serves
+loopback only: the peer must be a loopback address and the ``Host`` header must name
+one (so a page elsewhere cannot reach it through DNS rebinding). With it, every request
+must authenticate, and its actor is the identity it gives.
 
 A form post must carry the CSRF token the page rendered for its submission key (an
 HMAC no other site can compute) and, when the browser sends an ``Origin`` (or
@@ -13,12 +13,13 @@ HMAC no other site can compute) and, when the browser sends an ``Origin`` (or
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 import ipaddress
+import json
 import re
 import secrets
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
@@ -26,8 +27,8 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workers.errors import ConfigurationError
+from workers.ui._identity import Auth, Denied
 
-MIN_TOKEN = 16
 MAX_BODY = 1 << 20
 """Largest form post accepted (bytes)."""
 
@@ -38,7 +39,7 @@ SECURITY_HEADERS = {
     # No inline script or style anywhere: the page's own files only, and no framing.
     "content-security-policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "x-content-type-options": "nosniff",
     "referrer-policy": "same-origin",
@@ -57,25 +58,16 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_token(token: str | None) -> str | None:
-    """The token, or None when there is none; a short one is refused."""
-    if token is None or token == "":
-        return None
-    if len(token) < MIN_TOKEN or token != token.strip():
-        raise ConfigurationError(
-            f"The inbox token must be at least {MIN_TOKEN} characters without surrounding "
-            "spaces; make one with: python -c 'import secrets; print(secrets.token_urlsafe())'"
-        )
-    return token
-
-
-def check_bind(host: str, token: str | None) -> None:
-    """Refuse to serve beyond loopback without a token."""
-    if check_token(token) is None and not is_loopback(host):
+def check_bind(host: str, auth: Auth | str | None) -> None:
+    """Refuse to serve beyond loopback without authentication."""
+    if not isinstance(auth, Auth):
+        auth = Auth.of(token=auth)
+    if not auth.required and not is_loopback(host):
         raise ConfigurationError(
             f"Refusing to serve the inbox on {host!r} without a token: anyone who can reach "
-            "it could resume threads. Set GRAPHRUNTIME_UI_TOKEN (or pass --token), or bind "
-            "127.0.0.1."
+            "it could resume threads. Set GRAPHRUNTIME_UI_TOKENS_FILE (one token per "
+            "approver), GRAPHRUNTIME_UI_TOKEN (or --token) or GRAPHRUNTIME_UI_IDENTITY_HEADER "
+            "behind an authenticating proxy, or bind 127.0.0.1."
         )
 
 
@@ -87,10 +79,11 @@ def _host_of(host_header: str) -> str:
 class Csrf:
     """Form tokens: an HMAC of each form's submission key."""
 
-    def __init__(self, token: str | None) -> None:
-        seed = token.encode() if token else secrets.token_bytes(32)
-        # from the token when there is one, so forms survive restarts and replicas agree
-        self._key = hashlib.sha256(b"graphrun-ui-csrf\0" + seed).digest()
+    def __init__(self, seed: bytes | None) -> None:
+        # from the tokens when there are some, so forms survive restarts and replicas agree
+        self._key = hashlib.sha256(
+            b"graphrun-ui-csrf\0" + (seed or secrets.token_bytes(32))
+        ).digest()
 
     @staticmethod
     def new_submission() -> str:
@@ -104,51 +97,53 @@ class Csrf:
             return False
         return hmac.compare_digest(self.token_for(submission), token)
 
+    def seal(self, data: Any) -> str:
+        """``data`` (JSON) as URL-safe text that :meth:`unseal` gives back unchanged."""
+        raw = base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).decode()
+        mac = hmac.new(self._key, b"seal\0" + raw.encode(), hashlib.sha256).hexdigest()[:32]
+        return f"{raw}.{mac}"
+
+    def unseal(self, text: str) -> Any:
+        """What :meth:`seal` sealed, or None for anything this inbox did not make."""
+        raw, _, mac = text.rpartition(".")
+        want = hmac.new(self._key, b"seal\0" + raw.encode(), hashlib.sha256).hexdigest()[:32]
+        if not raw or not hmac.compare_digest(want, mac):
+            return None
+        try:
+            return json.loads(base64.urlsafe_b64decode(raw.encode()))
+        except ValueError:
+            return None
+
 
 class Guard:
     """ASGI middleware: refuses what may not reach the inbox; sets ``state.actor``."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, *, auth: Auth) -> None:
         self.app = app
-        self.token = check_token(token)
-
-    def _actor(self, headers: Headers) -> str | None:
-        """The actor of an authenticated request, or None when it is not authenticated."""
-        assert self.token is not None
-        scheme, _, credentials = headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer":
-            return "ui" if hmac.compare_digest(credentials.encode(), self.token.encode()) else None
-        if scheme.lower() == "basic":
-            try:
-                decoded = base64.b64decode(credentials, validate=True).decode()
-            except (binascii.Error, UnicodeDecodeError):
-                return None
-            user, _, password = decoded.partition(":")
-            if hmac.compare_digest(password.encode(), self.token.encode()):
-                return user.strip() or "ui"
-        return None
+        self.auth = auth
 
     def _refusal(self, scope: Scope) -> Response | None:
         headers = Headers(scope=scope)
-        if self.token is None:
-            peer = (scope.get("client") or ("", 0))[0]
-            if not is_loopback(peer) or not is_loopback(_host_of(headers.get("host", ""))):
-                return PlainTextResponse(
-                    "This inbox has no token and serves loopback only (127.0.0.1 or "
-                    "localhost). Set GRAPHRUNTIME_UI_TOKEN to serve it elsewhere.",
-                    status_code=403,
-                )
-            scope.setdefault("state", {})["actor"] = "ui"
-        else:
-            actor = self._actor(headers)
-            if actor is None:
-                return PlainTextResponse(
-                    "The inbox needs its token: HTTP basic auth with your name as the user "
-                    "and the token as the password, or an 'Authorization: Bearer' header.",
-                    status_code=401,
-                    headers={"www-authenticate": 'Basic realm="graphrun inbox"'},
-                )
-            scope.setdefault("state", {})["actor"] = actor
+        peer = (scope.get("client") or ("", 0))[0]
+        if not self.auth.required and (
+            not is_loopback(peer) or not is_loopback(_host_of(headers.get("host", "")))
+        ):
+            return PlainTextResponse(
+                "This inbox has no token and serves loopback only (127.0.0.1 or "
+                "localhost). Set GRAPHRUNTIME_UI_TOKENS_FILE or GRAPHRUNTIME_UI_TOKEN to "
+                "serve it elsewhere.",
+                status_code=403,
+            )
+        actor = self.auth.actor(headers, peer)
+        if isinstance(actor, Denied):
+            return PlainTextResponse(
+                (actor.reason + " " if actor.reason else "")
+                + "The inbox needs your token: HTTP basic auth with your name as the user "
+                "and your token as the password, or an 'Authorization: Bearer' header.",
+                status_code=401,
+                headers={"www-authenticate": 'Basic realm="graphrun inbox"'},
+            )
+        scope.setdefault("state", {})["actor"] = actor
         if scope["method"] not in ("GET", "HEAD"):
             return self._post_refusal(headers)
         return None

@@ -9,9 +9,10 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from pydantic import BaseModel
 
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import InvalidResumeError, UnknownInterruptError
@@ -533,3 +534,38 @@ def test_cancel_waits_for_the_run_a_worker_is_advancing_which_then_is_not_cancel
     assert [name for name, _ in log] == ["slow", "after"]
     assert all(at < returned for _, at in log)
     assert cluster.client.get_state("slow", cfg).values["log"] == ["slow", "after"]
+
+
+class Decision(BaseModel):
+    decision: Literal["approve", "reject"]
+
+
+def test_an_answer_its_response_schema_refuses_keeps_the_wait_open(
+    make_cluster: MakeCluster,
+) -> None:
+    """As in-process: the refused answer fails the run, the wait stays pending (in the
+    inbox too, as get_state shows it), and a valid answer then resumes it."""
+
+    def ask(state: Log) -> dict[str, Any]:
+        answer = interrupt({"question": "pay?"}, response_schema=Decision)
+        return {"decision": answer.decision}
+
+    g = StateGraph(Log)
+    g.add_node("ask", ask)
+    g.add_edge(START, "ask")
+    cluster = make_cluster({"pay": g.compile()})
+    cfg = thread()
+    cluster.run("pay", {"log": []}, cfg)
+    (wait,) = cluster.client.inbox("pay").items
+    bad = cluster.client.submit("pay", Command(resume={wait.interrupt_id: {"decision": "x"}}), cfg)
+    cluster.deliver()
+    with pytest.raises(ValueError, match="decision"):  # pydantic's, as in-process
+        bad.wait(0)
+    assert [w.interrupt_id for w in cluster.client.inbox("pay").items] == [wait.interrupt_id]
+    assert [i.id for i in cluster.client.get_state("pay", cfg).interrupts] == [wait.interrupt_id]
+    good = cluster.client.submit(
+        "pay", Command(resume={wait.interrupt_id: {"decision": "approve"}}), cfg
+    )
+    cluster.deliver()
+    assert good.wait(0)["decision"] == "approve"
+    assert cluster.client.inbox("pay").items == []

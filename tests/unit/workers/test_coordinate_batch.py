@@ -59,9 +59,10 @@ def count_ends(cluster: InlineCluster) -> list[list[RunEnd]]:
         worker: str,
         free: Sequence[str] = (),
         requeue: Sequence[str] = (),
+        epoch: str | None = None,
     ) -> list[Released]:
         calls.append(list(ends))
-        return real(ends, worker=worker, free=free, requeue=requeue)
+        return real(ends, worker=worker, free=free, requeue=requeue, epoch=epoch)
 
     cluster.store.finish_and_release_many = spy  # type: ignore[method-assign]
     return calls
@@ -436,8 +437,8 @@ def test_a_lease_release_a_crash_took_back_does_not_wedge_the_thread(
     cluster.clock.advance(1)
     time.sleep(0.01)
     Heartbeat(cluster.store, ctx.worker_name, 0.0, lambda: ctx.job_token).beat()
-    cluster.clock.advance(1)
-    time.sleep(3 * ctx.stale)  # the run has not moved for a while
+    cluster.clock.advance(3 * ctx.stale)  # the run has not moved for a while
+    time.sleep(3 * ctx.stale)  # (Postgres' clock is the real one)
     cluster.beat()
     assert sweep_once(ctx).runs_nudged == 1
     cluster.deliver()

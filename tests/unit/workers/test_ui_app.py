@@ -1,181 +1,42 @@
-"""The web inbox over an in-memory cluster: pages, filters, form posts, auth and CSRF."""
+"""The web inbox over an in-memory cluster: the list, what each wait offers, the posts.
+
+Auth, identities, claims and CSRF: test_ui_auth.py.
+"""
 
 from __future__ import annotations
 
-import base64
 import json
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from html import unescape
-from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
-import httpx2 as httpx
 import pytest
 from starlette.testclient import TestClient
-from typer.testing import CliRunner
 
-from graphruntime.graph import START, StateGraph
-from graphruntime.pregel import Pregel
-from graphruntime.types import interrupt
-from workers.errors import ConfigurationError
+from tests.unit.workers.test_decisions import hitl, tool_approval
+from tests.unit.workers.ui_support import (
+    FLAGS,
+    Page,
+    answer,
+    cfg,
+    human_interrupt,
+    local,
+    make_cluster,
+    pause,
+    post,
+    state,
+    thread_page,
+)
 from workers.testing import InlineCluster
-from workers.ui import check_bind, create_app
+from workers.ui import create_app
 
 ROOT = Path(__file__).resolve().parents[3]
-TOKEN = "s3cret-token-for-tests"
-FLAGS = ("allow_accept", "allow_edit", "allow_respond", "allow_ignore")
-
-
-class Review(TypedDict, total=False):
-    ask: Any
-    minutes: int
-    answer: Any
-
-
-def review() -> Pregel:
-    """Waits with the input's ``ask`` as the interrupt value; keeps the answer as it came."""
-
-    def node(state: Review) -> dict[str, Any]:
-        if state.get("minutes"):
-            deadline = timedelta(minutes=state["minutes"])
-            return {"answer": interrupt(state["ask"], deadline=deadline, default="timed out")}
-        return {"answer": interrupt(state["ask"])}
-
-    g = StateGraph(Review)
-    g.add_node("review", node)
-    g.add_edge(START, "review")
-    return g.compile()
-
-
-def human_interrupt(
-    on: Mapping[str, bool] | None = None,
-    /,
-    *,
-    description: str = "Send the **mail**?",
-    **flags: bool,
-) -> list[Any]:
-    flags = {**(on or {}), **flags}
-    return [
-        {
-            "action_request": {"action": "send_email", "args": {"to": "a@b.c", "n": 3}},
-            "config": {flag: flags.get(flag, False) for flag in FLAGS},
-            "description": description,
-        }
-    ]
 
 
 @pytest.fixture
 def cluster() -> InlineCluster:
-    c = InlineCluster({"review": review(), "other": review()})
-    c.clock.now = datetime.now(UTC)  # deadlines are computed from wall time
-    return c
-
-
-def pause(
-    cluster: InlineCluster, thread_id: str, ask: Any, graph: str = "review", **kw: Any
-) -> None:
-    cluster.run(graph, {"ask": ask, **kw}, {"configurable": {"thread_id": thread_id}})
-    cluster.clock.advance(60)
-
-
-def state(cluster: InlineCluster, thread_id: str, graph: str = "review") -> Any:
-    return cluster.client.get_state(graph, {"configurable": {"thread_id": thread_id}})
-
-
-def local(cluster: InlineCluster, **kwargs: Any) -> TestClient:
-    """The inbox as a browser on this machine sees it."""
-    return TestClient(
-        create_app(cluster.client, **kwargs),
-        base_url="http://localhost:8765",
-        client=("127.0.0.1", 50000),
-    )
-
-
-# --- reading the pages -------------------------------------------------------------------
-
-
-@dataclass
-class Form:
-    id: str | None
-    cls: str
-    inputs: dict[str, str] = field(default_factory=dict)
-    checkboxes: list[str] = field(default_factory=list)
-    textareas: dict[str, str] = field(default_factory=dict)
-    buttons: list[str] = field(default_factory=list)
-
-
-class Page(HTMLParser):
-    """The forms, their buttons (also those outside, by form=) and the inbox rows of a page."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        super().__init__()
-        self.html = response.text
-        self.forms: list[Form] = []
-        self.rows: list[str] = []
-        self._form: Form | None = None
-        self._textarea: str | None = None
-        self._outside: list[tuple[str, str]] = []
-        self.feed(self.html)
-        by_id = {f.id: f for f in self.forms if f.id}
-        for form_id, value in self._outside:
-            by_id[form_id].buttons.append(value)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = {k: v or "" for k, v in attrs}
-        if tag == "form":
-            self._form = Form(a.get("id"), a.get("class", ""))
-            self.forms.append(self._form)
-        elif tag == "tr" and "data-thread" in a:
-            self.rows.append(a["data-thread"])
-        elif tag == "button" and "value" in a:
-            if "form" in a:
-                self._outside.append((a["form"], a["value"]))
-            elif self._form is not None:
-                self._form.buttons.append(a["value"])
-        elif self._form is not None and tag == "input":
-            if a.get("type") == "hidden":
-                self._form.inputs[a["name"]] = a["value"]
-            elif a.get("type") == "checkbox" and a.get("name") == "item":
-                self._form.checkboxes.append(a["value"])
-        elif self._form is not None and tag == "textarea":
-            self._textarea = a["name"]
-            self._form.textareas[a["name"]] = ""
-
-    def handle_data(self, data: str) -> None:
-        if self._form is not None and self._textarea is not None:
-            self._form.textareas[self._textarea] += data
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "form":
-            self._form = None
-        elif tag == "textarea":
-            self._textarea = None
-
-    def form(self, cls: str) -> Form:
-        (found,) = [f for f in self.forms if cls in f.cls.split() or f.id == cls]
-        return found
-
-    def row_form(self, thread_id: str) -> Form:
-        (found,) = [
-            f
-            for f in self.forms
-            if "row-form" in f.cls.split() and f'"{thread_id}"' in f.inputs["item"]
-        ]
-        return found
-
-
-def thread_page(tc: TestClient, thread_id: str, graph: str = "review") -> Page:
-    response = tc.get("/thread", params={"graph": graph, "thread": thread_id})
-    assert response.status_code == 200, response.text
-    return Page(response)
-
-
-def post(tc: TestClient, form: Form, action: str, **fields: Any) -> httpx.Response:
-    return tc.post("/resume", data={**form.inputs, "action": action, **fields})
+    return make_cluster()
 
 
 # --- the list ----------------------------------------------------------------------------
@@ -195,10 +56,14 @@ def test_the_inbox_lists_every_pending_wait_with_its_value(cluster: InlineCluste
     assert response.headers["content-security-policy"].startswith("default-src 'none'")
 
 
-def test_the_inbox_filters_on_graph_value_node_and_age(cluster: InlineCluster) -> None:
+def test_the_inbox_filters_on_graph_value_node_age_thread_and_action(
+    cluster: InlineCluster,
+) -> None:
     pause(cluster, "t1", {"team": "ops"})
     pause(cluster, "t2", {"team": "sales"})
     pause(cluster, "t3", {"team": "ops"}, graph="other")
+    pause(cluster, "t4", human_interrupt(allow_accept=True))
+    pause(cluster, "t5", hitl(("delete_file", {"path": "/x"}, ["approve"])))
     tc = local(cluster)
 
     def rows(**params: str) -> list[str]:
@@ -206,13 +71,16 @@ def test_the_inbox_filters_on_graph_value_node_and_age(cluster: InlineCluster) -
         assert response.status_code == 200, response.text
         return Page(response).rows
 
-    assert rows(graph="review") == ["t1", "t2"]
+    assert rows(graph="review") == ["t1", "t2", "t4", "t5"]
     assert rows(where='{"team": "ops"}') == ["t1", "t3"]
     assert rows(graph="other", where='{"team": "ops"}') == ["t3"]
-    assert rows(node="review") == ["t1", "t2", "t3"]
     assert rows(node="elsewhere") == []
-    assert rows(older_than="90s") == ["t1", "t2"]  # paused 180 s, 120 s and 60 s ago
+    assert rows(older_than="150s") == ["t1", "t2", "t3"]  # paused 300 s to 60 s ago
     assert rows(older_than="1d") == []
+    assert rows(thread="t2") == ["t2"]
+    assert rows(action="send_email") == ["t4"]
+    assert rows(action="delete_file", args='{"path": "/x"}') == ["t5"]
+    assert rows(args='{"path": "/y"}') == []
 
 
 @pytest.mark.parametrize(
@@ -223,16 +91,55 @@ def test_the_inbox_filters_on_graph_value_node_and_age(cluster: InlineCluster) -
         ({"older_than": "soon"}, "like 90s, 15m"),
         ({"graph": "nope"}, "nope"),
         ({"cursor": "garbage"}, "cursor"),
+        ({"where": '{"a": "\\u0000"}'}, "NUL"),
+        ({"where": "\x00"}, "control character"),
+        ({"node": "re\x00view"}, "control character"),
+        ({"thread": "t\x001"}, "control character"),
+        ({"cursor": "abc\x00"}, "control character"),
+        ({"where": '{"a":' * 600 + "1" + "}" * 600}, "nests deeper"),
+        ({"where": "[" * 1500 + "]" * 1500}, "nests deeper"),
+        ({"where": "[" * 5000 + "]" * 5000}, "longer than 4096"),
+        ({"older_than": "99999999999d"}, "at most 36500 days"),
+        ({"older_than": "9999999999999d"}, "like 90s"),
+        ({"older_than": "999999999d"}, "at most 36500 days"),
+        ({"args": "[1]"}, "args filter is a JSON object"),
+        ({"action": "x" * 300}, "longer than 256"),
     ],
 )
-def test_a_bad_filter_is_a_clear_error(
+def test_hostile_filter_input_is_a_400_with_the_reason_never_a_500(
     cluster: InlineCluster, params: dict[str, str], message: str
 ) -> None:
     pause(cluster, "t1", "q")
-    response = local(cluster).get("/", params=params)
-    assert response.status_code == 400
-    assert message in response.text
+    tc = TestClient(
+        create_app(cluster.client),
+        base_url="http://localhost:8765",
+        client=("127.0.0.1", 50000),
+        raise_server_exceptions=False,
+    )
+    response = tc.get("/", params=params)
+    assert response.status_code == 400, response.text
+    assert message in unescape(response.text)
+    assert "Traceback" not in response.text
     assert Page(response).rows == []
+
+
+def test_an_unexpected_failure_is_a_500_without_a_traceback(
+    cluster: InlineCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(cluster.client, "inbox", broken)
+    tc = TestClient(
+        create_app(cluster.client),
+        base_url="http://localhost:8765",
+        client=("127.0.0.1", 50000),
+        raise_server_exceptions=False,
+    )
+    response = tc.get("/")
+    assert response.status_code == 500
+    assert "secret internals" not in response.text
+    assert "Traceback" not in response.text
 
 
 def test_the_inbox_pages_with_its_cursor(cluster: InlineCluster) -> None:
@@ -259,7 +166,100 @@ def test_deadlines_are_shown(cluster: InlineCluster) -> None:
     assert "(in 29 min)" in thread_page(local(cluster), "late").html
 
 
-# --- Agent Inbox requests ----------------------------------------------------------------
+def test_big_values_are_cut_in_the_list_with_a_link_to_the_whole(cluster: InlineCluster) -> None:
+    big = {"report": "x" * 5_000_000}
+    for i in range(3):
+        pause(cluster, f"big{i}", big)
+    tc = local(cluster)
+    response = tc.get("/")
+    assert len(response.content) < 100_000  # three 5 MB values
+    page = Page(response)
+    assert page.rows == ["big0", "big1", "big2"]
+    assert page.html.count('class="whole"') == 3
+    whole = page.html.split('class="whole" href="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    assert "x" * 5_000_000 in tc.get(whole).text
+
+
+# --- what each wait offers: only the answers it declares ---------------------------------
+
+
+def test_a_plain_wait_offers_no_approve_only_a_json_answer_under_its_question(
+    cluster: InlineCluster,
+) -> None:
+    """LangGraph's docs' approve/reject graph compares the answer with "approve": a
+    silent ``true`` took its rejected path. Its wait now offers a JSON answer only."""
+    pause(cluster, "t1", {"question": "Is this correct?", "llm_output": "draft"})
+    tc = local(cluster)
+    listing = Page(tc.get("/"))
+    assert listing.row_form("t1").buttons == ["json"]
+    assert "Is this correct?" in listing.html
+    page = thread_page(tc, "t1")
+    assert page.offered() == {"json"}
+    assert '<h3 class="question">Is this correct?</h3>' in page.html
+    landed = post(tc, listing.row_form("t1"), "json", value='"approve"')
+    assert landed.outcomes == [("t1", "applied")]
+    assert answer(cluster, "t1") == "approve"
+
+
+def test_approve_on_a_plain_wait_is_refused_and_resumes_nothing(cluster: InlineCluster) -> None:
+    pause(cluster, "plain", {"question": "Deploy?"})
+    pause(cluster, "declared", "Deploy?", choices=["approve", "reject"])
+    tc = local(cluster)
+    bulk = Page(tc.get("/")).form("bulk")
+    sent = len(cluster.broker.sent)
+    response = tc.post(
+        "/resume", data={**bulk.inputs, "action": "approve", "item": bulk.checkboxes}
+    )
+    assert response.status_code == 400
+    assert "does not say what 'approve' means" in unescape(response.text)
+    assert "Nothing was resumed" in response.text
+    assert len(cluster.broker.sent) == sent
+    assert answer(cluster, "declared") is None
+
+
+def test_declared_choices_are_offered_and_resume_with_exactly_their_value(
+    cluster: InlineCluster,
+) -> None:
+    pause(cluster, "words", "Ship it?", choices=["approve", "reject"])
+    pause(cluster, "listed", {"question": "Route to?", "options": ["ops", "sales"]})
+    tc = local(cluster)
+    listing = Page(tc.get("/"))
+    assert listing.row_form("words").buttons == ['choice="approve"', 'choice="reject"']
+    assert listing.row_form("listed").buttons == ['choice="ops"', 'choice="sales"']
+    assert post(tc, listing.row_form("words"), choice='"approve"').outcomes == [
+        ("words", "applied")
+    ]
+    post(tc, thread_page(tc, "listed").form("quick"), choice='"sales"')
+    assert answer(cluster, "words") == "approve"
+    assert answer(cluster, "listed") == "sales"
+    # a choice the wait does not declare is refused
+    pause(cluster, "again", "Ship it?", choices=["approve", "reject"])
+    form = Page(tc.get("/")).row_form("again")
+    refused = tc.post("/resume", data={**form.inputs, "choice": '"maybe"'})
+    assert refused.status_code == 400
+    assert "not one of this wait's choices" in unescape(refused.text)
+
+
+def test_bulk_approve_answers_each_selected_wait_in_its_own_format(cluster: InlineCluster) -> None:
+    pause(cluster, "words", "ok?", choices=["approve", "reject"])
+    pause(cluster, "inbox", human_interrupt(allow_accept=True))
+    pause(cluster, "batched", hitl(("a", {}, ["approve"]), ("b", {}, ["approve", "reject"])))
+    pause(cluster, "left", "ok?")
+    tc = local(cluster)
+    bulk = Page(tc.get("/")).form("bulk")
+    chosen = [c for c in bulk.checkboxes if '"left"' not in c]
+    landed = post(tc, bulk, "approve", item=chosen)
+    assert sorted(landed.outcomes) == [
+        ("batched", "applied"),
+        ("inbox", "applied"),
+        ("words", "applied"),
+    ]
+    again = post(tc, bulk, "approve", item=chosen)
+    assert {o for _, o in again.outcomes} == {"already applied"}
+    assert answer(cluster, "words") == "approve"
+    assert answer(cluster, "inbox")[0]["type"] == "accept"
+    assert answer(cluster, "batched") == {"decisions": [{"type": "approve"}] * 2}
+    assert Page(tc.get("/")).rows == ["left"]
 
 
 @pytest.mark.parametrize(
@@ -272,62 +272,125 @@ def test_deadlines_are_shown(cluster: InlineCluster) -> None:
         {},
     ],
 )
-def test_an_agent_inbox_request_offers_exactly_its_allowed_actions(
+def test_an_agent_inbox_request_offers_exactly_its_allowed_decisions(
     cluster: InlineCluster, flags: dict[str, bool]
 ) -> None:
     pause(cluster, "t1", human_interrupt(flags))
     tc = local(cluster)
     allowed = {
-        a
-        for a, f in zip(("accept", "edit", "response", "ignore"), FLAGS, strict=True)
+        d
+        for d, f in zip(("approve", "edit", "respond", "reject"), FLAGS, strict=True)
         if flags.get(f)
     }
     row = Page(tc.get("/")).row_form("t1")
-    assert set(row.buttons) == allowed & {"accept", "ignore"}
+    assert set(row.buttons) == allowed & {"approve", "reject"}
     page = thread_page(tc, "t1")
-    offered = {b for f in page.forms for b in f.buttons}
-    assert offered == allowed | {"json"}  # custom JSON always
+    assert page.offered() == {f"decision:0={d}" for d in allowed} | {"decide", "json"} | (
+        allowed & {"approve", "reject"}
+    )
     if "edit" in allowed:
-        assert page.form("edit").textareas == {"arg:to": "a@b.c", "arg:n": "3"}
+        assert page.form("decide").textareas["arg:0:to"] == "a@b.c"
+        assert page.form("decide").textareas["arg:0:n"] == "3"
 
 
-def test_each_agent_inbox_action_resumes_with_its_human_response(cluster: InlineCluster) -> None:
+def test_each_agent_inbox_decision_resumes_with_its_human_response(cluster: InlineCluster) -> None:
     everything = dict.fromkeys(FLAGS, True)
-    for name in ("accept", "edit", "response", "ignore"):
+    for name in ("approve", "edit", "respond", "reject"):
         pause(cluster, name, human_interrupt(everything))
     tc = local(cluster)
-    quick = thread_page(tc, "accept").form("quick")
-    assert post(tc, quick, "accept").status_code == 200
-    assert post(tc, thread_page(tc, "ignore").form("quick"), "ignore").status_code == 200
-    edit = thread_page(tc, "edit").form("edit")
-    assert post(tc, edit, "edit", **{"arg:to": "x@y.z", "arg:n": "4"}).status_code == 200
-    response = thread_page(tc, "response").form("response")
-    assert post(tc, response, "response", text="Not this week.").status_code == 200
-    cluster.deliver()
+    post(tc, thread_page(tc, "approve").form("decide"), "decide", **{"decision:0": "approve"})
+    post(tc, thread_page(tc, "reject").form("quick"), "reject")
+    edit = thread_page(tc, "edit").form("decide")
+    post(tc, edit, "decide", **{"decision:0": "edit", "arg:0:to": "x@y.z", "arg:0:n": "4"})
+    respond = thread_page(tc, "respond").form("decide")
+    post(tc, respond, "decide", **{"decision:0": "respond", "message:0": "Not this week."})
     request = {"action": "send_email", "args": {"to": "a@b.c", "n": 3}}
-    assert state(cluster, "accept").values["answer"] == [{"type": "accept", "args": request}]
-    assert state(cluster, "edit").values["answer"] == [
+    assert answer(cluster, "approve") == [{"type": "accept", "args": request}]
+    assert answer(cluster, "edit") == [
         {"type": "edit", "args": {"action": "send_email", "args": {"to": "x@y.z", "n": "4"}}}
     ]
-    assert state(cluster, "response").values["answer"] == [
-        {"type": "response", "args": "Not this week."}
-    ]
-    assert state(cluster, "ignore").values["answer"] == [{"type": "ignore", "args": None}]
-    assert Page(tc.get("/")).rows == []
+    assert answer(cluster, "respond") == [{"type": "response", "args": "Not this week."}]
+    assert answer(cluster, "reject") == [{"type": "ignore", "args": None}]
+    assert Page(local(cluster).get("/")).rows == []
 
 
-def test_an_action_the_request_does_not_allow_is_refused_and_changes_nothing(
+def test_a_batched_hitl_request_offers_each_action_its_decisions_and_edits(
+    cluster: InlineCluster,
+) -> None:
+    request = hitl(
+        ("send_email", {"to": "ops@x.io", "retries": 1}, ["approve", "edit", "reject"]),
+        ("delete_file", {"path": "/tmp/r"}, ["approve", "reject", "respond"]),
+    )
+    pause(cluster, "t1", request)
+    tc = local(cluster)
+    row = Page(tc.get("/")).row_form("t1")
+    assert row.buttons == ["approve", "reject"]  # what both actions allow
+    page = thread_page(tc, "t1")
+    decide = page.form("decide")
+    assert decide.radios == {
+        "decision:0": ["approve", "edit", "reject"],
+        "decision:1": ["approve", "reject", "respond"],
+    }
+    assert decide.textareas["arg:0:to"] == "ops@x.io"
+    assert decide.textareas["arg:0:retries"] == "1"
+    assert "arg:1:path" not in decide.textareas  # no edit allowed there
+    landed = post(
+        tc,
+        decide,
+        "decide",
+        **{
+            "decision:0": "edit",
+            "arg:0:to": "team@x.io",
+            "arg:0:retries": "2",
+            "decision:1": "reject",
+            "message:1": "keep the file",
+        },
+    )
+    assert landed.outcomes == [("t1", "applied")]
+    assert answer(cluster, "t1") == {
+        "decisions": [
+            {
+                "type": "edit",
+                "edited_action": {"name": "send_email", "args": {"to": "team@x.io", "retries": 2}},
+            },
+            {"type": "reject", "message": "keep the file"},
+        ]
+    }
+
+
+def test_a_per_call_tool_approval_offers_what_its_response_schema_allows(
+    cluster: InlineCluster,
+) -> None:
+    pause(cluster, "t1", tool_approval(), per_call=["approve", "edit", "respond"])
+    tc = local(cluster)
+    page = thread_page(tc, "t1")
+    assert page.form("decide").radios == {"decision:0": ["approve", "edit", "respond"]}
+    assert "Arguments schema" in page.html
+    post(
+        tc,
+        page.form("decide"),
+        "decide",
+        **{"decision:0": "edit", "arg:0:to": "x@y.z", "arg:0:retries": "0"},
+    )
+    assert answer(cluster, "t1") == {
+        "type": "edit",
+        "edited_action": {"name": "send_email", "args": {"to": "x@y.z", "retries": 0}},
+    }
+
+
+def test_a_decision_the_request_does_not_allow_is_refused_and_changes_nothing(
     cluster: InlineCluster,
 ) -> None:
     pause(cluster, "t1", human_interrupt(allow_respond=True))
     tc = local(cluster)
-    form = thread_page(tc, "t1").form("response")
-    response = post(tc, form, "accept")
+    form = thread_page(tc, "t1").form("decide")
+    response = tc.post("/resume", data={**form.inputs, "action": "decide", "decision:0": "approve"})
     assert response.status_code == 400
-    assert "does not allow 'accept'" in unescape(response.text)
-    cluster.deliver()
-    assert state(cluster, "t1").next == ("review",)
-    assert cluster.client.resume_history("review", {"configurable": {"thread_id": "t1"}}) == []
+    assert "does not allow 'approve': it allows respond" in unescape(response.text)
+    bad_json = thread_page(tc, "t1").form("decide")
+    assert answer(cluster, "t1") is None
+    assert cluster.client.resume_history("review", cfg("t1")) == []
+    assert bad_json.radios == {"decision:0": ["respond"]}
 
 
 def test_the_description_is_markdown_with_html_escaped(cluster: InlineCluster) -> None:
@@ -340,75 +403,50 @@ def test_the_description_is_markdown_with_html_escaped(cluster: InlineCluster) -
         assert "<strong>ok</strong>" in html
 
 
-# --- plain values, bulk, idempotence -----------------------------------------------------
+# --- posts -------------------------------------------------------------------------------
 
 
-def test_approve_resumes_once_however_often_the_form_is_sent(cluster: InlineCluster) -> None:
-    pause(cluster, "t1", {"amount": 120})
+def test_a_post_lands_back_on_the_list_it_came_from(cluster: InlineCluster) -> None:
+    pause(cluster, "t1", "ok?", choices=["approve", "reject"])
+    pause(cluster, "t2", "ok?", choices=["approve", "reject"], graph="other")
+    tc = local(cluster)
+    form = Page(tc.get("/", params={"graph": "review"})).row_form("t1")
+    response = tc.post(
+        "/resume", data={**form.inputs, "choice": '"approve"'}, follow_redirects=False
+    )
+    assert response.status_code == 303
+    assert response.headers["location"].startswith("/?graph=review&done=")
+    landed = Page(tc.get(response.headers["location"]))
+    assert landed.outcomes == [("t1", "applied")]
+    assert 'id="inbox" data-refresh=' in landed.html  # the list, refreshing itself
+    # a flash nobody sealed is not shown
+    forged = response.headers["location"].replace("done=", "done=x")
+    assert Page(tc.get(forged)).outcomes == []
+
+
+def test_a_form_resumes_once_however_often_it_is_sent(cluster: InlineCluster) -> None:
+    pause(cluster, "t1", "ok?", choices=["approve", "reject"])
     tc = local(cluster)
     form = Page(tc.get("/")).row_form("t1")
-    first = post(tc, form, "approve", note="fine")
-    again = post(tc, form, "approve", note="fine")
-    assert 'data-outcome="applied"' in first.text
-    assert 'data-outcome="already applied"' in again.text
-    cluster.deliver()
-    assert post(tc, form, "approve").status_code == 200  # after the run: nothing more
-    cluster.deliver()
-    assert state(cluster, "t1").values["answer"] is True
-    (record,) = cluster.client.resume_history("review", {"configurable": {"thread_id": "t1"}})
-    assert (record.actor, record.note, record.status) == ("ui", "fine", "success")
+    assert post(tc, form, choice='"approve"', note="fine").outcomes == [("t1", "applied")]
+    assert post(tc, form, choice='"approve"', note="fine").outcomes == [("t1", "already applied")]
+    assert answer(cluster, "t1") == "approve"
+    # after its run, the wait is gone: the form says so and resumes nothing
+    assert post(tc, form, choice='"approve"').outcomes == [("t1", "not pending")]
+    (record,) = cluster.client.resume_history("review", cfg("t1"))
+    assert (record.note, record.status, record.route) == ("fine", "success", "ui")
     assert Page(tc.get("/")).rows == []
-
-
-def test_reject_and_custom_json(cluster: InlineCluster) -> None:
-    pause(cluster, "no", "deploy?")
-    pause(cluster, "custom", "deploy?")
-    tc = local(cluster)
-    assert post(tc, thread_page(tc, "no").form("quick"), "reject").status_code == 200
-    json_form = thread_page(tc, "custom").form("json")
-    assert post(tc, json_form, "json", value='{"approved": true, "by": "ops"}').status_code == 200
-    cluster.deliver()
-    assert state(cluster, "no").values["answer"] is False
-    assert state(cluster, "custom").values["answer"] == {"approved": True, "by": "ops"}
-
-
-def test_bulk_approve_answers_each_selected_wait_in_its_own_shape(cluster: InlineCluster) -> None:
-    pause(cluster, "plain", "ok?")
-    pause(cluster, "inbox", human_interrupt(allow_accept=True))
-    pause(cluster, "elsewhere", "ok?", graph="other")
-    pause(cluster, "left", "ok?")
-    tc = local(cluster)
-    bulk = Page(tc.get("/")).form("bulk")
-    chosen = [c for c in bulk.checkboxes if '"left"' not in c]
-    assert len(chosen) == 3
-    response = post(tc, bulk, "approve", item=chosen)
-    assert response.text.count('data-outcome="applied"') == 3
-    assert post(tc, bulk, "approve", item=chosen).text.count('data-outcome="already applied"') == 3
-    cluster.deliver()
-    assert state(cluster, "plain").values["answer"] is True
-    assert state(cluster, "elsewhere", graph="other").values["answer"] is True
-    assert state(cluster, "inbox").values["answer"][0]["type"] == "accept"
-    assert Page(tc.get("/")).rows == ["left"]
-
-
-def test_a_bulk_action_one_selected_wait_refuses_resumes_none(cluster: InlineCluster) -> None:
-    pause(cluster, "plain", "ok?")
-    pause(cluster, "edit-only", human_interrupt(allow_edit=True))
-    tc = local(cluster)
-    bulk = Page(tc.get("/")).form("bulk")
-    sent = len(cluster.broker.sent)
-    response = post(tc, bulk, "approve", item=bulk.checkboxes)
-    assert response.status_code == 400
-    assert "does not allow 'accept'" in unescape(response.text)
-    assert len(cluster.broker.sent) == sent
-    cluster.deliver()
-    assert Page(tc.get("/")).rows == ["plain", "edit-only"]
-    assert "answer" not in state(cluster, "plain").values
 
 
 @pytest.mark.parametrize(
     ("value", "message"),
-    [("{oops", "not valid JSON"), ("", "Type a resume value"), ("null", "null resumes nothing")],
+    [
+        ("{oops", "not valid JSON"),
+        ("", "Type a resume value"),
+        ("null", "null resumes nothing"),
+        ("[" * 100 + "]" * 100, "nests deeper"),
+        ("[" * 5000 + "]" * 5000, "nests deeper"),
+    ],
 )
 def test_bad_json_is_a_clear_error_and_changes_nothing(
     cluster: InlineCluster, value: str, message: str
@@ -416,149 +454,43 @@ def test_bad_json_is_a_clear_error_and_changes_nothing(
     pause(cluster, "t1", "deploy?")
     tc = local(cluster)
     sent = len(cluster.broker.sent)
-    response = post(tc, thread_page(tc, "t1").form("json"), "json", value=value)
+    form = thread_page(tc, "t1").form("json")
+    response = tc.post("/resume", data={**form.inputs, "action": "json", "value": value})
     assert response.status_code == 400
     assert message in response.text
     assert "Nothing was resumed" in response.text
     assert len(cluster.broker.sent) == sent
-    assert Page(tc.get("/")).rows == ["t1"]
-    assert cluster.client.resume_history("review", {"configurable": {"thread_id": "t1"}}) == []
+    assert cluster.client.resume_history("review", cfg("t1")) == []
 
 
 def test_an_answered_wait_is_reported_not_pending(cluster: InlineCluster) -> None:
     pause(cluster, "t1", "deploy?")
     tc = local(cluster)
-    stale = thread_page(tc, "t1").form("quick")
-    post(tc, thread_page(tc, "t1").form("quick"), "approve")
+    stale = thread_page(tc, "t1").form("json")
+    post(tc, thread_page(tc, "t1").form("json"), "json", value="true")
     cluster.deliver()
-    response = post(tc, stale, "reject")
-    assert 'data-outcome="not pending"' in response.text
-    cluster.deliver()
+    assert post(tc, stale, "json", value="false").outcomes == [("t1", "not pending")]
     assert state(cluster, "t1").values["answer"] is True
 
 
-def test_the_thread_page_shows_its_history(cluster: InlineCluster) -> None:
+def test_the_thread_page_shows_its_history_with_route_and_actor(cluster: InlineCluster) -> None:
     pause(cluster, "t1", "deploy?")
     tc = local(cluster)
     assert 'id="no-history"' in thread_page(tc, "t1").html
-    post(tc, thread_page(tc, "t1").form("quick"), "approve", note="ship it")
+    post(tc, thread_page(tc, "t1").form("json"), "json", value='"yes"', note="ship it")
     cluster.deliver()
     page = thread_page(tc, "t1")
     assert 'id="no-waits"' in page.html
-    assert 'data-status="success"' in page.html
+    assert 'data-status="success" data-route="ui"' in page.html
     assert "ship it" in page.html
     assert tc.get("/thread", params={"graph": "nope", "thread": "t1"}).status_code == 404
 
 
-# --- who may post what -------------------------------------------------------------------
-
-
-def test_a_form_without_its_csrf_token_or_from_another_site_is_refused(
-    cluster: InlineCluster,
-) -> None:
-    pause(cluster, "t1", "deploy?")
-    tc = local(cluster)
-    form = thread_page(tc, "t1").form("quick")
-    forged = Form(form.id, form.cls, {**form.inputs, "csrf": "0" * 64})
-    assert post(tc, forged, "approve").status_code == 403
-    other = Form(form.id, form.cls, {**form.inputs, "submission": "f" * 32})
-    assert post(tc, other, "approve").status_code == 403  # a token is for its own form
-    cross = tc.post(
-        "/resume",
-        data={**form.inputs, "action": "approve"},
-        headers={"origin": "http://evil.example"},
-    )
-    assert cross.status_code == 403
-    cluster.deliver()
-    assert Page(tc.get("/")).rows == ["t1"]
-
-
-def test_without_a_token_only_loopback_is_served(cluster: InlineCluster) -> None:
-    app = create_app(cluster.client)
-    remote = TestClient(app, base_url="http://localhost", client=("10.1.2.3", 4000))
-    assert remote.get("/").status_code == 403
-    # DNS rebinding: a loopback peer, but a page of another site's name
-    rebound = TestClient(app, base_url="http://evil.example", client=("127.0.0.1", 4000))
-    assert rebound.get("/").status_code == 403
-    v6 = TestClient(app, base_url="http://[::1]:8765", client=("::1", 4000))
-    assert v6.get("/").status_code == 200
-
-
-def test_binding_beyond_loopback_needs_a_token() -> None:
-    for host in ("127.0.0.1", "localhost", "::1"):
-        check_bind(host, None)
-    with pytest.raises(ConfigurationError, match="without a token"):
-        check_bind("0.0.0.0", None)
-    with pytest.raises(ConfigurationError, match="without a token"):
-        check_bind("inbox.example.com", "")
-    check_bind("0.0.0.0", TOKEN)
-    with pytest.raises(ConfigurationError, match="at least 16"):
-        check_bind("0.0.0.0", "short")
-
-
-def test_the_cli_refuses_to_serve_beyond_loopback_without_a_token(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from workers.cli import app
-
-    monkeypatch.delenv("GRAPHRUNTIME_UI_TOKEN", raising=False)
-    result = CliRunner().invoke(app, ["ui", "--host", "0.0.0.0"])
-    assert result.exit_code == 2
-    assert "without a token" in result.output
-
-
-def test_the_cli_with_json_prints_where_it_serves_as_one_json_line(
-    cluster: InlineCluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import workers.ui
-    from workers.cli import app
-    from workers.client import GraphClient
-
-    served: list[tuple[str, int, str | None]] = []
-
-    def serve(client: Any, *, host: str, port: int, token: str | None) -> None:
-        served.append((host, port, token))
-
-    monkeypatch.delenv("GRAPHRUNTIME_UI_TOKEN", raising=False)
-    monkeypatch.setattr(workers.ui, "serve", serve)
-    monkeypatch.setattr(GraphClient, "from_env", classmethod(lambda cls, s=None: cluster.client))
-    monkeypatch.setattr(cluster.client, "close", lambda: None)
-    result = CliRunner().invoke(app, ["ui", "--port", "8799", "--json"])
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"url": "http://127.0.0.1:8799/", "token_required": False}
-    assert served == [("127.0.0.1", 8799, None)]
-
-
-def _basic(user: str, password: str) -> dict[str, str]:
-    raw = base64.b64encode(f"{user}:{password}".encode()).decode()
-    return {"authorization": f"Basic {raw}"}
-
-
-def test_with_a_token_every_request_needs_it_and_the_user_is_the_actor(
-    cluster: InlineCluster,
-) -> None:
-    pause(cluster, "t1", "deploy?")
-    app = create_app(cluster.client, token=TOKEN)
-    tc = TestClient(app, base_url="http://inbox.example", client=("10.1.2.3", 4000))
-    refused = tc.get("/")
-    assert refused.status_code == 401
-    assert refused.headers["www-authenticate"].startswith("Basic")
-    assert tc.get("/", headers=_basic("alice", "wrong-token-wrong-token")).status_code == 401
-    assert tc.get("/", headers={"authorization": f"Bearer {TOKEN}x"}).status_code == 401
-    assert tc.get("/static/inbox.css").status_code == 401
-    assert tc.get("/", headers={"authorization": f"Bearer {TOKEN}"}).status_code == 200
-    tc.headers.update(_basic("alice", TOKEN))
-    page = thread_page(tc, "t1")
-    assert "acting as <strong>alice</strong>" in page.html
-    assert post(tc, page.form("quick"), "approve").status_code == 200
-    cluster.deliver()
-    (record,) = cluster.client.resume_history("review", {"configurable": {"thread_id": "t1"}})
-    assert record.actor == "alice"
-
-
 def test_static_files_are_served(cluster: InlineCluster) -> None:
     tc = local(cluster)
-    assert "select-all" in tc.get("/static/inbox.js").text
+    script = tc.get("/static/inbox.js").text
+    assert "select-all" in script
+    assert "keydown" in script
     assert tc.get("/static/inbox.css").status_code == 200
 
 
@@ -571,3 +503,10 @@ def test_the_import_contract_names_every_workers_module() -> None:
         f"workers.{p.stem}" for p in (ROOT / "workers").glob("*.py") if p.stem != "__init__"
     } | {f"workers.{p.name}" for p in (ROOT / "workers").iterdir() if (p / "__init__.py").exists()}
     assert set(contract["source_modules"]) == modules - {"workers.cli", "workers.ui"}
+
+
+def test_json_values_keep_their_type(cluster: InlineCluster) -> None:
+    pause(cluster, "t1", "how many?")
+    tc = local(cluster)
+    post(tc, thread_page(tc, "t1").form("json"), "json", value=json.dumps({"n": [1, 2]}))
+    assert answer(cluster, "t1") == {"n": [1, 2]}
