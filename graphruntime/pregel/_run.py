@@ -35,7 +35,8 @@ from graphruntime._internal._constants import (
 )
 from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.pregel._callbacks import RunHooks, run_hooks
-from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive, drive
+from graphruntime.pregel._driver import adrive, drive
+from graphruntime.pregel._executors import AsyncioExecutor, ThreadExecutor
 from graphruntime.pregel._loop import PregelLoop
 from graphruntime.pregel._loop_state import ALOAD, LOAD, RunOptions
 from graphruntime.pregel._node import GraphSpec

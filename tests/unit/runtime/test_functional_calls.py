@@ -30,7 +30,8 @@ from graphruntime.pregel import Pregel
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._call import CallSuspended, failed_future
 from graphruntime.pregel._calls import LoopCalls
-from graphruntime.pregel._driver import ThreadExecutor, drive, perform_saves
+from graphruntime.pregel._driver import drive, perform_saves
+from graphruntime.pregel._executors import ThreadExecutor
 from graphruntime.pregel._loop import PregelLoop
 from graphruntime.pregel._loop_state import TaskResult
 from graphruntime.pregel._retry import run_task

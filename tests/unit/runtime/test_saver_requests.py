@@ -13,7 +13,8 @@ import pytest
 from graphruntime.checkpoint import BaseCheckpointSaver, InMemorySaver
 from graphruntime.config import RunnableConfig
 from graphruntime.graph import END, START, StateGraph
-from graphruntime.pregel._driver import ThreadExecutor, drive
+from graphruntime.pregel._driver import drive
+from graphruntime.pregel._executors import ThreadExecutor
 from graphruntime.pregel._loop import PregelLoop
 from graphruntime.pregel._run import run_options
 from graphruntime.pregel._saves import PutCheckpoint, PutWrites, SaverRequest, perform_now
