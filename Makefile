@@ -13,7 +13,10 @@ STAMP := $(VENV)/.installed-$(PYPROJECT_HASH)
 demo: $(STAMP)
 	$(VENV)/bin/python -m examples.demo
 
+# scripts/install-test-tools.sh: chromium and promtool for the tests that drive them (a no-op
+# once they are there; without root it says how and those tests skip).
 test: $(STAMP)
+	bash scripts/install-test-tools.sh $(VENV)/bin
 	bash scripts/test.sh
 
 # A long fault-injection run: tests/chaos/test_chaos.py's faults, then test_crash.py's hard

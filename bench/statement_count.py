@@ -68,8 +68,9 @@ Reading the figures:
 - **Fixed cost per run** (chain1 = the run plus one step): the client's `create_run`,
   `LISTEN`, `get_run` and `UNLISTEN`; the worker's `claim_run` (the message's run, the
   thread's lease and the next run marked running, in one statement), the checkpoint
-  load, and the run's end: `finish_run_inbox` with the lease freed in the same
-  transaction, then the thread's next run read after the lease row is locked.
+  load, and the run's end: `finish_run` (which sets the thread's inbox in the same
+  statement) with the lease freed in the same transaction, then the thread's next run
+  read after the lease row is locked.
 - **Distributed step**: per task job `get_run`, then the claim, writes and completion
   transactions (`claim_task`, `get_task_writes`, `insert_writes`, `complete_task`,
   `count_down_step`) with their transaction control; the step's own statements are the

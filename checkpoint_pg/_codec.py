@@ -14,6 +14,9 @@ read. Format, by first byte: ``{`` plain JSON (bodies too small to gain),
 ``\\x01`` zlib with dictionary v1. The dictionary can never change; a new one
 gets a new first byte.
 
+A parent checkpoint id that is not a UUID (LangGraph's own tests use ``"1"``; the runtime's
+ids always are) cannot go in the ``uuid`` column: the body keeps it, under ``PARENT_KEY``.
+
 Values are stored as ``bytea``, not JSONB: JSONB would make Postgres parse and
 re-render every value, cannot hold the serializer's ``bytes`` values or
 ``\\u0000``, and is no smaller (measured: JSONB 924 vs text 780 bytes per body).
@@ -41,6 +44,7 @@ __all__ = (
     "EncodedCheckpoint",
     "blob_version_key",
     "decode_body",
+    "decode_row_body",
     "encode_checkpoint",
     "task_key",
 )
@@ -60,6 +64,8 @@ _ZLIB_V1_DICT = (
 # Below this many bytes zlib's header and checksum outweigh what it saves.
 _COMPRESS_MIN = 96
 _ZLIB_LEVEL = 6
+# The body's key for a parent id that is not a UUID (never a Checkpoint key).
+PARENT_KEY = "__parent_id__"
 # task ids that are not UUID strings are stored as their uuid5 in this namespace.
 _TASK_NAMESPACE = uuid.UUID("5d0a4c1e-8a53-4a4e-9a5c-2f1f0c6b7a10")
 
@@ -87,6 +93,7 @@ def encode_checkpoint(
     values_serde: SerializerProtocol,
     json_serde: JsonSerializer,
     stored: Callable[[str, str], bool],
+    parent_text: str | None = None,
 ) -> EncodedCheckpoint:
     """Split ``checkpoint`` into its body and blobs.
 
@@ -132,6 +139,8 @@ def encode_checkpoint(
         out.blob_values.append(data)
     tree = {k: v for k, v in checkpoint.items() if k != "id" and k != "channel_values"}
     tree["channel_values"] = inline
+    if parent_text is not None:
+        tree[PARENT_KEY] = parent_text
     return out._replace(
         body=_pack(json_serde.dumps_typed(tree)),
         blob_versions=_json_object(blob_versions) if blob_versions else None,
@@ -160,7 +169,30 @@ def decode_body(
     json_serde: JsonSerializer,
 ) -> Checkpoint:
     """Rebuild the checkpoint from its row and the blob values joined to it."""
+    return decode_row_body(
+        checkpoint_id,
+        body,
+        blob_channels,
+        blob_types,
+        blob_values,
+        values_serde=values_serde,
+        json_serde=json_serde,
+    )[0]
+
+
+def decode_row_body(
+    checkpoint_id: str,
+    body: bytes,
+    blob_channels: Sequence[str] | None,
+    blob_types: Sequence[str] | None,
+    blob_values: Sequence[bytes] | None,
+    *,
+    values_serde: SerializerProtocol,
+    json_serde: JsonSerializer,
+) -> tuple[Checkpoint, str | None]:
+    """:func:`decode_body`, and the parent id the body keeps (one that is not a UUID)."""
     tree: dict[str, Any] = json_serde.loads_typed(("json", _unpack(body)))
+    parent_text: str | None = tree.pop(PARENT_KEY, None)
     channel_values: dict[str, Any] = tree.pop("channel_values")
     if blob_channels:
         assert blob_types is not None
@@ -168,7 +200,8 @@ def decode_body(
         loads = values_serde.loads_typed
         for channel, kind, data in zip(blob_channels, blob_types, blob_values, strict=True):
             channel_values[channel] = loads((kind, data))
-    return cast(Checkpoint, {"id": checkpoint_id, **tree, "channel_values": channel_values})
+    checkpoint = cast(Checkpoint, {"id": checkpoint_id, **tree, "channel_values": channel_values})
+    return checkpoint, parent_text
 
 
 def blob_version_key(version: str | int | float) -> str:

@@ -86,7 +86,8 @@ class HistoryRows:
             values = self._decode_body(row["checkpoint_id"], row["value"])
             missing = []
             for channel in candidates:
-                if channel in values:
+                # an inline null is no value, as in LangGraph's saver: the walk goes on
+                if values.get(channel) is not None:
                     seeds[channel] = (at, values[channel])
                 elif not thorough:
                     missing.append(channel)

@@ -30,6 +30,7 @@ __all__ = (
     "PUT_CHECKPOINT_ROW",
     "RECORD_MIGRATION",
     "SCHEMA_VERSION",
+    "SHALLOW_TRIM",
     "UPSERT_WRITES",
     "WRITE_ROW",
     "parse_queries",
@@ -73,3 +74,4 @@ WRITE_ROW = _QUERIES["write_row"]
 DELETE_THREAD = _QUERIES["delete_thread"]
 DELTA_HISTORY = _QUERIES["delta_history"]
 PRUNE_THREAD = _QUERIES["prune_thread"]
+SHALLOW_TRIM = _QUERIES["shallow_trim"]

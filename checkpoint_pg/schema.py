@@ -23,16 +23,18 @@ from importlib.resources import files
 from typing import Any, LiteralString, NamedTuple
 
 import psycopg
-from psycopg import sql
+from psycopg import AsyncConnection, sql
 
 from checkpoint_pg import _queries as q
 from checkpoint_pg._connection import Conn, ConnectionSource
+from checkpoint_pg._requests import Op, Stmt, arun, run
 from checkpoint_pg.errors import CheckpointStoreError, SchemaVersionError
 
 __all__ = (
     "CHECKPOINT_MIGRATIONS",
     "Migration",
     "Migrations",
+    "check_migration_texts",
     "check_schema",
     "latest_version",
     "migrate",
@@ -99,6 +101,10 @@ class Migrations:
             self._found = self._load()
         return self._found
 
+    def texts(self) -> tuple[str, ...]:
+        """The SQL of each migration, in order (LangGraph's ``MIGRATIONS``, read-only)."""
+        return tuple(m.sql for m in self.migrations())
+
     def latest_version(self) -> int:
         """The version :meth:`migrate` brings a database to."""
         return len(self.migrations())
@@ -110,19 +116,32 @@ class Migrations:
             SchemaVersionError: the database is at a newer version than this code knows.
             CheckpointStoreError: a migration failed (nothing of it was applied).
         """
-        known = self.migrations()
         try:
-            with ConnectionSource(conn).connection() as c, c.transaction(), c.cursor() as cur:
-                cur.execute(q.LOCK_MIGRATIONS, {"lock_key": self.lock_key})
-                cur.execute(self._create_table)
-                current = self._fetch_version(cur)
-                self._refuse_newer(current)
-                for migration in known[current:]:
-                    # Several statements per file: sent unparameterized, as one script.
-                    cur.execute(migration.sql, prepare=False)
-                    cur.execute(self._record, {"version": migration.version})
+            with ConnectionSource(conn).connection() as c, c.transaction():
+                return run(c, self.migrate_op())
         except psycopg.Error as exc:
             raise CheckpointStoreError(f"Schema migration failed: {exc}") from exc
+
+    async def amigrate(self, conn: AsyncConnection[Any]) -> int:
+        """Async :meth:`migrate`, on an async connection."""
+        try:
+            async with conn.transaction():
+                return await arun(conn, self.migrate_op())
+        except psycopg.Error as exc:
+            raise CheckpointStoreError(f"Schema migration failed: {exc}") from exc
+
+    def migrate_op(self) -> Op[int]:
+        """The pending migrations, in the caller's transaction, under the advisory lock."""
+        known = self.migrations()
+        yield Stmt(q.LOCK_MIGRATIONS, {"lock_key": self.lock_key}, prepare=False)
+        yield Stmt(self._create_table, prepare=False)
+        row = yield Stmt(self._schema_version, fetch="one", prepare=False)
+        current = int(_first(row)) if row is not None else 0
+        self._refuse_newer(current)
+        for migration in known[current:]:
+            # Several statements per file: sent unparameterized, as one script.
+            yield Stmt(migration.sql, prepare=False, binary=False)
+            yield Stmt(self._record, {"version": migration.version}, prepare=False)
         return len(known)
 
     def schema_version(self, conn: Conn) -> int:
@@ -183,6 +202,16 @@ class Migrations:
                 f"Upgrade graphruntime ({self.component}) on this host instead of running old "
                 "code against the new schema."
             )
+
+
+def check_migration_texts(shipped: Any, current: Any, owner: str) -> None:
+    """Refuse a ``MIGRATIONS`` an instance replaced with other SQL: setup() applies the
+    numbered files shipped with checkpoint_pg, never SQL from elsewhere."""
+    if tuple(current) != tuple(shipped):
+        raise CheckpointStoreError(
+            f"{owner}.MIGRATIONS was changed: checkpoint_pg applies only the migration "
+            f"files it ships (read {owner}.MIGRATIONS, do not replace it)"
+        )
 
 
 def _first(row: Any) -> Any:

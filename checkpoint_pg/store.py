@@ -6,72 +6,56 @@
         store.setup()
         store.put(("users", "u1"), "prefs", {"theme": "dark"})
 
-One table (``sql/store_migrations``), queries in ``sql/store_queries.sql``.
-Values are JSONB objects; filters compile to parameterized SQL (``_store_sql``).
-No vector search: pgvector is not available, so ``index=`` is refused.
+A thin sync I/O shell over the operations of ``_store_core`` (shared with
+:class:`checkpoint_pg.aio.AsyncPostgresStore`). One table (``sql/store_migrations``),
+queries in ``sql/store_queries.sql``; values are JSONB objects, filters compile to
+parameterized SQL (``_store_sql``). With ``index=`` (LangGraph's ``dims``, ``embed``,
+``fields``, plus pgvector's ``distance_type`` and ``ann_index_config``), items are
+embedded and ``search(query=...)`` ranks them on pgvector (``_vector``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, ClassVar, TypeVar
 
 import psycopg
-from psycopg import Connection, Cursor, sql
+from psycopg import Connection, Cursor, Pipeline
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool
 
-from checkpoint_pg import _store_queries as q
-from checkpoint_pg._connection import Conn, ConnectionSource
-from checkpoint_pg._store_sql import filter_sql, namespace_sql, pattern_sql
-from checkpoint_pg.schema import Migrations
+from checkpoint_pg._connection import Conn, ConnectionSource, check_conn
+from checkpoint_pg._requests import Op, run
+from checkpoint_pg._store_core import (
+    ATTEMPTS,
+    STORE_MIGRATIONS,
+    Plan,
+    PoolConfig,
+    StoreCore,
+    check_pool_config,
+    retryable,
+)
+from checkpoint_pg._vector import PostgresIndexConfig, VectorIndex
+from checkpoint_pg.schema import check_migration_texts
 from graphruntime.store.base import (
     BaseStore,
-    GetOp,
-    IndexConfig,
-    InvalidStoreRequestError,
-    Item,
-    ListNamespacesOp,
-    Op,
-    PutOp,
     Result,
-    SearchItem,
-    SearchOp,
     StoreBackendError,
     TTLConfig,
     TTLSweeper,
-    check_ttl_config,
-    encode_value,
-    namespace_pattern,
-    parse_filter,
-    validate_op,
+)
+from graphruntime.store.base import (
+    Op as StoreOp,
 )
 
-__all__ = ("STORE_MIGRATIONS", "PoolConfig", "PostgresStore")
+__all__ = ("STORE_MIGRATIONS", "PoolConfig", "PostgresIndexConfig", "PostgresStore")
 
-STORE_MIGRATIONS = Migrations(
-    "checkpoint_pg",
-    "sql/store_migrations",
-    table="graphruntime_store_migrations",
-    lock_key="graphruntime_store_migrations",
-    component="checkpoint_pg store",
-    setup_hint="run PostgresStore.setup()",
-)
-
-# list_namespaces without max_depth: a slice bound past any namespace's depth.
-_NO_DEPTH_LIMIT = 2**31 - 1
-
-
-class PoolConfig(TypedDict, total=False):
-    """Settings of the pool :meth:`PostgresStore.from_conn_string` opens."""
-
-    min_size: int
-    max_size: int | None
-    kwargs: dict[str, Any]
+T = TypeVar("T")
 
 
 class PostgresStore(BaseStore):
@@ -83,42 +67,47 @@ class PostgresStore(BaseStore):
     :meth:`setup` once to create or upgrade the table.
 
     Args:
+        pipe: a pipeline of ``conn`` the caller owns: the store's statements go into
+            it, and each batch syncs it.
         ttl: TTL settings; puts take ``ttl=`` (minutes) with or without them.
             Expired items are invisible at once; :meth:`sweep_ttl` (or the
             thread of :meth:`start_ttl_sweeper`) deletes them.
+        index: vector search on pgvector (LangGraph's ``PostgresIndexConfig``):
+            ``dims``, ``embed``, ``fields``, ``distance_type`` (cosine,
+            inner_product, l2) and ``ann_index_config`` (``kind`` hnsw, ivfflat or
+            flat, ``vector_type`` vector or halfvec, and the kind's parameters).
+            :meth:`setup` then needs the pgvector extension on the server. Without
+            an index, ``search(query=...)`` ignores the query, as LangGraph's does.
         clock: the current time for TTLs and timestamps; by default the
             database's ``now()``. Tests pass a fake one to expire items without
             waiting.
-        index: refused: vector search needs pgvector, which this store does not use.
     """
 
     supports_ttl = True
+    MIGRATIONS: ClassVar[tuple[str, ...]] = STORE_MIGRATIONS.texts()
+    """The SQL of the store's migrations :meth:`setup` applies, in order (read-only)."""
 
     def __init__(
         self,
         conn: Conn,
         *,
+        pipe: Pipeline | None = None,
         ttl: TTLConfig | None = None,
+        index: PostgresIndexConfig | None = None,
         clock: Callable[[], datetime] | None = None,
-        index: IndexConfig | None = None,
     ) -> None:
-        if index is not None:
-            raise InvalidStoreRequestError(
-                "PostgresStore has no vector search (it would need the pgvector extension): "
-                "drop index=, or use graphruntime.store.memory.InMemoryStore(index=...)"
-            )
-        if isinstance(conn, Connection) and not conn.autocommit:
-            raise ValueError(
-                "PostgresStore needs a connection opened with autocommit=True, e.g. "
-                "psycopg.Connection.connect(url, autocommit=True); with autocommit off "
-                "its writes would stay in a transaction nobody commits"
-            )
+        check_conn(conn, pipe, "PostgresStore", is_async=False)
         self.conn = conn
+        self.pipe = pipe
         self._source = ConnectionSource(conn)
-        self._clock = clock
-        self.ttl_config = check_ttl_config(ttl)
-        self.index_config = None
+        self._core = StoreCore(ttl, None if index is None else VectorIndex(index), clock)
+        self.ttl_config = self._core.ttl_config
         self._sweeper = TTLSweeper(self.sweep_ttl, "graphruntime-pg-store-ttl-sweeper")
+
+    @property
+    def index_config(self) -> PostgresIndexConfig | None:
+        """The store's ``index=`` settings (``fields`` filled in), or None."""
+        return None if self._core.index is None else self._core.index.config
 
     @classmethod
     @contextmanager
@@ -126,28 +115,26 @@ class PostgresStore(BaseStore):
         cls,
         conn_string: str,
         *,
+        pipeline: bool = False,
         pool_config: PoolConfig | None = None,
         ttl: TTLConfig | None = None,
-        index: IndexConfig | None = None,
+        index: PostgresIndexConfig | None = None,
     ) -> Iterator[PostgresStore]:
-        """A store on a new connection (or, with ``pool_config``, a pool), closed on exit.
-
-        The TTL sweeper, if started, is stopped on exit too.
-        """
+        """A store on a new connection (``pipeline=True``: in pipeline mode; with
+        ``pool_config``: a pool), closed on exit with its TTL sweeper."""
         kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}
         if pool_config is None:
-            with Connection.connect(conn_string, row_factory=dict_row, **kwargs) as conn:
-                store = cls(conn, ttl=ttl, index=index)
+            with (
+                Connection.connect(conn_string, row_factory=dict_row, **kwargs) as conn,
+                conn.pipeline() if pipeline else nullcontext() as pipe,
+            ):
+                store = cls(conn, pipe=pipe, ttl=ttl, index=index)
                 try:
                     yield store
                 finally:
                     store.stop_ttl_sweeper()
             return
-        unknown = set(pool_config) - set(PoolConfig.__annotations__)
-        if unknown:
-            raise InvalidStoreRequestError(
-                f"Unknown pool_config keys {sorted(unknown)}: expected min_size, max_size, kwargs"
-            )
+        check_pool_config(pool_config, pipeline)
         with ConnectionPool(
             conn_string,
             min_size=pool_config.get("min_size", 1),
@@ -162,48 +149,42 @@ class PostgresStore(BaseStore):
                 store.stop_ttl_sweeper()
 
     def setup(self) -> None:
-        """Create the store's table, or apply the migrations this database lacks."""
-        with self._source.connection() as conn:
-            STORE_MIGRATIONS.migrate(conn)
+        """Create the store's table (with an index, pgvector's too), or apply the
+        migrations this database lacks."""
+        check_migration_texts(type(self).MIGRATIONS, self.MIGRATIONS, "PostgresStore")
+        with self._errors("setup"), self._source.connection() as conn, conn.transaction():
+            run(conn, self._core.setup())
 
     # -- the contract ----------------------------------------------------------
 
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``ops`` in order in one transaction; consecutive gets (and puts) share a query."""
-        ops = list(ops)
-        for op in ops:
-            self._check(op)
-        results: list[Result] = [None] * len(ops)
-        if not ops:
-            return results
-        now = self._clock() if self._clock is not None else None
-        runs = list(_runs(ops))
-        try:
-            with self._source.connection() as conn:
-                # One statement is atomic on its own: a transaction would only add the
-                # BEGIN and COMMIT round trips.
-                atomic = conn.transaction() if len(runs) > 1 else nullcontext()
-                with atomic, conn.cursor(binary=True, row_factory=dict_row) as cur:
-                    for start, run in runs:
-                        self._execute(cur, run, start, now, results)
-        except psycopg.Error as exc:
-            raise StoreBackendError(f"PostgresStore batch failed: {exc}") from exc
-        return results
+    def batch(self, ops: Iterable[StoreOp]) -> list[Result]:
+        """Run ``ops`` in order in one transaction; consecutive gets (and puts) share a
+        statement. Every op is checked before any runs."""
+        plan = self._core.plan(list(ops))
+        if not plan.ops:
+            return []
+        embeddings: list[list[float]] = []
+        queries: list[list[float]] = []
+        if self._core.index is not None:
+            embedder = self._core.index.embedder
+            embeddings = embedder.embed_documents(plan.texts) if plan.texts else []
+            queries = [embedder.embed_query(text) for text in plan.queries]
+        for attempt in itertools.count(1):
+            try:
+                return self._run("batch", self._core.batch(plan, embeddings, queries), plan)
+            except StoreBackendError as exc:
+                if attempt >= ATTEMPTS or not retryable(exc):
+                    raise
+        raise AssertionError("unreachable")
 
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+    async def abatch(self, ops: Iterable[StoreOp]) -> list[Result]:
         return await asyncio.to_thread(self.batch, list(ops))
 
     # -- TTL -------------------------------------------------------------------
 
     def sweep_ttl(self) -> int:
         """Delete the expired items now; returns how many."""
-        now = self._clock() if self._clock is not None else None
-        try:
-            with self._source.cursor() as cur:
-                cur.execute(q.SWEEP, {"now": now})
-                return max(cur.rowcount, 0)
-        except psycopg.Error as exc:
-            raise StoreBackendError(f"PostgresStore TTL sweep failed: {exc}") from exc
+        return self._run("TTL sweep", self._core.sweep())
 
     def start_ttl_sweeper(
         self, sweep_interval_minutes: float | None = None
@@ -221,147 +202,27 @@ class PostgresStore(BaseStore):
         """Stop the sweeper thread; ``False`` if it was still running after ``timeout`` s."""
         return self._sweeper.stop(timeout)
 
-    # -- internals -------------------------------------------------------------
+    # -- I/O -------------------------------------------------------------------
 
-    @property
-    def _omit_expired(self) -> bool:
-        return (self.ttl_config or {}).get("omit_expired", True)
+    def _run(self, operation: str, op: Op[T], plan: Plan | None = None) -> T:
+        atomic = plan is not None and StoreCore.atomic(plan)
+        with self._errors(operation), self._source.connection() as conn:
+            with conn.transaction() if atomic else nullcontext():
+                result = run(conn, op)
+            if self.pipe is not None:
+                self.pipe.sync()
+            return result
 
-    def _check(self, op: Op) -> None:
-        validate_op(op)
-        if isinstance(op, PutOp) and op.value is not None:
-            if op.index is not None and op.index is not False:
-                raise InvalidStoreRequestError(
-                    "put(index=[...]) needs vector search, which PostgresStore does not have "
-                    "(pass index=None or False)"
-                )
-        elif isinstance(op, SearchOp):
-            if op.query is not None:
-                raise InvalidStoreRequestError(
-                    "search(query=...) needs vector search, which PostgresStore does not have: "
-                    "search with filter= instead"
-                )
-            parse_filter(op.filter)
+    @contextmanager
+    def _errors(self, operation: str) -> Iterator[None]:
+        try:
+            yield
+        except psycopg.Error as exc:
+            raise StoreBackendError(f"PostgresStore {operation} failed: {exc}") from exc
 
-    def _execute(
-        self,
-        cur: Cursor[DictRow],
-        run: Sequence[Op],
-        start: int,
-        now: datetime | None,
-        results: list[Result],
-    ) -> None:
-        first = run[0]
-        if isinstance(first, GetOp):
-            gets = [op for op in run if isinstance(op, GetOp)]
-            for offset, item in enumerate(self._get(cur, gets, now)):
-                results[start + offset] = item
-        elif isinstance(first, PutOp):
-            self._put(cur, [op for op in run if isinstance(op, PutOp)], now)
-        elif isinstance(first, SearchOp):
-            results[start] = self._search(cur, first, now)
-        elif isinstance(first, ListNamespacesOp):
-            results[start] = self._list_namespaces(cur, first, now)
-
-    def _get(
-        self, cur: Cursor[DictRow], ops: list[GetOp], now: datetime | None
-    ) -> list[Item | None]:
-        params = {
-            "prefixes": [".".join(op.namespace) for op in ops],
-            "keys": [op.key for op in ops],
-            "refresh": [op.refresh_ttl for op in ops],
-            "omit_expired": self._omit_expired,
-            "now": now,
-        }
-        cur.execute(q.GET, params)
-        found: list[Item | None] = [None] * len(ops)
-        for row in cur.fetchall():
-            op = ops[row["ord"] - 1]
-            found[row["ord"] - 1] = Item(
-                value=row["value"],
-                key=op.key,
-                namespace=op.namespace,
-                created_at=row["created_at"],
-                updated_at=row["updated_at"],
-            )
-        return found
-
-    def _put(self, cur: Cursor[DictRow], ops: list[PutOp], now: datetime | None) -> None:
-        final: dict[tuple[tuple[str, ...], str], PutOp] = {}
-        for op in ops:
-            final.pop((op.namespace, op.key), None)  # the last op wins, in its position
-            final[(op.namespace, op.key)] = op
-        upserts = [op for op in final.values() if op.value is not None]
-        deletes = [op for op in final.values() if op.value is None]
-        if deletes:
-            cur.execute(
-                q.DELETE,
-                {
-                    "prefixes": [".".join(op.namespace) for op in deletes],
-                    "keys": [op.key for op in deletes],
-                },
-            )
-        if upserts:
-            cur.execute(
-                q.PUT,
-                {
-                    "prefixes": [".".join(op.namespace) for op in upserts],
-                    "keys": [op.key for op in upserts],
-                    "values": [encode_value(op.value) for op in upserts if op.value is not None],
-                    "ttls": [op.ttl for op in upserts],
-                    "now": now,
-                },
-            )
-
-    def _search(self, cur: Cursor[DictRow], op: SearchOp, now: datetime | None) -> list[SearchItem]:
-        params: dict[str, Any] = {
-            "omit_expired": self._omit_expired,
-            "now": now,
-            "limit": op.limit,
-            "offset": op.offset,
-            "refresh": op.refresh_ttl,
-        }
-        where = [namespace_sql(op.namespace_prefix, params)]
-        where.extend(filter_sql(parse_filter(op.filter), params))
-        query = sql.SQL(q.SEARCH).format(where=sql.SQL("\n        AND ").join(where))
-        cur.execute(query, params)
-        return [
-            SearchItem(
-                namespace=tuple(row["prefix"].split(".")),
-                key=row["key"],
-                value=row["value"],
-                created_at=row["created_at"],
-                updated_at=row["updated_at"],
-            )
-            for row in cur.fetchall()
-        ]
-
-    def _list_namespaces(
-        self, cur: Cursor[DictRow], op: ListNamespacesOp, now: datetime | None
-    ) -> list[tuple[str, ...]]:
-        pattern = namespace_pattern(op.match_conditions)
-        if pattern is None:
-            return []
-        params: dict[str, Any] = {
-            "omit_expired": self._omit_expired,
-            "now": now,
-            "max_depth": op.max_depth if op.max_depth is not None else _NO_DEPTH_LIMIT,
-            "limit": op.limit,
-            "offset": op.offset,
-        }
-        query = sql.SQL(q.LIST_NAMESPACES).format(where=pattern_sql(pattern, params))
-        cur.execute(query, params)
-        return [tuple(row["namespace"]) for row in cur.fetchall()]
-
-
-def _runs(ops: list[Op]) -> Iterator[tuple[int, list[Op]]]:
-    """Consecutive gets, and consecutive puts, as one run each; any other op alone."""
-    start = 0
-    while start < len(ops):
-        kind = type(ops[start])
-        end = start + 1
-        if kind in (GetOp, PutOp):
-            while end < len(ops) and type(ops[end]) is kind:
-                end += 1
-        yield start, ops[start:end]
-        start = end
+    @contextmanager
+    def _cursor(self) -> Iterator[Cursor[DictRow]]:
+        """A ``dict_row`` cursor on the store's connection (LangGraph's helper of the same
+        name, for code that runs its own SQL next to the store's)."""
+        with self._source.cursor() as cur:
+            yield cur

@@ -12,20 +12,19 @@ not cancelled: it ended first, and what it did stays.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from graphruntime.checkpoint import BaseCheckpointSaver
+from graphruntime.checkpoint import BaseCheckpointSaver, SerializerProtocol
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict
 from graphruntime.pregel import Pregel
 from graphruntime.pregel.driver import end_pending
 from workers.messages import MAX_NOTE
-from workers.store import NewRun, Run, RunningTask, RunStore
+from workers.store import CancelRequest, NewRun, Run, RunningTask, RunPayload, RunStore
 
-CANCEL_TASK_WAIT = 10.0
+CANCEL_TASK_WAIT = CancelRequest.wait
 """Seconds a cancel waits, by default, for nodes that live workers started before it."""
 
 MAX_CANCEL_WAIT = 3600.0
@@ -54,6 +53,7 @@ class Stopped:
 def cancel_request(
     graph: str,
     thread_id: str,
+    serde: SerializerProtocol,
     *,
     reason: str,
     actor: str | None,
@@ -68,19 +68,11 @@ def cancel_request(
     origin: dict[str, Any] = {"route": route, "note": reason}
     if actor is not None:
         origin["actor"] = actor
-    return NewRun(
-        run_id=str(uuid.uuid4()),
-        thread_id=thread_id,
-        graph=graph,
-        kind="cancel",
-        payload={
-            "input": None,
-            "config": {"configurable": {"thread_id": thread_id}},
-            "stream_modes": [],
-            "cancel": {"reason": reason, "actor": actor, "wait": wait},
-        },
-        origin=origin,
+    payload = RunPayload(
+        config={"configurable": {"thread_id": thread_id}},
+        cancel=CancelRequest(reason, actor, wait),
     )
+    return NewRun.of(graph, thread_id, payload, serde, origin=origin)
 
 
 def stop_runs(
@@ -89,19 +81,19 @@ def stop_runs(
     """End the thread's other runs (held lease required), then wait for the nodes live
     workers had started, up to the cancel's ``wait``; ``beat`` keeps the lease holder
     alive meanwhile. Safe to do twice: the second time there is nothing left to end."""
-    request = run.payload.get("cancel") or {}
-    reason = str(request.get("reason") or "")
+    request = run.payload.cancel or CancelRequest("")
+    reason = request.reason
     error = {
         "type": "RunCancelled",
         "module": "workers.errors",
         "message": f"Cancelled: {reason}",
         "args": [f"Cancelled: {reason}"],
-        "actor": request.get("actor"),
+        "actor": request.actor,
         "cancel_run": run.run_id,
     }
     cancelled = store.cancel_thread(run.thread_id, error, cancel_run=run.run_id, stale=stale)
     running = store.running_cancelled_tasks(cancelled, stale) if cancelled else []
-    give_up = time.monotonic() + float(request.get("wait", CANCEL_TASK_WAIT))
+    give_up = time.monotonic() + request.wait
     delay = 0.01
     while running and time.monotonic() < give_up:
         time.sleep(delay)
@@ -114,10 +106,10 @@ def stop_runs(
 def close_thread(graph: Pregel, saver: BaseCheckpointSaver, run: Run, stopped: Stopped) -> None:
     """Put, after the thread's head, a checkpoint with nothing left to run, whose
     metadata says who cancelled, why, and which runs (``saver`` fenced)."""
-    request = run.payload.get("cancel") or {}
+    request = run.payload.cancel
     note = {
-        "reason": request.get("reason"),
-        "actor": request.get("actor"),
+        "reason": request.reason if request else None,
+        "actor": request.actor if request else None,
         "runs": stopped.cancelled,
     }
     pinned: RunnableConfig = {"configurable": {"thread_id": run.thread_id}}

@@ -10,7 +10,6 @@ made on first use (``create_app``, or the module attribute ``app`` that
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
@@ -22,30 +21,12 @@ from kombu.entity import Queue
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from workers.dispatch import QueueDepths, batches
-from workers.errors import BrokerUnavailableError, ConfigurationError
+from workers.errors import BrokerUnavailableError
 from workers.messages import CoordinateMessage, TaskMessage
+from workers.services import redis_url
 from workers.settings import Settings, load_settings
 
 log = logging.getLogger(__name__)
-
-
-def redis_url(settings: Settings) -> str:
-    """The broker URL: ``REDIS_URL``, or the embedded Redis in embedded mode; else an error."""
-    if settings.redis_url:
-        return settings.redis_url
-    if settings.embedded:
-        from workers.embedded import data_dir as embedded_dir
-        from workers.embedded import redis_url as embedded
-
-        url = embedded()
-        sys.stderr.write(
-            f"graphruntime: using the embedded Redis in {embedded_dir()} (development only)\n"
-        )
-        return url
-    raise ConfigurationError(
-        "REDIS_URL is not set: point it at the Redis broker (e.g. redis://redis:6379/0), or "
-        "set GRAPHRUNTIME_EMBEDDED=1 to start an embedded Redis for development."
-    )
 
 
 def create_app(settings: Settings) -> Celery:

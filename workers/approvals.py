@@ -1,9 +1,10 @@
 """Approvals at scale: the inbox of pending interrupts, bulk resume, cancel, the audit trail.
 
 These are :class:`~workers.client.GraphClient` methods (``inbox``, ``resume_many``,
-``cancel``, ``resume_history``); the logic lives here so the client stays small. Every
-resume they make goes through the same path as ``GraphClient.submit``: a queued run,
-checked against the thread when it starts, idempotent by key, audited with its actor.
+``cancel``, ``resume_history``); the logic lives here so the client stays small, and
+takes what it uses of the client (:class:`Cluster`): this module does not import it.
+Every resume they make goes through the same path as ``GraphClient.submit``: a queued
+run, checked against the thread when it starts, idempotent by key, audited with its actor.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ import base64
 import hashlib
 import json
 import logging
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, get_args
+from functools import partial
+from typing import Any, Literal, NamedTuple, Protocol, get_args
 
-from graphruntime.checkpoint import SerializerProtocol, check_round_trip
+from graphruntime.checkpoint import ClusterSaver, SerializerProtocol, check_round_trip
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import InvalidResumeError
 from graphruntime.types import Command
+from workers._queue_runs import queue_runs
 from workers._requests import check_text, thread_id_of
 from workers.decisions import DecisionError, DecisionInput, action_filter, answer, read_request
 from workers.dispatch import Broker
@@ -29,15 +31,12 @@ from workers.errors import (
     GraphMismatchError,
     InvalidFilterError,
     InvalidRequestError,
-    NotDispatchedError,
     ResumeConflictError,
     WaitNotPendingError,
 )
 from workers.messages import MAX_DEPTH, MAX_NAME, nesting_depth
-from workers.store import InboxQuery, InboxRow, NewRun, Run, RunStore, WaitClaim
-
-if TYPE_CHECKING:
-    from workers.client import GraphClient
+from workers.store import InboxQuery, NewRun, Run, RunPayload, RunStore, WaitClaim
+from workers.store import Wait as Wait  # the inbox's row: the client's pages hold them
 
 log = logging.getLogger(__name__)
 
@@ -65,26 +64,23 @@ def check_route(route: str) -> None:
         raise InvalidRequestError(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
 
 
-@dataclass(frozen=True)
-class Wait:
-    """One pending interrupt: a thread waiting for a human."""
+class Cluster(Protocol):
+    """What these functions use of a client (a :class:`~workers.client.GraphClient`)."""
 
-    graph: str
-    thread_id: str
-    interrupt_id: str
-    node: str
-    namespace: str
-    value: Any
-    created_at: datetime
-    deadline: datetime | None
-    run_id: str
-    resuming: bool
-    """A run of the thread is queued or running: the wait may be answered already."""
-    response_schema: Any = None
-    """The JSON schema ``interrupt(..., response_schema=...)`` gave, if any."""
-    claimed_by: str | None = None
-    """The approver whose claim on it has not lapsed (the web inbox's claims)."""
-    claimed_until: datetime | None = None
+    @property
+    def store(self) -> RunStore: ...
+
+    def check_graph(self, graph: str) -> None:
+        """Refuse a graph neither the client nor any live worker serves."""
+        ...
+
+    @property
+    def saver(self) -> ClusterSaver: ...
+
+    def send_coordinates(self, run_ids: Sequence[str], instead: str) -> None:
+        """Send recorded runs to the workers (:class:`~workers.errors.NotDispatchedError`
+        when the broker is away: do not ``instead``)."""
+        ...
 
 
 class InboxPage(NamedTuple):
@@ -121,8 +117,15 @@ class ResumeRecord:
     error: dict[str, Any] | None
 
 
-def encode_cursor(row: InboxRow) -> str:
-    raw = json.dumps([row.created_at.isoformat(), row.thread_id, row.interrupt_id])
+def _position(row: Wait) -> tuple[datetime, str, str]:
+    """A listed wait's place in the inbox's order."""
+    assert row.created_at is not None  # the store sets it on every row it lists
+    return row.created_at, row.thread_id, row.interrupt_id
+
+
+def encode_cursor(row: Wait) -> str:
+    at, thread_id, interrupt_id = _position(row)
+    raw = json.dumps([at.isoformat(), thread_id, interrupt_id])
     return base64.urlsafe_b64encode(raw.encode()).decode("ascii")
 
 
@@ -226,26 +229,8 @@ def _has_nul(value: Any) -> bool:
     return False
 
 
-def _wait(row: InboxRow) -> Wait:
-    return Wait(
-        graph=row.graph,
-        thread_id=row.thread_id,
-        interrupt_id=row.interrupt_id,
-        node=row.node,
-        namespace=row.namespace,
-        value=row.value,
-        created_at=row.created_at,
-        deadline=row.deadline,
-        run_id=row.run_id,
-        resuming=row.resuming,
-        response_schema=row.response_schema,
-        claimed_by=row.claimed_by,
-        claimed_until=row.claimed_until,
-    )
-
-
 def inbox(
-    client: GraphClient,
+    client: Cluster,
     graph: str | None = None,
     *,
     where: dict[str, Any] | None = None,
@@ -262,7 +247,7 @@ def inbox(
     about (``action``: its name, ``args``: contained in its args; see
     :func:`workers.decisions.action_filter`)."""
     if graph is not None:
-        client.registry.get(graph)  # an unknown graph is an error, not an empty inbox
+        client.check_graph(graph)  # an unknown graph is an error, not an empty inbox
     if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise InvalidFilterError(f"limit must be between 1 and {MAX_PAGE}, got {limit!r}")
     check_filter(where, node, older_than)
@@ -284,18 +269,18 @@ def inbox(
         )
     )
     more = encode_cursor(rows[-1]) if len(rows) == limit else None
-    return InboxPage([_wait(r) for r in rows], more)
+    return InboxPage(rows, more)
 
 
 def _targets(
-    client: GraphClient,
+    client: Cluster,
     graph: str,
     where: dict[str, Any] | None,
     node: str | None,
     items: Sequence[tuple[str, str]] | None,
     any_of: list[Any] | None = None,
-) -> list[InboxRow]:
-    rows: list[InboxRow] = []
+) -> list[Wait]:
+    rows: list[Wait] = []
     after: tuple[datetime, str, str] | None = None
     while True:
         page = client.store.inbox(
@@ -312,12 +297,11 @@ def _targets(
         rows.extend(page)
         if len(page) < MAX_PAGE:
             return rows
-        last = page[-1]
-        after = (last.created_at, last.thread_id, last.interrupt_id)
+        after = _position(page[-1])
 
 
 def resume_many(
-    client: GraphClient,
+    client: Cluster,
     graph: str,
     *,
     value: Any = None,
@@ -330,7 +314,7 @@ def resume_many(
     args: dict[str, Any] | None = None,
     actor: str | None = None,
     note: str | None = None,
-    route: str = "client",
+    route: Route = "client",
     progress: Callable[[int, int], None] | None = None,
 ) -> list[ResumeOutcome]:
     """Resume many pending interrupts with one value, or one decision; one outcome per thread.
@@ -345,7 +329,7 @@ def resume_many(
     ``idempotency_key``: running the same call again changes nothing (its threads
     report "already applied").
     """
-    client.registry.get(graph)
+    client.check_graph(graph)
     check_route(route)
     if (where is None) == (items is None):
         raise InvalidRequestError(
@@ -399,41 +383,29 @@ def resume_many(
         )
         for thread_id, ids in by_thread.items()
     ]
-    unsent: list[str] = []
-    total = len(news)
-    for start in range(0, total, MAX_PAGE):
-        batch = news[start : start + MAX_PAGE]
-        created: list[str] = []
-        for new, (run, fresh, error) in zip(batch, client.store.create_runs(batch), strict=True):
-            ids = tuple(by_thread[new.thread_id])
-            if error is not None:
-                kind: Outcome = (
-                    "conflict"
-                    if isinstance(error, ResumeConflictError | GraphMismatchError)
-                    else "not pending"
-                    if isinstance(error, InvalidResumeError)
-                    else "conflict"
-                )
-                outcomes.append(ResumeOutcome(new.thread_id, ids, kind, detail=str(error)))
-            elif run is not None:
-                if fresh:
-                    created.append(run.run_id)
-                outcomes.append(
-                    ResumeOutcome(
-                        new.thread_id, ids, "applied" if fresh else "already applied", run.run_id
-                    )
-                )
-        # each page goes out as soon as it is queued: workers start while the next is made
-        unsent = send_page(client, created, unsent, "resume them again with another key")
-        if progress is not None:
-            progress(min(start + MAX_PAGE, total), total)
-    if unsent:  # the broker was away: one more try, which says what to do if it still is
-        client.send_coordinates(unsent, "resume them again with another key")
+
+    def outcome(new: NewRun, run: Run | None, fresh: bool, error: Exception | None) -> None:
+        ids = tuple(by_thread[new.thread_id])
+        if error is not None:
+            kind: Outcome = (
+                "conflict"
+                if isinstance(error, ResumeConflictError | GraphMismatchError)
+                else "not pending"
+                if isinstance(error, InvalidResumeError)
+                else "conflict"
+            )
+            outcomes.append(ResumeOutcome(new.thread_id, ids, kind, detail=str(error)))
+        elif run is not None:
+            applied: Outcome = "applied" if fresh else "already applied"
+            outcomes.append(ResumeOutcome(new.thread_id, ids, applied, run.run_id))
+
+    send = partial(client.send_coordinates, instead="resume them again with another key")
+    queue_runs(client.store, news, send, each=outcome, progress=progress)
     return outcomes
 
 
 def _answers(
-    rows: list[InboxRow], value: Any, decision: DecisionInput | None
+    rows: list[Wait], value: Any, decision: DecisionInput | None
 ) -> dict[tuple[str, str], Any]:
     """Each wait's resume value: ``value``, or ``decision`` in the wait's own format.
     Every refusal is collected before anything is written."""
@@ -458,7 +430,7 @@ def _answers(
 
 
 def claim_wait(
-    client: GraphClient,
+    client: Cluster,
     graph: str,
     thread_id: str,
     interrupt_id: str,
@@ -473,11 +445,11 @@ def claim_wait(
     (renewed), or ``take_over``. Raises :class:`WaitNotPendingError` when the wait is
     not pending.
     """
-    client.registry.get(graph)
+    client.check_graph(graph)
     if not actor or len(actor) > MAX_NAME:
-        raise ValueError(f"actor must be 1 to {MAX_NAME} characters")
+        raise InvalidRequestError(f"actor must be 1 to {MAX_NAME} characters")
     if not 0 < minutes <= 24 * 60:
-        raise ValueError("a claim lasts more than 0 and at most 1440 minutes")
+        raise InvalidRequestError("a claim lasts more than 0 and at most 1440 minutes")
     claim = client.store.claim_wait(thread_id, interrupt_id, actor, minutes * 60, take_over)
     if claim is None:
         raise WaitNotPendingError(
@@ -488,24 +460,11 @@ def claim_wait(
 
 
 def release_wait(
-    client: GraphClient, graph: str, thread_id: str, interrupt_id: str, *, actor: str
+    client: Cluster, graph: str, thread_id: str, interrupt_id: str, *, actor: str
 ) -> bool:
     """End ``actor``'s claim on a wait; whether there was one."""
-    client.registry.get(graph)
+    client.check_graph(graph)
     return client.store.release_wait(thread_id, interrupt_id, actor)
-
-
-def send_page(
-    client: GraphClient, created: list[str], unsent: list[str], instead: str
-) -> list[str]:
-    """Send a page's runs unless an earlier page could not be sent; the runs still unsent."""
-    if not unsent and created:
-        try:
-            client.send_coordinates(created, instead)
-        except NotDispatchedError:
-            return created
-        return []
-    return [*unsent, *created]
 
 
 def resume_run(
@@ -517,34 +476,17 @@ def resume_run(
     origin: dict[str, Any],
 ) -> NewRun:
     """A queued resume run answering ``resume`` (interrupt id -> value) on one thread."""
-    payload = {
-        "input": Command(resume=resume),
-        "config": {"configurable": {"thread_id": thread_id}},
-        "stream_modes": [],
-        "subgraphs": False,
-        "interrupt_before": None,
-        "interrupt_after": None,
-    }
-    kind, data = serde.dumps_typed(payload)
-    return NewRun(
-        run_id=str(uuid.uuid4()),
-        thread_id=thread_id,
-        graph=graph,
-        kind="resume",
-        payload=payload,
-        idempotency_key=key,
-        request_digest=hashlib.sha256(
-            graph.encode() + b"\0" + kind.encode() + b"\0" + data
-        ).hexdigest(),
-        origin=origin,
+    payload = RunPayload(
+        input=Command(resume=resume), config={"configurable": {"thread_id": thread_id}}
     )
+    return NewRun.of(graph, thread_id, payload, serde, idempotency_key=key, origin=origin)
 
 
 def resume_history(
-    client: GraphClient, graph: str, config: RunnableConfig, *, limit: int = 50
+    client: Cluster, graph: str, config: RunnableConfig, *, limit: int = 50
 ) -> list[ResumeRecord]:
     """Who resumed the thread, when, with what value, and by which route; newest first."""
-    client.registry.get(graph)
+    client.check_graph(graph)
     records = []
     for run in client.store.resume_history(thread_id_of(config), limit):
         records.append(_record(run))
@@ -553,7 +495,7 @@ def resume_history(
 
 def _record(run: Run) -> ResumeRecord:
     origin = run.origin or {}
-    command = run.payload.get("input")
+    command = run.payload.input
     value = command.resume if isinstance(command, Command) else None
     return ResumeRecord(
         run_id=run.run_id,
@@ -587,16 +529,19 @@ def resume_expired(
     """
     per_thread: dict[tuple[str, str], dict[str, Any]] = {}
     for wait in store.expired_waits(limit):
-        default = serde.loads_typed(wait.default)
-        per_thread.setdefault((wait.graph, wait.thread_id), {})[wait.interrupt_id] = default
+        if wait.default is not None:  # the query keeps only waits with a default
+            default = serde.loads_typed(wait.default)
+            per_thread.setdefault((wait.graph, wait.thread_id), {})[wait.interrupt_id] = default
     news = []
     for (graph, thread_id), resume in per_thread.items():
         ids = ",".join(sorted(resume))
         key = "deadline:" + hashlib.sha256(ids.encode()).hexdigest()[:32]
         origin = {"route": "deadline", "actor": "deadline", "note": "deadline passed"}
         news.append(resume_run(serde, graph, thread_id, resume, key, origin))
-    created = []
-    for new, (run, fresh, error) in zip(news, store.create_runs(news), strict=True):
+    created = 0
+
+    def made(new: NewRun, run: Run | None, fresh: bool, error: Exception | None) -> None:
+        nonlocal created
         if error is not None:
             log.info("deadline resume of thread %s not made: %s", new.thread_id, error)
         elif run is not None and fresh:
@@ -605,7 +550,7 @@ def resume_expired(
                 new.thread_id,
                 run.run_id,
             )
-            created.append(run.run_id)
-    if created:
-        broker.send_coordinates(created, per_message=per_message)
-    return len(created)
+            created += 1
+
+    queue_runs(store, news, partial(broker.send_coordinates, per_message=per_message), each=made)
+    return created

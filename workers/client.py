@@ -9,7 +9,6 @@ the error, which ``wait()``/``invoke()`` raise.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import socket
@@ -19,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from graphruntime.checkpoint import ClusterSaver, check_round_trip
@@ -26,10 +26,11 @@ from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointError
 from graphruntime.pregel import Pregel
 from graphruntime.pregel.driver import run_options
-from graphruntime.types import Command, Durability, StateSnapshot
+from graphruntime.types import Durability, StateSnapshot
 from workers import approvals
 from workers._cancel import CANCEL_TASK_WAIT, cancel_request, close_thread, stop_runs
 from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunListener, RunWatch
+from workers._queue_runs import queue_runs
 from workers._requests import check_text, thread_id_of
 from workers.approvals import InboxPage, ResumeOutcome, ResumeRecord, Route
 from workers.decisions import DecisionInput
@@ -46,16 +47,9 @@ from workers.errors import (
 )
 from workers.messages import MAX_NAME, MAX_NOTE
 from workers.registry import GraphRegistry
+from workers.remote_graphs import GraphRequests, unknown_graph
 from workers.settings import Settings, load_settings
-from workers.store import (
-    InboxUpdate,
-    NewRun,
-    PostgresRunStore,
-    Run,
-    RunKind,
-    RunStore,
-    WaitClaim,
-)
+from workers.store import NewRun, PostgresRunStore, Run, RunPayload, RunStore, WaitClaim
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +122,14 @@ class GraphClient:
         self.broker = broker
         self.name = f"client:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.listener = RunListener(store.pool) if isinstance(store, PostgresRunStore) else None
+        self.known_graphs: set[str] = set()
+        """Graphs this client takes as served without asking (graphrun serve's config)."""
+        redis = getattr(broker, "redis", None)
+        self.requests = (
+            GraphRequests(redis, settings.coordinator_queue, saver.serde)
+            if redis is not None
+            else None
+        )
 
     @classmethod
     def from_env(cls, settings: Settings | None = None) -> GraphClient:
@@ -152,6 +154,33 @@ class GraphClient:
 
     def _graph(self, name: str) -> Pregel:
         return self.registry.get(name).with_checkpointer(self.saver)
+
+    def local(self, graph: str) -> bool:
+        """Whether this process has the graph's code (configured in its own registry);
+        otherwise what needs it is asked of the workers that serve it."""
+        return graph in self.registry.specs or self.requests is None
+
+    def check_graph(self, graph: str) -> None:
+        """Refuse a graph neither this process nor any live worker serves (nothing is
+        queued), suggesting the nearest names."""
+        if graph in self.registry.specs:
+            self.registry.get(graph)  # a broken entry here is a ConfigurationError
+            return
+        if graph in self.known_graphs:
+            return
+        served = self.served_graphs() if self.requests is not None else None
+        if served is None or graph not in served:
+            raise unknown_graph(graph, self.registry.names(), served)
+
+    def served_graphs(self) -> list[str]:
+        """The graphs live workers serve (announced within twice the heartbeat interval)."""
+        if self.requests is None:
+            return self.registry.names()
+        return self.requests.served(self.settings.stale_after)
+
+    def _remote(self, graph: str, op: str, **args: Any) -> Any:
+        assert self.requests is not None
+        return self.requests.call(graph, op, **args)
 
     # --- runs ----------------------------------------------------------------------------
 
@@ -196,7 +225,7 @@ class GraphClient:
                 "cannot see: stop a run with GraphClient.cancel(), and let workers "
                 "finish their jobs on shutdown (Celery's warm shutdown) instead of draining"
             )
-        self.registry.get(graph)  # unknown graph: a clear error, nothing queued
+        self.check_graph(graph)  # unknown graph: a clear error, nothing queued
         new = self._new_run(
             graph,
             input,
@@ -230,7 +259,7 @@ class GraphClient:
         """:meth:`submit` for many runs: ``(input, config)`` or ``(input, config,
         idempotency_key)`` each, queued in one transaction per thousand and sent over one
         broker connection. Every item is checked before anything is queued."""
-        self.registry.get(graph)
+        self.check_graph(graph)
         news = []
         for item in items:
             input, config, *rest = item
@@ -239,21 +268,15 @@ class GraphClient:
                 self._new_run(graph, input, config, idempotency_key=key, actor=actor, note=note)
             )
         handles: list[RunHandle] = []
-        unsent: list[str] = []
-        for start in range(0, len(news), 1000):
-            batch = news[start : start + 1000]
-            created: list[str] = []
-            for new, (run, fresh, error) in zip(batch, self.store.create_runs(batch), strict=True):
-                if error is not None:
-                    raise error
-                assert run is not None
-                handles.append(RunHandle(self, run.run_id, new.thread_id, created=fresh))
-                if fresh:
-                    created.append(run.run_id)
-            # each thousand goes out once queued: workers start while the next is made
-            unsent = approvals.send_page(self, created, unsent, "submit them again")
-        if unsent:  # the broker was away: one more try, which says what to do if it still is
-            self.send_coordinates(unsent, "submit them again")
+
+        def handle(new: NewRun, run: Run | None, fresh: bool, error: Exception | None) -> None:
+            if error is not None:
+                raise error
+            assert run is not None
+            handles.append(RunHandle(self, run.run_id, new.thread_id, created=fresh))
+
+        send = partial(self.send_coordinates, instead="submit them again")
+        queue_runs(self.store, news, send, each=handle)
         return handles
 
     def send_coordinates(self, run_ids: Sequence[str], instead: str) -> None:
@@ -298,24 +321,21 @@ class GraphClient:
         check_text("idempotency_key", idempotency_key, MAX_NAME)
         check_text("actor", actor, MAX_NAME)
         check_text("note", note, MAX_NOTE)
-        kind: RunKind = "input"
-        if isinstance(input, Command):
-            kind = "resume" if input.resume is not None else "command"
-        modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode or ())
-        payload = {
-            "input": input,
-            "config": _user_config(config),
-            "stream_modes": modes,
-            "subgraphs": subgraphs,
-            "interrupt_before": interrupt_before,
-            "interrupt_after": interrupt_after,
-        }
-        if context is not None:
+        payload = RunPayload(
+            input=input,
+            config=_user_config(config),
+            stream_modes=tuple(
+                [stream_mode] if isinstance(stream_mode, str) else stream_mode or ()
+            ),
+            subgraphs=subgraphs,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            context=context,
+            durability="sync" if durability == "sync" else None,  # "async" lets puts group
+        )
+        if context is not None and graph in self.registry.specs:  # else the worker checks it
             run_options(self.registry.get(graph), {}, context=context)  # a bad one fails here
-            payload["context"] = context
-        if durability == "sync":  # "async" (the default) lets the coordinator group puts
-            payload["durability"] = durability
-        digest = self._check_payload(graph, payload)
+        self._check_payload(payload)
         origin: dict[str, Any] = {"route": route}
         if actor is not None:
             origin["actor"] = actor
@@ -323,33 +343,20 @@ class GraphClient:
             origin["note"] = note
         if message is not None:
             origin["message"] = message
-        return NewRun(
-            run_id=str(uuid.uuid4()),
-            thread_id=thread_id,
-            graph=graph,
-            kind=kind,
-            payload=payload,
-            idempotency_key=idempotency_key,
-            request_digest=digest,
-            origin=origin,
+        serde = self.saver.serde
+        return NewRun.of(
+            graph, thread_id, payload, serde, idempotency_key=idempotency_key, origin=origin
         )
 
-    def _check_payload(self, graph: str, payload: dict[str, Any]) -> str:
-        """Refuse a payload the workers could not read back; returns its digest.
-
-        Nothing is written when it is refused.
-        """
-        serde = self.saver.serde
+    def _check_payload(self, payload: RunPayload) -> None:
+        """Refuse a payload the workers could not read back; nothing is written then."""
         try:
-            check_round_trip(payload, serde)
-            typed = serde.dumps_typed(payload)
+            check_round_trip(payload.stored(), self.saver.serde)
         except CheckpointError as exc:
             raise type(exc)(
                 f"The run's input or config cannot be stored for the workers: {exc} "
                 "Nothing was queued."
             ) from exc
-        digest = hashlib.sha256(graph.encode() + b"\0" + typed[0].encode() + b"\0" + typed[1])
-        return digest.hexdigest()
 
     def wait_done(self, run_id: str, timeout: float | None) -> Run:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -435,8 +442,8 @@ class GraphClient:
         **kwargs: Any,
     ) -> Iterator[Any]:
         """Yield stream chunks as the workers complete steps (same shapes as ``stream``)."""
-        compiled = self.registry.get(graph)
-        mode = stream_mode or compiled.stream_mode
+        default = self.registry.get(graph).stream_mode if graph in self.registry.specs else "values"
+        mode = stream_mode or default
         modes = [mode] if isinstance(mode, str) else list(mode)
         single = isinstance(mode, str)
         handle = self.submit(graph, input, config, stream_mode=modes, subgraphs=subgraphs, **kwargs)
@@ -478,11 +485,18 @@ class GraphClient:
     def get_state(
         self, graph: str, config: RunnableConfig, *, subgraphs: bool = False
     ) -> StateSnapshot:
+        if not self.local(graph):
+            snapshot: StateSnapshot = self._remote(
+                graph, "get_state", config=config, subgraphs=subgraphs
+            )
+            return snapshot
         return self._graph(graph).get_state(config, subgraphs=subgraphs)
 
     def get_state_history(
         self, graph: str, config: RunnableConfig, **kwargs: Any
     ) -> Iterator[StateSnapshot]:
+        if not self.local(graph):
+            return iter(self._remote(graph, "get_state_history", config=config, kwargs=kwargs))
         return self._graph(graph).get_state_history(config, **kwargs)
 
     def clear_cache(self, graph: str, nodes: Sequence[str] | None = None) -> None:
@@ -499,6 +513,11 @@ class GraphClient:
         The edit holds the thread's lease (so no coordinator starts a run meanwhile)
         and its checkpoint put is fenced (so it cannot fork the thread).
         """
+        if not self.local(graph):
+            edited: RunnableConfig = self._remote(
+                graph, "update_state", config=config, values=values, as_node=as_node
+            )
+            return edited
         return self._edit(graph, config, lambda g: g.update_state(config, values, as_node))
 
     def bulk_update_state(
@@ -506,6 +525,11 @@ class GraphClient:
     ) -> RunnableConfig:
         """Several edits, one superstep each, like ``bulk_update_state``; as
         :meth:`update_state`: under the thread's lease, fenced, refused mid-run."""
+        if not self.local(graph):
+            edited: RunnableConfig = self._remote(
+                graph, "bulk_update_state", config=config, supersteps=supersteps
+            )
+            return edited
         return self._edit(graph, config, lambda g: g.bulk_update_state(config, supersteps))
 
     def _edit(
@@ -534,9 +558,7 @@ class GraphClient:
                 saver = self.saver if addressed else self.saver.fenced()
                 edited = edit(self.registry.get(graph).with_checkpointer(saver))
                 # the edit leaves the interrupts it answered or replaced behind
-                self.store.replace_inbox(
-                    InboxUpdate(thread_id, graph, _checkpoint_id(edited), []), None
-                )
+                self.store.replace_inbox(thread_id)
                 return edited
         except ThreadLeasedError as exc:
             raise busy from exc
@@ -712,7 +734,9 @@ class GraphClient:
         check_text("actor", actor, MAX_NAME)
         approvals.check_route(route)
         thread_id = thread_id_of(config)
-        new = cancel_request(graph, thread_id, reason=reason, actor=actor, route=route, wait=wait)
+        new = cancel_request(
+            graph, thread_id, self.saver.serde, reason=reason, actor=actor, route=route, wait=wait
+        )
         run, _ = self.store.create_run(new)  # an unknown thread or graph: refused here
         try:
             with self._holding(thread_id, timeout):
@@ -722,9 +746,8 @@ class GraphClient:
                 stopped = stop_runs(self.store, run, self.settings.stale_after, self._beat)
                 if graph in self.registry.names():
                     close_thread(self.registry.get(graph), self.saver.fenced(), run, stopped)
-                    inbox = InboxUpdate(thread_id, graph, "", [])
                     result = stopped.result()
-                    self.store.finish_run(run.run_id, "success", result=result, inbox=inbox)
+                    self.store.finish_run(run.run_id, "success", result=result, inbox=[])
                 # else: the cancel run is the thread's next run, sent on as the lease goes
         except ThreadLeasedError as exc:
             self._send_quietly(run.run_id)
@@ -759,7 +782,3 @@ def _user_config(config: RunnableConfig | None) -> dict[str, Any]:
         if key in config:
             out[key] = config.get(key)
     return out
-
-
-def _checkpoint_id(config: RunnableConfig) -> str:
-    return str((config.get("configurable") or {}).get("checkpoint_id") or "")

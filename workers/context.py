@@ -18,6 +18,7 @@ from graphruntime.pregel.driver import (
     StreamSink,
     open_loop,
     run_options,
+    stream_callbacks,
 )
 from workers.dispatch import Broker
 from workers.registry import GraphRegistry
@@ -50,16 +51,12 @@ class WorkerContext:
         return self.settings.stale_after
 
 
-# A run's payload (stored by the client):
-# {"input": <input or Command>, "config": RunnableConfig (user part), "stream_modes": [...],
-#  "subgraphs": bool, "interrupt_before": ..., "interrupt_after": ...}
-
 RUN_EVENT_MODES = ("values", "updates")
 
 
 def run_config(run: Run, *, checkpoint_id: str | None = None) -> RunnableConfig:
     """The config a run's loops see: the user's config, pinned to the run's thread."""
-    user: dict[str, Any] = dict(run.payload.get("config") or {})
+    user: dict[str, Any] = dict(run.payload.config)
     configurable = {**user.get("configurable", {}), "thread_id": run.thread_id}
     configurable.pop("checkpoint_id", None)
     if checkpoint_id is not None:
@@ -83,31 +80,35 @@ def run_loop(
     A streaming client sees every state key in "values", as ``Pregel.stream`` does;
     ``invoke`` returns only the output schema's keys. ``task_errors``: the errors the
     task jobs recorded for a step's tasks, rebuilt (see ``RunOptions.task_errors``);
-    ``saver_io``: where the run's saver requests go (``workers._saves.RunSaves``).
+    ``saver_io``: where the run's saver requests go (``workers._saves.RunSaves``). A run
+    that streams ``messages`` or ``tools`` gets their callback handlers (langchain-core
+    needed then, as in-process).
     """
     payload = run.payload
-    streaming = bool(payload.get("stream_modes"))
-    modes = {*RUN_EVENT_MODES, *(payload.get("stream_modes") or ())}
     config = run_config(run, checkpoint_id=checkpoint_id)
-    return open_loop(
+    loop = open_loop(
         graph,
         config,
         saver=saver,
-        sink=StreamSink(modes, bool(payload.get("subgraphs"))),
+        sink=StreamSink({*RUN_EVENT_MODES, *payload.stream_modes}, payload.subgraphs),
         options=run_options(
             graph,
             config,
-            output_keys=graph.stream_channels if streaming else None,
-            interrupt_before=payload.get("interrupt_before"),
-            interrupt_after=payload.get("interrupt_after"),
+            output_keys=graph.stream_channels if payload.stream_modes else None,
+            interrupt_before=payload.interrupt_before,
+            interrupt_after=payload.interrupt_after,
             stop=run.stop,
-            context=payload.get("context"),
+            context=payload.context,
             shared_saver=True,  # a subgraph's own saver would live in one worker process
             task_errors=task_errors,
             saver_io=saver_io,
         ),
         saved=saved,
     )
+    # chat model tokens and tool calls reach the sink through callback handlers, as
+    # in-process (workers/_live_events.py stores them while the node runs)
+    stream_callbacks(loop, modes=payload.stream_modes, subgraphs=payload.subgraphs)
+    return loop
 
 
 def at_run_start(loop: StepLoop, run: Run) -> bool:

@@ -45,6 +45,7 @@ from workers import observability as observe
 from workers._call_jobs import CallJobs, only_calls_recorded
 from workers._cancel import close_thread, stop_runs
 from workers._held_group import HeldGroup
+from workers._live_events import LiveEvents
 from workers._saves import RunSaves
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.dispatch import dispatch_retry, dispatch_step
@@ -57,7 +58,8 @@ from workers.errors import (
     is_transient,
     rebuild_error,
 )
-from workers.store import InboxEntry, InboxUpdate, Run, RunEnd, RunStatus, StepTask
+from workers.heartbeat import unserved_reason
+from workers.store import Run, RunEnd, RunStatus, StepTask, Wait
 
 log = logging.getLogger(__name__)
 
@@ -290,7 +292,7 @@ class Lease:
         status: RunStatus,
         result: Any,
         error: dict[str, Any] | None,
-        inbox: InboxUpdate | None,
+        inbox: Sequence[Wait] | None,
         then: Callable[[RunEnd], None],
     ) -> None:
         """End ``run`` and give the lease up when the batch closes, once its held
@@ -368,7 +370,7 @@ def advance(
     # every write of the run commits lazily (the run's end or a step's dispatch is a
     # durable commit that makes them durable first); with durability "async" its
     # checkpoints are held and stored with the round's other runs' (HeldGroup)
-    held = None if run.payload.get("durability") == "sync" else lease.batch.held
+    held = None if run.payload.durability == "sync" else lease.batch.held
     saves = RunSaves(ctx.saver.fenced().lazy(), group=held, key=run.run_id)
     try:
         loop, reentering = _open(ctx, run, graph, saves, records, saved)
@@ -437,13 +439,17 @@ def _served(
         return ctx.registry.get(run.graph)
     except UnknownGraphError as exc:
         # the client knows the graph, this worker does not (a rolling deploy, a worker
-        # pool serving other graphs): leave the run to a worker that has it, for a while
+        # pool serving other graphs): leave the run to a live worker that serves it, for
+        # a while; when none does (their heartbeats say which graphs), fail it at once
         waited = (datetime.now(UTC) - run.created_at).total_seconds()
-        if waited > ctx.settings.unserved_graph_timeout:
-            unserved = UnknownGraphError(
+        reason = unserved_reason(ctx.store, run.graph, ctx.stale, waited)
+        if reason is None and waited > ctx.settings.unserved_graph_timeout:
+            reason = (
                 f"{exc} No worker took this run of graph {run.graph!r} for {waited:.0f}s "
                 "(GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT)."
             )
+        if reason is not None:
+            unserved = UnknownGraphError(reason)
             _end(ctx, run, "error", error=error_info(unserved), lease=lease)
             if failures is not None:
                 failures.append(f"run {run.run_id}: UnknownGraphError: {unserved}")
@@ -462,8 +468,7 @@ def _cancel(ctx: WorkerContext, run: Run, graph: Pregel, lease: Lease) -> None:
     made the barrier already but lacks the graph's code leaves the checkpoint to it."""
     stopped = stop_runs(ctx.store, run, ctx.stale)
     close_thread(graph, ctx.saver.fenced(), run, stopped)
-    inbox = InboxUpdate(run.thread_id, run.graph, "", [])
-    _end(ctx, run, "success", result=stopped.result(), inbox=inbox, lease=lease)
+    _end(ctx, run, "success", result=stopped.result(), inbox=[], lease=lease)
 
 
 def _start_over(ctx: WorkerContext, run: Run) -> None:
@@ -491,7 +496,7 @@ def _open(
     ``first()`` is given the run's id: a run that started before (a redelivered job,
     a coordinator that died) re-opens its step instead of applying its input twice.
     """
-    command = run.payload.get("input")
+    command = run.payload.input
     loop = run_loop(
         graph, run, saves.saver, saved=saved, task_errors=records.errors, saver_io=saves
     )
@@ -500,7 +505,7 @@ def _open(
         if run.stop is None:
             ctx.store.set_running(run.run_id, loop.view().stop)
         return loop, True
-    addressed = (run.payload.get("config") or {}).get("configurable", {}).get("checkpoint_id")
+    addressed = (run.payload.config.get("configurable") or {}).get("checkpoint_id")
     if addressed and run.status == "queued":
         # an explicit checkpoint_id is time travel: fork from there (not fenced)
         saves.flush()
@@ -575,7 +580,10 @@ class ClusterExecutor:
             task = tasks[0]
             calls = self._calls = CallJobs(sent_calls)
             try:
-                with self.saves.storing_within():  # a slow node: what is held is stored
+                with (
+                    self.saves.storing_within(),  # a slow node: what is held is stored
+                    LiveEvents(ctx.store, run, loop.sink),  # its tokens, as they come
+                ):
                     outcome = observe.attempt(run, task, loop.task_config(task), loop.retry_policy)
             finally:
                 self._calls = None
@@ -685,7 +693,7 @@ class RunEvents:
     def __init__(self, ctx: WorkerContext, run: Run) -> None:
         self.ctx = ctx
         self.run = run
-        self.streaming = bool(run.payload.get("stream_modes"))
+        self.streaming = bool(run.payload.stream_modes)
         self.pending: list[StreamChunk] = []
         self.last_values: Any = None
         self.has_values = False
@@ -703,7 +711,7 @@ class RunEvents:
 
     def store(self) -> None:
         if self.pending:
-            self.ctx.store.add_events(self.run.run_id, self.pending)
+            self.ctx.store.append_events(self.run.run_id, self.pending)
             self.pending = []
 
 
@@ -714,7 +722,7 @@ def _end(
     *,
     result: Any = None,
     error: dict[str, Any] | None = None,
-    inbox: InboxUpdate | None = None,
+    inbox: Sequence[Wait] | None = None,
     lease: Lease,
 ) -> None:
     def ended(end: RunEnd) -> None:
@@ -730,49 +738,42 @@ def _end(
     observe.run_ending(status)  # in the run's span; counted once its batch commits
 
 
-def _waits(ctx: WorkerContext, run: Run, loop: StepLoop) -> InboxUpdate:
-    """What the thread waits on as the run ends: the pending interrupts of its step."""
-    return InboxUpdate(
-        thread_id=run.thread_id,
-        graph=run.graph,
-        checkpoint_id=loop.view().checkpoint_id,
-        entries=inbox_entries(loop, ctx.saver.serde),
-    )
-
-
-def inbox_entries(loop: StepLoop, serde: SerializerProtocol) -> list[InboxEntry]:
-    """The loaded step's pending interrupts as inbox rows, in task order."""
-    entries: list[InboxEntry] = []
+def _waits(ctx: WorkerContext, run: Run, loop: StepLoop) -> list[Wait]:
+    """What the thread waits on as the run ends: the pending interrupts of its step, as
+    inbox rows, in task order."""
+    serde = ctx.saver.serde
+    checkpoint_id = loop.view().checkpoint_id
+    waits: list[Wait] = []
     seen: set[str] = set()
     for task in loop.view().tasks:
         for intr in loop.waiting_interrupts(task.id):
             if intr.id in seen:
                 continue
             seen.add(intr.id)
-            entries.append(
-                InboxEntry(
+            waits.append(
+                Wait(
+                    graph=run.graph,
+                    thread_id=run.thread_id,
                     interrupt_id=intr.id,
                     node=task.name,
                     namespace=task.checkpoint_ns,
-                    value=_json_text(serde, intr.value),
+                    value=_json_value(serde, intr.value),
+                    run_id=run.run_id,
+                    checkpoint_id=checkpoint_id,
                     deadline=intr.deadline,
                     default=serde.dumps_typed(intr.default) if intr.deadline else None,
-                    response_schema=_schema_text(intr.response_schema),
+                    response_schema=intr.response_schema,
                 )
             )
-    return entries
+    return waits
 
 
-def _schema_text(schema: Any) -> str | None:
-    """An interrupt's response_schema (a JSON schema) as the inbox keeps it."""
-    return None if schema is None else json.dumps(schema, default=str)
-
-
-def _json_text(serde: SerializerProtocol, value: Any) -> str:
+def _json_value(serde: SerializerProtocol, value: Any) -> Any:
+    """The value as JSON, as the serde stores it (bytes it cannot: base64)."""
     kind, data = serde.dumps_typed(value)
     if kind == "json":
-        return data.decode("utf-8")
-    return json.dumps({"__bytes__": base64.b64encode(data).decode("ascii")})
+        return json.loads(data)
+    return {"__bytes__": base64.b64encode(data).decode("ascii")}
 
 
 def _result(loop: StepLoop, view: StepView, events: RunEvents) -> Any:

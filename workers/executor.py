@@ -15,6 +15,7 @@ from graphruntime.config import RunnableConfig
 from graphruntime.errors import GraphInterrupt
 from graphruntime.pregel.driver import RetryLater, is_call_path, perform_saves
 from workers import observability as observe
+from workers._live_events import LiveEvents
 from workers._saves import RunSaves
 from workers.context import WorkerContext, at_run_start, run_loop
 from workers.coordinator import LACKING_GRAPH_DELAY, coordinate, recorded_errors
@@ -154,8 +155,8 @@ def _run_claimed(
         saver_io=saves,
     )
     if at_run_start(loop, run):
-        loop.open_step(run.payload.get("input"))
-    streaming = bool(run.payload.get("stream_modes"))
+        loop.open_step(run.payload.input)
+    streaming = bool(run.payload.stream_modes)
     outcomes: dict[str, dict[str, object] | None] = {}
     events: dict[str, list[EventRow]] = {}
     for ref in msg.tasks:
@@ -184,16 +185,17 @@ def _run_claimed(
         if task.writes:
             outcomes[ref.id] = None  # an earlier delivery saved its output, then died
             continue
-        outcome = observe.attempt(
-            run,
-            task,
-            loop.task_config(task),
-            loop.retry_policy,
-            attempts_done=ref.attempts,
-            first_attempt_time=ref.first_attempt,
-        )
+        with LiveEvents(ctx.store, run, loop.sink):  # its tokens, as they come
+            outcome = observe.attempt(
+                run,
+                task,
+                loop.task_config(task),
+                loop.retry_policy,
+                attempts_done=ref.attempts,
+                first_attempt_time=ref.first_attempt,
+            )
         if isinstance(outcome, RetryLater):
-            loop.drain()  # the failed attempt's chunks are not kept
+            loop.drain()  # no step chunks for a failed attempt (its tokens went)
             dispatch_retry(
                 ctx.store,
                 ctx.broker,

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from workers.settings import Settings
 
@@ -79,7 +80,6 @@ class LocalCluster:
             "DATABASE_URL": os.environ.get("DATABASE_URL")
             or embedded("Postgres", data_dir() / "pg", embedded_url),
             "REDIS_URL": os.environ.get("REDIS_URL") or embedded("Redis", redis_dir(), redis_url),
-            "GRAPHRUNTIME_GRAPHS": self.graphs,
             "PYTHONPATH": os.pathsep.join(
                 [*self.pythonpath, root, os.environ.get("PYTHONPATH", "")]
             ),
@@ -87,6 +87,10 @@ class LocalCluster:
             **queues,
             **self.extra_env,
         }
+        if self.graphs:
+            self.env["GRAPHRUNTIME_GRAPHS"] = self.graphs
+        else:  # the graphs come from GRAPHRUNTIME_CONFIG (a langgraph.json)
+            self.env.pop("GRAPHRUNTIME_GRAPHS", None)
         self._migrate()
         for i in range(self.n_workers):
             self.workers.append(self._spawn(i))
@@ -103,14 +107,16 @@ class LocalCluster:
     def settings(self) -> Settings:
         """Settings for a client of this cluster (its database, broker, graphs and queues)."""
         env = self.env
-        return Settings(
-            database_url=env["DATABASE_URL"],
-            redis_url=env["REDIS_URL"],
-            graphs=env["GRAPHRUNTIME_GRAPHS"],
-            coordinator_queue=env["GRAPHRUNTIME_COORDINATOR_QUEUE"],
-            task_queue=env["GRAPHRUNTIME_TASK_QUEUE"],
-            resume_queue=env["GRAPHRUNTIME_RESUME_QUEUE"],
-        )
+        fields: dict[str, Any] = {
+            "database_url": env["DATABASE_URL"],
+            "redis_url": env["REDIS_URL"],
+            "coordinator_queue": env["GRAPHRUNTIME_COORDINATOR_QUEUE"],
+            "task_queue": env["GRAPHRUNTIME_TASK_QUEUE"],
+            "resume_queue": env["GRAPHRUNTIME_RESUME_QUEUE"],
+        }
+        if env.get("GRAPHRUNTIME_GRAPHS"):  # unset when they come from GRAPHRUNTIME_CONFIG
+            fields["graphs"] = env["GRAPHRUNTIME_GRAPHS"]
+        return Settings(**fields)
 
     def _migrate(self) -> None:
         subprocess.run(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import inspect
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,23 +146,25 @@ class GraphRegistry:
                 f"Unknown graph {name!r}: the workers serve only the graphs configured in "
                 f"GRAPHRUNTIME_GRAPHS ({known}). Add it there and restart the workers."
             )
-        module_name, _, attr = target.partition(":")
+        module_name, _, attr = target.rpartition(":")
         try:
-            obj: object = importlib.import_module(module_name)
+            obj: object = _import(module_name)
             for part in attr.split("."):
                 obj = getattr(obj, part)
+            if callable(obj) and not isinstance(obj, Pregel | StateGraph):
+                obj = _call_factory(obj)
         except Exception as exc:  # an import error, or any error the module raised
             raise ConfigurationError(
-                f"GRAPHRUNTIME_GRAPHS entry {name}={target} cannot be loaded: "
+                f"Graph entry {name}={target} cannot be loaded: "
                 f"{type(exc).__name__}: {exc}. Fix the entry (module:attribute, importable "
-                "on the workers' PYTHONPATH) or remove it."
+                "on the workers' PYTHONPATH, or a langgraph.json path) or remove it."
             ) from exc
         if isinstance(obj, StateGraph):
             obj = obj.compile()
         if not isinstance(obj, Pregel):
             raise ConfigurationError(
-                f"GRAPHRUNTIME_GRAPHS entry {name}={target} is a {type(obj).__name__}; it must "
-                "be a compiled graph or a StateGraph builder."
+                f"Graph entry {name}={target} is a {type(obj).__name__}; it must be a compiled "
+                "graph, a StateGraph builder, or a factory returning one."
             )
         self._allow_schemas(name, obj)
         graph = self._shared(name, obj)
@@ -175,3 +180,52 @@ class GraphRegistry:
             raise ConfigurationError(
                 f"Graph {name!r}: its state schemas name a class that cannot be stored: {exc}"
             ) from exc
+
+
+def _import(module: str) -> object:
+    """A module by name, or a file (``/abs/path/agent.py``, from langgraph.json) by path."""
+    if not module.endswith(".py"):
+        return importlib.import_module(module)
+    import sys
+    from importlib.util import module_from_spec, spec_from_file_location
+
+    path = os.path.abspath(module)
+    name = "graphruntime_graph_" + hashlib.sha256(path.encode()).hexdigest()[:12]
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    loaded = module_from_spec(spec)
+    sys.modules[name] = loaded
+    try:
+        spec.loader.exec_module(loaded)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return loaded
+
+
+def _call_factory(factory: Any) -> object:
+    """A graph factory (as langgraph.json allows), called once with an empty config: on
+    the workers a graph is built when it loads, not per run."""
+    if inspect.iscoroutinefunction(factory) or inspect.isasyncgenfunction(factory):
+        raise TypeError(
+            "a graph factory must return the graph itself (async factories and context "
+            "managers are not supported on the workers)"
+        )
+    params = [
+        p
+        for p in inspect.signature(factory).parameters.values()
+        if p.default is inspect.Parameter.empty
+        and p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    if len(params) > 1:
+        raise TypeError("a graph factory takes no argument or one config")
+    built = factory({"configurable": {}}) if params else factory()
+    if inspect.isawaitable(built) or hasattr(built, "__enter__") or hasattr(built, "__aenter__"):
+        raise TypeError(
+            "a graph factory must return the graph itself (async factories and context "
+            "managers are not supported on the workers)"
+        )
+    return built

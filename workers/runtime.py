@@ -8,34 +8,15 @@ say so on stderr.
 
 from __future__ import annotations
 
-import sys
-
 from graphruntime.checkpoint import JsonSerializer, parse_allowed_classes
 from graphruntime.errors import SerializationError
+from workers.config import registry_for
 from workers.context import WorkerContext
 from workers.dispatch import Broker
 from workers.errors import ConfigurationError
-from workers.registry import GraphRegistry
+from workers.services import database_url
 from workers.settings import Settings
 from workers.store import PostgresRunStore, make_pool
-
-
-def database_url(settings: Settings) -> str:
-    """``DATABASE_URL``, or the embedded Postgres in embedded mode; else an error."""
-    if settings.database_url:
-        return settings.database_url
-    if settings.embedded:
-        from checkpoint_pg.embedded import data_dir, embedded_url
-
-        url = embedded_url()
-        sys.stderr.write(
-            f"graphruntime: using the embedded Postgres in {data_dir() / 'pg'} (development only)\n"
-        )
-        return url
-    raise ConfigurationError(
-        "DATABASE_URL is not set: point it at Postgres (e.g. postgresql://user@host/db), or "
-        "set GRAPHRUNTIME_EMBEDDED=1 to start an embedded Postgres for development."
-    )
 
 
 def worker_serde(settings: Settings) -> JsonSerializer:
@@ -55,7 +36,7 @@ def connect(settings: Settings, *, broker: Broker | None = None) -> WorkerContex
     from checkpoint_pg import PostgresCache, PostgresSaver, PostgresStore
 
     serde = worker_serde(settings)
-    registry = GraphRegistry.parse(settings.graphs)
+    registry = registry_for(settings)
     registry.use_serde(serde)
     if broker is None:
         from workers.app import CeleryBroker, create_app

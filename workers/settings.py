@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from workers.dead_letters import DeadLetters
 from workers.errors import ConfigurationError
 from workers.messages import MAX_COORDINATE_BATCH
+
+if TYPE_CHECKING:
+    from workers.dead_letters import DeadLetters
 
 _UNPREFIXED = {"database_url": "DATABASE_URL", "redis_url": "REDIS_URL"}
 
@@ -39,6 +41,11 @@ class Settings(BaseSettings):
     graphs: str = Field(
         default="",
         description="Comma-separated name=module:attribute entries: the only graphs workers load.",
+    )
+    config: str | None = Field(
+        default=None,
+        description="A langgraph.json whose graphs the workers serve too (graphrun worker "
+        "--config sets it); its env and dependencies apply to the process.",
     )
     embedded: bool = Field(
         default=False,
@@ -98,12 +105,35 @@ class Settings(BaseSettings):
         le=1440,
         description="How long an approver's claim on a wait lasts in `graphrun ui`.",
     )
+    api_token: str | None = Field(
+        default=None,
+        description="The token `graphrun serve` requires (x-api-key or bearer); without one "
+        "it serves loopback only.",
+    )
+    api_cors_origins: str = Field(
+        default="",
+        description="Comma-separated origins (https://app.example.com) whose pages may call "
+        "`graphrun serve` from a browser, besides this machine's (http://localhost:*, "
+        "http://127.0.0.1:*), which always may.",
+    )
+    webhook_secret: str | None = Field(
+        default=None,
+        description="HMAC-SHA256 key that signs the webhooks `graphrun serve` sends "
+        "(header x-graphruntime-signature: sha256=<hex>); unset: unsigned.",
+    )
     concurrency: int = 2
     inline_single_task: bool = Field(
         default=True,
         description="Run a step's only task in the coordinator instead of a separate job.",
     )
     pool_max_size: int = 4
+    connect_timeout: float = Field(
+        default=5.0,
+        gt=0,
+        le=600,
+        description="Seconds a worker at start, and a `graphrun` command, waits for Postgres "
+        "and Redis to answer before it exits naming the setting that points at them.",
+    )
     prepared_statements: bool = Field(
         default=True,
         description="Use server-side prepared statements; turn off behind a pooler in "
@@ -210,6 +240,8 @@ class Settings(BaseSettings):
     @property
     def dead_letters(self) -> DeadLetters:
         """Where refused resume messages go, and their bounds."""
+        from workers.dead_letters import DeadLetters  # it loads the metrics hooks: not at start
+
         return DeadLetters(self.resume_queue, self.dead_letter_max, self.dead_letter_message_bytes)
 
     @property

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import Any
+from typing import Any, NoReturn
 
 from celery.signals import (
     after_setup_logger,
@@ -40,6 +40,7 @@ from workers.runtime import connect
 log = logging.getLogger(__name__)
 app = get_app()
 _background: list[Any] = []
+_node: list[str] = []  # this worker's Celery node name, set before its pool starts
 _RETRY_FIRST = 0.5  # seconds before the first retry of a job that lost Postgres; doubles
 _RETRY_CAP = 10.0
 _RETRY_MAX = 40  # about 6 minutes of retries
@@ -117,34 +118,43 @@ def _fail_visibly(failures: list[str]) -> None:
 
 
 @worker_init.connect  # type: ignore[untyped-decorator]
-def _check_registry(**_: Any) -> None:
-    """Before the pool starts: every registered graph must import, or the worker exits
-    non-zero saying which entry is broken (it must not say "ready" and take work)."""
-    from workers.registry import GraphRegistry
+def _start_worker(sender: Any = None, **_: Any) -> None:
+    """Before the pool starts, in order: the URLs parse, tracing and the metrics port start,
+    every registered graph imports, Postgres and Redis answer (within
+    GRAPHRUNTIME_CONNECT_TIMEOUT), the database's schemas are current. The worker exits
+    otherwise (2: a malformed setting; 3: anything else), naming the setting: it must not
+    say "ready" and take work it cannot do. Celery would catch SystemExit here and carry on,
+    hence ``os._exit``."""
+    from workers.config import registry_for
+    from workers.services import check_urls, reach
 
     settings = app.conf.graphruntime_settings
     try:
-        registry = GraphRegistry.parse(settings.graphs)
+        db, broker = check_urls(settings)
+    except WorkerError as exc:  # ConfigurationError: which setting, what is wrong
+        _cannot_start(exc, 2)
+    try:
+        # what this host alone decides first, so it is said before any wait on the network
+        observe.start_worker(settings)
+        registry = registry_for(settings)
         for name in registry.names():
             registry.get(name)
-    except WorkerError as exc:  # ConfigurationError: the entry and why
-        log.critical("graphruntime worker cannot start: %s", exc)
-        logging.shutdown()
-        os._exit(3)  # Celery would catch SystemExit here and carry on
+        reach(settings, db, broker, schemas=True)
+    except WorkerError as exc:  # says which setting or entry, and what to change
+        _cannot_start(exc, 3)
+    observe.graphs_served({name: list(registry.get(name).nodes) for name in registry.names()})
     if not registry.names():
-        log.warning("GRAPHRUNTIME_GRAPHS names no graph: this worker can run nothing")
+        log.warning(
+            "GRAPHRUNTIME_GRAPHS and GRAPHRUNTIME_CONFIG name no graph: this worker can run nothing"
+        )
+    # the pool processes, forked later, inherit it: every process of the node beats as one
+    _node.append(str(getattr(sender, "hostname", "") or ""))
 
 
-@worker_init.connect  # type: ignore[untyped-decorator]
-def _start_observability(**_: Any) -> None:
-    """Before the pool starts: tracing, and the metrics port (the pool processes inherit
-    both). A port in use or tracing without OpenTelemetry stops the worker here."""
-    try:
-        observe.start_worker(app.conf.graphruntime_settings)
-    except WorkerError as exc:  # ConfigurationError: says what to change
-        log.critical("graphruntime worker cannot start: %s", exc)
-        logging.shutdown()
-        os._exit(3)
+def _cannot_start(exc: WorkerError, code: int) -> NoReturn:
+    log.critical("graphruntime worker cannot start: %s", exc)
+    logging.shutdown()
+    os._exit(code)
 
 
 @after_setup_logger.connect  # type: ignore[untyped-decorator]
@@ -172,9 +182,15 @@ def _start_process(**_: Any) -> None:
         ctx.worker_name,
         ctx.settings.heartbeat_interval,
         lambda: ctx.job_token,
+        node=_node_name(),
+        graphs=ctx.registry.names(),
     )
     heartbeat.start()
     _background.append(heartbeat)
+
+
+def _node_name() -> str | None:
+    return _node[-1] if _node and _node[-1] else None
 
 
 @worker_process_shutdown.connect  # type: ignore[untyped-decorator]
@@ -188,6 +204,7 @@ def _stop_process(**_: Any) -> None:
 def _start_background(**_: Any) -> None:
     """In the worker's main process: the sweeper and the ops resume-queue listener."""
     from workers.client import GraphClient
+    from workers.remote_graphs import GraphRequestListener
     from workers.resume import ResumeListener
     from workers.sweeper import Sweeper
 
@@ -196,7 +213,13 @@ def _start_background(**_: Any) -> None:
     broker = CeleryBroker(app, settings)
     broker.check_persistence()
     ctx = connect(settings, broker=broker)
-    heartbeat = Heartbeat(ctx.store, ctx.worker_name, settings.heartbeat_interval)
+    heartbeat = Heartbeat(
+        ctx.store,
+        ctx.worker_name,
+        settings.heartbeat_interval,
+        node=_node_name(),
+        graphs=ctx.registry.names(),
+    )
     heartbeat.start()  # the resume listener's processing list is kept while this beats
     sweeper = Sweeper(ctx)
     sweeper.start()
@@ -209,7 +232,16 @@ def _start_background(**_: Any) -> None:
     )
     listener = ResumeListener(client, broker.redis, settings.resume_queue, ctx.worker_name)
     threading.Thread(target=listener.run, name="graphruntime-resume", daemon=True).start()
-    _background.extend([listener, sweeper, heartbeat])
+    # what needs the graphs' code, asked by clients that lack it (workers/remote_graphs.py)
+    requests = GraphRequestListener(
+        client,
+        broker.redis,
+        settings.coordinator_queue,
+        ctx.registry.names(),
+        settings.heartbeat_interval,
+    )
+    requests.start()
+    _background.extend([listener, requests, sweeper, heartbeat])
     observe.watch_cluster(ctx)
 
 

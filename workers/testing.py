@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from graphruntime.cache.memory import InMemoryCache
@@ -24,9 +25,22 @@ from workers.dispatch import QueueDepths, batches
 from workers.messages import TaskMessage
 from workers.registry import GraphRegistry
 from workers.settings import Settings
-from workers.store import InMemoryRunStore, ManualClock, RunStore
+from workers.store import InMemoryRunStore, RunStore
 
-__all__ = ("InlineBroker", "InlineCluster", "Job")
+__all__ = ("InlineBroker", "InlineCluster", "Job", "ManualClock")
+
+
+class ManualClock:
+    """A clock tests move by hand (``advance``); starts at a fixed instant."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
 
 
 @dataclass

@@ -442,3 +442,33 @@ SELECT
     (SELECT count(*) FROM deleted_writes) AS writes,
     (SELECT count(*) FROM deleted_blobs) AS blobs,
     (SELECT used FROM delta) AS delta_thread;
+
+-- name: shallow_trim
+-- ShallowPostgresSaver after a put: the namespace keeps only the checkpoint just stored
+-- (without a parent: history ends there), with its writes and the blobs it references.
+WITH doomed AS (
+    SELECT c.checkpoint_id FROM graphruntime_checkpoints c
+    WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = %(checkpoint_ns)s
+        AND c.checkpoint_id <> %(checkpoint_id)s
+), deleted_writes AS (
+    DELETE FROM graphruntime_writes w USING doomed d
+    WHERE w.thread_id = %(thread_id)s AND w.checkpoint_ns = %(checkpoint_ns)s
+        AND w.checkpoint_id = d.checkpoint_id
+), deleted_checkpoints AS (
+    DELETE FROM graphruntime_checkpoints c USING doomed d
+    WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = %(checkpoint_ns)s
+        AND c.checkpoint_id = d.checkpoint_id
+), orphaned AS (
+    UPDATE graphruntime_checkpoints c SET parent_checkpoint_id = NULL
+    WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = %(checkpoint_ns)s
+        AND c.checkpoint_id = %(checkpoint_id)s AND c.parent_checkpoint_id IS NOT NULL
+)
+DELETE FROM graphruntime_blobs b
+WHERE b.thread_id = %(thread_id)s AND b.checkpoint_ns = %(checkpoint_ns)s
+    AND NOT EXISTS (
+        SELECT 1 FROM graphruntime_checkpoints c
+        CROSS JOIN LATERAL jsonb_each_text(c.blob_versions) AS k (channel, version)
+        WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = %(checkpoint_ns)s
+            AND c.checkpoint_id = %(checkpoint_id)s
+            AND k.channel = b.channel AND k.version = b.version
+    );

@@ -23,11 +23,20 @@ found AS (
     WHERE NOT %(omit_expired)s OR s.expires_at IS NULL
         OR s.expires_at > coalesce(%(now)s::timestamptz, now())
 ),
+-- rows to refresh are locked in key order first, so that concurrent batches refreshing
+-- the same items cannot deadlock
+locked AS (
+    SELECT s.prefix, s.key FROM graphruntime_store s
+    JOIN found f ON s.prefix = f.prefix AND s.key = f.key
+    WHERE f.refresh AND s.ttl_minutes IS NOT NULL
+    ORDER BY s.prefix, s.key
+    FOR UPDATE OF s
+),
 refreshed AS (
     UPDATE graphruntime_store s
     SET expires_at = coalesce(%(now)s::timestamptz, now()) + s.ttl_minutes * interval '1 minute'
-    FROM found f
-    WHERE f.refresh AND s.prefix = f.prefix AND s.key = f.key AND s.ttl_minutes IS NOT NULL
+    FROM locked l
+    WHERE s.prefix = l.prefix AND s.key = l.key
 )
 SELECT f.ord, f.value, f.created_at, f.updated_at FROM found f;
 
@@ -69,12 +78,7 @@ WITH hits AS (
     ORDER BY s.updated_at DESC, string_to_array(s.prefix, '.'), s.key
     LIMIT %(limit)s OFFSET %(offset)s
 ),
-refreshed AS (
-    UPDATE graphruntime_store s
-    SET expires_at = coalesce(%(now)s::timestamptz, now()) + s.ttl_minutes * interval '1 minute'
-    FROM hits h
-    WHERE %(refresh)s AND s.prefix = h.prefix AND s.key = h.key AND s.ttl_minutes IS NOT NULL
-)
+{refresh}
 SELECT h.prefix, h.key, h.value, h.created_at, h.updated_at
 FROM hits h
 ORDER BY h.updated_at DESC, string_to_array(h.prefix, '.'), h.key;
@@ -93,8 +97,18 @@ ORDER BY t.namespace
 LIMIT %(limit)s OFFSET %(offset)s;
 
 -- name: store_sweep
-DELETE FROM graphruntime_store
-WHERE expires_at <= coalesce(%(now)s::timestamptz, now());
+-- Deletes the expired items (their embeddings go with them); returns how many.
+WITH expired AS (  -- locked in key order, as the reads that refresh lock them
+    SELECT prefix, key FROM graphruntime_store
+    WHERE expires_at <= coalesce(%(now)s::timestamptz, now())
+    ORDER BY prefix, key
+    FOR UPDATE SKIP LOCKED
+), swept AS (
+    DELETE FROM graphruntime_store s USING expired e
+    WHERE s.prefix = e.prefix AND s.key = e.key
+    RETURNING 1
+)
+SELECT count(*) AS swept FROM swept;
 
 -- name: store_where_all
 TRUE
@@ -143,3 +157,77 @@ jsonb_typeof(s.value #> {path}::text[]) = 'object'
 -- Strings compare by code point (collation "C"), as Python compares str.
 (jsonb_typeof(s.value #> {path}::text[]) = 'string'
     AND (s.value #>> {path}::text[]) COLLATE "C" {op} {value}::text COLLATE "C")
+
+-- name: store_pgvector_available
+-- Whether the server can create the pgvector extension, and its version.
+SELECT (SELECT default_version FROM pg_available_extensions WHERE name = 'vector') AS available,
+    (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS installed;
+
+-- name: store_vectors_delete
+-- The embeddings of the items being written: a put replaces them all (a put with
+-- index=False leaves the item without any).
+DELETE FROM graphruntime_store_vectors v
+USING unnest(%(prefixes)s::text[], %(keys)s::text[]) AS d (prefix, key)
+WHERE v.prefix = d.prefix AND v.key = d.key;
+
+-- name: store_vectors_insert
+INSERT INTO graphruntime_store_vectors (prefix, key, field_name, embedding)
+SELECT e.prefix, e.key, e.field_name, e.embedding::vector
+FROM unnest(%(prefixes)s::text[], %(keys)s::text[], %(fields)s::text[],
+    %(embeddings)s::text[]) AS e (prefix, key, field_name, embedding)
+ON CONFLICT (prefix, key, field_name) DO UPDATE SET embedding = EXCLUDED.embedding;
+
+-- name: store_vector_search
+-- Items ranked by their nearest embedding to the query vector (distance ascending; the
+-- score reported is higher for nearer), then paged. Items without embeddings (put with
+-- index=False) are not found. Exact: every matching item's embeddings are compared.
+WITH nearest AS (
+    SELECT DISTINCT ON (s.prefix, s.key)
+        s.prefix, s.key, s.value, s.created_at, s.updated_at, {distance} AS distance
+    FROM graphruntime_store s
+    JOIN graphruntime_store_vectors v ON v.prefix = s.prefix AND v.key = s.key
+    WHERE (NOT %(omit_expired)s OR s.expires_at IS NULL
+            OR s.expires_at > coalesce(%(now)s::timestamptz, now()))
+        AND {where}
+    ORDER BY s.prefix, s.key, distance
+),
+hits AS (
+    SELECT n.prefix, n.key, n.value, n.created_at, n.updated_at, {score} AS score
+    FROM nearest n
+    ORDER BY n.distance, string_to_array(n.prefix, '.'), n.key
+    LIMIT %(limit)s OFFSET %(offset)s
+),
+{refresh}
+SELECT h.prefix, h.key, h.value, h.created_at, h.updated_at, h.score
+FROM hits h
+ORDER BY h.score DESC, string_to_array(h.prefix, '.'), h.key;
+
+-- name: store_vector_distance
+-- The cast is the store's type, e.g. vector(1536) or halfvec(1536); the operator pgvector's.
+(v.embedding::{cast} {op} %(query_vector)s::{cast})
+
+-- name: store_vector_ann_index
+-- The store's ANN index, on the same expression its queries compare.
+CREATE INDEX IF NOT EXISTS {name} ON graphruntime_store_vectors
+    USING {method} ((embedding::{cast}) {ops}){params};
+
+-- name: store_nothing
+-- The answer to a listing whose conditions no namespace can meet.
+SELECT NULL::text[] AS namespace WHERE false;
+
+-- name: store_refresh_hits
+-- The CTEs of a search that refresh the TTLs of the items found (hits), when
+-- refresh is set: the rows are locked in key order first, as store_get locks them.
+locked AS (
+    SELECT s.prefix, s.key FROM graphruntime_store s
+    JOIN hits h ON s.prefix = h.prefix AND s.key = h.key
+    WHERE %(refresh)s AND s.ttl_minutes IS NOT NULL
+    ORDER BY s.prefix, s.key
+    FOR UPDATE OF s
+),
+refreshed AS (
+    UPDATE graphruntime_store s
+    SET expires_at = coalesce(%(now)s::timestamptz, now()) + s.ttl_minutes * interval '1 minute'
+    FROM locked l
+    WHERE s.prefix = l.prefix AND s.key = l.key
+)

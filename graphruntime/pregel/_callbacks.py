@@ -109,6 +109,31 @@ def run_hooks(
     return hooks
 
 
+def stream_callbacks(loop: LoopTasks, *, modes: Collection[str], subgraphs: bool) -> bool:
+    """Give the tasks of ``loop`` the callback handlers of its ``messages`` and ``tools``
+    modes, putting their chunks in the loop's sink, with no graph run around them.
+
+    For an executor that runs some of a run's steps or tasks in a process of its own (a
+    worker's job): the graph's LangChain run spans processes, so it is nobody's to start
+    or end there. A chunk's metadata is what ``stream`` shows in-process. Returns whether
+    the run streams either mode (False: nothing was changed).
+    """
+    streamed = [m for m in ("messages", "tools") if m in modes]
+    if not streamed:
+        return False
+    lc = _require_langchain(f"stream_mode={streamed[0]!r}")
+    lc.RunCallbacks(
+        loop,
+        name=loop.config.get("run_name") or loop.graph.name,
+        messages="messages" in modes,
+        messages_v2=False,
+        tools="tools" in modes,
+        subgraphs=subgraphs,
+        is_async=False,
+    ).attach()
+    return True
+
+
 def call_node(
     func: Callable[..., Any],
     value: Any,

@@ -18,6 +18,7 @@ import copy
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, cast
+from uuid import uuid4
 
 from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
 from langchain_core.callbacks.base import BaseCallbackManager
@@ -219,6 +220,25 @@ class RunCallbacks:
         if loop.status == "interrupted" and (pending := loop.values_with_pending()) is not MISSING:
             return pending
         return output_values(loop.graph.output_channels, True, loop.channels)
+
+    def attach(self) -> None:
+        """The loop's tasks get the stream handlers, with no graph run started: for a
+        process that runs some of a run's tasks, where the graph's run spans processes.
+
+        The tasks are children of a run nobody reports (no handler sees it start), with
+        the tags and metadata the graph's run would give them.
+        """
+        graph = _graph_manager(self.config, CallbackManager)
+        run = CallbackManagerForChainRun(
+            run_id=uuid4(),
+            handlers=[],
+            inheritable_handlers=[],
+            tags=graph.tags,
+            inheritable_tags=graph.inheritable_tags,
+            metadata=graph.metadata,
+            inheritable_metadata=graph.inheritable_metadata,
+        )
+        self._started(run)
 
     # --- sync ----------------------------------------------------------------------------
 

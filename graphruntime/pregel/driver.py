@@ -43,6 +43,7 @@ from graphruntime._internal._constants import INTERRUPT
 from graphruntime.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from graphruntime.pregel._algo import PreparedTask, is_call_path
 from graphruntime.pregel._call import CallSuspended, failed_future
+from graphruntime.pregel._callbacks import stream_callbacks as _stream_callbacks
 from graphruntime.pregel._driver import StepSuspended
 from graphruntime.pregel._driver import drive as _drive
 from graphruntime.pregel._driver import perform_saves as _perform_saves
@@ -96,6 +97,7 @@ __all__ = (
     "perform_saves",
     "run_options",
     "run_task_attempt",
+    "stream_callbacks",
     "task_order",
     "task_timeout",
 )
@@ -162,6 +164,12 @@ class StepLoop(Protocol):
         ...
 
     @property
+    def sink(self) -> StreamSink:
+        """Where the run's stream chunks go (the sink :func:`open_loop` got): an
+        executor may watch it (``listener``) to keep chunks while a task runs."""
+        ...
+
+    @property
     def retry_policy(self) -> Sequence[RetryPolicy]:
         """The graph's retry policies (a task's own come first)."""
         ...
@@ -221,3 +229,15 @@ def perform_saves(loop: StepLoop) -> None:
     if not isinstance(loop, PregelLoop):
         raise TypeError(f"perform_saves() takes a loop open_loop() made, not {type(loop).__name__}")
     _perform_saves(loop)
+
+
+def stream_callbacks(loop: StepLoop, *, modes: Collection[str], subgraphs: bool) -> bool:
+    """Give the loop's tasks the callback handlers of its ``messages`` and ``tools``
+    modes (their chunks go to the loop's sink), with no graph run around them: for a
+    process that runs some of a run's tasks, where the graph's run spans processes.
+    Returns whether the run streams either mode (False: nothing was changed)."""
+    if not isinstance(loop, PregelLoop):
+        raise TypeError(
+            f"stream_callbacks() takes a loop open_loop() made, not {type(loop).__name__}"
+        )
+    return _stream_callbacks(loop, modes=modes, subgraphs=subgraphs)

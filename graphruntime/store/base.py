@@ -125,6 +125,11 @@ __all__ = (
 )
 
 
+def _prefix(namespace_prefix: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """A search prefix given as a list (LangGraph takes ``search(["docs"])``), as a tuple."""
+    return tuple(namespace_prefix) if isinstance(namespace_prefix, list) else namespace_prefix
+
+
 def _list_op(
     prefix: NamespacePath | None,
     suffix: NamespacePath | None,
@@ -132,11 +137,11 @@ def _list_op(
     limit: int,
     offset: int,
 ) -> ListNamespacesOp:
-    conditions = []
+    conditions = []  # paths given as lists are taken as their tuples, as LangGraph takes them
     if prefix:
-        conditions.append(MatchCondition(match_type="prefix", path=prefix))
+        conditions.append(MatchCondition(match_type="prefix", path=tuple(prefix)))
     if suffix:
-        conditions.append(MatchCondition(match_type="suffix", path=suffix))
+        conditions.append(MatchCondition(match_type="suffix", path=tuple(suffix)))
     return ListNamespacesOp(
         match_conditions=tuple(conditions), max_depth=max_depth, limit=limit, offset=offset
     )
@@ -189,10 +194,11 @@ class BaseStore(ABC):
         """Items under ``namespace_prefix`` that match ``filter``, newest first.
 
         With ``query`` (stores created with ``index=``), ranked by similarity
-        instead. See :class:`SearchOp` for the filter syntax.
+        instead. See :class:`SearchOp` for the filter syntax. A list prefix is taken as
+        its tuple, as LangGraph takes it.
         """
         op = SearchOp(
-            namespace_prefix,
+            _prefix(namespace_prefix),
             filter,
             limit,
             offset,
@@ -267,7 +273,7 @@ class BaseStore(ABC):
     ) -> list[SearchItem]:
         """Async :meth:`search`."""
         op = SearchOp(
-            namespace_prefix,
+            _prefix(namespace_prefix),
             filter,
             limit,
             offset,

@@ -34,6 +34,11 @@ KUSTOMIZATION_KINDS = {"Kustomization", "Component"}
 # ttlSecondsAfterFinished and sizeLimit are all GA by then) and the newest schema shipped.
 KUBERNETES_VERSIONS = ["1.29", kubernetes_validate.utils.latest_version()]
 KEDA_SCHEMA = json.loads((K8S / "schemas" / "keda-scaledobject.schema.json").read_text("utf-8"))
+# prometheus-operator's, generated like KEDA's (deploy/k8s/schemas/regenerate_monitoring.py)
+MONITORING_SCHEMAS = {
+    kind: json.loads((K8S / "schemas" / f"{kind.lower()}.schema.json").read_text("utf-8"))
+    for kind in ("ServiceMonitor", "PrometheusRule")
+}
 # KEDA's redis (lists) scaler parameters (keda.sh/docs/2.16/scalers/redis-lists/).
 REDIS_SCALER_KEYS = {
     "address", "addressFromEnv", "host", "hostFromEnv", "port", "portFromEnv",
@@ -69,6 +74,10 @@ def validate(doc: dict[str, Any]) -> None:
         assert doc["apiVersion"] == "keda.sh/v1alpha1", doc
         assert doc["kind"] == "ScaledObject", doc
         jsonschema.validate(doc, KEDA_SCHEMA)
+        return
+    if doc["apiVersion"].startswith("monitoring.coreos.com/"):
+        assert doc["apiVersion"] == "monitoring.coreos.com/v1", doc
+        jsonschema.validate(doc, MONITORING_SCHEMAS[doc["kind"]])
         return
     for version in KUBERNETES_VERSIONS:
         kubernetes_validate.validate(doc, version, strict=True)
@@ -108,6 +117,7 @@ def test_the_files_are_found() -> None:
     kinds = {d["kind"] for path in resource_files() for d in load_documents(path)}
     assert {"Namespace", "Deployment", "Job", "PodDisruptionBudget", "ScaledObject"} <= kinds
     assert {"HorizontalPodAutoscaler", "ServiceAccount"} <= kinds
+    assert {"Service", "ServiceMonitor", "PrometheusRule"} <= kinds
     assert len(OVERLAYS) >= 2
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from graphruntime.compat import ALIAS_SETTING
 from workers.client import GraphClient
 from workers.local_cluster import LocalCluster
 
@@ -26,7 +27,16 @@ GRAPH_MODULES = [
     "tests.e2e.fault_graphs",
     "tests.e2e.corpus_graphs",
     "tests.e2e.ui_graphs",
+    "tests.api_diff.app.graphs",
+    "tests.e2e.stream_graphs",
 ]
+
+# Graphs built by code that imports langgraph itself (LangChain's create_agent): the shared
+# cluster's workers serve them through the alias (ALIAS_ENV). Their modules are imported
+# only where the alias is on, never in the test process (other tests use the real
+# LangGraph here): a client of them runs in a process of its own (agent_client.py).
+ALIASED_GRAPHS = "lc_agent=tests.e2e.agent_graphs:agent"
+ALIAS_ENV = {ALIAS_SETTING: "1"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -54,12 +64,12 @@ CHUNKING = {"GRAPHRUNTIME_MIN_JOBS_PER_STEP": "4", "GRAPHRUNTIME_TASK_CHUNK_MAX"
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[LocalCluster]:
     with LocalCluster(
-        registry_spec(),
+        f"{registry_spec()},{ALIASED_GRAPHS}",
         workers=2,
         concurrency=1,
         pythonpath=[str(ROOT)],
         # E2E_LEDGER: corpus nodes report rec.count/record to e2e_ledger (corpus_support)
-        extra_env={**FAST_RECOVERY, **CHUNKING, "E2E_LEDGER": "1"},
+        extra_env={**FAST_RECOVERY, **CHUNKING, **ALIAS_ENV, "E2E_LEDGER": "1"},
     ) as c:
         yield c
 

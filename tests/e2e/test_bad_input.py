@@ -37,8 +37,9 @@ from tests.e2e.fault_graphs import (
 from workers.app import CeleryBroker
 from workers.client import GraphClient
 from workers.errors import RunTimeoutError, ThreadBusyError, UnknownGraphError
+from workers.heartbeat import Heartbeat
 from workers.local_cluster import LocalCluster
-from workers.store import NewRun
+from workers.store import NewRun, RunPayload
 
 FAN, CHAIN, APPROVAL = "ledger_fan", "ledger_chain", "ledger_approval"
 
@@ -144,9 +145,28 @@ def test_unknown_graph_from_the_client(cluster: LocalCluster, client: GraphClien
 def test_unknown_graph_in_a_queued_run_is_left_for_a_worker_that_serves_it(
     cluster: LocalCluster, client: GraphClient, ledger: Ledger
 ):
-    """A run naming a graph these workers do not serve (a client with another registry,
-    a rolling deploy): it is not failed, and nothing is written, while it waits for a
-    worker that has the graph (GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT, unit-tested)."""
+    """A run naming a graph these workers do not serve but a live worker elsewhere does
+    (a pool serving other graphs, a rolling deploy): it is not failed, and nothing is
+    written, while it waits for a worker that has the graph
+    (GRAPHRUNTIME_UNSERVED_GRAPH_TIMEOUT, unit-tested). Without any live worker that serves
+    it, it fails at once (test_cli_truth.py)."""
+    elsewhere = Heartbeat(
+        client.store,
+        f"elsewhere:{uuid.uuid4().hex[:8]}",
+        0.5,
+        node="elsewhere@h",
+        graphs=["no-such-graph"],
+    )
+    elsewhere.start()  # a worker whose queue this cluster does not consume
+    try:
+        _left_for_a_worker_that_serves_it(cluster, client, ledger)
+    finally:
+        elsewhere.stop()
+
+
+def _left_for_a_worker_that_serves_it(
+    cluster: LocalCluster, client: GraphClient, ledger: Ledger
+) -> None:
     cfg = fault_config(ledger)
     tid = thread_of(cfg)
     run, created = client.store.create_run(
@@ -155,7 +175,7 @@ def test_unknown_graph_in_a_queued_run_is_left_for_a_worker_that_serves_it(
             thread_id=tid,
             graph="no-such-graph",
             kind="input",
-            payload={"input": {"items": []}, "config": {}, "stream_modes": []},
+            payload=RunPayload(input={"items": []}),
         )
     )
     assert created
@@ -167,7 +187,7 @@ def test_unknown_graph_in_a_queued_run_is_left_for_a_worker_that_serves_it(
     )
     assert "does not serve; left for another worker" in line
     with pytest.raises(RunTimeoutError):
-        client.wait_done(run.run_id, 3)  # offered again, never failed
+        client.wait_done(run.run_id, 8)  # offered again (past the 2 s staleness), never failed
     assert client.get_state(CHAIN, cfg).values == {}  # nothing was imported or written
     assert ledger.counts(tid) == {}
     client.store.finish_run(run.run_id, "cancelled", error={"type": "TestCleanup"})

@@ -15,6 +15,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from tests.e2e.conftest import FAST_RECOVERY, ROOT, registry_spec
 from tests.e2e.private_cluster import logs_on_failure
 from workers.client import GraphClient
 from workers.local_cluster import LocalCluster
+from workers.observability._process import BUILD_INFO
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -139,7 +141,39 @@ def test_a_node_failure_and_a_fan_out_show_in_the_scraped_metrics(observed: Obse
     assert ("graphruntime_runs_in_flight", frozenset({("status", "queued")})) in samples
     assert value(samples, "graphruntime_pending_interrupts") >= 1  # the fan waits at approve
     assert ("graphruntime_overdue_interrupts", frozenset()) in samples
-    assert value(samples, "graphruntime_live_workers") >= 3  # the main process and two children
+    # workers are counted as workers: this one (whose main and two pool processes all beat)
+    # counts once, and so does any other worker on the database (the session's cluster)
+    workers = value(samples, "graphruntime_live_workers")
+    assert workers >= 1
+    assert value(samples, "graphruntime_live_worker_processes") >= workers + 2
+
+
+def test_each_process_build_and_idle_series_are_scraped(observed: Observed) -> None:
+    samples = observed.scrape()
+    worker = observed.cluster.workers[0].pid
+    rss = {
+        dict(labels)["pid"]: v
+        for (name, labels), v in samples.items()
+        if name == "process_resident_memory_bytes"
+    }
+    roles = {
+        dict(labels)["pid"]: dict(labels)["role"]
+        for (name, labels), _ in samples.items()
+        if name == "process_cpu_seconds_total"
+    }
+    assert roles[str(worker)] == "main"
+    assert sorted(roles.values()) == ["main", "pool", "pool"]
+    assert all(v > 0 for v in rss.values())
+    assert len(rss) == 3
+    (build,) = [dict(labels) for (name, labels), _ in samples.items() if name == BUILD_INFO]
+    assert build["version"] == version("graphruntime")
+    # a graph no test here runs: its counters are there, at 0, from the worker's start
+    idle = {"graph": "ledger_chain"}
+    assert ("graphruntime_runs_ended_total", frozenset({**idle, "status": "error"}.items())) in (
+        samples
+    )
+    assert value(samples, "graphruntime_runs_ended_total", **idle, status="error") == 0
+    assert value(samples, "graphruntime_sweeper_resends_total", kind="deadline") == 0
 
 
 def test_json_logs_carry_the_run_and_node_of_a_node_failure(observed: Observed) -> None:

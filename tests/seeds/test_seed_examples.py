@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import io
+import json
+import os
 import re
 import sys
 import types
@@ -30,8 +33,25 @@ import pytest
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE / "examples"
 ROOT = HERE.parent.parent
-# CI clones the repository with shared/ beside it, like the work tree here.
-SEEDS = ROOT.parent / "shared" / "seeds"
+# What each example was checked against: the seed file's digest and the example's code's
+# (written by `python -m tests.seeds.record` while the seeds were at hand).
+RECORD = HERE / "seed_digests.json"
+
+
+def find_seeds() -> Path | None:
+    """The seed documents: GRAPHRUNTIME_SEEDS, else ``shared/seeds`` beside the checkout or
+    beside any folder above it (CI clones the repository with shared/ beside it; a git
+    worktree sits deeper)."""
+    configured = os.environ.get("GRAPHRUNTIME_SEEDS")
+    if configured:
+        return Path(configured)
+    for folder in ROOT.parents:
+        if (folder / "shared" / "seeds").is_dir():
+            return folder / "shared" / "seeds"
+    return None
+
+
+SEEDS = find_seeds()
 
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.py"))
 
@@ -212,17 +232,42 @@ def test_every_seed_example_is_here() -> None:
     assert [p.name for p in EXAMPLE_FILES] == sorted(EXPECTED_EXAMPLES)
 
 
-@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.stem)
-def test_example_is_seed_text_verbatim(path: Path) -> None:
-    """The code after the citing docstring is a contiguous run of lines of the seed."""
-    if not SEEDS.is_dir():
-        pytest.skip(f"seed documents not found at {SEEDS}")
-    seed = SEEDS / f"{path.stem.rsplit('_', 1)[0]}.txt"
+def example_code(path: Path) -> tuple[str, str]:
+    """An example's citing docstring and the code after it."""
     text = path.read_text(encoding="utf-8")
     docstring_end = text.index('"""', 3) + 3
-    code = text[docstring_end:].strip("\n")
-    assert str(seed.name) in text[:docstring_end]
-    assert code in seed.read_text(encoding="utf-8")
+    return text[:docstring_end], text[docstring_end:].strip("\n")
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.stem)
+def test_example_is_seed_text_verbatim(path: Path) -> None:
+    """The code after the citing docstring is a contiguous run of lines of the seed.
+
+    Checked against the seed itself wherever the seeds are found; everywhere, the code is
+    byte for byte the code recorded when it was last checked against them (and the seed
+    found is the one recorded)."""
+    docstring, code = example_code(path)
+    seed_name = f"{path.stem.rsplit('_', 1)[0]}.txt"
+    assert seed_name in docstring
+    record = json.loads(RECORD.read_text("utf-8"))
+    assert record["examples"][path.name] == {"seed": seed_name, "code_sha256": sha256(code)}, (
+        f"{path.name} changed since it was checked against its seed: "
+        "run `python -m tests.seeds.record` with the seeds at hand"
+    )
+    if SEEDS is not None:
+        seed_text = (SEEDS / seed_name).read_text(encoding="utf-8")
+        assert sha256(seed_text) == record["seeds"][seed_name], f"{seed_name} changed"
+        assert code in seed_text
+
+
+def test_the_record_names_every_example_and_its_seed() -> None:
+    record = json.loads(RECORD.read_text("utf-8"))
+    assert sorted(record["examples"]) == sorted(EXPECTED_EXAMPLES)
+    assert {e["seed"] for e in record["examples"].values()} == set(record["seeds"])
 
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.stem)

@@ -44,6 +44,12 @@ pytest.register_assert_rewrite("tests.upstream.memory_assert")
 from tests.upstream.harness import backends  # noqa: E402
 from tests.upstream.harness.exclusions import base_id, read_tsv  # noqa: E402
 from tests.upstream.harness.paths import EXPECTED_FAILURES, HERE, UNSOUND  # noqa: E402
+from tests.upstream.harness.timescale import (  # noqa: E402
+    MARKER,
+    SCALE,
+    is_time_sensitive,
+    slower_clock,
+)
 from tests.upstream.memory_assert import MemorySaverAssertImmutable  # noqa: E402
 
 # Seconds per upstream test: LangGraph's slowest passes in a few seconds on this machine.
@@ -78,6 +84,16 @@ def _langchain_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     LangChain suite needs it), which langchain-core would add there too."""
     base = importlib.import_module("langchain_core.language_models.base")
     monkeypatch.setattr(base, "_get_langchain_version", lambda: None)
+
+
+@pytest.fixture(autouse=True)
+def _slower_clock(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A time-sensitive test runs with its clock slowed (harness/timescale.py)."""
+    if request.node.get_closest_marker(MARKER) is None:
+        yield
+        return
+    with slower_clock(request.node.module, SCALE):
+        yield
 
 
 @pytest.fixture(params=["sync", "async", "exit"])
@@ -198,6 +214,9 @@ def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> 
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{MARKER}: a time-sensitive vendored test, run at a slower clock"
+    )
     # Deselected tests leave their snapshots unused; that is no failure here.
     if hasattr(config.option, "warn_unused_snapshots"):
         config.option.warn_unused_snapshots = True
@@ -228,6 +247,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             dropped.append(item)
             continue
         item.add_marker(pytest.mark.timeout(TIMEOUT, method="signal"))
+        if isinstance(item, pytest.Function) and is_time_sensitive(item.function):
+            item.add_marker(MARKER)
         # A file that did not import when the list was made has no recorded outcome per test:
         # once it imports (a module landed), its tests are expected failures until refresh.
         if nodeid in expected or f"{file}::{IMPORT_FAILURE}" in expected:

@@ -12,6 +12,7 @@ from workers.cli._dead import dead_app
 from workers.cli._dev import dev
 from workers.cli._inbox import cancel, inbox_app
 from workers.cli._runs import resume, runs, status
+from workers.cli._serve import serve
 from workers.cli._ui import ui
 from workers.cli._worker import db_app, worker
 
@@ -31,6 +32,7 @@ app.add_typer(inbox_app, name="inbox")
 app.command()(dev)
 app.command()(cancel)
 app.command()(ui)
+app.command()(serve)
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from workers.cli._output import JsonOption, connected, console, fail, json_line, table
+from workers.cli._output import Col, JsonOption, connected, console, fail, json_line, table
 
 dead_app = typer.Typer(
     help="Refused resume-queue messages: list them, replay them, purge them.",
@@ -44,7 +44,7 @@ def list_dead(
             json_line(entry)
         return
     table(
-        ("at", "sha256", "error", "message"),
+        (Col("at", 16), Col("sha256"), Col("error", 24), Col("message", fill=True)),
         [
             (
                 dt.datetime.fromtimestamp(float(e.get("at", 0)), dt.UTC).isoformat(

@@ -11,7 +11,9 @@ import typer
 from rich.progress import Progress
 
 from workers.cli._output import (
+    Col,
     JsonOption,
+    WideOption,
     connected,
     console,
     fail,
@@ -106,7 +108,10 @@ def _short(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _age(at: datetime) -> str:
+def age_of(at: datetime | None) -> str:
+    """How long ago, in the largest whole unit: 45s, 12m, 3h, 2d ("" when not known)."""
+    if at is None:
+        return ""
     seconds = int((datetime.now(UTC) - at).total_seconds())
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
@@ -131,11 +136,12 @@ def list_waits(
         str | None, typer.Option(help="Only approval requests of this action (tool) name.")
     ] = None,
     args: Annotated[str | None, typer.Option(help=ARGS_HELP)] = None,
+    wide: Annotated[bool, WideOption] = False,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """Pending interrupts, oldest first: thread, interrupt id, node, age, deadline, value."""
     age = parse_age(older_than) if older_than else None
-    with connected() as client:
+    with connected(redis=False) as client:
         page = client.inbox(
             graph,
             where=_where(where),
@@ -154,22 +160,43 @@ def list_waits(
             json_line({"next_cursor": page.cursor})
         return
     table(
-        ("graph", "thread", "interrupt", "node", "age", "deadline", "value"),
+        (
+            Col("graph", 10, wide_only=graph is not None),  # the filter names it
+            Col("thread", 16, id=True),
+            Col("interrupt", 8, id=True),
+            Col("node", 10),
+            Col("age"),
+            Col("due"),
+            Col("deadline", wide_only=True),
+            Col("value", fill=True),
+        ),
         [
             (
                 w.graph,
                 w.thread_id,
                 w.interrupt_id,
                 w.node,
-                _age(w.created_at) + (" (resuming)" if w.resuming else ""),
+                age_of(w.created_at) + (" (resuming)" if w.resuming else ""),
+                _due(w.deadline),
                 w.deadline.isoformat(timespec="seconds") if w.deadline else "",
-                _short(w.value),
+                _short(w.value, 10_000 if wide else 60),
             )
             for w in page.items
         ],
+        wide=wide,
     )
     if page.cursor:
         console.print(f"next page: --cursor {page.cursor}", markup=False, highlight=False)
+
+
+def _due(deadline: datetime | None) -> str:
+    """When a wait's deadline falls, from now: "in 3h", or "5m ago" once past."""
+    if deadline is None:
+        return ""
+    now = datetime.now(UTC)
+    if deadline <= now:
+        return f"{age_of(deadline)} ago"
+    return f"in {age_of(now - (deadline - now))}"  # the span from now, as an age
 
 
 def _item(text: str) -> tuple[str, str]:
@@ -238,7 +265,7 @@ def resume_waits(
         "note": note,
         "route": "inbox",
     }
-    with connected() as client:
+    with connected(redis=False) as client:  # no broker: recorded, exit 3
         try:
             if as_json:
                 outcomes = client.resume_many(graph, **options)
@@ -263,7 +290,12 @@ def resume_waits(
     if not as_json:
         if others:
             table(
-                ("thread", "outcome", "run", "detail"),
+                (
+                    Col("thread", 24, id=True),
+                    Col("outcome"),
+                    Col("run", 8, id=True),
+                    Col("detail", fill=True),
+                ),
                 [(o.thread_id, o.outcome, o.run_id, o.detail) for o in others],
                 title="threads not newly applied",
             )
@@ -280,29 +312,39 @@ def history(
     graph: Annotated[str, typer.Option(help="Registered graph name.")],
     thread: Annotated[str, typer.Option(help="Thread id.")],
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
+    wide: Annotated[bool, WideOption] = False,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """Who resumed the thread, when, with what value and by which route; newest first."""
-    with connected() as client:
+    with connected(redis=False) as client:
         records = client.resume_history(graph, {"configurable": {"thread_id": thread}}, limit=limit)
     if as_json:
         for record in records:
             json_line(record)
         return
     table(
-        ("when", "route", "actor", "value", "status", "note", "run"),
+        (
+            Col("when", 16),
+            Col("route", 8),
+            Col("actor", 10),
+            Col("value", fill=True),
+            Col("status", 12),
+            Col("note", 12),
+            Col("run", id=True, wide_only=True),
+        ),
         [
             (
-                r.created_at.isoformat(timespec="seconds"),
+                r.created_at.isoformat(sep=" ", timespec="seconds" if wide else "minutes"),
                 r.route,
                 r.actor,
-                _short(r.value, 40),
+                _short(r.value, 10_000 if wide else 40),
                 r.status + (f": {r.error.get('message')}" if r.error else ""),
                 r.note,
                 r.run_id,
             )
             for r in records
         ],
+        wide=wide,
     )
 
 
@@ -314,8 +356,11 @@ def cancel(
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """Cancel a thread: its queued and running runs end as cancelled, its open tasks can
-    no longer write, its waits leave the inbox, and its state says who and why."""
-    with connected() as client:
+    no longer write, its waits leave the inbox, and its state says who and why.
+
+    A thread id no run was ever made on (mistyped?) is refused: exit 1, nothing changed.
+    """
+    with connected(redis=False) as client:
         runs = client.cancel(
             graph,
             {"configurable": {"thread_id": thread}},

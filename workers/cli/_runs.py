@@ -6,7 +6,18 @@ from typing import Annotated, Any
 
 import typer
 
-from workers.cli._output import JsonOption, connected, console, fail, json_line, parse_json, table
+from workers.cli._output import (
+    Col,
+    JsonOption,
+    WideOption,
+    connected,
+    console,
+    errors,
+    fail,
+    json_line,
+    parse_json,
+    table,
+)
 
 
 def resume(
@@ -58,7 +69,7 @@ def resume(
     if interrupt is not None and value is not None:
         fail("--interrupt picks the wait a --decision answers; a --value names its own", 2)
     resume_value: Any = parse_json("--value", value) if value is not None else None
-    with connected() as client:
+    with connected(redis=False) as client:  # no broker: recorded, exit 3
         if decision:
             resume_value = _decided(client, graph, thread, interrupt, decision, message, edit_args)
         try:
@@ -129,24 +140,35 @@ def runs(
         str | None, typer.Option(help="Only runs created in the last 30s/15m/2h/7d.")
     ] = None,
     limit: Annotated[int, typer.Option(min=1, max=10_000)] = 50,
+    wide: Annotated[bool, WideOption] = False,
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """Recent runs, newest first, with their errors."""
-    from workers.cli._inbox import parse_age
+    from workers.cli._inbox import age_of, parse_age
     from workers.store import TERMINAL, RunQuery
 
     if status is not None and status not in {*TERMINAL, "queued", "running"}:
         fail(f"--status must be one of queued, running, {', '.join(sorted(TERMINAL))}", 2)
     age = parse_age(since).total_seconds() if since else None
     query = RunQuery(thread_id=thread, graph=graph, status=status, newer_than=age, limit=limit)
-    with connected() as client:
+    with connected(redis=False) as client:
         rows = client.store.list_runs(query)
     if as_json:
         for row in rows:
             json_line(row)
         return
     table(
-        ("run", "graph", "thread", "status", "step tasks", "kind", "created", "error"),
+        (
+            Col("run", 8, id=True),
+            Col("graph", 10),
+            Col("thread", 16, id=True),
+            Col("status", 11),
+            Col("step tasks", 11),
+            Col("kind", wide_only=True),
+            Col("age"),
+            Col("created", wide_only=True),
+            Col("error", fill=True),
+        ),
         [
             (
                 row["run_id"],
@@ -155,17 +177,19 @@ def runs(
                 row["status"],
                 _progress(row["step_tasks"]),
                 row["kind"],
+                age_of(row["created_at"]),
                 row["created_at"].isoformat(timespec="seconds"),
                 _error_line(row["error"]),
             )
             for row in rows
         ],
+        wide=wide,
     )
 
 
 def _progress(step: dict[str, int] | None) -> str:
-    """A running run's dispatched step, e.g. "7,312/10,000 done"."""
-    return "" if step is None else f"{step['done']:,}/{step['total']:,} done"
+    """A running run's dispatched step, e.g. "7312/10000 done"."""
+    return "" if step is None else f"{step['done']}/{step['total']} done"
 
 
 def _error_line(error: dict[str, Any] | None) -> str:
@@ -177,24 +201,36 @@ def _error_line(error: dict[str, Any] | None) -> str:
 
 def status(as_json: Annotated[bool, JsonOption] = False) -> None:
     """The cluster at a glance: workers alive, queue depths, runs in flight, pending
-    interrupts, dead letters. Exit 1 when no worker is alive."""
-    with connected() as client:
+    interrupts, dead letters.
+
+    Exit 0 when the cluster looks healthy; 1 when no worker is alive or Redis (the broker)
+    does not answer (the table still shows what Postgres says); Postgres unreachable exits 1
+    after GRAPHRUNTIME_CONNECT_TIMEOUT seconds, naming it.
+    """
+    from workers.services import redis_location
+
+    with connected(redis=False) as client:
         settings = client.settings
         overview = client.store.overview(settings.stale_after)
+        queues: dict[str, int | None] = {
+            settings.coordinator_queue: None,
+            settings.task_queue: None,
+        }
+        broker_problem = ""
         try:
             depths = client.broker.queue_depths()
-            queues: dict[str, int | None] = {
+            queues = {
                 settings.coordinator_queue: depths.coordinator,
                 settings.task_queue: depths.tasks,
             }
-        except Exception as exc:  # noqa: BLE001 - shown, not fatal: Postgres still answers
-            queues = {settings.coordinator_queue: None, settings.task_queue: None}
-            fail_note = f"broker unreachable: {exc}"
-        else:
-            fail_note = ""
-        dead = dead_letter_count(client)
+        except Exception as exc:  # noqa: BLE001 - reported, and the exit code says so
+            where = redis_location(settings.redis_url) if settings.redis_url else "?"
+            broker_problem = f"REDIS_URL: Redis at {where} does not answer: {exc}"
+        dead = dead_letter_count(client) if not broker_problem else None
     report = {
         "workers_alive": overview.workers,
+        "worker_processes": overview.processes,
+        "broker_reachable": not broker_problem,
         "queues": queues,
         "runs_queued": overview.queued,
         "runs_running": overview.running,
@@ -209,6 +245,7 @@ def status(as_json: Annotated[bool, JsonOption] = False) -> None:
             ("", ""),
             [
                 ("workers alive", overview.workers),
+                ("  their processes", overview.processes),
                 *((f"queue {name}", "?" if n is None else n) for name, n in queues.items()),
                 ("runs queued", overview.queued),
                 ("runs running", overview.running),
@@ -217,9 +254,11 @@ def status(as_json: Annotated[bool, JsonOption] = False) -> None:
                 ("dead letters", "?" if dead is None else dead),
             ],
         )
-        if fail_note:
-            console.print(fail_note, style="yellow", markup=False)
+    if broker_problem:
+        errors.print(broker_problem, style="red", markup=False, highlight=False)
     if overview.workers == 0:
+        errors.print("no worker is alive", style="red", markup=False, highlight=False)
+    if broker_problem or overview.workers == 0:
         raise typer.Exit(1)
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from workers.cli._output import JsonOption, console, fail, json_line
+from workers.cli._output import JsonOption, console, fail, json_line, reach_services
 from workers.errors import WorkerError
 
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
@@ -30,9 +30,33 @@ EmbeddedOption = Annotated[
 ]
 
 
+ConfigOption = Annotated[
+    str | None,
+    typer.Option(
+        "--config",
+        help="A langgraph.json: its graphs are served too, its env and dependencies apply "
+        "(GRAPHRUNTIME_CONFIG does the same).",
+    ),
+]
+
+
 def embedded_mode(embedded: bool) -> None:
     if embedded:
         os.environ["GRAPHRUNTIME_EMBEDDED"] = "1"
+
+
+def use_config(config: str | None) -> None:
+    """Check the langgraph.json now (exit 2 saying what is wrong) and pass it on to the
+    processes started from here."""
+    if config is None:
+        return
+    from workers.config import load_config
+
+    try:
+        loaded = load_config(config)
+    except WorkerError as exc:
+        fail(f"{type(exc).__name__}: {exc}", 2)
+    os.environ["GRAPHRUNTIME_CONFIG"] = str(loaded.path)
 
 
 def worker(
@@ -55,26 +79,29 @@ def worker(
     as_json: Annotated[
         bool, typer.Option("--json", help="Log JSON lines (GRAPHRUNTIME_LOG_FORMAT=json).")
     ] = False,
+    config: ConfigOption = None,
 ) -> None:
     """Start a Celery worker for coordinator runs and task jobs (both queues by default).
 
-    It refuses to start without DATABASE_URL and REDIS_URL (unless --embedded), and exits
-    non-zero when a GRAPHRUNTIME_GRAPHS entry cannot be loaded.
+    Before it takes work it checks, naming the setting: DATABASE_URL and REDIS_URL are set
+    (unless --embedded) and well formed (exit 2), Postgres and Redis answer within
+    GRAPHRUNTIME_CONNECT_TIMEOUT seconds, the database is migrated (`graphrun db migrate`;
+    workers never migrate by themselves) and every GRAPHRUNTIME_GRAPHS entry imports
+    (exit 3 otherwise).
     """
     embedded_mode(embedded)
+    use_config(config)
     if as_json:
         chosen = os.environ.get("GRAPHRUNTIME_LOG_FORMAT", "json").strip() or "json"
         if chosen != "json":
             fail(f"--json asks for JSON logs, but GRAPHRUNTIME_LOG_FORMAT={chosen!r}", 2)
         os.environ["GRAPHRUNTIME_LOG_FORMAT"] = "json"
-    from workers.app import redis_url
-    from workers.runtime import database_url
+    from workers.services import check_urls
     from workers.settings import load_settings
 
     try:
         settings = load_settings()
-        database_url(settings)
-        redis_url(settings)
+        check_urls(settings)
     except WorkerError as exc:  # ConfigurationError: says what to set
         fail(f"{type(exc).__name__}: {exc}", 2)
     from workers.app import app as celery_app
@@ -104,34 +131,20 @@ def migrate(embedded: EmbeddedOption = False, as_json: Annotated[bool, JsonOptio
     safe from many hosts."""
     embedded_mode(embedded)
     from checkpoint_pg import CheckpointStoreError
-    from checkpoint_pg import migrate as migrate_checkpoints
-    from checkpoint_pg.cache import CACHE_MIGRATIONS
-    from checkpoint_pg.store import STORE_MIGRATIONS
-    from workers._sql import MIGRATIONS
-    from workers.runtime import database_url
-    from workers.settings import load_settings
+    from workers.services import all_migrations
     from workers.store import make_pool
 
+    url, _ = reach_services(postgres=True, redis=False)
+    pool = make_pool(url)
     try:
-        pool = make_pool(database_url(load_settings()))
-    except WorkerError as exc:  # ConfigurationError: says what to set
-        fail(f"{type(exc).__name__}: {exc}", 2)
-    try:
-        checkpoints = migrate_checkpoints(pool)
-        workers = MIGRATIONS.migrate(pool)
-        store = STORE_MIGRATIONS.migrate(pool)
-        cache = CACHE_MIGRATIONS.migrate(pool)
+        versions = {name: m.migrate(pool) for name, m in all_migrations().items()}
     except CheckpointStoreError as exc:  # SchemaVersionError too: says what to do
         fail(f"{type(exc).__name__}: {exc}", 1)
     finally:
         pool.close()
     if as_json:
-        json_line(
-            {"checkpoint_pg": checkpoints, "workers": workers, "store": store, "cache": cache}
-        )
+        json_line(versions)
         return
-    console.print(f"checkpoint_pg schema: version {checkpoints}")
-    console.print(f"workers schema: version {workers}")
-    console.print(f"store schema: version {store}")
-    console.print(f"cache schema: version {cache}")
+    for name, version in versions.items():
+        console.print(f"{name} schema: version {version}", markup=False, highlight=False)
     console.print("[green]database is up to date[/green]")

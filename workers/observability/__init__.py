@@ -11,8 +11,8 @@
 The coordinator, the task jobs, the sweeper and the dead letters call the hooks
 (:func:`job`, :func:`run`, :func:`steps`, :func:`attempt`, :func:`run_ended`, :func:`swept`,
 :func:`dead_letters`); the worker's Celery signals call :func:`start_worker`,
-:func:`watch_cluster`, :func:`process_started`, :func:`process_stopped` and
-:func:`stop_worker`.
+:func:`graphs_served`, :func:`watch_cluster`, :func:`process_started`,
+:func:`process_stopped` and :func:`stop_worker`.
 """
 
 from __future__ import annotations
@@ -40,8 +40,10 @@ from workers.observability._metrics import (
     process_stopped,
     start_recording,
 )
+from workers.observability._process import BuildInfoCollector, WorkerProcessesCollector
 from workers.observability._tracing import enable_tracing
 from workers.observability._worker import (
+    graphs_served,
     process_started,
     start_worker,
     stop_worker,
@@ -51,14 +53,17 @@ from workers.observability._worker import (
 __all__ = (
     "GAUGES",
     "METRICS",
+    "BuildInfoCollector",
     "ClusterCollector",
     "MetricsServer",
+    "WorkerProcessesCollector",
     "attempt",
     "bound",
     "dead_letters",
     "disable_metrics",
     "enable_metrics",
     "enable_tracing",
+    "graphs_served",
     "job",
     "json_formatter",
     "log_fields",

@@ -30,7 +30,9 @@ GAUGES: dict[str, str] = {
     "graphruntime_pending_interrupts": "Interrupts waiting for a resume.",
     "graphruntime_overdue_interrupts": "Pending interrupts past their deadline (the sweepers "
     "resume them with their default).",
-    "graphruntime_live_workers": "Worker processes with a fresh heartbeat.",
+    "graphruntime_live_workers": "Workers (Celery worker nodes: a main process and its pool) "
+    "with a fresh heartbeat.",
+    "graphruntime_live_worker_processes": "Their processes with a fresh heartbeat.",
     "graphruntime_cluster_up": "Whether this scrape could read the cluster's state from a "
     "source (redis: queue depths; postgres: runs, interrupts, workers).",
 }
@@ -86,6 +88,7 @@ class ClusterCollector:
                 ("graphruntime_pending_interrupts", overview.pending_interrupts),
                 ("graphruntime_overdue_interrupts", overview.overdue),
                 ("graphruntime_live_workers", overview.workers),
+                ("graphruntime_live_worker_processes", overview.processes),
             ):
                 single = gauge(name)
                 single.add_metric([], value)

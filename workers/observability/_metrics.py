@@ -21,7 +21,7 @@ import socket
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -117,6 +117,34 @@ def start_recording(registry: CollectorRegistry | None = None) -> None:
             before=_lock.acquire, after_in_parent=_lock.release, after_in_child=_lock.release
         )
         _fork_hooked = True
+
+
+RUN_STATUSES = ("success", "interrupted", "error")
+STEP_KINDS = ("inline", "distributed")
+RESEND_KINDS = ("task", "run", "deadline")
+
+
+def record_known(graphs: Mapping[str, Iterable[str]]) -> None:
+    """Create, at 0, every series whose labels are known before anything happens: runs
+    ended per graph and status, steps per graph and kind, step durations per graph, task
+    durations and retries per node, resends per kind (the dead-letter counters have no
+    labels: they exist from the start anyway). Then ``rate()`` and ``increase()`` see a
+    counter's first increment. Node failures, labelled by error type, start at a type's
+    first failure. ``graphs``: each graph's node names."""
+    if (r := _recorder) is None:
+        return
+    with _lock:
+        for kind in RESEND_KINDS:
+            r.resends.labels(kind)
+        for graph, nodes in graphs.items():
+            for status in RUN_STATUSES:
+                r.runs_ended.labels(graph, status)
+            for kind in STEP_KINDS:
+                r.steps.labels(graph, kind)
+            r.step_duration.labels(graph)
+            for node in nodes:
+                r.task_duration.labels(graph, node)
+                r.retries.labels(graph, node)
 
 
 def record_run_ended(graph: str, status: str) -> None:

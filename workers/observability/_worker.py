@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from workers.observability._cluster import ClusterCollector
-from workers.observability._metrics import MetricsServer, disable_metrics, enable_metrics
+from workers.observability._metrics import (
+    MetricsServer,
+    disable_metrics,
+    enable_metrics,
+    record_known,
+)
+from workers.observability._process import BuildInfoCollector, WorkerProcessesCollector
 from workers.observability._tracing import enable_tracing
 
 if TYPE_CHECKING:
@@ -17,7 +24,8 @@ _server: list[MetricsServer] = []
 
 def start_worker(settings: Settings) -> MetricsServer | None:
     """In the worker's main process, before its pool starts: turn tracing on if asked, and
-    serve metrics if ``GRAPHRUNTIME_METRICS_PORT`` is set.
+    serve metrics if ``GRAPHRUNTIME_METRICS_PORT`` is set: the pool's counters, each
+    process's ``process_*`` metrics and ``graphruntime_build_info``.
 
     Raises :class:`~workers.errors.ConfigurationError` (the worker must not start) when
     tracing is asked for without OpenTelemetry, or the port cannot be listened on.
@@ -26,8 +34,17 @@ def start_worker(settings: Settings) -> MetricsServer | None:
     if settings.metrics_port is None:
         return None
     server = enable_metrics(settings.metrics_port, settings.metrics_address)
+    server.add(WorkerProcessesCollector())
+    server.add(BuildInfoCollector())
     _server.append(server)
     return server
+
+
+def graphs_served(graphs: Mapping[str, Iterable[str]]) -> None:
+    """In the worker's main process, once its graphs loaded (``graphs``: each one's node
+    names): their counters and histograms exist at 0 from now on (see
+    :func:`~workers.observability._metrics.record_known`)."""
+    record_known(graphs)
 
 
 def watch_cluster(ctx: WorkerContext, *, timeout: float = 2.0) -> None:

@@ -88,13 +88,6 @@ LEFT JOIN graphruntime_runs p
 -- name: get_run
 SELECT * FROM graphruntime_runs WHERE run_id = %(run_id)s;
 
--- name: next_run
--- The thread's next run: runs of a thread go in order, its oldest still to finish
--- first, but a cancel before any other (it ends them).
-SELECT * FROM graphruntime_runs
-WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running')
-ORDER BY kind <> 'cancel', created_at, run_id LIMIT 1;
-
 -- name: active_runs_of_thread
 SELECT run_id FROM graphruntime_runs
 WHERE thread_id = %(thread_id)s AND status IN ('queued', 'running');
@@ -115,14 +108,43 @@ WHERE run_id = %(run_id)s
   AND set_config('synchronous_commit', 'off', true) IS NOT NULL;
 
 -- name: finish_run
--- One row (rowcount 1) when this call finished the run. Waiting clients LISTEN on
--- graphruntime_runs; the notification (payload: the run id) is delivered at commit.
+-- Ends a queued or running run: one row when this call ended it. Waiting clients LISTEN
+-- on graphruntime_runs; the notification (payload: the run id) is delivered at commit.
+-- With %(set_inbox)s, the thread's inbox is set to what it waits on now, in the same
+-- statement: the ended run's thread (only when this call ended it), or, with no run to
+-- end (%(run_id)s NULL: an edit of its state), %(thread_id)s. A wait still pending keeps
+-- its row, its created_at and its claim; the others go. The inbox rows come as parallel
+-- arrays.
 WITH done AS (
     UPDATE graphruntime_runs
     SET status = %(status)s, result_type = %(result_type)s, result = %(result)s,
         error = %(error)s, updated_at = now()
     WHERE run_id = %(run_id)s AND status IN ('queued', 'running')
-    RETURNING run_id
+    RETURNING run_id, thread_id
+), thread AS (
+    SELECT thread_id FROM done WHERE %(set_inbox)s
+    UNION ALL
+    SELECT %(thread_id)s::text WHERE %(set_inbox)s AND %(run_id)s::uuid IS NULL
+), cleared AS (
+    DELETE FROM graphruntime_interrupts i USING thread
+    WHERE i.thread_id = thread.thread_id
+      AND i.interrupt_id <> ALL(coalesce(%(interrupt_ids)s::text[], '{}'))
+), added AS (
+    INSERT INTO graphruntime_interrupts
+        (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
+         deadline, default_type, default_value, response_schema)
+    SELECT thread.thread_id, x.*
+    FROM thread, unnest(%(interrupt_ids)s::text[], %(graphs)s::text[], %(run_ids)s::uuid[],
+                        %(checkpoint_ids)s::text[], %(nodes)s::text[], %(namespaces)s::text[],
+                        %(values)s::jsonb[], %(deadlines)s::timestamptz[],
+                        %(default_types)s::text[], %(default_values)s::bytea[],
+                        %(response_schemas)s::jsonb[]) AS x
+    ON CONFLICT (thread_id, interrupt_id) DO UPDATE
+    SET graph = EXCLUDED.graph, run_id = EXCLUDED.run_id,
+        checkpoint_id = EXCLUDED.checkpoint_id, node = EXCLUDED.node,
+        namespace = EXCLUDED.namespace, value = EXCLUDED.value, deadline = EXCLUDED.deadline,
+        default_type = EXCLUDED.default_type, default_value = EXCLUDED.default_value,
+        response_schema = EXCLUDED.response_schema
 )
 SELECT pg_notify('graphruntime_runs', run_id::text) FROM done;
 
@@ -171,7 +193,8 @@ UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL, lease_tok
 WHERE thread_id = ANY(%(threads)s::text[]) AND lease_holder = %(worker)s;
 
 -- name: next_runs_of_threads
--- Each thread's next run (see next_run), if any (queued while the lease was held: its
+-- Each thread's next run: runs of a thread go in order, its oldest still to finish first,
+-- but a cancel before any other (it ends them). If any (queued while the lease was held: its
 -- own job found the lease taken, so the caller re-sends it); one row per thread.
 SELECT DISTINCT ON (thread_id) thread_id, run_id FROM graphruntime_runs
 WHERE thread_id = ANY(%(threads)s::text[]) AND status IN ('queued', 'running')
@@ -186,7 +209,7 @@ WHERE run_id = ANY(%(run_ids)s::uuid[]) AND status = 'running';
 -- name: claim_run
 -- A coordinator job's start, in one statement: the message's run; if it is still to
 -- finish, its thread's lease (soft state, see acquire_thread) and, under it, the
--- thread's next run (see next_run), marked running (the row shows its status as it
+-- thread's next run (see next_runs_of_threads), marked running (the row shows its status as it
 -- was). One row: target_status (NULL: no such run), leased, then the run's columns.
 WITH target AS (
     SELECT thread_id, status FROM graphruntime_runs WHERE run_id = %(run_id)s
@@ -222,9 +245,10 @@ LEFT JOIN graphruntime_runs r ON r.run_id = next.run_id;
 -- Postgres crash took back. A claim or lease younger than %(grace)s seconds is left
 -- alone: its job may have just begun. Returns the leases it freed, one row each.
 WITH beat AS (
-    INSERT INTO graphruntime_workers (worker, hostname, pid)
-    VALUES (%(worker)s, %(hostname)s, %(pid)s)
-    ON CONFLICT (worker) DO UPDATE SET heartbeat_at = now()
+    INSERT INTO graphruntime_workers (worker, hostname, pid, node, graphs)
+    VALUES (%(worker)s, %(hostname)s, %(pid)s, %(node)s, %(graphs)s)
+    ON CONFLICT (worker) DO UPDATE
+    SET heartbeat_at = now(), node = EXCLUDED.node, graphs = EXCLUDED.graphs
     RETURNING worker
 ), claims_freed AS (
     UPDATE graphruntime_step_tasks
@@ -248,15 +272,16 @@ SELECT graphruntime_epoch() AS epoch;
 SELECT graphruntime_check_epoch(%(epoch)s::uuid);
 
 -- name: beat
-INSERT INTO graphruntime_workers (worker, hostname, pid)
-VALUES (%(worker)s, %(hostname)s, %(pid)s)
-ON CONFLICT (worker) DO UPDATE SET heartbeat_at = now();
+INSERT INTO graphruntime_workers (worker, hostname, pid, node, graphs)
+VALUES (%(worker)s, %(hostname)s, %(pid)s, %(node)s, %(graphs)s)
+ON CONFLICT (worker) DO UPDATE
+SET heartbeat_at = now(), node = EXCLUDED.node, graphs = EXCLUDED.graphs;
 
 -- name: remove_worker
 DELETE FROM graphruntime_workers WHERE worker = %(worker)s;
 
 -- name: live_workers
-SELECT worker, hostname, pid, started_at, heartbeat_at FROM graphruntime_workers
+SELECT worker, hostname, pid, started_at, heartbeat_at, node, graphs FROM graphruntime_workers
 WHERE heartbeat_at > now() - make_interval(secs => %(stale)s)
 ORDER BY worker;
 
@@ -392,63 +417,36 @@ SELECT pg_notify('graphruntime_events', run_id::text) FROM added;
 SELECT seq, ns, mode, payload_type, payload FROM graphruntime_run_events
 WHERE run_id = %(run_id)s AND seq > %(after)s ORDER BY seq;
 
--- name: finish_run_inbox
--- finish_run, and the thread's inbox set to what it waits on now, in one transaction
--- (only when this call ended the run). A wait still pending keeps its row and its
--- created_at; the others go.
-WITH done AS (
-    UPDATE graphruntime_runs
-    SET status = %(status)s, result_type = %(result_type)s, result = %(result)s,
-        error = %(error)s, updated_at = now()
-    WHERE run_id = %(run_id)s AND status IN ('queued', 'running')
-    RETURNING run_id, thread_id
-), cleared AS (
-    DELETE FROM graphruntime_interrupts i USING done
-    WHERE i.thread_id = done.thread_id AND i.interrupt_id <> ALL(coalesce(%(ids)s::text[], '{}'))
-), added AS (
-    INSERT INTO graphruntime_interrupts
-        (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
-         deadline, default_type, default_value, response_schema)
-    SELECT done.thread_id, x.id, %(graph)s, done.run_id, %(checkpoint_id)s, x.node, x.ns,
-           x.value::jsonb, x.deadline, x.dtype, x.dvalue, x.rschema::jsonb
-    FROM done, unnest(%(ids)s::text[], %(nodes)s::text[], %(nss)s::text[], %(values)s::text[],
-                      %(deadlines)s::timestamptz[], %(dtypes)s::text[], %(dvalues)s::bytea[],
-                      %(schemas)s::text[])
-        AS x(id, node, ns, value, deadline, dtype, dvalue, rschema)
-    ON CONFLICT (thread_id, interrupt_id) DO UPDATE
-    SET run_id = EXCLUDED.run_id, checkpoint_id = EXCLUDED.checkpoint_id,
-        node = EXCLUDED.node, namespace = EXCLUDED.namespace, value = EXCLUDED.value,
-        deadline = EXCLUDED.deadline, default_type = EXCLUDED.default_type,
-        default_value = EXCLUDED.default_value, response_schema = EXCLUDED.response_schema
-)
-SELECT pg_notify('graphruntime_runs', run_id::text) FROM done;
+-- name: lock_run_events
+-- append_events' lock, for a transaction that adds a run's events otherwise
+SELECT pg_advisory_xact_lock(hashtext('graphruntime_run_events'), hashtext(%(run_id)s::text));
 
--- name: replace_inbox
--- The thread's inbox set to what it waits on after an edit of its state.
-WITH cleared AS (
-    DELETE FROM graphruntime_interrupts
-    WHERE thread_id = %(thread_id)s AND interrupt_id <> ALL(coalesce(%(ids)s::text[], '{}'))
+-- name: append_events
+-- A batch of one run's chunks (a node's tokens as it produces them), in one statement, in
+-- the order given. The run's lock, held until commit, makes its batches commit in the order
+-- their rows are numbered: a client reading past the last seq it saw never skips a batch
+-- that committed late. One notification.
+WITH locked AS MATERIALIZED (
+    SELECT pg_advisory_xact_lock(hashtext('graphruntime_run_events'), hashtext(%(run_id)s::text))
+), added AS (
+    INSERT INTO graphruntime_run_events (run_id, ns, mode, payload_type, payload)
+    SELECT %(run_id)s::uuid, e.ns, e.mode, e.payload_type, e.payload
+    FROM locked,
+         unnest(%(ns)s::text[], %(modes)s::text[], %(types)s::text[], %(payloads)s::bytea[])
+             WITH ORDINALITY AS e(ns, mode, payload_type, payload, ord)
+    ORDER BY e.ord
+    RETURNING 1
 )
-INSERT INTO graphruntime_interrupts
-    (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
-     deadline, default_type, default_value, response_schema)
-SELECT %(thread_id)s, x.id, %(graph)s, %(run_id)s, %(checkpoint_id)s, x.node, x.ns,
-       x.value::jsonb, x.deadline, x.dtype, x.dvalue, x.rschema::jsonb
-FROM unnest(%(ids)s::text[], %(nodes)s::text[], %(nss)s::text[], %(values)s::text[],
-            %(deadlines)s::timestamptz[], %(dtypes)s::text[], %(dvalues)s::bytea[],
-            %(schemas)s::text[])
-    AS x(id, node, ns, value, deadline, dtype, dvalue, rschema)
-ON CONFLICT (thread_id, interrupt_id) DO UPDATE
-SET run_id = EXCLUDED.run_id, checkpoint_id = EXCLUDED.checkpoint_id,
-    node = EXCLUDED.node, namespace = EXCLUDED.namespace, value = EXCLUDED.value,
-    deadline = EXCLUDED.deadline, default_type = EXCLUDED.default_type,
-    default_value = EXCLUDED.default_value, response_schema = EXCLUDED.response_schema;
+SELECT pg_notify('graphruntime_events', %(run_id)s::text) WHERE EXISTS (SELECT 1 FROM added);
 
 -- name: inbox_page
--- Run unprepared: planned with the actual values, the NULL conditions fold away.
--- any_of: the value contains one of these (the formats an action filter may match).
+-- Run unprepared: planned with the actual values, the NULL conditions fold away. A page
+-- leaves the deadlines' resume values out (typed bytes, for the deadline sweep only), and
+-- shows a claim only while it lasts. any_of: the value contains one of these (the formats
+-- an action filter may match).
 SELECT i.graph, i.thread_id, i.interrupt_id, i.node, i.namespace, i.value, i.created_at,
-       i.deadline, i.run_id, i.checkpoint_id, i.response_schema,
+       i.deadline, i.run_id, i.checkpoint_id, NULL AS default_type, NULL AS default_value,
+       i.response_schema,
        CASE WHEN i.claimed_until > now() THEN i.claimed_by END AS claimed_by,
        CASE WHEN i.claimed_until > now() THEN i.claimed_until END AS claimed_until,
        EXISTS (SELECT 1 FROM graphruntime_runs r
@@ -497,7 +495,7 @@ RETURNING thread_id;
 
 -- name: expired_waits
 -- Pending interrupts past their deadline, of threads with no run under way.
-SELECT i.graph, i.thread_id, i.interrupt_id, i.default_type, i.default_value
+SELECT i.*, false AS resuming
 FROM graphruntime_interrupts i
 WHERE i.deadline < now() AND i.default_type IS NOT NULL
   AND NOT EXISTS (SELECT 1 FROM graphruntime_runs r
@@ -579,12 +577,17 @@ ORDER BY r.created_at DESC, r.run_id DESC
 LIMIT %(limit)s;
 
 -- name: overview
--- What `graphrun status` shows: runs in flight, pending interrupts, live workers.
+-- What `graphrun status` shows: runs in flight, pending interrupts, live workers (Celery
+-- nodes; a process without a node counts as one) and their processes.
 SELECT
     (SELECT count(*) FROM graphruntime_runs WHERE status = 'queued') AS queued,
     (SELECT count(*) FROM graphruntime_runs WHERE status = 'running') AS running,
     (SELECT count(*) FROM graphruntime_interrupts) AS pending_interrupts,
     (SELECT count(*) FROM graphruntime_interrupts WHERE deadline < now()) AS overdue,
-    (SELECT count(*) FROM graphruntime_workers
-     WHERE heartbeat_at > now() - make_interval(secs => %(stale)s)
-       AND worker NOT LIKE 'client:%%') AS workers;
+    live.workers, live.processes
+FROM (
+    SELECT count(DISTINCT coalesce(node, worker)) AS workers, count(*) AS processes
+    FROM graphruntime_workers
+    WHERE heartbeat_at > now() - make_interval(secs => %(stale)s)
+      AND worker NOT LIKE 'client:%%'
+) AS live;

@@ -1,7 +1,8 @@
 """The workers' run store: runs, the step barrier, thread leases, heartbeats, events.
 
-:class:`RunStore` is the protocol; :class:`PostgresRunStore` keeps it in Postgres
-(production) and :class:`InMemoryRunStore` in memory (unit tests).
+:class:`RunStore` holds the rules, once, over the named queries of
+``workers/sql/queries.sql``: :class:`PostgresRunStore` runs them on Postgres
+(production), :class:`InMemoryRunStore` mirrors them in memory (unit tests).
 """
 
 from __future__ import annotations
@@ -11,41 +12,34 @@ from workers.store._model import (
     Claim,
     Event,
     EventRow,
-    ExpiredWait,
-    InboxEntry,
     InboxQuery,
-    InboxRow,
-    InboxUpdate,
     NewRun,
     OrphanTask,
     Overview,
     Released,
     Run,
     RunEnd,
-    RunKind,
     RunningTask,
     RunQuery,
     RunStatus,
-    RunStore,
     StepTask,
     TaskClaims,
+    Wait,
     WaitClaim,
 )
-from workers.store.memory import InMemoryRunStore, ManualClock
+from workers.store._payload import CancelRequest, RunKind, RunPayload
+from workers.store._store import RunStore
+from workers.store.memory import InMemoryRunStore
 from workers.store.postgres import PostgresRunStore, make_pool
 
 __all__ = (
     "TERMINAL",
+    "CancelRequest",
     "Claim",
     "Event",
     "EventRow",
-    "ExpiredWait",
     "InMemoryRunStore",
-    "InboxEntry",
     "InboxQuery",
-    "InboxRow",
-    "InboxUpdate",
-    "ManualClock",
     "NewRun",
     "OrphanTask",
     "Overview",
@@ -54,12 +48,14 @@ __all__ = (
     "Run",
     "RunEnd",
     "RunKind",
+    "RunPayload",
     "RunQuery",
     "RunStatus",
     "RunStore",
     "RunningTask",
     "StepTask",
     "TaskClaims",
+    "Wait",
     "WaitClaim",
     "make_pool",
 )

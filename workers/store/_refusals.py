@@ -1,7 +1,7 @@
-"""Why the store refused to queue a run, as the error the caller gets.
+"""Whether the store queues a run, and why it refused one, as the error the caller gets.
 
-Shared by both run stores: each finds the facts its own way (Postgres: the
-``explain_refused_run`` query), the reasons are written once, here.
+Both read the facts of the ``explain_refused_run`` query; ``create_run`` decides in SQL
+on Postgres, and with :func:`accepts` in memory.
 """
 
 from __future__ import annotations
@@ -18,7 +18,22 @@ from workers.errors import (
 )
 from workers.store._model import NewRun
 
-__all__ = ("not_pending", "refused_as")
+__all__ = ("accepts", "not_pending", "refused_as")
+
+
+def accepts(new: Mapping[str, Any], why: Mapping[str, Any]) -> bool:
+    """Whether ``create_run`` queues the run ``new`` (its parameters): the thread is its
+    graph's, no run has its key, none answers its pause already, and a resume answers
+    an open wait (a map: every id it names; a plain value: any, or a thread whose latest
+    run stopped without one or is under way)."""
+    if why["thread_graph"] != new["graph"] or why["same_key_run"] or why["same_pause_run"]:
+        return False
+    waits, answers = why["open_waits"] or [], new["answers"]
+    if new["kind"] != "resume":
+        return True
+    if answers is not None:
+        return bool(answers) and set(answers) <= set(waits)
+    return bool(waits) or why["latest_status"] in ("interrupted", "queued", "running")
 
 
 def refused_as(new: NewRun, why: Mapping[str, Any]) -> str:

@@ -1,913 +1,53 @@
-"""The run store in memory: the Postgres store's semantics, for fast unit tests.
+"""The run store in memory, for fast unit tests: the named queries, mirrored.
 
-Every method does under one lock what the matching statement in
-``workers/sql/queries.sql`` does in one transaction. Time comes from a clock the
-test can move (:class:`ManualClock`), so heartbeats going stale and tasks waiting
-for a worker are decided without sleeping. Values go through the serde, as in
-Postgres, so nothing a caller holds aliases what is stored.
+:class:`InMemoryConnector` has a method per query of ``workers/sql/queries.sql`` that
+does to its tables (rows with the columns of Postgres' tables) what the statement does,
+under one lock, and returns copies of the rows it returns. The store's rules are the
+:class:`~workers.store.RunStore` above both. ``now()`` is the clock the store is given,
+one a test moves by hand (``workers.testing.ManualClock``) to make heartbeats stale or
+tasks wait without sleeping. No database driver is imported.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from graphruntime.checkpoint import JsonSerializer, SerializerProtocol
-from graphruntime.errors import CheckpointError, InvalidResumeError
-from workers.errors import RunNotFoundError, WorkerError
-from workers.store._model import (
-    TERMINAL,
-    Claim,
-    Event,
-    EventRow,
-    ExpiredWait,
-    InboxEntry,
-    InboxQuery,
-    InboxRow,
-    InboxUpdate,
-    NewRun,
-    OrphanTask,
-    Overview,
-    Released,
-    Run,
-    RunEnd,
-    RunningTask,
-    RunQuery,
-    RunStatus,
-    StepTask,
-    TaskClaims,
-    WaitClaim,
-)
-from workers.store._refusals import refused_as
+from graphruntime.checkpoint import SerializerProtocol
+from workers.errors import StoreRecoveredError
+from workers.store._connector import Row
+from workers.store._model import INBOX_COLUMNS
+from workers.store._refusals import accepts
+from workers.store._store import RunStore
 
-__all__ = ("InMemoryRunStore", "ManualClock")
+__all__ = ("InMemoryConnector", "InMemoryRunStore")
 
+P = Mapping[str, Any]
+ACTIVE = ("queued", "running")
+NO_CLAIM = {"worker": None, "claimed_at": None, "claim_token": None}
+NO_DEFAULT = {"default_type": None, "default_value": None}
+NO_LEASE = {"lease_holder": None, "leased_at": None, "lease_token": None}
+NO_WAIT_CLAIM = {"claimed_by": None, "claimed_until": None}
 
-class ManualClock:
-    """A clock tests move by hand (``advance``); starts at a fixed instant."""
 
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+def _json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
 
-    def __call__(self) -> datetime:
-        return self.now
 
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+def _order(run: Row) -> tuple[datetime, int]:
+    """created_at, then the order of creation (Postgres' clock_timestamp() never ties)."""
+    return run["created_at"], run["seq"]
 
 
-@dataclass
-class _RunRow:
-    run_id: str
-    thread_id: str
-    graph: str
-    status: str
-    kind: str
-    payload: tuple[str, bytes]
-    idempotency_key: str | None
-    request_digest: str | None
-    origin: dict[str, Any] | None
-    resumes_run: str | None
-    created_at: datetime
-    updated_at: datetime
-    seq: int
-    stop: int | None = None
-    result: tuple[str, bytes] | None = None
-    error: dict[str, Any] | None = None
-
-
-@dataclass
-class _TaskRow:
-    run_id: str
-    checkpoint_id: str
-    task_id: str
-    thread_id: str
-    path: tuple[Any, ...]
-    dispatched_at: datetime
-    status: str = "dispatched"
-    worker: str | None = None
-    claimed_at: datetime | None = None
-    claim_token: str | None = None
-    hold_until: datetime | None = None
-    retry_attempts: int = 0
-    resends: int = 1
-    error: dict[str, Any] | None = None
-
-
-@dataclass
-class _Thread:
-    graph: str
-    lease_holder: str | None = None
-    leased_at: datetime | None = None
-    lease_token: str | None = None
-
-    def lease(self, worker: str | None, at: datetime | None, token: str | None) -> None:
-        self.lease_holder, self.leased_at, self.lease_token = worker, at, token
-
-
-@dataclass
-class _Wait:
-    graph: str
-    run_id: str
-    checkpoint_id: str
-    entry: InboxEntry
-    created_at: datetime
-    claimed_by: str | None = None
-    claimed_until: datetime | None = None
-
-
-@dataclass
-class _State:
-    runs: dict[str, _RunRow] = field(default_factory=dict)
-    threads: dict[str, _Thread] = field(default_factory=dict)
-    workers: dict[str, tuple[str, int, datetime, datetime]] = field(default_factory=dict)
-    tasks: dict[tuple[str, str, str], _TaskRow] = field(default_factory=dict)
-    open_tasks: dict[tuple[str, str], int] = field(default_factory=dict)
-    events: list[tuple[int, str, tuple[str, ...], str, tuple[str, bytes]]] = field(
-        default_factory=list
-    )
-    inbox: dict[tuple[str, str], _Wait] = field(default_factory=dict)
-
-
-class InMemoryRunStore:
-    """A :class:`~workers.store.RunStore` in memory (see the module docstring)."""
-
-    def __init__(
-        self,
-        serde: SerializerProtocol | None = None,
-        clock: Callable[[], datetime] | None = None,
-    ) -> None:
-        self.serde = serde or JsonSerializer()
-        self.clock = clock or (lambda: datetime.now(UTC))
-        self._lock = threading.RLock()
-        self._state = _State()
-        self._seq = itertools.count(1)
-
-    # --- helpers -------------------------------------------------------------------------
-
-    def _alive(self, worker: str | None, stale: float) -> bool:
-        found = self._state.workers.get(worker) if worker is not None else None
-        return found is not None and found[3] > self.clock() - timedelta(seconds=stale)
-
-    def _load(self, typed: tuple[str, bytes] | None) -> Any:
-        return None if typed is None else self.serde.loads_typed(typed)
-
-    def _run(self, row: _RunRow) -> Run:
-        payload: Any = {}
-        payload_error = result_error = None
-        try:
-            payload = self._load(row.payload)
-        except CheckpointError as exc:
-            payload_error = str(exc)
-        result = None
-        try:
-            result = self._load(row.result)
-        except CheckpointError as exc:
-            result_error = str(exc)
-        return Run(
-            run_id=row.run_id,
-            thread_id=row.thread_id,
-            graph=row.graph,
-            status=row.status,
-            kind=row.kind,
-            payload=payload if isinstance(payload, dict) else {},
-            stop=row.stop,
-            result=result,
-            error=dict(row.error) if row.error is not None else None,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            idempotency_key=row.idempotency_key,
-            request_digest=row.request_digest,
-            resumes_run=row.resumes_run,
-            origin=dict(row.origin) if row.origin is not None else None,
-            payload_error=payload_error,
-            result_error=result_error,
-        )
-
-    def _thread_runs(self, thread_id: str) -> list[_RunRow]:
-        return sorted(
-            (r for r in self._state.runs.values() if r.thread_id == thread_id),
-            key=lambda r: (r.created_at, r.seq),
-        )
-
-    def _next(self, thread_id: str) -> _RunRow | None:
-        """The thread's next run: its oldest still to finish, a cancel before any other."""
-        active = [r for r in self._thread_runs(thread_id) if r.status not in TERMINAL]
-        return min(active, key=lambda r: r.kind != "cancel", default=None)
-
-    # --- runs ----------------------------------------------------------------------------
-
-    def create_run(self, new: NewRun) -> tuple[Run, bool]:
-        payload = self.serde.dumps_typed(new.payload)
-        with self._lock:
-            state = self._state
-            thread = state.threads.get(new.thread_id)
-            if thread is None and new.kind not in ("resume", "cancel"):
-                thread = state.threads[new.thread_id] = _Thread(new.graph)
-            runs = self._thread_runs(new.thread_id)
-            latest: str | None = None
-            if runs:
-                last = runs[-1]
-                under_way = last.kind == "resume" and last.status not in TERMINAL
-                latest = last.resumes_run if under_way else last.run_id
-            resumes = latest if new.kind == "resume" else None
-            same_key = next(
-                (
-                    r
-                    for r in runs
-                    if new.idempotency_key is not None and r.idempotency_key == new.idempotency_key
-                ),
-                None,
-            )
-            same_pause = next(
-                (r for r in runs if resumes is not None and r.resumes_run == resumes), None
-            )
-            fits = thread is not None and thread.graph == new.graph
-            open_waits = [i for t, i in state.inbox if t == new.thread_id]
-            latest_status = runs[-1].status if runs else None
-            if new.kind == "resume":
-                answers = new.answers
-                if answers is not None:
-                    fits = fits and bool(answers) and set(answers) <= set(open_waits)
-                else:
-                    fits = fits and (
-                        bool(open_waits) or latest_status in ("interrupted", "queued", "running")
-                    )
-            if fits and same_key is None and same_pause is None:
-                now = self.clock()
-                row = _RunRow(
-                    run_id=new.run_id,
-                    thread_id=new.thread_id,
-                    graph=new.graph,
-                    status="queued",
-                    kind=new.kind,
-                    payload=payload,
-                    idempotency_key=new.idempotency_key,
-                    request_digest=new.request_digest,
-                    origin=dict(new.origin) if new.origin is not None else None,
-                    resumes_run=resumes,
-                    created_at=now,
-                    updated_at=now,
-                    seq=next(self._seq),
-                )
-                state.runs[row.run_id] = row
-                return self._run(row), True
-            why = {
-                "thread_graph": thread.graph if thread is not None else None,
-                "same_key_run": same_key.run_id if same_key else None,
-                "same_key_digest": same_key.request_digest if same_key else None,
-                "same_pause_run": same_pause.run_id if same_pause else None,
-                "same_pause_status": same_pause.status if same_pause else None,
-                "open_waits": open_waits,
-                "latest_status": latest_status,
-            }
-        return self.get_run(refused_as(new, why)), False
-
-    def get_run(self, run_id: str) -> Run:
-        with self._lock:
-            row = self._state.runs.get(run_id)
-            if row is None:
-                raise RunNotFoundError(f"No run {run_id}: check the id (graphrun runs lists them).")
-            return self._run(row)
-
-    def next_run(self, thread_id: str) -> Run | None:
-        with self._lock:
-            row = self._next(thread_id)
-            return None if row is None else self._run(row)
-
-    def active_runs(self, thread_id: str) -> list[str]:
-        with self._lock:
-            return [r.run_id for r in self._thread_runs(thread_id) if r.status not in TERMINAL]
-
-    def set_running(self, run_id: str, stop: int) -> None:
-        with self._lock:
-            row = self._state.runs[run_id]
-            if row.status not in TERMINAL:
-                row.status, row.updated_at = "running", self.clock()
-                row.stop = row.stop if row.stop is not None else stop
-
-    def touch_run(self, run_id: str) -> None:
-        with self._lock:
-            self._state.runs[run_id].updated_at = self.clock()
-
-    def finish_run(
-        self,
-        run_id: str,
-        status: RunStatus,
-        *,
-        result: Any = None,
-        error: Mapping[str, Any] | None = None,
-        inbox: InboxUpdate | None = None,
-    ) -> bool:
-        typed = self.serde.dumps_typed(result) if result is not None else None
-        with self._lock:
-            row = self._state.runs[run_id]
-            if row.status in TERMINAL:
-                return False
-            row.status, row.result, row.updated_at = status, typed, self.clock()
-            row.error = dict(error) if error is not None else None
-            if inbox is not None:
-                self._replace_inbox(inbox, run_id)
-            return True
-
-    def finish_and_release(
-        self,
-        run_id: str,
-        status: RunStatus,
-        *,
-        thread_id: str,
-        worker: str,
-        result: Any = None,
-        error: Mapping[str, Any] | None = None,
-        inbox: InboxUpdate | None = None,
-    ) -> Released:
-        with self._lock:
-            finished = self.finish_run(run_id, status, result=result, error=error, inbox=inbox)
-            return Released(finished, self.release_thread(thread_id, worker))
-
-    def finish_and_release_many(
-        self,
-        ends: Sequence[RunEnd],
-        *,
-        worker: str,
-        free: Sequence[str] = (),
-        requeue: Sequence[str] = (),
-        epoch: str | None = None,
-    ) -> list[Released]:
-        out: list[Released] = []
-        with self._lock:
-            for run_id in requeue:
-                row = self._state.runs[run_id]
-                if row.status == "running":
-                    row.status = "queued"
-            for e in ends:
-                try:
-                    out.append(
-                        self.finish_and_release(
-                            e.run_id,
-                            e.status,
-                            thread_id=e.thread_id,
-                            worker=worker,
-                            result=e.result,
-                            error=e.error,
-                            inbox=e.inbox,
-                        )
-                    )
-                except CheckpointError as exc:  # a result the serde refuses: the lease goes
-                    out.append(Released(False, self.release_thread(e.thread_id, worker), exc))
-            return out + [Released(False, self.release_thread(t, worker)) for t in free]
-
-    def _replace_inbox(self, update: InboxUpdate, run_id: str | None) -> None:
-        keep = {e.interrupt_id for e in update.entries}
-        inbox = self._state.inbox
-        for key in [k for k in inbox if k[0] == update.thread_id and k[1] not in keep]:
-            del inbox[key]
-        for entry in update.entries:
-            key = (update.thread_id, entry.interrupt_id)
-            old = inbox.get(key)
-            inbox[key] = _Wait(
-                update.graph,
-                run_id or "",
-                update.checkpoint_id,
-                entry,
-                old.created_at if old else self.clock(),
-                old.claimed_by if old else None,  # a wait still pending keeps its claim
-                old.claimed_until if old else None,
-            )
-
-    def replace_inbox(self, update: InboxUpdate, run_id: str | None) -> None:
-        with self._lock:
-            self._replace_inbox(update, run_id)
-
-    def create_runs(
-        self, news: Sequence[NewRun]
-    ) -> list[tuple[Run | None, bool, Exception | None]]:
-        out: list[tuple[Run | None, bool, Exception | None]] = []
-        for new in news:
-            try:
-                run, created = self.create_run(new)
-            except (WorkerError, InvalidResumeError) as exc:
-                out.append((None, False, exc))
-            else:
-                out.append((run, created, None))
-        return out
-
-    def cancel_thread(
-        self, thread_id: str, error: Mapping[str, Any], *, cancel_run: str, stale: float
-    ) -> list[str]:
-        with self._lock:
-            cancelled = []
-            made = self._state.runs[cancel_run].seq
-            for row in self._thread_runs(thread_id):
-                if row.status in TERMINAL or row.kind == "cancel" or row.seq > made:
-                    continue
-                row.status, row.error, row.updated_at = "cancelled", dict(error), self.clock()
-                cancelled.append(row.run_id)
-            self._close_unheld(cancelled, stale)
-            for key in [k for k in self._state.inbox if k[0] == thread_id]:
-                del self._state.inbox[key]
-            return cancelled
-
-    def running_cancelled_tasks(self, run_ids: Sequence[str], stale: float) -> list[RunningTask]:
-        with self._lock:
-            self._close_unheld(run_ids, stale)
-            return [
-                RunningTask(row.task_id, row.worker, tuple(row.path))
-                for row in self._state.tasks.values()
-                if row.run_id in run_ids and row.status == "dispatched" and row.worker is not None
-            ]
-
-    def _close_unheld(self, run_ids: Sequence[str], stale: float) -> None:
-        """Close the runs' open tasks that no live worker holds."""
-        for task in self._state.tasks.values():
-            if (
-                task.run_id in run_ids
-                and task.status == "dispatched"
-                and (task.worker is None or not self._alive(task.worker, stale))
-            ):
-                task.status = "done"
-
-    def inbox(self, query: InboxQuery) -> list[InboxRow]:
-        with self._lock:
-            active = {r.thread_id for r in self._state.runs.values() if r.status not in TERMINAL}
-            wanted = set(query.threads) if query.threads is not None else None
-            cutoff = query.older_than
-            if isinstance(cutoff, timedelta):
-                cutoff = self.clock() - cutoff
-            rows = []
-            for (thread_id, interrupt_id), wait in self._state.inbox.items():
-                key = (wait.created_at, thread_id, interrupt_id)
-                value = json.loads(wait.entry.value)
-                live = wait.claimed_until is not None and wait.claimed_until > self.clock()
-                if query.graph is not None and wait.graph != query.graph:
-                    continue
-                if query.where is not None and not _contains(value, query.where):
-                    continue
-                if query.any_of and not any(_contains(value, w) for w in query.any_of):
-                    continue
-                if query.thread_id is not None and thread_id != query.thread_id:
-                    continue
-                if query.node is not None and wait.entry.node != query.node:
-                    continue
-                if cutoff is not None and wait.created_at >= cutoff:
-                    continue
-                if query.after is not None and key <= query.after:
-                    continue
-                if wanted is not None and (thread_id, interrupt_id) not in wanted:
-                    continue
-                rows.append(
-                    (
-                        key,
-                        InboxRow(
-                            graph=wait.graph,
-                            thread_id=thread_id,
-                            interrupt_id=interrupt_id,
-                            node=wait.entry.node,
-                            namespace=wait.entry.namespace,
-                            value=value,
-                            created_at=wait.created_at,
-                            deadline=wait.entry.deadline,
-                            run_id=wait.run_id,
-                            checkpoint_id=wait.checkpoint_id,
-                            resuming=thread_id in active,
-                            response_schema=(
-                                json.loads(wait.entry.response_schema)
-                                if wait.entry.response_schema is not None
-                                else None
-                            ),
-                            claimed_by=wait.claimed_by if live else None,
-                            claimed_until=wait.claimed_until if live else None,
-                        ),
-                    )
-                )
-            rows.sort(key=lambda r: r[0])
-            return [row for _, row in rows[: query.limit]]
-
-    def claim_wait(
-        self, thread_id: str, interrupt_id: str, actor: str, seconds: float, take_over: bool
-    ) -> WaitClaim | None:
-        with self._lock:
-            wait = self._state.inbox.get((thread_id, interrupt_id))
-            if wait is None:
-                return None
-            now = self.clock()
-            free = wait.claimed_until is None or wait.claimed_until <= now
-            if free or wait.claimed_by == actor or take_over:
-                wait.claimed_by, wait.claimed_until = actor, now + timedelta(seconds=seconds)
-                return WaitClaim(actor, wait.claimed_until, True)
-            return WaitClaim(wait.claimed_by, wait.claimed_until, False)
-
-    def release_wait(self, thread_id: str, interrupt_id: str, actor: str) -> bool:
-        with self._lock:
-            wait = self._state.inbox.get((thread_id, interrupt_id))
-            if wait is None or wait.claimed_by != actor:
-                return False
-            wait.claimed_by = wait.claimed_until = None
-            return True
-
-    def expired_waits(self, limit: int) -> list[ExpiredWait]:
-        with self._lock:
-            now = self.clock()
-            active = {r.thread_id for r in self._state.runs.values() if r.status not in TERMINAL}
-            found = [
-                ExpiredWait(wait.graph, thread_id, interrupt_id, wait.entry.default)
-                for (thread_id, interrupt_id), wait in sorted(
-                    self._state.inbox.items(), key=lambda kv: kv[1].entry.deadline or now
-                )
-                if wait.entry.deadline is not None
-                and wait.entry.deadline < now
-                and wait.entry.default is not None
-                and thread_id not in active
-            ]
-            return found[:limit]
-
-    def runs_by_key(self, graph: str, key: str) -> list[Run]:
-        with self._lock:
-            return [
-                self._run(r)
-                for r in self._state.runs.values()
-                if r.graph == graph and r.idempotency_key == key
-            ]
-
-    def resume_history(self, thread_id: str, limit: int = 50) -> list[Run]:
-        with self._lock:
-            rows = [r for r in reversed(self._thread_runs(thread_id)) if r.kind == "resume"]
-            return [self._run(r) for r in rows[:limit]]
-
-    def list_runs(self, query: RunQuery) -> list[dict[str, Any]]:
-        with self._lock:
-            now = self.clock()
-            rows = [
-                r
-                for r in self._state.runs.values()
-                if (query.thread_id is None or r.thread_id == query.thread_id)
-                and (query.graph is None or r.graph == query.graph)
-                and (query.status is None or r.status == query.status)
-                and (
-                    query.newer_than is None
-                    or r.created_at > now - timedelta(seconds=query.newer_than)
-                )
-            ]
-            rows.sort(key=lambda r: (r.created_at, r.run_id), reverse=True)
-            return [
-                {
-                    "run_id": r.run_id,
-                    "thread_id": r.thread_id,
-                    "graph": r.graph,
-                    "status": r.status,
-                    "kind": r.kind,
-                    "created_at": r.created_at,
-                    "updated_at": r.updated_at,
-                    "error": r.error,
-                    "origin": r.origin,
-                    "step_tasks": self._step_progress(r.run_id) if r.status == "running" else None,
-                }
-                for r in rows[: query.limit]
-            ]
-
-    def _step_progress(self, run_id: str) -> dict[str, int] | None:
-        """The tasks of the run's latest dispatched step, done and in all."""
-        mine = [t for t in self._state.tasks.values() if t.run_id == run_id]
-        if not mine:
-            return None
-        latest = max(t.checkpoint_id for t in mine)
-        step = [t for t in mine if t.checkpoint_id == latest]
-        return {"done": sum(t.status == "done" for t in step), "total": len(step)}
-
-    def overview(self, stale: float) -> Overview:
-        with self._lock:
-            now = self.clock()
-            runs = self._state.runs.values()
-            return Overview(
-                queued=sum(r.status == "queued" for r in runs),
-                running=sum(r.status == "running" for r in runs),
-                pending_interrupts=len(self._state.inbox),
-                overdue=sum(
-                    w.entry.deadline is not None and w.entry.deadline < now
-                    for w in self._state.inbox.values()
-                ),
-                workers=sum(
-                    1
-                    for name, (_host, _pid, _started, beat) in self._state.workers.items()
-                    if not name.startswith("client:") and beat > now - timedelta(seconds=stale)
-                ),
-            )
-
-    def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]:
-        with self._lock:
-            rows = list(reversed(self._thread_runs(thread_id)))[:limit]
-            return [
-                {
-                    "run_id": r.run_id,
-                    "status": r.status,
-                    "kind": r.kind,
-                    "created_at": r.created_at,
-                    "updated_at": r.updated_at,
-                    "error": r.error,
-                }
-                for r in rows
-            ]
-
-    # --- thread leases and heartbeats ----------------------------------------------------
-
-    def bind_thread(self, thread_id: str, graph: str) -> str:
-        with self._lock:
-            return self._state.threads.setdefault(thread_id, _Thread(graph)).graph
-
-    def acquire_thread(
-        self, thread_id: str, worker: str, stale: float, token: str | None = None
-    ) -> bool:
-        with self._lock:
-            thread = self._state.threads.get(thread_id)
-            if thread is None:
-                return False
-            holder = thread.lease_holder
-            if holder is None or holder == worker or not self._alive(holder, stale):
-                thread.lease(worker, self.clock(), token)
-                return True
-            return False
-
-    def release_thread(self, thread_id: str, worker: str) -> str | None:
-        with self._lock:
-            thread = self._state.threads.get(thread_id)
-            if thread is not None and thread.lease_holder == worker:
-                thread.lease(None, None, None)
-            row = self._next(thread_id)
-            return None if row is None else row.run_id
-
-    def claim_runs(
-        self, run_ids: Sequence[str], worker: str, stale: float, token: str | None = None
-    ) -> list[Claim]:
-        claims = []
-        for run_id in run_ids:
-            try:
-                claims.append(self.claim_run(run_id, worker, stale, token))
-            except RunNotFoundError:
-                claims.append(Claim(ended=True, leased=False, run=None, found=False))
-        return claims
-
-    def claim_run(self, run_id: str, worker: str, stale: float, token: str | None = None) -> Claim:
-        with self._lock:
-            target = self._state.runs.get(run_id)
-            if target is None:
-                raise RunNotFoundError(f"No run {run_id}: check the id (graphrun runs lists them).")
-            if target.status in TERMINAL:
-                return Claim(ended=True, leased=False, run=None)
-            thread = self._state.threads.get(target.thread_id)
-            holder = thread.lease_holder if thread is not None else None
-            if thread is None or not (
-                holder is None or holder == worker or not self._alive(holder, stale)
-            ):
-                return Claim(ended=False, leased=False, run=None)
-            thread.lease(worker, self.clock(), token)
-            row = self._next(target.thread_id)
-            if row is None:
-                return Claim(ended=False, leased=True, run=None)
-            before = self._run(row)
-            if row.status == "queued":
-                row.status, row.updated_at = "running", self.clock()
-            return Claim(ended=False, leased=True, run=before)
-
-    def heartbeat(
-        self,
-        worker: str,
-        hostname: str,
-        pid: int,
-        *,
-        keep: str | None = None,
-        grace: float | None = None,
-    ) -> list[str]:
-        with self._lock:
-            now = self.clock()
-            freed: list[str] = []
-            started = self._state.workers.get(worker, (hostname, pid, now, now))[2]
-            self._state.workers[worker] = (hostname, pid, started, now)
-            if grace is None:
-                return freed
-            for thread_id, thread in self._state.threads.items():
-                if (
-                    thread.lease_holder == worker
-                    and thread.lease_token != keep
-                    and thread.leased_at is not None
-                    and thread.leased_at < now - timedelta(seconds=grace)
-                ):
-                    thread.lease(None, None, None)
-                    freed.append(thread_id)
-            for row in self._state.tasks.values():
-                if (
-                    row.worker == worker
-                    and row.status == "dispatched"
-                    and row.claim_token != keep
-                    and row.claimed_at is not None
-                    and row.claimed_at < now - timedelta(seconds=grace)
-                ):
-                    row.worker = row.claimed_at = row.claim_token = None
-            return freed
-
-    def remove_worker(self, worker: str) -> None:
-        with self._lock:
-            self._state.workers.pop(worker, None)
-
-    def live_workers(self, stale: float) -> list[dict[str, Any]]:
-        with self._lock:
-            return [
-                {"worker": w, "hostname": h, "pid": p, "started_at": s, "heartbeat_at": b}
-                for w, (h, p, s, b) in sorted(self._state.workers.items())
-                if self._alive(w, stale)
-            ]
-
-    # --- the step barrier ----------------------------------------------------------------
-
-    def register_tasks(
-        self,
-        run_id: str,
-        thread_id: str,
-        checkpoint_id: str,
-        tasks: Sequence[tuple[str, Sequence[Any]]],
-        epoch: str | None = None,  # nothing here is lost in a crash: no epoch to check
-    ) -> list[str]:
-        with self._lock:
-            new: list[str] = []
-            for task_id, path in tasks:
-                key = (run_id, checkpoint_id, task_id)
-                if key in self._state.tasks:
-                    continue
-                self._state.tasks[key] = _TaskRow(
-                    run_id, checkpoint_id, task_id, thread_id, tuple(path), self.clock()
-                )
-                new.append(task_id)
-            step = (run_id, checkpoint_id)
-            self._state.open_tasks[step] = self._state.open_tasks.get(step, 0) + len(new)
-            return new
-
-    def step_tasks(self, run_id: str, checkpoint_id: str) -> dict[str, StepTask]:
-        with self._lock:
-            return {
-                t.task_id: StepTask(t.task_id, t.status, t.error)  # type: ignore[arg-type]
-                for t in self._state.tasks.values()
-                if t.run_id == run_id and t.checkpoint_id == checkpoint_id
-            }
-
-    def claim_tasks(
-        self,
-        run_id: str,
-        checkpoint_id: str,
-        tasks: Sequence[tuple[str, Sequence[Any], int]],
-        worker: str,
-        stale: float,
-        token: str | None = None,
-    ) -> TaskClaims:
-        claimed: list[str] = []
-        with self._lock:
-            for task_id, path, attempts in tasks:
-                row = self._state.tasks.get((run_id, checkpoint_id, task_id))
-                if row is None or row.status == "done" or row.retry_attempts > attempts:
-                    continue
-                if list(row.path) != list(path):
-                    continue
-                if row.worker not in (None, worker) and self._alive(row.worker, stale):
-                    continue
-                row.worker, row.claimed_at, row.claim_token = worker, self.clock(), token
-                claimed.append(task_id)
-        return TaskClaims(claimed, None)
-
-    def complete_tasks(
-        self,
-        run_id: str,
-        checkpoint_id: str,
-        outcomes: Mapping[str, Mapping[str, Any] | None],
-        worker: str,
-        events: Mapping[str, Sequence[EventRow]],
-        epoch: str | None = None,
-    ) -> tuple[int, int]:
-        with self._lock:
-            done = []
-            for task_id, error in outcomes.items():
-                row = self._state.tasks.get((run_id, checkpoint_id, task_id))
-                if row is None or row.status == "done" or row.worker != worker:
-                    continue
-                row.status, row.error = "done", dict(error) if error is not None else None
-                done.append(task_id)
-            if not done:
-                return 0, -1
-            step = (run_id, checkpoint_id)
-            self._state.open_tasks[step] = self._state.open_tasks.get(step, 0) - len(done)
-            self.add_events(run_id, [e for t in done for e in events.get(t, ())])
-            return len(done), self._state.open_tasks[step]
-
-    def release_claims(
-        self, run_id: str, checkpoint_id: str, task_ids: Sequence[str], worker: str
-    ) -> None:
-        with self._lock:
-            for task_id in task_ids:
-                row = self._state.tasks.get((run_id, checkpoint_id, task_id))
-                if row is not None and row.worker == worker and row.status != "done":
-                    row.worker = row.claimed_at = row.claim_token = None
-
-    def hold_for_retry(
-        self, run_id: str, checkpoint_id: str, task_id: str, attempts: int, hold: float
-    ) -> None:
-        with self._lock:
-            row = self._state.tasks.get((run_id, checkpoint_id, task_id))
-            if row is not None and row.status != "done":
-                row.retry_attempts = attempts
-                row.hold_until = self.clock() + timedelta(seconds=hold)
-                row.worker = row.claimed_at = row.claim_token = None
-
-    # --- the sweeper ---------------------------------------------------------------------
-
-    def orphaned_tasks(self, stale: float, unclaimed: float, limit: int) -> list[OrphanTask]:
-        with self._lock:
-            now = self.clock()
-            found: list[OrphanTask] = []
-            rows = sorted(self._state.tasks.values(), key=lambda t: t.dispatched_at)
-            for row in rows:
-                if len(found) >= limit:
-                    break
-                run = self._state.runs.get(row.run_id)
-                if row.status != "dispatched" or run is None or run.status in TERMINAL:
-                    continue
-                if row.hold_until is not None and row.hold_until >= now:
-                    continue
-                if row.worker is None:
-                    orphaned = row.dispatched_at < now - timedelta(seconds=unclaimed)
-                else:
-                    orphaned = not self._alive(row.worker, stale)
-                if not orphaned:
-                    continue
-                row.dispatched_at, row.worker, row.claimed_at, row.claim_token = (
-                    now,
-                    None,
-                    None,
-                    None,
-                )
-                row.resends += 1
-                found.append(
-                    OrphanTask(
-                        run_id=row.run_id,
-                        thread_id=row.thread_id,
-                        checkpoint_id=row.checkpoint_id,
-                        task_id=row.task_id,
-                        path=row.path,
-                        retry_attempts=row.retry_attempts,
-                        resends=row.resends,
-                    )
-                )
-            return found
-
-    def stalled_runs(self, stale: float, idle: float, limit: int) -> list[str]:
-        with self._lock:
-            now = self.clock()
-            found: list[str] = []
-            nexts = (self._next(t) for t in {r.thread_id for r in self._state.runs.values()})
-            oldest = [row for row in nexts if row is not None]
-            for row in sorted(oldest, key=lambda r: r.updated_at):
-                if len(found) >= limit:
-                    break
-                if row.updated_at >= now - timedelta(seconds=idle):
-                    continue
-                if any(
-                    t.run_id == row.run_id and t.status == "dispatched"
-                    for t in self._state.tasks.values()
-                ):
-                    continue
-                thread = self._state.threads.get(row.thread_id)
-                holder = thread.lease_holder if thread is not None else None
-                if holder is not None and self._alive(holder, stale):
-                    continue
-                row.updated_at = now
-                found.append(row.run_id)
-            return found
-
-    # --- events --------------------------------------------------------------------------
-
-    def add_events(self, run_id: str, chunks: Sequence[EventRow]) -> None:
-        typed = [(ns, mode, self.serde.dumps_typed(payload)) for ns, mode, payload in chunks]
-        with self._lock:
-            for ns, mode, payload in typed:
-                self._state.events.append((next(self._seq), run_id, tuple(ns), mode, payload))
-
-    def events_after(self, run_id: str, after: int) -> list[Event]:
-        with self._lock:
-            rows = [e for e in self._state.events if e[1] == run_id and e[0] > after]
-        return [Event(seq, ns, mode, self._load(payload)) for seq, _, ns, mode, payload in rows]
-
-    # --- test helpers --------------------------------------------------------------------
-
-    def task_row(self, run_id: str, checkpoint_id: str, task_id: str) -> _TaskRow:
-        """A copy of a barrier row, for assertions."""
-        with self._lock:
-            return replace(self._state.tasks[(run_id, checkpoint_id, task_id)])
-
-    def thread_lease(self, thread_id: str) -> str | None:
-        with self._lock:
-            thread = self._state.threads.get(thread_id)
-            return thread.lease_holder if thread is not None else None
+def _before(at: datetime | None, cut: datetime) -> bool:
+    return at is not None and at < cut
 
 
 def _contains(value: Any, where: Any) -> bool:
@@ -921,3 +61,502 @@ def _contains(value: Any, where: Any) -> bool:
             any(_contains(item, want) for item in value) for want in where
         )
     return bool(value == where and type(value) is type(where))
+
+
+class InMemoryConnector:
+    """The store's named queries in memory (see the module docstring)."""
+
+    def __init__(self, clock: Callable[[], datetime]) -> None:
+        self.clock = clock
+        self.lock = threading.RLock()
+        self.runs: dict[str, Row] = {}
+        self.threads: dict[str, Row] = {}
+        self.workers: dict[str, Row] = {}
+        self.tasks: dict[tuple[str, str, str], Row] = {}
+        self.steps: dict[tuple[str, str], int] = {}
+        self.events: list[Row] = []
+        self.interrupts: dict[tuple[str, str], Row] = {}
+        self.server_epoch = str(uuid.uuid4())
+        """Postgres' epoch (migration 0007); nothing here is lost in a crash, so it stays,
+        unless a test changes it to stand for a crash recovery."""
+        self._seq = itertools.count(1)
+
+    @contextmanager
+    def session(self, operation: str, *, transaction: bool = False) -> Iterator[InMemoryConnector]:
+        with self.lock:
+            yield self
+
+    def batch(self, operation: str, statements: Sequence[tuple[str, P]]) -> list[list[Row]]:
+        with self.lock:
+            return [self.all(name, params) for name, params in statements]
+
+    def all(self, name: str, params: P | None = None) -> list[Row]:
+        with self.lock:
+            rows: list[Row] = getattr(self, name)(params or {})
+            return copy.deepcopy(rows)
+
+    def many(self, name: str, params: Sequence[P], *, returning: bool = True) -> list[list[Row]]:
+        with self.lock:
+            out = [self.all(name, p) for p in params]
+        return out if returning else []
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _ago(self, seconds: float) -> datetime:
+        return self.clock() - timedelta(seconds=seconds)
+
+    def _alive(self, worker: str | None, stale: float) -> bool:
+        found = self.workers.get(worker or "")
+        return found is not None and found["heartbeat_at"] > self._ago(stale)
+
+    def _lease(self, thread: Row | None, p: P) -> bool:
+        """Lease the thread to ``p``'s worker and job if it is free, theirs, or held by a
+        dead worker."""
+        if thread is None:
+            return False
+        holder = thread["lease_holder"]
+        if holder not in (None, p["worker"]) and self._alive(holder, p["stale"]):
+            return False
+        thread.update(lease_holder=p["worker"], leased_at=self.clock(), lease_token=p["token"])
+        return True
+
+    def _of_thread(self, thread_id: str) -> list[Row]:
+        return sorted((r for r in self.runs.values() if r["thread_id"] == thread_id), key=_order)
+
+    def _next(self, thread_id: str) -> Row | None:
+        active = [r for r in self._of_thread(thread_id) if r["status"] in ACTIVE]
+        return min(active, key=lambda r: r["kind"] != "cancel", default=None)
+
+    def _pause(self, thread_id: str) -> str | None:
+        """The pause a resume answers (create_run's ``latest``)."""
+        runs = self._of_thread(thread_id)
+        if not runs:
+            return None
+        last = runs[-1]
+        under_way = last["kind"] == "resume" and last["status"] in ACTIVE
+        return last["resumes_run"] if under_way else last["run_id"]  # type: ignore[no-any-return]
+
+    def _bind(self, thread_id: str, graph: str) -> Row:
+        new = {"thread_id": thread_id, "graph": graph, "created_at": self.clock(), **NO_LEASE}
+        return self.threads.setdefault(thread_id, new)
+
+    def _close_unheld(self, run_ids: Sequence[str], stale: float) -> None:
+        for t in self.tasks.values():
+            open_ = t["run_id"] in run_ids and t["status"] == "dispatched"
+            if open_ and not self._alive(t["worker"], stale):
+                t.update(status="done", done_at=self.clock())
+
+    def _open_task(self, p: P) -> Row | None:
+        task = self.tasks.get((p["run_id"], p["checkpoint_id"], p["task_id"]))
+        return task if task is not None and task["status"] != "done" else None
+
+    def _claimed(self, wait: Row) -> bool:
+        """An approver's claim on the wait has not lapsed."""
+        until = wait["claimed_until"]
+        return until is not None and until > self.clock()
+
+    def _active_threads(self) -> set[str]:
+        return {r["thread_id"] for r in self.runs.values() if r["status"] in ACTIVE}
+
+    # --- runs ----------------------------------------------------------------------------
+
+    def create_run(self, p: P) -> list[Row]:
+        if p["kind"] not in ("resume", "cancel"):
+            self._bind(p["thread_id"], p["graph"])
+        if not accepts(p, self.explain_refused_run(p)[0]):
+            return []
+        row = {k: p[k] for k in ("run_id", "thread_id", "graph", "kind", "payload_type", "payload")}
+        row |= {k: p[k] for k in ("idempotency_key", "request_digest")}
+        row |= dict.fromkeys(("stop", "result_type", "result", "error"))
+        row |= {"status": "queued", "origin": _json(p["origin"]), "seq": next(self._seq)}
+        row |= {"created_at": self.clock(), "updated_at": self.clock()}
+        row["resumes_run"] = self._pause(p["thread_id"]) if p["kind"] == "resume" else None
+        self.runs[p["run_id"]] = row
+        return [row]
+
+    def explain_refused_run(self, p: P) -> list[Row]:
+        runs = self._of_thread(p["thread_id"])
+        key, pause = p["idempotency_key"], self._pause(p["thread_id"])
+        key_run: Row = next((r for r in runs if key and r["idempotency_key"] == key), {})
+        resumes = p["kind"] == "resume" and pause is not None
+        pause_run: Row = next((r for r in runs if resumes and r["resumes_run"] == pause), {})
+        waits = sorted(i for t, i in self.interrupts if t == p["thread_id"])
+        return [
+            {
+                "thread_graph": self.threads.get(p["thread_id"], {}).get("graph"),
+                "open_waits": waits or None,
+                "latest_status": runs[-1]["status"] if runs else None,
+                "same_key_run": key_run.get("run_id"),
+                "same_key_digest": key_run.get("request_digest"),
+                "same_pause_run": pause_run.get("run_id"),
+                "same_pause_status": pause_run.get("status"),
+            }
+        ]
+
+    def get_run(self, p: P) -> list[Row]:
+        return [r for r in [self.runs.get(p["run_id"])] if r]
+
+    def active_runs_of_thread(self, p: P) -> list[Row]:
+        return [r for r in self._of_thread(p["thread_id"]) if r["status"] in ACTIVE]
+
+    def set_running(self, p: P) -> list[Row]:
+        if (run := self.runs.get(p["run_id"])) and run["status"] in ACTIVE:
+            stop = p["stop"] if run["stop"] is None else run["stop"]
+            run.update(status="running", stop=stop, updated_at=self.clock())
+        return []
+
+    def touch_run(self, p: P) -> list[Row]:
+        if run := self.runs.get(p["run_id"]):
+            run["updated_at"] = self.clock()
+        return []
+
+    def finish_run(self, p: P) -> list[Row]:
+        run = self.runs.get(p["run_id"] or "")
+        thread = p["thread_id"] if p["run_id"] is None else None
+        if run is not None and run["status"] in ACTIVE:
+            run.update(status=p["status"], result_type=p["result_type"], result=p["result"])
+            run.update(error=_json(p["error"]), updated_at=self.clock())
+            thread = run["thread_id"]
+        if p["set_inbox"] and thread is not None:
+            ids = p["interrupt_ids"] or []
+            for key in [k for k in self.interrupts if k[0] == thread and k[1] not in ids]:
+                del self.interrupts[key]
+            for n, interrupt_id in enumerate(ids):
+                new = {"created_at": self.clock(), **NO_WAIT_CLAIM}
+                old = self.interrupts.get((thread, interrupt_id), new)
+                row = {column: p[column + "s"][n] for column in INBOX_COLUMNS}
+                row |= {"thread_id": thread, "value": json.loads(row["value"])}
+                row["response_schema"] = _json(row["response_schema"])
+                self.interrupts[(thread, interrupt_id)] = old | row  # keeps created_at, claim
+        return [{"pg_notify": run["run_id"]}] if run is not None and thread else []
+
+    def requeue_runs(self, p: P) -> list[Row]:
+        for run in (self.runs[r] for r in p["run_ids"] if r in self.runs):
+            run["status"] = "queued" if run["status"] == "running" else run["status"]
+        return []
+
+    def cancel_thread(self, p: P) -> list[Row]:
+        made = _order(self.runs[p["cancel_run"]])
+        cancelled = []
+        for run in self._of_thread(p["thread_id"]):
+            if run["status"] in ACTIVE and run["kind"] != "cancel" and _order(run) < made:
+                run.update(status="cancelled", error=_json(p["error"]), updated_at=self.clock())
+                cancelled.append(run["run_id"])
+        self._close_unheld(cancelled, p["stale"])
+        for key in [k for k in self.interrupts if k[0] == p["thread_id"]]:
+            del self.interrupts[key]
+        return [{"run_id": r} for r in cancelled]
+
+    def running_cancelled_tasks(self, p: P) -> list[Row]:
+        self._close_unheld(p["run_ids"], p["stale"])
+        ids = p["run_ids"]
+        return [
+            t for t in self.tasks.values() if t["run_id"] in ids and t["status"] == "dispatched"
+        ]
+
+    def resume_history(self, p: P) -> list[Row]:
+        runs = reversed(self._of_thread(p["thread_id"]))
+        return [r for r in runs if r["kind"] == "resume"][: p["limit"]]
+
+    def runs_by_key(self, p: P) -> list[Row]:
+        runs = self.runs.values()
+        return [r for r in runs if r["graph"] == p["graph"] and r["idempotency_key"] == p["key"]]
+
+    def runs_of_thread(self, p: P) -> list[Row]:
+        keys = ("run_id", "status", "kind", "created_at", "updated_at", "error")
+        runs = list(reversed(self._of_thread(p["thread_id"])))[: p["limit"]]
+        return [{k: r[k] for k in keys} for r in runs]
+
+    def list_runs(self, p: P) -> list[Row]:
+        runs = [
+            r
+            for r in self.runs.values()
+            if all(p[k] in (None, r[k]) for k in ("thread_id", "graph", "status"))
+            and (p["age"] is None or r["created_at"] > self._ago(p["age"]))
+        ]
+        keys = ("run_id", "thread_id", "graph", "status", "kind", "created_at", "updated_at")
+        out = []
+        for run in sorted(runs, key=_order, reverse=True)[: p["limit"]]:
+            mine = [t for t in self.tasks.values() if t["run_id"] == run["run_id"]]
+            latest = max((t["checkpoint_id"] for t in mine), default=None)
+            step = [t for t in mine if t["checkpoint_id"] == latest and run["status"] == "running"]
+            done = sum(t["status"] == "done" for t in step)
+            out.append({k: run[k] for k in (*keys, "error", "origin")})
+            out[-1] |= {"tasks_done": done, "tasks_total": len(step)}
+        return out
+
+    def overview(self, p: P) -> list[Row]:
+        statuses = [r["status"] for r in self.runs.values()]
+        overdue = [w for w in self.interrupts.values() if _before(w["deadline"], self.clock())]
+        live = [w for n, w in self.workers.items() if self._alive(n, p["stale"])]
+        live = [w for w in live if not w["worker"].startswith("client:")]
+        return [
+            {
+                "queued": statuses.count("queued"),
+                "running": statuses.count("running"),
+                "pending_interrupts": len(self.interrupts),
+                "overdue": len(overdue),
+                "workers": len({w["node"] or w["worker"] for w in live}),
+                "processes": len(live),
+            }
+        ]
+
+    # --- the inbox -----------------------------------------------------------------------
+
+    def inbox_page(self, p: P) -> list[Row]:
+        active, where = self._active_threads(), _json(p["where"])
+        any_of = None if p["any_of"] is None else [json.loads(w) for w in p["any_of"]]
+        threads, ids = p["thread_ids"], p["interrupt_ids"]
+        pairs = None if threads is None else set(zip(threads, ids, strict=True))
+        after = (p["after_at"], p["after_thread"], p["after_id"])
+        rows = []
+        for w in self.interrupts.values():
+            key = (w["created_at"], w["thread_id"], w["interrupt_id"])
+            if (
+                all(p[k] in (None, w[k]) for k in ("graph", "node", "thread_id"))
+                and (where is None or _contains(w["value"], where))
+                and (any_of is None or any(_contains(w["value"], want) for want in any_of))
+                and (p["older_than"] is None or w["created_at"] < p["older_than"])
+                and (p["age"] is None or w["created_at"] < self._ago(p["age"]))
+                and (p["after_at"] is None or key > after)
+                and (pairs is None or key[1:] in pairs)
+            ):
+                claim = {} if self._claimed(w) else NO_WAIT_CLAIM
+                rows.append(w | {"resuming": w["thread_id"] in active, **NO_DEFAULT, **claim})
+        rows.sort(key=lambda w: (w["created_at"], w["thread_id"], w["interrupt_id"]))
+        return rows[: p["limit"]]
+
+    def claim_wait(self, p: P) -> list[Row]:
+        if (wait := self.interrupts.get((p["thread_id"], p["interrupt_id"]))) is None:
+            return []
+        taken = not self._claimed(wait) or wait["claimed_by"] == p["actor"] or p["take_over"]
+        if taken:
+            until = self.clock() + timedelta(seconds=p["seconds"])
+            wait.update(claimed_by=p["actor"], claimed_until=until)
+        return [{k: wait[k] for k in NO_WAIT_CLAIM} | {"taken": taken}]
+
+    def release_wait(self, p: P) -> list[Row]:
+        wait = self.interrupts.get((p["thread_id"], p["interrupt_id"]))
+        if wait is None or wait["claimed_by"] != p["actor"]:
+            return []
+        wait.update(NO_WAIT_CLAIM)
+        return [{"thread_id": p["thread_id"]}]
+
+    def expired_waits(self, p: P) -> list[Row]:
+        active = self._active_threads()
+        rows = [
+            w | {"resuming": False}
+            for w in self.interrupts.values()
+            if _before(w["deadline"], self.clock())
+            and w["default_type"] is not None
+            and w["thread_id"] not in active
+        ]
+        return sorted(rows, key=lambda w: w["deadline"])[: p["limit"]]
+
+    # --- thread leases and heartbeats ----------------------------------------------------
+
+    def bind_thread(self, p: P) -> list[Row]:
+        return [self._bind(p["thread_id"], p["graph"])]
+
+    def acquire_thread(self, p: P) -> list[Row]:
+        leased = self._lease(self.threads.get(p["thread_id"]), p)
+        return [{"thread_id": p["thread_id"]}] if leased else []
+
+    def release_leases(self, p: P) -> list[Row]:
+        for thread in (self.threads.get(t) for t in p["threads"]):
+            if thread and thread["lease_holder"] == p["worker"]:
+                thread.update(NO_LEASE)
+        return []
+
+    def next_runs_of_threads(self, p: P) -> list[Row]:
+        nexts = (self._next(t) for t in dict.fromkeys(p["threads"]))
+        return [{"thread_id": r["thread_id"], "run_id": r["run_id"]} for r in nexts if r]
+
+    def claim_run(self, p: P) -> list[Row]:
+        if (target := self.runs.get(p["run_id"])) is None:
+            return []
+        row: Row = {"target_status": target["status"], "leased": False, "run_id": None}
+        row["epoch"] = self.server_epoch
+        if target["status"] in ACTIVE and self._lease(self.threads.get(target["thread_id"]), p):
+            row["leased"] = True
+            if run := self._next(target["thread_id"]):
+                row |= run  # the run's status as it was
+                if run["status"] == "queued":
+                    run.update(status="running", updated_at=self.clock())
+        return [row]
+
+    def heartbeat(self, p: P) -> list[Row]:
+        self.beat(p)
+        worker, keep, cut = p["worker"], p["keep"], self._ago(p["grace"])
+        for task in self.tasks.values():
+            mine = (task["worker"], task["status"]) == (worker, "dispatched")
+            if mine and task["claim_token"] != keep and _before(task["claimed_at"], cut):
+                task.update(NO_CLAIM)
+        freed = []
+        for thread in self.threads.values():
+            mine = thread["lease_holder"] == worker and thread["lease_token"] != keep
+            if mine and _before(thread["leased_at"], cut):
+                thread.update(NO_LEASE)
+                freed.append({"thread_id": thread["thread_id"]})
+        return freed
+
+    def epoch(self, p: P) -> list[Row]:
+        return [{"epoch": self.server_epoch}]
+
+    def check_epoch(self, p: P) -> list[Row]:
+        if p["epoch"] is not None and p["epoch"] != self.server_epoch:
+            raise StoreRecoveredError("run store: the server recovered since this job began")
+        return [{"graphruntime_check_epoch": True}]
+
+    def beat(self, p: P) -> list[Row]:
+        now = self.clock()
+        new = {"worker": p["worker"], "hostname": p["hostname"], "pid": p["pid"], "started_at": now}
+        said = {"heartbeat_at": now, "node": p["node"], "graphs": p["graphs"]}
+        self.workers.setdefault(p["worker"], new).update(said)
+        return []
+
+    def remove_worker(self, p: P) -> list[Row]:
+        self.workers.pop(p["worker"], None)
+        return []
+
+    def live_workers(self, p: P) -> list[Row]:
+        return [w for name, w in sorted(self.workers.items()) if self._alive(name, p["stale"])]
+
+    # --- the step barrier ----------------------------------------------------------------
+
+    def register_tasks(self, p: P) -> list[Row]:
+        step, new = (p["run_id"], p["checkpoint_id"]), []
+        for task_id, path in zip(p["task_ids"], p["paths"], strict=True):
+            if (*step, task_id) not in self.tasks:
+                row = {"run_id": step[0], "checkpoint_id": step[1], "task_id": task_id, **NO_CLAIM}
+                row |= {"thread_id": p["thread_id"], "status": "dispatched", "attempts": 1}
+                row |= {"task_path": json.loads(path), "dispatched_at": self.clock()}
+                row |= {"retry_attempts": 0, **dict.fromkeys(("hold_until", "error", "done_at"))}
+                self.tasks[(*step, task_id)] = row | {"started_at": None}
+                new.append({"task_id": task_id})
+        self.steps[step] = self.steps.get(step, 0) + len(new)
+        return new
+
+    def step_tasks(self, p: P) -> list[Row]:
+        step = (p["run_id"], p["checkpoint_id"])
+        return [t for t in self.tasks.values() if (t["run_id"], t["checkpoint_id"]) == step]
+
+    def async_commit(self, p: P) -> list[Row]:
+        return []
+
+    def claim_task(self, p: P) -> list[Row]:
+        task = self._open_task(p)
+        if task is None or task["task_path"] != json.loads(p["path"]):
+            return []
+        held = task["worker"] not in (None, p["worker"]) and self._alive(task["worker"], p["stale"])
+        if held or task["retry_attempts"] > p["attempts"]:
+            return []
+        task.update(worker=p["worker"], claimed_at=self.clock(), claim_token=p["token"])
+        task["started_at"] = task["started_at"] or self.clock()
+        return [{"task_id": p["task_id"]}]
+
+    def complete_task(self, p: P) -> list[Row]:
+        if (task := self._open_task(p)) is None or task["worker"] != p["worker"]:
+            return []
+        task.update(status="done", done_at=self.clock(), error=_json(p["error"]))
+        return [{"task_id": p["task_id"]}]
+
+    def release_claims(self, p: P) -> list[Row]:
+        for task in (self._open_task({**p, "task_id": t}) for t in p["task_ids"]):
+            if task and task["worker"] == p["worker"]:
+                task.update(NO_CLAIM)
+        return []
+
+    def count_down_step(self, p: P) -> list[Row]:
+        if (step := (p["run_id"], p["checkpoint_id"])) not in self.steps:
+            return []
+        self.steps[step] -= p["done"]
+        return [{"open_tasks": self.steps[step]}]
+
+    def hold_for_retry(self, p: P) -> list[Row]:
+        if task := self._open_task(p):
+            hold = self.clock() + timedelta(seconds=p["hold"])
+            task.update(NO_CLAIM, retry_attempts=p["attempts"], hold_until=hold)
+        return []
+
+    # --- the sweeper ---------------------------------------------------------------------
+
+    def orphaned_tasks(self, p: P) -> list[Row]:
+        found: list[Row] = []
+        for task in sorted(self.tasks.values(), key=lambda t: t["dispatched_at"]):
+            run = self.runs.get(task["run_id"], {"status": None})
+            lost = (
+                task["dispatched_at"] < self._ago(p["unclaimed"])
+                if task["worker"] is None
+                else not self._alive(task["worker"], p["stale"])
+            )
+            held = task["hold_until"] is not None and task["hold_until"] >= self.clock()
+            if lost and not held and task["status"] == "dispatched" and run["status"] in ACTIVE:
+                task.update(NO_CLAIM, dispatched_at=self.clock(), attempts=task["attempts"] + 1)
+                found.append(task)
+            if len(found) >= p["limit"]:
+                break
+        return found
+
+    def stalled_runs(self, p: P) -> list[Row]:
+        found: list[Row] = []
+        nexts = (self._next(t) for t in dict.fromkeys(r["thread_id"] for r in self.runs.values()))
+        for run in sorted((r for r in nexts if r), key=lambda r: r["updated_at"]):
+            holder = self.threads.get(run["thread_id"], {}).get("lease_holder")
+            tasks = (t for t in self.tasks.values() if t["run_id"] == run["run_id"])
+            if (
+                len(found) < p["limit"]
+                and _before(run["updated_at"], self._ago(p["idle"]))
+                and not any(t["status"] == "dispatched" for t in tasks)
+                and not self._alive(holder, p["stale"])
+            ):
+                run["updated_at"] = self.clock()
+                found.append({"run_id": run["run_id"]})
+        return found
+
+    # --- events --------------------------------------------------------------------------
+
+    def add_event(self, p: P) -> list[Row]:
+        self.events.append({**p, "seq": next(self._seq)})
+        return []
+
+    def lock_run_events(self, p: P) -> list[Row]:
+        return []  # the connector's lock serializes every transaction
+
+    def append_events(self, p: P) -> list[Row]:
+        for ns, mode, type_, payload in zip(
+            p["ns"], p["modes"], p["types"], p["payloads"], strict=True
+        ):
+            self.add_event(
+                {
+                    "run_id": p["run_id"],
+                    "ns": ns,
+                    "mode": mode,
+                    "payload_type": type_,
+                    "payload": payload,
+                }
+            )
+        return []
+
+    def events_after(self, p: P) -> list[Row]:
+        return [e for e in self.events if e["run_id"] == p["run_id"] and e["seq"] > p["after"]]
+
+
+class InMemoryRunStore(RunStore):
+    """A :class:`~workers.store.RunStore` on :class:`InMemoryConnector`."""
+
+    def __init__(
+        self, serde: SerializerProtocol | None = None, clock: Callable[[], datetime] | None = None
+    ) -> None:
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.memory = InMemoryConnector(self.clock)
+        super().__init__(self.memory, serde)
+
+    def task_row(self, run_id: str, checkpoint_id: str, task_id: str) -> Row:
+        """A copy of a barrier row, for assertions."""
+        with self.memory.lock:
+            return dict(self.memory.tasks[(run_id, checkpoint_id, task_id)])
+
+    def thread_lease(self, thread_id: str) -> str | None:
+        with self.memory.lock:
+            return self.memory.threads.get(thread_id, {}).get("lease_holder")

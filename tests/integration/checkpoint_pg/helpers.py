@@ -14,7 +14,13 @@ import psycopg
 from psycopg.rows import dict_row
 
 from checkpoint_pg import PostgresSaver, migrate
-from graphruntime.checkpoint import Checkpoint, copy_checkpoint, empty_checkpoint, uuid6
+from graphruntime.checkpoint import (
+    BaseCheckpointSaver,
+    Checkpoint,
+    copy_checkpoint,
+    empty_checkpoint,
+    uuid6,
+)
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict
 
@@ -31,7 +37,7 @@ def config(thread_id: str, ns: str = "", checkpoint_id: str | None = None) -> Ru
 
 
 def child(
-    saver: PostgresSaver,
+    saver: BaseCheckpointSaver,
     prev: Checkpoint | None,
     values: dict[str, Any],
     *,

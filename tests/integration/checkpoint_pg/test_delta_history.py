@@ -33,9 +33,21 @@ class _CountingSaver(PostgresSaver):
 
     statements = 0
 
-    def _delta_rows(self, *args: Any, **kwargs: Any) -> Any:
-        self.statements += 1
-        return super()._delta_rows(*args, **kwargs)
+    def _run(self, operation: str, op: Any) -> Any:
+        if operation != "get_delta_channel_history":
+            return super()._run(operation, op)
+
+        def counted() -> Any:
+            result = None
+            try:
+                while True:
+                    request = op.send(result)
+                    self.statements += 1
+                    result = yield request
+            except StopIteration as stop:
+                return stop.value
+
+        return super()._run(operation, counted())
 
 
 def _graph(saver: PostgresSaver) -> Any:

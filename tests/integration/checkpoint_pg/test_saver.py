@@ -278,11 +278,27 @@ def test_ids_that_are_not_uuids(saver: PostgresSaver) -> None:
         saver.put(config(t), checkpoint, meta(-1), versions)
 
 
+def test_a_parent_id_that_is_not_a_uuid_round_trips(saver: PostgresSaver) -> None:
+    # LangGraph's own tests name parents "1", "2": the id goes in the checkpoint's body.
+    t = thread()
+    checkpoint, versions = child(saver, None, {"n": 1}, step=-1)
+    saved = saver.put(config(t, checkpoint_id="1"), checkpoint, meta(-1), versions)
+    found = saver.get_tuple(saved)
+    assert found is not None
+    assert found.parent_config == config(t, checkpoint_id="1")
+    assert "__parent_id__" not in found.checkpoint
+    assert [c.parent_config for c in saver.list(config(t))] == [config(t, checkpoint_id="1")]
+    other, versions = child(saver, None, {"n": 2}, step=0)
+    with pytest.raises(CheckpointError, match="UUID"):
+        saver.put(config(t, checkpoint_id="1"), other, meta(0), versions, fenced=True)
+
+
 def test_database_errors_are_checkpoint_store_errors(saver: PostgresSaver) -> None:
     checkpoint, versions = child(saver, None, {}, step=-1)
-    # JSONB cannot hold U+0000; the driver's error is the cause.
+    # JSONB cannot hold U+0000 (only top-level strings lose theirs, as in LangGraph);
+    # the driver's error is the cause.
     with pytest.raises(CheckpointStoreError, match=r"PostgresSaver\.put failed") as info:
-        saver.put(config(thread()), checkpoint, meta(-1, note="a\x00b"), versions)
+        saver.put(config(thread()), checkpoint, meta(-1, note={"deep": "a\x00b"}), versions)
     assert isinstance(info.value.__cause__, psycopg.Error)
 
 

@@ -78,11 +78,6 @@ def test_from_conn_string_with_a_connection_and_a_pool(pg_url: str) -> None:
         pass
 
 
-def test_vector_search_is_refused(pg_conn: psycopg.Connection[Any]) -> None:
-    with pytest.raises(InvalidStoreRequestError, match="pgvector"):
-        PostgresStore(pg_conn, index={"dims": 3, "embed": lambda texts: [[0.0] * 3]})
-
-
 def test_a_connection_without_autocommit_is_refused(pg_url: str) -> None:
     with (
         psycopg.connect(pg_url, row_factory=dict_row) as conn,

@@ -25,7 +25,7 @@ from workers.errors import GraphMismatchError, RunTimeoutError, ThreadBusyError
 from workers.messages import TaskMessage
 from workers.registry import GraphRegistry
 from workers.settings import Settings
-from workers.store import NewRun, PostgresRunStore, make_pool
+from workers.store import NewRun, PostgresRunStore, RunPayload, make_pool
 
 pytestmark = pytest.mark.integration
 
@@ -89,7 +89,7 @@ def new_run(store: PostgresRunStore) -> str:
             thread_id=f"notify-{uuid.uuid4()}",
             graph="chain",
             kind="input",
-            payload={},
+            payload=RunPayload(),
         )
     )
     assert created

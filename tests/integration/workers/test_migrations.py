@@ -27,9 +27,10 @@ from checkpoint_pg import CheckpointStoreError, SchemaVersionError
 from checkpoint_pg.cache import CACHE_MIGRATIONS
 from checkpoint_pg.schema import CHECKPOINT_MIGRATIONS, Migrations
 from checkpoint_pg.store import STORE_MIGRATIONS
+from workers._api_schema import API_MIGRATIONS
 from workers._sql import MIGRATIONS
 from workers.cli import app
-from workers.store import PostgresRunStore, make_pool
+from workers.store import PostgresRunStore, RunPayload, make_pool
 
 pytestmark = pytest.mark.integration
 
@@ -97,6 +98,14 @@ def old_setup(url: str) -> None:
         conn.execute(OLD_SCHEMA, prepare=False)
 
 
+# A run's payload as the first workers stored it: a plain dict, with no version.
+OLD_PAYLOAD = (
+    b'{"input": {"x": 1}, "config": {"configurable": {"thread_id": "t-old"}},'
+    b' "stream_modes": ["values"], "subgraphs": false, "interrupt_before": null,'
+    b' "interrupt_after": ["a"]}'
+)
+
+
 def add_rows(url: str) -> None:
     """One run with a step, a task and an event, as the old workers wrote them."""
     with connect(url) as conn:
@@ -104,7 +113,7 @@ def add_rows(url: str) -> None:
             "INSERT INTO graphruntime_runs (run_id, thread_id, graph, status, kind,"
             " payload_type, payload, idempotency_key)"
             " VALUES (%s, 't-old', 'chain', 'running', 'input', 'json', %s, 'k-1')",
-            (RUN_ID, b'{"x": 1}'),
+            (RUN_ID, OLD_PAYLOAD),
         )
         conn.execute(
             "INSERT INTO graphruntime_steps (run_id, checkpoint_id, open_tasks)"
@@ -225,7 +234,13 @@ def test_a_database_set_up_by_the_old_schema_sql_migrates_and_keeps_its_rows(
     assert [v for v, _ in recorded(fresh_db)] == list(range(1, MIGRATIONS.latest_version() + 1))
     assert run.thread_id == "t-old"
     assert run.status == "running"
-    assert run.payload == {"x": 1}
+    assert run.payload_error is None
+    assert run.payload == RunPayload(
+        input={"x": 1},
+        config={"configurable": {"thread_id": "t-old"}},
+        stream_modes=("values",),
+        interrupt_after=["a"],
+    )
     with connect(fresh_db) as conn:
         # the thread is bound to the graph of its first run
         bound = conn.execute(
@@ -339,4 +354,5 @@ def test_cli_db_migrate_migrates_both_and_prints_both_versions(fresh_db: str) ->
         "workers": MIGRATIONS.latest_version(),
         "store": STORE_MIGRATIONS.latest_version(),
         "cache": CACHE_MIGRATIONS.latest_version(),
+        "api": API_MIGRATIONS.latest_version(),
     }

@@ -1,4 +1,4 @@
-"""checkpoint_pg's pure parts: the row codec, the query file, the public names."""
+"""checkpoint_pg's pure parts: the row codec and the query file."""
 
 from __future__ import annotations
 
@@ -8,30 +8,11 @@ from typing import Any
 
 import pytest
 
-import checkpoint_pg
 from checkpoint_pg import _codec, _queries
 from graphruntime.checkpoint import DeltaSnapshot, JsonSerializer, empty_checkpoint
 from graphruntime.errors import CheckpointError
 
 SERDE = JsonSerializer()
-
-
-def test_public_names() -> None:
-    assert set(checkpoint_pg.__all__) == {
-        "CheckpointStoreError",
-        "CheckpointStoreUnavailable",
-        "PostgresCache",
-        "PostgresSaver",
-        "PostgresStore",
-        "PruneResult",
-        "SchemaVersionError",
-        "database_url",
-        "is_connection_error",
-        "missing_schema",
-        "latest_version",
-        "migrate",
-        "schema_version",
-    }
 
 
 def test_blob_version_keys_are_short_and_unique() -> None:

@@ -243,6 +243,39 @@ def test_a_lapsed_claim_is_not_shown_and_is_free_to_take(make_cluster: MakeClust
     assert (bob.holder, bob.taken) == ("bob", True)
 
 
+class Pair(TypedDict, total=False):
+    a: Any
+    b: Any
+
+
+def pair() -> Pregel:
+    """Two nodes that ask at once: two waits of one thread."""
+    g = StateGraph(Pair)
+    g.add_node("a", lambda s: {"a": interrupt({"ask": "a"})})
+    g.add_node("b", lambda s: {"b": interrupt({"ask": "b"})})
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    return g.compile()
+
+
+def test_a_wait_still_pending_after_its_thread_moves_on_keeps_its_claim(
+    make_cluster: MakeCluster,
+) -> None:
+    cluster = make_cluster({"pair": pair()})
+    cluster.run("pair", {}, cfg("t"))
+    waits = {w.value["ask"]: w for w in cluster.client.inbox("pair").items}
+    a, b = waits["a"], waits["b"]
+    claim = cluster.client.claim_wait("pair", "t", a.interrupt_id, actor="alice", minutes=10)
+    cluster.client.resume_many(
+        "pair", items=[("t", b.interrupt_id)], value="yes", idempotency_key="k"
+    )
+    cluster.deliver()
+    assert cluster.client.get_state("pair", cfg("t")).values.get("b") == "yes"
+    (left,) = cluster.client.inbox("pair").items
+    assert (left.interrupt_id, left.created_at) == (a.interrupt_id, a.created_at)
+    assert (left.claimed_by, left.claimed_until) == ("alice", claim.until)
+
+
 def _lapse(cluster: InlineCluster) -> None:
     """Let 0.06 s of the store's clock pass (Postgres' own clock: a real pause)."""
     import time

@@ -6,6 +6,7 @@ import importlib
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +111,59 @@ def test_lend_resolves_only_the_lent_names(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(AttributeError):
         _ = ours.Public
     assert importlib.import_module("langgraph_sample_module") is theirs
+
+
+# --- the slower clock of time-sensitive tests (harness/timescale.py) -----------------------
+
+
+def test_step_timeout_tests_are_the_time_sensitive_ones() -> None:
+    from tests.upstream.harness.timescale import is_time_sensitive
+
+    # by name: mypy is not to read LangGraph's test files (pyproject's exclude)
+    test_pregel = importlib.import_module("tests.upstream.test_pregel")
+    test_pregel_async = importlib.import_module("tests.upstream.test_pregel_async")
+
+    assert is_time_sensitive(test_pregel.test_timeout_with_parent_command)
+    assert is_time_sensitive(test_pregel_async.test_step_timeout_on_stream_hang)
+    assert not is_time_sensitive(test_pregel.test_invoke_two_processes_in_out)
+
+
+def test_the_slower_clock_scales_step_timeout_and_sleeps_then_restores_them() -> None:
+    from graphruntime.graph import START, StateGraph
+    from graphruntime.pregel import Pregel
+    from tests.upstream.harness import timescale
+
+    def build() -> Any:
+        builder = StateGraph(dict)
+        builder.add_node("n", lambda state: state)
+        builder.add_edge(START, "n")
+        return builder.compile()
+
+    before = build()
+    before.step_timeout = 2
+    module = types.ModuleType("fake_test_module")
+    module.time = timescale.time  # type: ignore[attr-defined]
+    module.asyncio = timescale.asyncio  # type: ignore[attr-defined]
+    with timescale.slower_clock(module, scale=3):
+        graph = build()
+        assert graph.step_timeout is None
+        graph.step_timeout = 1
+        assert graph.step_timeout == 3
+        assert before.step_timeout == 6  # read through the class while the clock is slow
+        assert isinstance(module.time, timescale._SlowTime)
+        assert module.time.monotonic is timescale.time.monotonic  # type: ignore[attr-defined]
+        assert module.asyncio.TimeoutError is timescale.asyncio.TimeoutError  # type: ignore[attr-defined]
+    assert module.time is timescale.time  # type: ignore[attr-defined]
+    assert module.asyncio is timescale.asyncio  # type: ignore[attr-defined]
+    assert "step_timeout" not in Pregel.__dict__
+    assert before.step_timeout == 2
+
+
+def test_slow_sleeps_sleep_scale_times_longer() -> None:
+    from tests.upstream.harness import timescale
+
+    slept: list[float] = []
+    real = types.ModuleType("time")
+    real.sleep = slept.append  # type: ignore[attr-defined]
+    timescale._SlowTime(real, 3).sleep(0.1)
+    assert slept == [pytest.approx(0.3)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import suppress
 from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from graphruntime._internal._config import RunnableConfig
@@ -21,6 +22,7 @@ from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol
 from graphruntime.errors import CheckpointError
 
 __all__ = (
+    "EXCLUDED_METADATA_KEYS",
     "LATEST_VERSION",
     "BaseCheckpointSaver",
     "ChannelVersions",
@@ -32,6 +34,7 @@ __all__ = (
     "checkpoint_config",
     "config_key",
     "copy_checkpoint",
+    "create_checkpoint",
     "empty_checkpoint",
     "get_checkpoint_id",
     "writes_sort_key",
@@ -39,6 +42,22 @@ __all__ = (
 
 LATEST_VERSION = 4
 """Checkpoint format version; ``v > 1`` selects xxh3 task ids."""
+
+EXCLUDED_METADATA_KEYS = frozenset(
+    {
+        "thread_id",
+        "checkpoint_id",
+        "checkpoint_ns",
+        "checkpoint_map",
+        "langgraph_step",
+        "langgraph_node",
+        "langgraph_triggers",
+        "langgraph_path",
+        "langgraph_checkpoint_ns",
+    }
+)
+"""``configurable`` keys a saver never copies into a checkpoint's metadata: they address the
+checkpoint or the task (LangGraph's savers copy the run's other plain config values)."""
 
 ChannelVersions = dict[str, str | int | float]
 
@@ -109,6 +128,38 @@ def empty_checkpoint() -> Checkpoint:
         channel_values={},
         channel_versions={},
         versions_seen={},
+        updated_channels=None,
+    )
+
+
+def create_checkpoint(
+    checkpoint: Checkpoint,
+    channels: Mapping[str, Any] | None,
+    step: int,
+    *,
+    id: str | None = None,
+) -> Checkpoint:
+    """The next checkpoint after ``checkpoint``: a new id (``uuid6`` of ``step``) and
+    timestamp, the same versions, and the values of ``channels`` (each channel's
+    ``checkpoint()``; ``None``: ``checkpoint``'s own values). LangGraph's helper."""
+    from graphruntime.errors import EmptyChannelError
+
+    if channels is None:
+        values = checkpoint["channel_values"]
+    else:
+        values = {}
+        for name, channel in channels.items():
+            if name not in checkpoint["channel_versions"]:
+                continue
+            with suppress(EmptyChannelError):
+                values[name] = channel.checkpoint()
+    return Checkpoint(
+        v=LATEST_VERSION,
+        id=id or uuid6_str(clock_seq=step),
+        ts=utc_now_iso(),
+        channel_values=values,
+        channel_versions=checkpoint["channel_versions"],
+        versions_seen=checkpoint["versions_seen"],
         updated_channels=None,
     )
 

@@ -1,0 +1,108 @@
+"""Puts sent into the caller's pipeline without waiting for their verdicts
+(``PostgresSaver.batched``): judged together once the caller's pipeline syncs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from psycopg import Cursor
+from psycopg.rows import DictRow, dict_row
+
+from checkpoint_pg import _queries as q
+from checkpoint_pg._caches import BlobKey
+from checkpoint_pg._saver_core import raise_unless_retry
+from checkpoint_pg._statements import plain_put, returns_row
+from graphruntime.checkpoint import ChannelVersions, Checkpoint, CheckpointMetadata
+from graphruntime.checkpoint.base import checkpoint_config
+from graphruntime.config import RunnableConfig
+from graphruntime.errors import CheckpointConflict
+
+if TYPE_CHECKING:
+    from checkpoint_pg.saver import PostgresSaver
+
+__all__ = ("PipeBatch",)
+
+
+class _Sent(NamedTuple):
+    cursor: Cursor[DictRow]
+    config: RunnableConfig
+    checkpoint: Checkpoint
+    metadata: CheckpointMetadata
+    new_versions: ChannelVersions
+    fenced: bool
+    keys: list[BlobKey]
+
+
+class PipeBatch:
+    """The puts of one ``batched()`` block, sent and awaiting their rows."""
+
+    def __init__(self, saver: PostgresSaver) -> None:
+        self._saver = saver
+        self._sent: list[_Sent] = []
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        fenced: bool,
+    ) -> RunnableConfig:
+        """Queue the put's statement; its verdict is read by :meth:`finish`."""
+        core = self._saver._core
+        base = core.put_base(config, checkpoint, metadata, fenced)
+        params, keys = core.encode_put(base, checkpoint, new_versions, ())
+        query = q.PUT_CHECKPOINT_FENCED if fenced else plain_put(params)
+        with self._saver._errors("put"), self._saver._source.connection() as conn:
+            cur = conn.cursor(binary=True, row_factory=dict_row)
+            cur.execute(query, params, prepare=None if conn.prepare_threshold is None else True)
+        if returns_row(query):
+            self._sent.append(_Sent(cur, config, checkpoint, metadata, new_versions, fenced, keys))
+        else:
+            cur.close()
+            for key in keys:
+                core.known.add(key)
+        return checkpoint_config(base["thread_id"], base["checkpoint_ns"], checkpoint["id"])
+
+    def finish(self) -> None:
+        """Judge every put once the pipeline has synced: raise the first conflict; a put
+        that found a referenced blob gone (deleted meanwhile) is put again, sending it."""
+        sent, self._sent = self._sent, []
+        conflict: CheckpointConflict | None = None
+        again: list[_Sent] = []
+        with self._saver._errors("batched"):
+            rows: list[Any] = []
+            for item in sent:
+                rows.append(item.cursor.fetchone())
+                item.cursor.close()
+        for item, row in zip(sent, rows, strict=True):
+            configurable = item.config["configurable"]
+            if row is not None and not row["ok"]:
+                try:
+                    raise_unless_retry(
+                        row,
+                        str(configurable["thread_id"]),
+                        str(configurable.get("checkpoint_ns", "") or ""),
+                        configurable.get("checkpoint_id") or None,
+                        item.checkpoint["id"],
+                    )
+                except CheckpointConflict as exc:
+                    conflict = conflict or exc
+            elif row is not None and row["missing"]:
+                again.append(item)
+            else:
+                for key in item.keys:
+                    self._saver._core.known.add(key)
+        for item in again:
+            for key in item.keys:
+                self._saver._core.known.discard(key)
+            self._saver.put(
+                item.config, item.checkpoint, item.metadata, item.new_versions, fenced=item.fenced
+            )
+        if conflict is not None:
+            raise conflict
+
+    def close(self) -> None:
+        for item in self._sent:
+            item.cursor.close()
+        self._sent = []
