@@ -64,9 +64,10 @@ class PipeBatch:
                 core.known.add(key)
         return checkpoint_config(base["thread_id"], base["checkpoint_ns"], checkpoint["id"])
 
-    def finish(self) -> None:
-        """Judge every put once the pipeline has synced: raise the first conflict; a put
-        that found a referenced blob gone (deleted meanwhile) is put again, sending it."""
+    def finish(self, refused: dict[str, CheckpointConflict] | None = None) -> None:
+        """Judge every put once the pipeline has synced: raise the first conflict (with
+        ``refused``: keep each thread's first there instead); a put that found a
+        referenced blob gone (deleted meanwhile) is put again, sending it."""
         sent, self._sent = self._sent, []
         conflict: CheckpointConflict | None = None
         again: list[_Sent] = []
@@ -88,6 +89,8 @@ class PipeBatch:
                     )
                 except CheckpointConflict as exc:
                     conflict = conflict or exc
+                    if refused is not None:
+                        refused.setdefault(str(configurable["thread_id"]), exc)
             elif row is not None and row["missing"]:
                 again.append(item)
             else:
@@ -96,10 +99,22 @@ class PipeBatch:
         for item in again:
             for key in item.keys:
                 self._saver._core.known.discard(key)
-            self._saver.put(
-                item.config, item.checkpoint, item.metadata, item.new_versions, fenced=item.fenced
-            )
-        if conflict is not None:
+            thread_id = str(item.config["configurable"]["thread_id"])
+            if refused is not None and thread_id in refused:
+                continue  # an earlier put of the thread was refused: so is this one
+            try:
+                self._saver.put(
+                    item.config,
+                    item.checkpoint,
+                    item.metadata,
+                    item.new_versions,
+                    fenced=item.fenced,
+                )
+            except CheckpointConflict as exc:
+                if refused is None:
+                    raise
+                refused.setdefault(thread_id, exc)
+        if conflict is not None and refused is None:
             raise conflict
 
     def close(self) -> None:

@@ -88,7 +88,7 @@ class RunHandle:
 def check_durability(durability: Any) -> None:
     """The durability modes a run on the workers can honour: "sync" (each step's
     checkpoint is stored before the next step starts) and "async", the default (stored
-    while later steps run, grouped with other runs'; see workers/_held_group.py). Both
+    while later steps run, grouped with other runs'; see workers/_saves.py). Both
     store a step's checkpoint before its tasks are sent; "exit" is refused."""
     if durability in (None, "sync", "async"):
         return

@@ -17,8 +17,9 @@ from graphruntime.pregel.driver import RetryLater, is_call_path, perform_saves
 from workers import observability as observe
 from workers._live_events import LiveEvents
 from workers._saves import RunSaves
+from workers._step_executor import recorded_errors
 from workers.context import WorkerContext, at_run_start, run_loop
-from workers.coordinator import LACKING_GRAPH_DELAY, coordinate, recorded_errors
+from workers.coordinator import LACKING_GRAPH_DELAY, coordinate
 from workers.dispatch import dispatch_retry
 from workers.errors import NondeterministicCallError, error_info, is_transient
 from workers.messages import TaskMessage
@@ -119,8 +120,8 @@ def _run_claimed(
     """Run the claimed tasks; returns the barrier's (completed here, still open).
     ``epoch``: the claim's (the tasks' writes commit asynchronously before it)."""
     graph = ctx.registry.get(run.graph)
-    saver = ctx.saver.fenced().lazy_writes()
-    saves = RunSaves(saver)  # every task's writes, stored together at the end
+    saves = RunSaves(ctx.saver)  # every task's writes, stored together at the end
+    saver = saves.saver
     step_config: RunnableConfig = {
         "configurable": {
             "thread_id": run.thread_id,

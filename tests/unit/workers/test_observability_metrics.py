@@ -113,11 +113,11 @@ def test_a_run_counts_with_the_status_its_batch_committed(registry: CollectorReg
     from tests.unit.workers.test_held_checkpoints import cluster_with
 
     cluster, faults = cluster_with(chain(Calls(), n=2))
-    faults.verdict = lambda: CheckpointConflict("the thread moved (test)")
+    faults.verdict = lambda t: CheckpointConflict("the thread moved (test)")
     cluster.client.submit("g", {"log": []}, thread())
     cluster.deliver(limit=1)  # refused: sent again, not ended, not counted
     assert sample(registry, "graphruntime_runs_ended_total", graph="g", status="success") == 0
-    faults.verdict = lambda: CheckpointStoreError("PostgresSaver.save_held failed (test)")
+    faults.verdict = lambda t: CheckpointStoreError("PostgresSaver.pipelined failed (test)")
     cluster.deliver()
     assert sample(registry, "graphruntime_runs_ended_total", graph="g", status="error") == 1
     assert sample(registry, "graphruntime_runs_ended_total", graph="g", status="success") == 0
