@@ -14,7 +14,10 @@ that defines the called function. A module counts once however often it is enter
 
 It also counts, apart, the modules control passes through (they call another project
 module during the job) and the leaves (value types, channels, the serializer's parts:
-called only).
+called only); and the deepest call path: the longest chain of project modules on one
+call stack during the job (a run of frames of one module counts once; a module called
+back by one it called counts again), whose length less one is the module boundaries
+that path crosses.
 
 The count is of the project's modules only (``graphruntime``, ``checkpoint_pg``,
 ``workers``): the graph's own module, the standard library, psycopg, pydantic and
@@ -67,9 +70,24 @@ def _project_module(name: str | None) -> bool:
     return bool(name) and name.split(".")[0] in PROJECT  # type: ignore[union-attr]
 
 
+def _chain(frame: FrameType | None) -> list[str]:
+    """The project modules on the call stack from ``frame`` down, a run of frames of one
+    module counted once (a module that calls out and is called back counts again)."""
+    chain: list[str] = []
+    while frame is not None:
+        module = frame.f_globals.get("__name__")
+        if _project_module(module) and (not chain or chain[-1] != module):
+            chain.append(module)  # type: ignore[arg-type]
+        frame = frame.f_back
+    return chain[::-1]
+
+
 @contextmanager
-def traced(modules: Counter[str], calls: Counter[tuple[str, str]]) -> Iterator[None]:
-    """Count the project modules entered (and the calls between them) in this thread."""
+def traced(
+    modules: Counter[str], calls: Counter[tuple[str, str]], deepest: list[list[str]] | None = None
+) -> Iterator[None]:
+    """Count the project modules entered (and the calls between them) in this thread;
+    ``deepest`` gets the longest chain of modules on one call stack."""
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
         if event != "call":
@@ -78,6 +96,10 @@ def traced(modules: Counter[str], calls: Counter[tuple[str, str]]) -> Iterator[N
         if not _project_module(module):
             return
         modules[module] += 1
+        if deepest is not None:
+            chain = _chain(frame)
+            if len(chain) > len(deepest[0]):
+                deepest[0] = chain
         caller = frame.f_back
         while caller is not None and not _project_module(caller.f_globals.get("__name__")):
             caller = caller.f_back
@@ -91,7 +113,7 @@ def traced(modules: Counter[str], calls: Counter[tuple[str, str]]) -> Iterator[N
         sys.setprofile(None)
 
 
-def measure() -> tuple[Counter[str], Counter[tuple[str, str]]]:
+def measure() -> tuple[Counter[str], Counter[tuple[str, str]], list[str]]:
     # the Celery app is built at import; it never connects here (the job runs in-process)
     os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:9/0")
     import psycopg
@@ -105,6 +127,7 @@ def measure() -> tuple[Counter[str], Counter[tuple[str, str]]]:
 
     modules: Counter[str] = Counter()
     calls: Counter[tuple[str, str]] = Counter()
+    deepest: list[list[str]] = [[]]
     with scratch_database(database_url(), "graphruntime_boundaries") as url:
         with psycopg.connect(url, autocommit=True) as conn:
             migrate(conn)
@@ -131,7 +154,7 @@ def measure() -> tuple[Counter[str], Counter[tuple[str, str]]]:
             context = workers.tasks._context
             workers.tasks._context = lambda: ctx  # type: ignore[assignment]
             try:
-                with traced(modules, calls):
+                with traced(modules, calls, deepest):
                     task.run(run_ids=list(jobs[0].run_ids), v=2)
             finally:
                 workers.tasks._context = context
@@ -140,7 +163,7 @@ def measure() -> tuple[Counter[str], Counter[tuple[str, str]]]:
         finally:
             for pool in pools:
                 pool.close()
-    return modules, calls
+    return modules, calls, deepest[0]
 
 
 def _say(line: str) -> None:
@@ -151,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", action="store_true", help="list the calls between modules")
     args = parser.parse_args(argv)
-    modules, calls = measure()
+    modules, calls, chain = measure()
     _say(f"modules a resume goes through on the worker side: {len(modules)}")
     for package in PROJECT:
         mine = sorted(m for m in modules if m.split(".")[0] == package)
@@ -160,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     _say(
         f"of which control passes through (they call another project module): {len(through)}; "
         f"leaves (called only): {len(modules) - len(through)}"
+    )
+    _say(
+        f"deepest call path: {len(chain)} modules, {len(chain) - 1} boundaries crossed: "
+        + " -> ".join(chain)
     )
     if args.calls:
         _say(f"calls between modules: {len(calls)} pairs")
