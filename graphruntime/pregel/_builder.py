@@ -17,7 +17,7 @@ from graphruntime._internal._call import call_async, call_sync
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import TASKS
 from graphruntime.cache import CachePolicy
-from graphruntime.errors import InvalidUpdateError
+from graphruntime.errors import GraphValidationError, InvalidUpdateError
 from graphruntime.pregel._node import NodeSpec, Write
 from graphruntime.types import RetryPolicy, Send, TimeoutPolicy
 
@@ -152,7 +152,7 @@ class NodeBuilder:
     def subscribe_only(self, channel: str) -> Self:
         """Run on updates of ``channel``, with its value (not a dict) as the input."""
         if self._channels:
-            raise ValueError(
+            raise GraphValidationError(
                 "Cannot subscribe to single channels when other channels are already subscribed to"
             )
         self._channels = channel
@@ -162,7 +162,9 @@ class NodeBuilder:
     def subscribe_to(self, *channels: str, read: bool = True) -> Self:
         """Run on updates of any of ``channels``; with ``read``, they are in the input dict."""
         if isinstance(self._channels, str):
-            raise ValueError("Cannot subscribe to channels when subscribed to a single channel")
+            raise GraphValidationError(
+                "Cannot subscribe to channels when subscribed to a single channel"
+            )
         if read:
             self._channels.extend(channels)
         self._triggers.extend(channels)
@@ -171,7 +173,9 @@ class NodeBuilder:
     def read_from(self, *channels: str) -> Self:
         """Add ``channels`` to the input dict without subscribing to them."""
         if isinstance(self._channels, str):
-            raise ValueError("Cannot read additional channels when subscribed to single channels")
+            raise GraphValidationError(
+                "Cannot read additional channels when subscribed to single channels"
+            )
         self._channels.extend(channels)
         return self
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from graphruntime._internal._constants import RESERVED, TASKS
 from graphruntime.channels import BaseChannel
+from graphruntime.errors import GraphValidationError
 from graphruntime.pregel._node import NodeSpec
 from graphruntime.pregel._timeout import check_timeout_supported
 from graphruntime.types import All
@@ -28,45 +29,49 @@ def validate_graph(
     """Raise ValueError naming the first node, channel or key that does not fit."""
     for chan in channels:
         if chan in RESERVED and chan != TASKS:
-            raise ValueError(f"Channel name '{chan}' is reserved")
+            raise GraphValidationError(f"Channel name '{chan}' is reserved")
     subscribed: set[str] = set()
     for name, node in nodes.items():
         if name in RESERVED:
-            raise ValueError(f"Node name '{name}' is reserved")
+            raise GraphValidationError(f"Node name '{name}' is reserved")
         if node.timeout is not None:
             check_timeout_supported(node.func, name)
         subscribed.update(node.triggers)
         reads = [node.input_keys] if isinstance(node.input_keys, str) else node.input_keys
         for chan in reads:
             if chan not in channels:
-                raise ValueError(
+                raise GraphValidationError(
                     f"Node {name} reads channel '{chan}' not in known channels: "
                     f"'{_known(channels)}'"
                 )
     for chan in sorted(subscribed):
         if chan not in channels:
-            raise ValueError(
+            raise GraphValidationError(
                 f"Subscribed channel '{chan}' not in known channels: '{_known(channels)}'"
             )
     inputs = [input_channels] if isinstance(input_channels, str) else list(input_channels)
     for chan in inputs:
         if chan not in channels:
-            raise ValueError(f"Input channel '{chan}' not in known channels: '{_known(channels)}'")
+            raise GraphValidationError(
+                f"Input channel '{chan}' not in known channels: '{_known(channels)}'"
+            )
     if not any(chan in subscribed for chan in inputs):
-        raise ValueError(
+        raise GraphValidationError(
             f"None of the input channels {input_channels} are subscribed to by any node"
         )
     outputs = {output_channels} if isinstance(output_channels, str) else set(output_channels)
     outputs |= {stream_channels} if isinstance(stream_channels, str) else set(stream_channels)
     for chan in sorted(outputs):
         if chan not in channels:
-            raise ValueError(f"Output channel '{chan}' not in known channels: '{_known(channels)}'")
+            raise GraphValidationError(
+                f"Output channel '{chan}' not in known channels: '{_known(channels)}'"
+            )
     for breakpoints in (interrupt_after_nodes, interrupt_before_nodes):
         if breakpoints == "*":
             continue
         for node_name in breakpoints:
             if node_name not in nodes:
-                raise ValueError(f"Node {node_name} not in nodes")
+                raise GraphValidationError(f"Node {node_name} not in nodes")
 
 
 def validate_keys(keys: str | Sequence[str] | None, channels: Mapping[str, BaseChannel]) -> None:
@@ -75,4 +80,4 @@ def validate_keys(keys: str | Sequence[str] | None, channels: Mapping[str, BaseC
         return
     for key in [keys] if isinstance(keys, str) else keys:
         if key not in channels:
-            raise ValueError(f"Key {key} not in channels")
+            raise GraphValidationError(f"Key {key} not in channels")

@@ -24,6 +24,7 @@ from graphruntime._internal._constants import (
 from graphruntime.cache import BaseCache, CachePolicy
 from graphruntime.channels import BaseChannel, Topic
 from graphruntime.checkpoint.base import BaseCheckpointSaver
+from graphruntime.errors import GraphValidationError
 from graphruntime.pregel._builder import NodeBuilder, with_name
 from graphruntime.pregel._callbacks import RunHooks
 from graphruntime.pregel._loop import PregelLoop
@@ -114,7 +115,7 @@ class Pregel(PregelEvents, PregelThreads):
             )
         _reject_unsupported(node_error_handler_map=node_error_handler_map)
         if step_timeout is not None and step_timeout <= 0:
-            raise ValueError("step_timeout must be greater than 0")
+            raise GraphValidationError("step_timeout must be greater than 0")
         if not (checkpointer is None or isinstance(checkpointer, (bool, BaseCheckpointSaver))):
             raise TypeError(
                 "Invalid checkpointer provided. Expected an instance of `BaseCheckpointSaver`, "
@@ -124,7 +125,9 @@ class Pregel(PregelEvents, PregelThreads):
         self.nodes: dict[str, NodeSpec] = with_name(nodes)
         all_channels: dict[str, BaseChannel | ManagedValueSpec] = dict(channels or {})
         if TASKS in all_channels and not isinstance(all_channels[TASKS], Topic):
-            raise ValueError(f"Channel '{TASKS}' is reserved and cannot be used in the graph.")
+            raise GraphValidationError(
+                f"Channel '{TASKS}' is reserved and cannot be used in the graph."
+            )
         all_channels.setdefault(TASKS, Topic(Send, accumulate=False, key=TASKS))
         self.channels = all_channels
         self.stream_mode = stream_mode
