@@ -741,7 +741,8 @@ The previous session's numbers (7.57 ms/step chain, 3.0x; fan-out 0.16x the raw 
 2. **One broker message and ~14 statements per task.** A step of at least twice
    `GRAPHRUNTIME_MIN_JOBS_PER_STEP` (64) tasks now runs up to `GRAPHRUNTIME_TASK_CHUNK_MAX`
    (50) per job: one claim, one checkpoint read, every task's writes in one pipelined
-   transaction (`put_writes_many`, multi-row inserts), one barrier count-down. Harness:
+   transaction (multi-row inserts; now `PostgresSaver.pipelined()`), one barrier
+   count-down. Harness:
    386 → 1,276 tasks/s in one process; through the workers 17 → ~1,500 tasks/s at 10,000.
    Smaller steps keep a job per task, so a fan-out of slow nodes keeps its parallelism.
 3. **The fenced checkpoint put** (one per step) was a pipelined transaction of an advisory
@@ -764,7 +765,8 @@ The previous session's numbers (7.57 ms/step chain, 3.0x; fan-out 0.16x the raw 
    Postgres CPU per 10,000-task fan-out 5.3 s → 1.8 s (harness, 1,118 → 1,876 tasks/s).
 8. **Three WAL flushes per task job** (claim, writes, completion). Claims (leases) are
    soft state and commit without waiting for the flush; the writes commit lazily too
-   (`PostgresSaver.lazy_writes()`), and the completion's durable commit flushes them with
+   (then `lazy_writes()`, now `pipelined(durable=False)`), and the completion's durable
+   commit flushes them with
    it. A commit here cost 0.52-0.60 ms waiting for the flush against 0.29 ms not waiting
    (200 single-row inserts each way, scratch), so this saves ~0.5 ms per job on this disk,
    more on a slower one. The coordinator's inline steps keep durable writes: a lazy commit needs a

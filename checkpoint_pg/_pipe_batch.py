@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from psycopg import Cursor
@@ -11,7 +12,7 @@ from psycopg.rows import DictRow, dict_row
 from checkpoint_pg import _queries as q
 from checkpoint_pg._caches import BlobKey
 from checkpoint_pg._saver_core import raise_unless_retry
-from checkpoint_pg._statements import plain_put, returns_row
+from checkpoint_pg._statements import Statement, composed, plain_put, returns_row
 from graphruntime.checkpoint import ChannelVersions, Checkpoint, CheckpointMetadata
 from graphruntime.checkpoint.base import checkpoint_config
 from graphruntime.config import RunnableConfig
@@ -39,6 +40,39 @@ class PipeBatch:
     def __init__(self, saver: PostgresSaver) -> None:
         self._saver = saver
         self._sent: list[_Sent] = []
+        self._inserts: list[list[Any]] = []
+        """Rows of insert-only writes not sent yet: the block's tasks share statements."""
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> None:
+        """Keep a task's writes: insert-only rows go with the block's other tasks' in
+        multi-row statements (sent before the next put, read or sync); control writes
+        (upserts) go on their own, in order, as one statement cannot upsert a row twice."""
+        upsert, rows = self._saver._core.write_params(config, writes, task_id, task_path)
+        if upsert:
+            self.send_writes()
+            self._send(composed(True, rows))
+        else:
+            self._inserts.extend(rows)
+
+    def send_writes(self) -> None:
+        """Send the insert-only rows kept so far (no round trip: into the pipeline)."""
+        rows, self._inserts = self._inserts, []
+        self._send(composed(False, rows))
+
+    def _send(self, statements: Sequence[Statement]) -> None:
+        if not statements:
+            return
+        with self._saver._errors("put_writes"), self._saver._source.connection() as conn:
+            prepare = None if conn.prepare_threshold is None else True
+            for query, values in statements:
+                with conn.cursor(binary=True) as cur:
+                    cur.execute(query, values, prepare=prepare)
 
     def put(
         self,
@@ -49,6 +83,7 @@ class PipeBatch:
         fenced: bool,
     ) -> RunnableConfig:
         """Queue the put's statement; its verdict is read by :meth:`finish`."""
+        self.send_writes()  # the writes made before it go first
         core = self._saver._core
         base = core.put_base(config, checkpoint, metadata, fenced)
         params, keys = core.encode_put(base, checkpoint, new_versions, ())

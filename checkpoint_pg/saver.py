@@ -176,6 +176,9 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
     ) -> None:
         """Store a task's writes. ``get_tuple`` returns them in insertion order;
         ``task_path`` orders a step's writes in DeltaChannel history."""
+        if self._batch is not None:  # batched: rows share statements with other tasks'
+            self._batch.put_writes(config, writes, task_id, task_path)
+            return
         op = self._core.put_writes(config, writes, task_id, task_path)
         self._run("put_writes", op)
 
@@ -234,6 +237,7 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
         batch = view._batch = PipeBatch(view)
         try:
             yield view
+            batch.send_writes()
             with self._errors("batched"):
                 self.pipe.sync()
             view._batch = None
@@ -274,6 +278,7 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
                     if not durable:
                         conn.execute(ASYNC_COMMIT)
                     yield view
+                    batch.send_writes()
                 # committed with the pipeline's sync: each put's verdict arrived with it
                 view._batch = view.pipe = None
                 batch.finish(view.refused)
@@ -350,6 +355,8 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
     def _run(self, operation: str, op: Op[T]) -> T:
         """Perform ``op`` on one borrowed connection; in pipe mode, sync the caller's
         pipeline after it (unless a :meth:`batched` block defers that)."""
+        if self._batch is not None:
+            self._batch.send_writes()  # a read sees the block's writes
         with self._errors(operation), self._source.connection() as conn:
             result = run(conn, op)
             if self.pipe is not None and self._batch is None:

@@ -12,6 +12,7 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from checkpoint_pg import PostgresSaver
+from graphruntime._internal._constants import INTERRUPT
 from graphruntime.errors import CheckpointConflict, CheckpointError
 from tests.integration.checkpoint_pg.helpers import child, config, count_rows, meta, thread
 
@@ -110,3 +111,31 @@ def test_pipelined_needs_a_saver_without_a_callers_pipeline(
         piped = PostgresSaver(pg_conn, pipe)
         with pytest.raises(CheckpointError, match="batched"), piped.pipelined():
             pass
+
+
+def test_a_blocks_writes_are_stored_as_put_writes_stores_them_one_by_one(
+    saver: PostgresSaver,
+) -> None:
+    """Insert-only rows of several tasks share statements; control writes (upserts)
+    keep their order and replace the stored row; the first write of a row wins."""
+    t = thread()
+    first, versions = child(saver, None, {}, step=-1)
+    root = saver.put(config(t), first, meta(-1), versions)
+    sub_first, sub_versions = child(saver, None, {})
+    sub = saver.put(config(t, "sub:1"), sub_first, meta(-1), sub_versions)
+    saver.put_writes(root, [("a", 0)], task_id="t1")
+    with saver.pipelined(durable=False) as batch:
+        batch.put_writes(root, [("a", 1), ("b", 2)], "t1", "p1")  # row 0 exists: kept
+        batch.put_writes(root, [(INTERRUPT, "x")], "t2", "p2")
+        batch.put_writes(sub, [("c", 3)], "t3", "p3")
+        batch.put_writes(root, [(INTERRUPT, "y")], "t2", "p2")  # control writes replace
+        inside = batch.get_tuple(root)  # a read in the block sees the block's writes
+    assert inside is not None
+    expected = [("t1", "a", 0), ("t1", "b", 2), ("t2", INTERRUPT, "y")]
+    assert [(w[0], w[1], w[2]) for w in inside.pending_writes or []] == expected
+    found = saver.get_tuple(root)
+    assert found is not None
+    assert [(w[0], w[1], w[2]) for w in found.pending_writes or []] == expected
+    found_sub = saver.get_tuple(sub)
+    assert found_sub is not None
+    assert [(w[0], w[1], w[2]) for w in found_sub.pending_writes or []] == [("t3", "c", 3)]
