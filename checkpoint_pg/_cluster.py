@@ -28,9 +28,6 @@ from graphruntime.checkpoint import (
 from graphruntime.checkpoint.base import config_key
 from graphruntime.config import RunnableConfig
 
-if TYPE_CHECKING:
-    from checkpoint_pg._pipe_batch import PipeBatch
-
 __all__ = ("ClusterMethods",)
 
 T = TypeVar("T")
@@ -40,7 +37,6 @@ class ClusterMethods:
     """The ClusterSaver extension, for a saver with ``_core``, ``_run`` and ``put``."""
 
     _core: SaverCore
-    _batch: PipeBatch | None
     _fence_all: bool
 
     if TYPE_CHECKING:
@@ -61,7 +57,6 @@ class ClusterMethods:
 
     def _init_cluster(self) -> None:
         self._fence_all = False
-        self._batch = None
 
     # -- views -----------------------------------------------------------------
 

@@ -4,22 +4,41 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from contextlib import AbstractContextManager
+from typing import Any, NamedTuple, Protocol
 
 from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
 
 from checkpoint_pg import _queries as q
 from checkpoint_pg._caches import BlobKey
-from checkpoint_pg._saver_core import raise_unless_retry
+from checkpoint_pg._connection import ConnectionSource
+from checkpoint_pg._saver_core import SaverCore, raise_unless_retry
 from checkpoint_pg._statements import Statement, composed, plain_put, returns_row
 from graphruntime.checkpoint import ChannelVersions, Checkpoint, CheckpointMetadata
 from graphruntime.checkpoint.base import checkpoint_config
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict
 
-if TYPE_CHECKING:
-    from checkpoint_pg.saver import PostgresSaver
+
+class _Saver(Protocol):
+    """What a batch needs of its saver (a PostgresSaver view)."""
+
+    _core: SaverCore
+    _source: ConnectionSource
+
+    def _errors(self, operation: str) -> AbstractContextManager[None]: ...
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        *,
+        fenced: bool = False,
+    ) -> RunnableConfig: ...
+
 
 __all__ = ("PipeBatch",)
 
@@ -37,7 +56,7 @@ class _Sent(NamedTuple):
 class PipeBatch:
     """The puts of one ``batched()`` block, sent and awaiting their rows."""
 
-    def __init__(self, saver: PostgresSaver) -> None:
+    def __init__(self, saver: _Saver) -> None:
         self._saver = saver
         self._sent: list[_Sent] = []
         self._inserts: list[list[Any]] = []

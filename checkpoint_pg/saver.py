@@ -77,6 +77,8 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
         self._source = ConnectionSource(conn)
         self._core = SaverCore(self.serde)
         self._init_cluster()
+        self._batch: PipeBatch | None = None
+        """The block's statements waiting for one sync (:meth:`batched`)."""
         self.refused: dict[str, CheckpointConflict] = {}
         """In a :meth:`pipelined` view, after its block: the fenced puts refused, by thread."""
 
