@@ -33,6 +33,7 @@ from checkpoint_pg._store_core import (
 )
 from checkpoint_pg._vector import PostgresIndexConfig, VectorIndex
 from checkpoint_pg.schema import check_migration_texts
+from graphruntime.store import InvalidStoreRequestError
 from graphruntime.store.base import BaseStore, PutOp, Result, StoreBackendError, TTLConfig
 from graphruntime.store.base import Op as StoreOp
 
@@ -171,7 +172,7 @@ class AsyncPostgresStore(BaseStore):
         configured = (self.ttl_config or {}).get("sweep_interval_minutes")
         interval = 60.0 * float(sweep_interval_minutes or configured or 5)
         if interval <= 0:
-            raise ValueError(f"The sweep interval must be positive, got {interval!r}")
+            raise InvalidStoreRequestError(f"The sweep interval must be positive, got {interval!r}")
         self._stop_sweeping.clear()
         self._sweeper = asyncio.create_task(self._sweep_loop(interval))
         return self._sweeper

@@ -12,6 +12,8 @@ from psycopg import AsyncConnection, Connection, Cursor
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from graphruntime.errors import InvalidArgumentError, InvalidArgumentTypeError
+
 __all__ = (
     "AConn",
     "AsyncConnectionSource",
@@ -58,18 +60,18 @@ def check_conn(conn: Any, pipe: Any, owner: str, *, is_async: bool) -> None:
     """Refuse what the class cannot use, naming what it takes."""
     kinds = (AsyncConnection, AsyncConnectionPool) if is_async else (Connection, ConnectionPool)
     if not isinstance(conn, kinds):
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"{owner} needs a psycopg {kinds[0].__name__} or psycopg_pool."
             f"{kinds[1].__name__}, not {type(conn).__name__}"
         )
     if isinstance(conn, kinds[0]) and not conn.autocommit:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{owner} needs a connection opened with autocommit=True, e.g. "
             f"{kinds[0].__name__}.connect(url, autocommit=True); with autocommit off its "
             "writes would stay in a transaction nobody commits"
         )
     if pipe is not None and not isinstance(conn, kinds[0]):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{owner}: a pipeline belongs to one connection; pass that {kinds[0].__name__}, "
             f"not a {type(conn).__name__}, with pipe="
         )
@@ -86,7 +88,7 @@ class ConnectionSource:
 
     def __init__(self, conn: Conn) -> None:
         if not isinstance(conn, Connection | ConnectionPool):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 "PostgresSaver needs a psycopg Connection or psycopg_pool.ConnectionPool, "
                 f"not {type(conn).__name__}"
             )

@@ -1,15 +1,12 @@
 """The named queries of ``sql/queries.sql``, as ``LiteralString`` constants.
 
-SQL lives in ``.sql`` files so it can be read, linted and diffed as SQL; this
-module only splits the file at its ``-- name: <name>`` headers. A missing name
-fails at import time, not at the first call.
+Loaded by :class:`~checkpoint_pg.named_queries.NamedQueries`; a missing name fails at
+import time, not at the first call.
 """
 
 from __future__ import annotations
 
-import re
-from importlib.resources import files
-from typing import LiteralString, cast
+from checkpoint_pg.named_queries import NamedQueries
 
 __all__ = (
     "ASYNC_COMMIT",
@@ -31,26 +28,9 @@ __all__ = (
     "SHALLOW_TRIM",
     "UPSERT_WRITES",
     "WRITE_ROW",
-    "parse_queries",
 )
 
-_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
-
-
-def parse_queries(text: str) -> dict[str, LiteralString]:
-    """Split ``text`` into ``{name: sql}`` at ``-- name:`` lines."""
-    parts = _HEADER.split(text)
-    # parts = [preamble, name1, body1, name2, body2, ...]
-    queries: dict[str, LiteralString] = {}
-    for name, body in zip(parts[1::2], parts[2::2], strict=True):
-        if name in queries:
-            raise ValueError(f"query {name!r} is defined twice in queries.sql")
-        # Trusted text shipped with the package, never built from input.
-        queries[name] = cast(LiteralString, body.strip())
-    return queries
-
-
-_QUERIES = parse_queries((files("checkpoint_pg") / "sql" / "queries.sql").read_text("utf-8"))
+_QUERIES = NamedQueries("checkpoint_pg", "sql/queries.sql")
 
 LOCK_MIGRATIONS = _QUERIES["lock_migrations"]
 CREATE_MIGRATIONS_TABLE = _QUERIES["create_migrations_table"]

@@ -57,7 +57,7 @@ from graphruntime.checkpoint.base import (
     write_rows,
 )
 from graphruntime.config import RunnableConfig
-from graphruntime.errors import CheckpointConflict, CheckpointError
+from graphruntime.errors import CheckpointConflict, CheckpointError, InvalidArgumentError
 
 __all__ = (
     "LIST_PAGE",
@@ -437,9 +437,11 @@ class SaverCore:
         """Keep the ``keep_last`` newest checkpoints of each namespace of the thread(s),
         or delete the threads (``strategy="delete"``); one statement per thread."""
         if strategy not in ("keep_latest", "delete"):
-            raise ValueError(f"Unknown prune strategy {strategy!r}: 'keep_latest' or 'delete'")
+            raise InvalidArgumentError(
+                f"Unknown prune strategy {strategy!r}: 'keep_latest' or 'delete'"
+            )
         if keep_last < 1:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"keep_last must be at least 1 (got {keep_last}); use delete_thread() "
                 "to remove a whole thread"
             )

@@ -10,6 +10,7 @@ from checkpoint_pg._async_saver import AsyncPostgresSaver
 from checkpoint_pg.saver import PostgresSaver
 from graphruntime.checkpoint import ChannelVersions, Checkpoint, CheckpointMetadata
 from graphruntime.config import RunnableConfig
+from graphruntime.errors import InvalidArgumentTypeError
 
 __all__ = ("AsyncShallowPostgresSaver", "ShallowPostgresSaver")
 
@@ -41,7 +42,7 @@ class ShallowPostgresSaver(PostgresSaver):
         fenced: bool = False,
     ) -> RunnableConfig:
         if fenced or self._fence_all or self._batch is not None:
-            raise TypeError("ShallowPostgresSaver puts are never fenced nor batched")
+            raise InvalidArgumentTypeError("ShallowPostgresSaver puts are never fenced nor batched")
         op = self._core.shallow_put(config, checkpoint, metadata, new_versions)
         return self._run("put", op)
 
@@ -68,6 +69,6 @@ class AsyncShallowPostgresSaver(AsyncPostgresSaver):
         fenced: bool = False,
     ) -> RunnableConfig:
         if fenced:
-            raise TypeError("AsyncShallowPostgresSaver puts are never fenced")
+            raise InvalidArgumentTypeError("AsyncShallowPostgresSaver puts are never fenced")
         op = self._core.shallow_put(config, checkpoint, metadata, new_versions)
         return await self._run("put", op)

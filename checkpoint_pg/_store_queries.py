@@ -5,11 +5,9 @@ A missing name fails at import time, not at the first call.
 
 from __future__ import annotations
 
-from importlib.resources import files
+from checkpoint_pg.named_queries import NamedQueries
 
-from checkpoint_pg._queries import parse_queries
-
-_QUERIES = parse_queries((files("checkpoint_pg") / "sql" / "store_queries.sql").read_text("utf-8"))
+_QUERIES = NamedQueries("checkpoint_pg", "sql/store_queries.sql")
 
 GET = _QUERIES["store_get"]
 PUT = _QUERIES["store_put"]

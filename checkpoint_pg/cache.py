@@ -18,13 +18,12 @@ import asyncio
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from importlib.resources import files
 from typing import Any, TypeVar
 
 import psycopg
 
 from checkpoint_pg._connection import Conn, ConnectionSource
-from checkpoint_pg._queries import parse_queries
+from checkpoint_pg.named_queries import NamedQueries
 from checkpoint_pg.schema import Migrations
 from graphruntime.cache.base import BaseCache, CacheError, FullKey, Namespace, check_cache_ttl
 from graphruntime.checkpoint.serde import SerializerProtocol
@@ -42,7 +41,7 @@ CACHE_MIGRATIONS = Migrations(
     setup_hint="run PostgresCache.setup()",
 )
 
-_Q = parse_queries((files("checkpoint_pg") / "sql" / "cache_queries.sql").read_text("utf-8"))
+_Q = NamedQueries("checkpoint_pg", "sql/cache_queries.sql")
 
 
 def _namespace(ns: Namespace) -> str:

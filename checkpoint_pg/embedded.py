@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from checkpoint_pg.errors import EmbeddedPostgresError
+
 __all__ = ("data_dir", "database_url", "embedded_url", "scratch_database")
 
 _lock = threading.Lock()
@@ -71,7 +73,7 @@ def _start(pgdata: Path) -> Any:
             # Optional dependency, imported on first use.
             from pgserver.postgres_server import PostgresServer, get_server
         except ImportError as exc:
-            raise RuntimeError(
+            raise EmbeddedPostgresError(
                 "No DATABASE_URL is set and the embedded Postgres is unavailable: "
                 "install it with `pip install 'graphruntime[postgres]'` (package pgserver), "
                 "or set DATABASE_URL=postgresql://user:password@host:5432/dbname"

@@ -7,7 +7,14 @@ They extend graphruntime's tree, so ``except GraphRuntimeError`` (or
     ├── graphruntime.errors.CheckpointConflict   a fenced put lost the race for the head
     └── CheckpointStoreError                     the database refused or failed an operation
         ├── CheckpointStoreUnavailable           the connection was lost or refused: retry later
-        └── SchemaVersionError                   the schema is newer than this code knows
+        ├── SchemaVersionError                   the schema is newer than this code knows
+        └── EmbeddedPostgresError                no DATABASE_URL, and the embedded Postgres
+                                                 cannot run (a RuntimeError)
+
+Bad arguments (a connection opened without autocommit, an unknown prune strategy) raise
+graphruntime's :class:`~graphruntime.errors.InvalidArgumentError` (a ``ValueError``) and
+:class:`~graphruntime.errors.InvalidArgumentTypeError` (a ``TypeError``); the store
+(:class:`checkpoint_pg.PostgresStore`) raises :mod:`graphruntime.store`'s errors.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from graphruntime.errors import CheckpointError
 __all__ = (
     "CheckpointStoreError",
     "CheckpointStoreUnavailable",
+    "EmbeddedPostgresError",
     "SchemaVersionError",
     "is_connection_error",
     "missing_schema",
@@ -44,6 +52,11 @@ class SchemaVersionError(CheckpointStoreError):
 
 class CheckpointStoreUnavailable(CheckpointStoreError):
     """The database could not be reached (connection lost or refused); retrying may succeed."""
+
+
+class EmbeddedPostgresError(CheckpointStoreError, RuntimeError):
+    """No ``DATABASE_URL`` is set and the embedded Postgres (pgserver) is not installed or
+    cannot start; install ``graphruntime[postgres]``'s pgserver or set ``DATABASE_URL``."""
 
 
 def is_connection_error(exc: BaseException) -> bool:

@@ -29,6 +29,7 @@ from checkpoint_pg import _queries as q
 from checkpoint_pg._connection import Conn, ConnectionSource
 from checkpoint_pg._requests import Op, Stmt, arun, run
 from checkpoint_pg.errors import CheckpointStoreError, SchemaVersionError
+from graphruntime.errors import InvalidArgumentError
 
 __all__ = (
     "CHECKPOINT_MIGRATIONS",
@@ -79,7 +80,9 @@ class Migrations:
         setup_hint: str,
     ) -> None:
         if _TABLE.match(table) is None:
-            raise ValueError(f"Migrations table names are lower-case identifiers, got {table!r}")
+            raise InvalidArgumentError(
+                f"Migrations table names are lower-case identifiers, got {table!r}"
+            )
         self.package = package
         self.folder = folder
         self.table = table

@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeVar
 from uuid import UUID
 
+from graphruntime.errors import InvalidArgumentTypeError, MissingDependencyError
+
 try:
     from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
     from langchain_core.callbacks.manager import ahandle_event, handle_event
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
+    raise MissingDependencyError(
         "graphruntime.callbacks needs langchain-core: pip install 'graphruntime[messages]'"
     ) from exc
 
@@ -134,7 +136,7 @@ class _GraphManagerBase(BaseCallbackManager):
 
     def copy(self: _ManagerT, *, run_id: UUID | None = _MISSING) -> _ManagerT:
         if run_id is not _MISSING and run_id is not None and not isinstance(run_id, UUID):
-            raise TypeError("run_id must be a UUID or None")
+            raise InvalidArgumentTypeError("run_id must be a UUID or None")
         return self._from_manager(self, self.run_id if run_id is _MISSING else run_id)
 
     @classmethod
@@ -151,7 +153,7 @@ class _GraphManagerBase(BaseCallbackManager):
         if isinstance(callbacks, GraphCallbackHandler):
             return cls((callbacks,), run_id=run_id)
         if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Sequence):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 "callbacks must be a callback handler, a sequence of them, or a callback "
                 f"manager; got {type(callbacks).__name__}"
             )

@@ -11,6 +11,7 @@ from graphruntime._internal._config import (
     get_stream_writer,
 )
 from graphruntime._internal._constants import CONF, CONFIG_KEY_RUNTIME
+from graphruntime._internal._errors import UsageError
 
 if TYPE_CHECKING:
     from graphruntime.store.base import BaseStore
@@ -26,6 +27,9 @@ def get_store() -> BaseStore:
     """
     runtime: Any = get_config()[CONF].get(CONFIG_KEY_RUNTIME)
     if runtime is None:
-        raise RuntimeError("get_store() called outside of a running graph")
+        raise UsageError(
+            "get_store() called outside of a running graph: call it from a node, a task or a tool "
+            "while the graph runs, or read the store from the graph you compiled"
+        )
     store: BaseStore = runtime.store
     return store

@@ -17,6 +17,12 @@ callers can catch "anything graphruntime raised" in one clause::
     │       └── AmbiguousResumeError  a plain resume, several interrupts pending (a RuntimeError)
     ├── GraphValidationError          a graph that cannot compile (also a ValueError)
     ├── EmptyChannelError             reading a channel that has no value
+    ├── InvalidArgumentError          an argument with a value that cannot be used (a ValueError)
+    ├── InvalidArgumentTypeError      an argument of a wrong type, an unknown keyword (a TypeError)
+    ├── UsageError                    a call made where or when it cannot work (a RuntimeError)
+    ├── NotSupportedError             a LangGraph option graphruntime does not offer
+    │                                 (a NotImplementedError)
+    ├── MissingDependencyError        an optional extra is not installed (an ImportError)
     ├── NodeTimeoutError              a node attempt ran past its TimeoutPolicy
     ├── NodeCancelledError            a node raised asyncio.CancelledError itself
     └── CheckpointError               raised by checkpoint savers
@@ -24,7 +30,9 @@ callers can catch "anything graphruntime raised" in one clause::
         └── SerializationError        a value the serializer refuses to write or read
 
 Where LangGraph raises a built-in type (``ValueError``, ``RuntimeError``) we
-raise a subclass of both, so ported ``except`` clauses keep working.
+raise a subclass of both, so ported ``except`` clauses keep working; where it raises
+one of its own classes we raise the class of the same name. The stores' errors
+(:mod:`graphruntime.store`), checkpoint_pg's and the workers' extend this tree.
 :class:`NodeError` is not an exception: it is what a node's error handler is given.
 """
 
@@ -37,6 +45,14 @@ from enum import Enum
 from typing import Any, Generic, Literal, TypeVar
 
 from graphruntime import warnings as deprecation
+from graphruntime._internal._errors import (
+    GraphRuntimeError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    MissingDependencyError,
+    NotSupportedError,
+    UsageError,
+)
 from graphruntime._internal._interrupt import Interrupt
 
 _C = TypeVar("_C")
@@ -54,15 +70,20 @@ __all__ = (
     "GraphRecursionError",
     "GraphRuntimeError",
     "GraphValidationError",
+    "InvalidArgumentError",
+    "InvalidArgumentTypeError",
     "InvalidResumeError",
     "InvalidUpdateError",
+    "MissingDependencyError",
     "NodeCancelledError",
     "NodeError",
     "NodeInterrupt",
     "NodeTimeoutError",
+    "NotSupportedError",
     "ParentCommand",
     "SerializationError",
     "UnknownInterruptError",
+    "UsageError",
     "create_error_message",
     "is_invalid_resume",
 )
@@ -82,10 +103,6 @@ def create_error_message(*, message: str, error_code: ErrorCode) -> str:
         "For troubleshooting, visit: https://docs.langchain.com/oss/python/langgraph/"
         f"errors/{error_code.value}"
     )
-
-
-class GraphRuntimeError(Exception):
-    """Root of every exception graphruntime raises."""
 
 
 class GraphBubbleUp(GraphRuntimeError):
@@ -258,7 +275,7 @@ class NodeTimeoutError(GraphRuntimeError):
     ) -> None:
         if kind == "idle":
             if idle_timeout is None:
-                raise ValueError("idle_timeout is required when kind='idle'")
+                raise InvalidArgumentError("idle_timeout is required when kind='idle'")
             self.timeout = idle_timeout
             message = (
                 f"Node '{node}' exceeded its idle timeout of {idle_timeout:.3f}s without "
@@ -266,14 +283,14 @@ class NodeTimeoutError(GraphRuntimeError):
             )
         elif kind == "run":
             if run_timeout is None:
-                raise ValueError("run_timeout is required when kind='run'")
+                raise InvalidArgumentError("run_timeout is required when kind='run'")
             self.timeout = run_timeout
             message = (
                 f"Node '{node}' exceeded its run timeout of {run_timeout:.3f}s "
                 f"(elapsed: {elapsed:.3f}s)."
             )
         else:
-            raise ValueError("kind must be 'idle' or 'run'")
+            raise InvalidArgumentError(f"kind must be 'idle' or 'run', not {kind!r}")
         super().__init__(message)
         self.node = node
         self.elapsed = elapsed

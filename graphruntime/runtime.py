@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, cast, runtime_checkabl
 
 from graphruntime._internal._config import get_config
 from graphruntime._internal._constants import CONF, CONFIG_KEY_RUNTIME
+from graphruntime.errors import UsageError
 from graphruntime.typing import ContextT
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ class Runtime(Generic[ContextT]):
     def patch_execution_info(self, **overrides: Any) -> Runtime[ContextT]:
         """A copy whose ``execution_info`` has ``overrides`` replaced."""
         if self.execution_info is None:
-            raise RuntimeError("Cannot patch execution_info before it has been set")
+            raise UsageError("Cannot patch execution_info before it has been set")
         return replace(self, execution_info=self.execution_info.patch(**overrides))
 
     @property
@@ -174,5 +175,8 @@ def get_runtime(context_schema: type[ContextT] | None = None) -> Runtime[Context
     """
     runtime = get_config()[CONF].get(CONFIG_KEY_RUNTIME)
     if runtime is None:
-        raise RuntimeError("get_runtime() called outside of a running graph")
+        raise UsageError(
+            "get_runtime() called outside of a running graph: call it from a node, a task or a "
+            "tool while the graph runs"
+        )
     return cast("Runtime[ContextT]", runtime)

@@ -16,6 +16,7 @@ from graphruntime._internal._config import RunnableConfig, StreamWriter
 from graphruntime._internal._fields import update_as_tuples
 from graphruntime._internal._interrupt import Interrupt, interrupt_id
 from graphruntime._internal._metadata import CheckpointMetadata
+from graphruntime.errors import InvalidArgumentError, InvalidArgumentTypeError
 from graphruntime.warnings import LangGraphDeprecatedSinceV11
 
 Interrupt.__module__ = __name__  # its public home; defined below types so errors can use it
@@ -142,7 +143,9 @@ def _timeout_seconds(value: float | timedelta | None, *, field: str) -> float | 
         return None
     seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
     if seconds <= 0:
-        raise ValueError(f"{field} must be greater than 0")
+        raise InvalidArgumentError(
+            f"{field} must be greater than 0 seconds, got {value!r}; leave it unset for no limit"
+        )
     return seconds
 
 
@@ -173,13 +176,15 @@ class TimeoutPolicy:
             return None
         if not isinstance(value, TimeoutPolicy):
             if isinstance(value, bool) or not isinstance(value, int | float | timedelta):
-                raise TypeError(
+                raise InvalidArgumentTypeError(
                     f"A timeout is a number of seconds, a timedelta or a TimeoutPolicy, "
                     f"got {value!r}"
                 )
             value = cls(run_timeout=value)
         if value.refresh_on not in ("auto", "heartbeat"):
-            raise ValueError("refresh_on must be 'auto' or 'heartbeat'")
+            raise InvalidArgumentError(
+                f"refresh_on must be 'auto' or 'heartbeat', not {value.refresh_on!r}"
+            )
         run = _timeout_seconds(value.run_timeout, field="run_timeout")
         idle = _timeout_seconds(value.idle_timeout, field="idle_timeout")
         if run is None and idle is None:
@@ -580,19 +585,23 @@ def _deadline(deadline: timedelta | datetime | None, default: Any) -> datetime |
     """The absolute deadline ``interrupt()`` was given, checked."""
     if deadline is None:
         if default is not None:
-            raise ValueError("interrupt(default=...) needs deadline=: the default answers it")
+            raise InvalidArgumentError(
+                "interrupt(default=...) needs deadline=: the default answers it"
+            )
         return None
     if default is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             "interrupt(deadline=...) needs default=: the resume value applied when it passes"
         )
     if isinstance(deadline, timedelta):
         return datetime.now(UTC) + deadline
     if isinstance(deadline, datetime):
         if deadline.tzinfo is None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "interrupt(deadline=...) takes a timedelta or an aware datetime "
                 "(with tzinfo), not a naive one"
             )
         return deadline.astimezone(UTC)
-    raise TypeError(f"interrupt(deadline=...) takes a timedelta or a datetime, not {deadline!r}")
+    raise InvalidArgumentTypeError(
+        f"interrupt(deadline=...) takes a timedelta or a datetime, not {deadline!r}"
+    )

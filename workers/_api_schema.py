@@ -3,11 +3,9 @@ table and lock, so they never collide with the workers') and their named queries
 
 from __future__ import annotations
 
-import re
-from functools import cache
-from importlib import resources
-from typing import LiteralString, cast
+from typing import LiteralString
 
+from checkpoint_pg.named_queries import NamedQueries
 from checkpoint_pg.schema import Migrations
 
 API_MIGRATIONS = Migrations(
@@ -19,18 +17,8 @@ API_MIGRATIONS = Migrations(
     setup_hint="run `graphrun db migrate`",
 )
 
-_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
-
-
-@cache
-def _queries() -> dict[str, LiteralString]:
-    text = resources.files("workers").joinpath("sql/api_queries.sql").read_text()
-    parts = _NAME.split(text)
-    return {
-        name: cast(LiteralString, body.strip().rstrip(";"))
-        for name, body in zip(parts[1::2], parts[2::2], strict=True)
-    }
+_QUERIES = NamedQueries("workers", "sql/api_queries.sql")
 
 
 def query(name: str) -> LiteralString:
-    return _queries()[name]
+    return _QUERIES[name]

@@ -21,6 +21,8 @@ from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict
 from graphruntime.pregel import Pregel
 from graphruntime.pregel.driver import end_pending
+from workers._retrying import CHECKPOINT_RACE
+from workers.errors import InvalidRequestError
 from workers.messages import MAX_NOTE
 from workers.store import CancelRequest, NewRun, Run, RunningTask, RunPayload, RunStore
 
@@ -29,9 +31,6 @@ CANCEL_TASK_WAIT = CancelRequest.wait
 
 MAX_CANCEL_WAIT = 3600.0
 """Longest a cancel may wait for those nodes."""
-
-_PUT_ATTEMPTS = 20
-"""Tries of the cancel's checkpoint put; each conflict is a task job saving meanwhile."""
 
 
 @dataclass(frozen=True)
@@ -62,9 +61,9 @@ def cancel_request(
 ) -> NewRun:
     """The cancel run of a thread; ``wait``: seconds to wait for running nodes."""
     if not reason or len(reason) > MAX_NOTE:
-        raise ValueError(f"reason must be 1 to {MAX_NOTE} characters")
+        raise InvalidRequestError(f"reason must be 1 to {MAX_NOTE} characters")
     if not 0 <= wait <= MAX_CANCEL_WAIT:
-        raise ValueError(f"wait must be 0 to {MAX_CANCEL_WAIT:.0f} seconds, got {wait}")
+        raise InvalidRequestError(f"wait must be 0 to {MAX_CANCEL_WAIT:.0f} seconds, got {wait}")
     origin: dict[str, Any] = {"route": route, "note": reason}
     if actor is not None:
         origin["actor"] = actor
@@ -113,10 +112,8 @@ def close_thread(graph: Pregel, saver: BaseCheckpointSaver, run: Run, stopped: S
         "runs": stopped.cancelled,
     }
     pinned: RunnableConfig = {"configurable": {"thread_id": run.thread_id}}
-    for attempt in range(_PUT_ATTEMPTS):
-        try:
-            end_pending(graph, saver, pinned, {"cancelled": note})
-            return
-        except CheckpointConflict:
-            if attempt == _PUT_ATTEMPTS - 1:
-                raise
+    CHECKPOINT_RACE.call(lambda: end_pending(graph, saver, pinned, {"cancelled": note}), _lost_race)
+
+
+def _lost_race(exc: BaseException) -> bool:
+    return isinstance(exc, CheckpointConflict)

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from graphruntime.errors import CheckpointConflict
+from workers._retrying import patiently
 from workers._saves import RoundSaves
 from workers.context import WorkerContext
 from workers.errors import (
-    StoreRecoveredError,
     error_info,
-    is_transient,
 )
 from workers.store import Run, RunEnd, RunStatus, Wait
 
@@ -185,21 +183,10 @@ class Lease:
 
 
 def _patiently(call: Callable[[], _T], doing: str) -> _T:
-    """``call()``, retried through an outage for up to ``RELEASE_PATIENCE`` seconds."""
-    give_up = time.monotonic() + RELEASE_PATIENCE
-    delay = 0.1
-    while True:
-        try:
-            return call()
-        except Exception as exc:
-            # a crash took back what the call was to make durable: redo the job, do not
-            # commit it here
-            recovered = isinstance(exc, StoreRecoveredError)
-            if recovered or not is_transient(exc) or time.monotonic() > give_up:
-                raise
-            log.warning("%s failed (%s); retrying", doing, exc)
-            time.sleep(delay)
-            delay = min(2 * delay, 2.0)
+    """``call()``, retried through an outage for up to ``RELEASE_PATIENCE`` seconds
+    (``workers._retrying.RELEASE_OUTAGE``; a crash that took back what it was to make
+    durable is not retried: the job is redone instead)."""
+    return patiently(call, doing, within=RELEASE_PATIENCE)
 
 
 def _send_again(ctx: WorkerContext, run_id: str) -> None:

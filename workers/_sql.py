@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import re
-from functools import cache
-from importlib import resources
-from typing import LiteralString, cast
+from typing import LiteralString
 
+from checkpoint_pg.named_queries import NamedQueries
 from checkpoint_pg.schema import Migrations
 
-_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+QUERIES = NamedQueries("workers", "sql/queries.sql")
 
 
-@cache
-def queries() -> dict[str, LiteralString]:
-    text = resources.files("workers").joinpath("sql/queries.sql").read_text()
-    parts = _NAME.split(text)
-    return {
-        name: cast(LiteralString, body.strip().rstrip(";"))
-        for name, body in zip(parts[1::2], parts[2::2], strict=True)
-    }
+def queries() -> NamedQueries:
+    return QUERIES
 
 
 def query(name: str) -> LiteralString:
-    return queries()[name]
+    return QUERIES[name]
 
 
 # The workers' tables (runs, step barrier, stream events): numbered files in

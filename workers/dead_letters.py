@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workers import observability as observe
+from workers.errors import DeadLetterNotFoundError, InvalidRequestError
 
 log = logging.getLogger(__name__)
 
@@ -102,13 +103,13 @@ class DeadLetters:
 
     def _select(self, redis: Any, sha256: str | None, everything: bool) -> list[dict[str, Any]]:
         if everything == (sha256 is not None):
-            raise ValueError("name the dead letters by --sha256 PREFIX, or take --all")
+            raise InvalidRequestError("name the dead letters by --sha256 PREFIX, or take --all")
         entries = self.entries(redis, limit=self.max_entries)
         if sha256 is None:
             return entries
         chosen = [e for e in entries if str(e.get("sha256", "")).startswith(sha256)]
         if not chosen:
-            raise LookupError(f"no dead letter's sha256 starts with {sha256!r}")
+            raise DeadLetterNotFoundError(f"no dead letter's sha256 starts with {sha256!r}")
         return chosen
 
     def replay(

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from workers.errors import ConfigurationError
+from workers.errors import ConfigurationError, StartupError
 
 __all__ = ("data_dir", "redis_url", "stop")
 
@@ -128,7 +128,7 @@ def _start(folder: Path, sock: Path) -> None:
     deadline = time.monotonic() + 20
     while not _alive(sock):
         if time.monotonic() > deadline:
-            raise RuntimeError(
+            raise StartupError(
                 f"embedded redis-server did not start (socket {sock}); set REDIS_URL to use "
                 "an external Redis"
             )

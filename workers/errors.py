@@ -1,27 +1,40 @@
 """Errors raised by the workers, the client and the resume path.
 
-WorkerError (GraphRuntimeError)
-├── ConfigurationError      bad settings or registry entries
-├── UnknownGraphError       a run names a graph that is not in the registry
-├── GraphMismatchError      a thread belongs to another graph than the run names
-├── InvalidRequestError     a bad argument: a name, a note, a limit (a ValueError)
-│   └── InvalidFilterError  an inbox filter or cursor that cannot be used
-├── MalformedMessageError   a queue message that does not parse
-├── ResumeConflictError     another resume of the same pause got there first
-│                           (also an InvalidResumeError)
-├── ThreadBusyError         the thread has a run in flight
-│   └── ThreadLeasedError   a live worker holds its lease
-├── CancelPendingError      a cancel is queued behind a run in flight (a TimeoutError)
-├── RunNotFoundError        no run has that id
-├── ThreadNotFoundError     no run was ever made on that thread id
-├── WaitNotPendingError     no such pending interrupt (answered, or cancelled)
-├── RunTimeoutError         waiting on a run exceeded the timeout (the run goes on)
-├── NotDispatchedError      the run is recorded but the broker could not be reached
-├── RemoteGraphError        a node raised on a worker; ``type_name`` names its class
-├── StoreError              the run store (Postgres) failed an operation
+WorkerError (graphruntime.errors.GraphRuntimeError)
+├── ConfigurationError          bad settings or registry entries (a ValueError)
+├── UnknownGraphError           a run names a graph that is not in the registry
+├── GraphMismatchError          a thread belongs to another graph than the run names
+├── InvalidRequestError         a bad argument: a name, a note, a limit (a ValueError)
+│   ├── InvalidFilterError      an inbox filter or cursor that cannot be used
+│   └── ui.FormError            an inbox form that cannot be applied
+├── MalformedMessageError       a queue message that does not parse
+├── ResumeConflictError         another resume of the same pause got there first
+│                               (also an InvalidResumeError)
+├── ThreadBusyError             the thread has a run in flight
+│   └── ThreadLeasedError       a live worker holds its lease
+├── CancelPendingError          a cancel is queued behind a run in flight (a TimeoutError)
+├── RunNotFoundError            no run has that id
+├── ThreadNotFoundError         no run was ever made on that thread id
+├── WaitNotPendingError         no such pending interrupt (answered, or cancelled)
+├── DeadLetterNotFoundError     no dead letter matches the sha256 prefix
+├── RunTimeoutError             waiting on a run exceeded the timeout (the run goes on)
+├── NotDispatchedError          the run is recorded but the broker could not be reached
+├── RemoteGraphError            a node raised on a worker; ``type_name`` names its class
+├── NodeFailedError             a job's node failed (the job shows as failed)
+├── RemoteTaskError             a node's error recorded by a task job
+├── NondeterministicCallError   a ``@task`` call its caller, run again, did not make
+├── RunStoreError               the run store failed an operation
 │   ├── StoreUnavailableError   Postgres could not be reached: retry later
 │   └── StoreRecoveredError     Postgres recovered from a crash mid-job: the job is redone
-└── BrokerUnavailableError  the broker (Redis) could not be reached: retry later
+├── BrokerUnavailableError      the broker (Redis) could not be reached: retry later
+├── StartupError                a process a command starts did not come up (a RuntimeError)
+├── WebhookRefusedError         a run's webhook answered an HTTP error (delivery is retried)
+└── api.ApiError                an HTTP error with LangGraph's status and body
+
+``RunStoreError`` is the run store's (runs, inbox, leases); the LangGraph-facing key-value
+store (``graphruntime.store``, ``checkpoint_pg.PostgresStore``) raises
+``graphruntime.store.StoreError``, and the checkpoint saver
+``checkpoint_pg.CheckpointStoreError``.
 """
 
 from __future__ import annotations
@@ -90,6 +103,10 @@ class RunNotFoundError(WorkerError, LookupError):
     """No run has this id."""
 
 
+class DeadLetterNotFoundError(WorkerError, LookupError):
+    """No dead letter's sha256 starts with the prefix given; list them to see theirs."""
+
+
 class ThreadNotFoundError(WorkerError, LookupError):
     """No run was ever made on this thread id: check the id."""
 
@@ -143,22 +160,32 @@ class NondeterministicCallError(WorkerError):
     """A ``@task`` call sent as a job that its caller, run again, did not make again."""
 
 
-class StoreError(WorkerError):
+class RunStoreError(WorkerError):
     """The run store failed an operation; the driver's exception is the ``__cause__``."""
 
 
-class StoreRecoveredError(StoreError):
+class StoreRecoveredError(RunStoreError):
     """Postgres recovered from a crash since the job began: work it committed without
     waiting for the WAL flush may be lost, so its durable commit was refused and the job
     is redone (transient: retried, never retried in place)."""
 
 
-class StoreUnavailableError(StoreError):
+class StoreUnavailableError(RunStoreError):
     """The run store's database could not be reached; the operation may be retried."""
 
 
 class BrokerUnavailableError(WorkerError):
     """The broker could not be reached; the operation may be retried."""
+
+
+class StartupError(WorkerError, RuntimeError):
+    """A process a command starts (a celery worker, the embedded Redis, ``graphrun serve``)
+    did not come up in time; the message says which and what to check."""
+
+
+class WebhookRefusedError(WorkerError):
+    """A run's webhook answered with an HTTP error status; the delivery is tried again
+    later (up to the server's attempts), and the error is recorded on the run."""
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -13,6 +13,7 @@ from pydantic import create_model
 
 from graphruntime.graph.state import CompiledStateGraph
 from graphruntime.pregel import Pregel
+from workers.errors import InvalidRequestError
 
 
 def graph_info(
@@ -27,7 +28,9 @@ def graph_info(
     """``kind``: "graph" (nodes and edges), "schemas" or "subgraphs" ({namespace: schemas})."""
     if kind == "graph":
         if not isinstance(graph, CompiledStateGraph):
-            raise ValueError(f"graph {graph.name!r} is not a StateGraph: it has no drawing")
+            raise InvalidRequestError(
+                f"graph {graph.name!r} is not a StateGraph: it has no drawing"
+            )
         drawing = graph.get_graph(xray=xray).to_json()
         for node in drawing["nodes"]:  # the API names nodes only, as LangGraph's
             if isinstance(node.get("data"), dict):
@@ -41,7 +44,9 @@ def graph_info(
             for ns, sub in graph.get_subgraphs(namespace=namespace, recurse=recurse)
             if isinstance(sub, Pregel)
         }
-    raise ValueError(f"unknown graph information {kind!r}")
+    raise InvalidRequestError(
+        f"unknown graph information {kind!r}: ask for graph, schemas or subgraphs"
+    )
 
 
 def schemas(graph: Pregel, name: str | None = None) -> dict[str, Any]:

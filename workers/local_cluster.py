@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from workers.errors import StartupError
 from workers.settings import Settings
 
 
@@ -98,7 +99,7 @@ class LocalCluster:
         for w in self.workers:
             if not w.ready.wait(max(0.0, deadline - time.monotonic())):
                 self.stop()
-                raise RuntimeError(
+                raise StartupError(
                     f"celery worker {w.index} (pid {w.pid}) not ready in "
                     f"{self.startup_timeout}s; its log:\n" + "\n".join(w.log[-40:])
                 )
@@ -199,7 +200,10 @@ class LocalCluster:
         """Start a fresh worker in slot ``index`` (after killing the old one)."""
         new = self._spawn(index)
         if not new.ready.wait(self.startup_timeout):
-            raise RuntimeError(f"restarted worker {index} not ready")
+            raise StartupError(
+                f"restarted worker {index} (pid {new.pid}) not ready in "
+                f"{self.startup_timeout}s; its log:\n" + "\n".join(new.log[-40:])
+            )
         self.workers[index] = new
         return new
 

@@ -195,7 +195,7 @@ def _import(module: str) -> object:
         return sys.modules[name]
     spec = spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
+        raise ConfigurationError(f"cannot load {path}: name a Python file (.py) that exists")
     loaded = module_from_spec(spec)
     sys.modules[name] = loaded
     try:
@@ -210,7 +210,7 @@ def _call_factory(factory: Any) -> object:
     """A graph factory (as langgraph.json allows), called once with an empty config: on
     the workers a graph is built when it loads, not per run."""
     if inspect.iscoroutinefunction(factory) or inspect.isasyncgenfunction(factory):
-        raise TypeError(
+        raise ConfigurationError(
             "a graph factory must return the graph itself (async factories and context "
             "managers are not supported on the workers)"
         )
@@ -221,10 +221,10 @@ def _call_factory(factory: Any) -> object:
         and p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     ]
     if len(params) > 1:
-        raise TypeError("a graph factory takes no argument or one config")
+        raise ConfigurationError("a graph factory takes no argument or one config")
     built = factory({"configurable": {}}) if params else factory()
     if inspect.isawaitable(built) or hasattr(built, "__enter__") or hasattr(built, "__aenter__"):
-        raise TypeError(
+        raise ConfigurationError(
             "a graph factory must return the graph itself (async factories and context "
             "managers are not supported on the workers)"
         )

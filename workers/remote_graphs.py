@@ -30,8 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 from graphruntime.checkpoint import SerializerProtocol
 from graphruntime.pregel.driver import run_options
+from workers._retrying import LISTENER_OUTAGE
 from workers.errors import (
     BrokerUnavailableError,
+    InvalidRequestError,
     RunTimeoutError,
     UnknownGraphError,
     error_info,
@@ -183,7 +185,7 @@ def _answer(client: GraphClient, op: str, graph: str, args: dict[str, Any]) -> A
         from workers.graph_info import graph_info
 
         return graph_info(client.registry.get(graph), **args)
-    raise ValueError(f"unknown graph request {op!r}")
+    raise InvalidRequestError(f"unknown graph request {op!r}")
 
 
 class GraphRequestListener:
@@ -229,7 +231,7 @@ class GraphRequestListener:
     def run(self) -> None:
         keys = [request_list(self.prefix, g) for g in self.graphs]
         announced = 0.0
-        backoff = 0.5
+        failed_turns = 0
         while not self._stop.is_set():
             try:
                 if time.monotonic() - announced >= self.interval:
@@ -241,11 +243,11 @@ class GraphRequestListener:
                 item = self.redis.brpop(keys, timeout=1)
                 if item is not None:
                     self._pool.submit(self._safely, item[1])
-                backoff = 0.5
+                failed_turns = 0
             except Exception:  # the listener must outlive outages
                 log.warning("graph requests: the broker failed; retrying", exc_info=True)
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, 5.0)
+                self._stop.wait(LISTENER_OUTAGE.delay(failed_turns))
+                failed_turns += 1
 
     def _safely(self, raw: bytes) -> None:
         try:

@@ -34,6 +34,7 @@ from typing import Any
 from graphruntime.errors import GraphRuntimeError
 from graphruntime.pregel.driver import is_resume_map
 from graphruntime.types import Command
+from workers._retrying import LISTENER_OUTAGE
 from workers.client import GraphClient
 from workers.errors import MalformedMessageError, NotDispatchedError, is_transient
 from workers.messages import ResumeMessage, parse
@@ -183,7 +184,7 @@ class ResumeListener:
 
     def run(self) -> None:
         """Serve until stopped; survives Redis and Postgres outages by backing off."""
-        backoff = 0.5
+        failed_turns = 0
         recovered = False
         while not self._stop.is_set():
             try:
@@ -193,15 +194,15 @@ class ResumeListener:
                 raw = self.redis.brpoplpush(self.queue, self.processing, timeout=1)
                 if raw is not None:
                     self.handle(raw)
-                backoff = 0.5
+                failed_turns = 0
             except Exception:  # the listener must outlive outages
                 log.warning(
                     "resume listener: a message failed or a service is down; retrying",
                     exc_info=True,
                 )
                 recovered = False
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, 5.0)
+                self._stop.wait(LISTENER_OUTAGE.delay(failed_turns))
+                failed_turns += 1
 
     def stop(self) -> None:
         self._stop.set()

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 import sys
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
+from workers._retrying import SERVICE_START
 from workers.errors import BrokerUnavailableError, ConfigurationError, StoreUnavailableError
 
 if TYPE_CHECKING:
@@ -143,25 +143,16 @@ def redis_location(url: str) -> str:
     try:
         parts = parse_url(_redis_py_url(url))  # type: ignore[no-untyped-call]
         split = urlsplit(url)
-        db = split.path.strip("/") if scheme in ("redis", "rediss") else ""
-        if db and not db.isdigit():
-            raise ValueError(f"the database {db!r} is not a number")
     except ValueError as exc:
         raise ConfigurationError(f"REDIS_URL is malformed ({exc}): {redacted(url)!r}") from None
+    db = split.path.strip("/") if scheme in ("redis", "rediss") else ""
+    if db and not db.isdigit():
+        raise ConfigurationError(
+            f"REDIS_URL is malformed (the database {db!r} is not a number): {redacted(url)!r}"
+        )
     if "path" in parts:
         return f"socket {parts['path']}"
     return f"{parts.get('host', 'localhost')}:{parts.get('port', 6379)}/{parts.get('db', 0)}"
-
-
-def _retrying(timeout: float, retryable: Callable[[BaseException], bool]) -> Any:
-    from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
-
-    return Retrying(
-        stop=stop_after_delay(timeout),
-        wait=wait_exponential(multiplier=0.1, max=1.0),
-        retry=retry_if_exception(retryable),
-        reraise=True,
-    )
 
 
 def _first_line(exc: BaseException) -> str:
@@ -191,7 +182,7 @@ def wait_for_postgres(url: str, timeout: float) -> None:
         return isinstance(exc, psycopg.OperationalError) and exc.sqlstate in (None, "57P03")
 
     try:
-        for step in _retrying(timeout, unreachable):
+        for step in SERVICE_START.retrying(unreachable, within=timeout):
             with step:
                 attempt()
     except psycopg.Error as exc:
@@ -232,7 +223,7 @@ def wait_for_redis(url: str, timeout: float) -> None:
         ) and not isinstance(exc, redis.exceptions.AuthenticationError)
 
     try:
-        for step in _retrying(timeout, unreachable):
+        for step in SERVICE_START.retrying(unreachable, within=timeout):
             with step:
                 attempt()
     except redis.exceptions.RedisError as exc:

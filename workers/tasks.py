@@ -22,6 +22,7 @@ from celery.signals import (
 from celery.utils.log import get_multiprocessing_logger
 
 from workers import observability as observe
+from workers._retrying import JOB_OUTAGE
 from workers.app import CeleryBroker, get_app
 from workers.context import WorkerContext
 from workers.coordinator import coordinate_many
@@ -41,9 +42,6 @@ log = logging.getLogger(__name__)
 app = get_app()
 _background: list[Any] = []
 _node: list[str] = []  # this worker's Celery node name, set before its pool starts
-_RETRY_FIRST = 0.5  # seconds before the first retry of a job that lost Postgres; doubles
-_RETRY_CAP = 10.0
-_RETRY_MAX = 40  # about 6 minutes of retries
 
 
 @cache
@@ -60,12 +58,14 @@ def _retry_when_transient(job: Any) -> Iterator[None]:
     except Exception as exc:
         if not is_transient(exc):
             raise
-        if job.request.retries >= _RETRY_MAX:
+        if JOB_OUTAGE.exhausted(job.request.retries):
             # the store has been away for minutes: stop; the sweeper re-sends the work
             # from Postgres once it is back (an orphaned task, a stalled run)
-            log.error("job %s gave up after %d retries: %s", job.request.id, _RETRY_MAX, exc)
+            log.error(
+                "job %s gave up after %d retries: %s", job.request.id, JOB_OUTAGE.retries, exc
+            )
             raise
-        delay = min(_RETRY_CAP, _RETRY_FIRST * 2**job.request.retries)
+        delay = JOB_OUTAGE.delay(job.request.retries)
         log.warning(
             "job %s met an unreachable store; retrying in %.1fs: %s", job.request.id, delay, exc
         )

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from graphruntime.cache.memory import InMemoryCache
 from graphruntime.checkpoint import ClusterSaver, InMemorySaver, JsonSerializer
+from graphruntime.errors import InvalidArgumentTypeError
 from graphruntime.store.memory import InMemoryStore
 from workers.client import GraphClient
 from workers.context import WorkerContext
@@ -159,7 +160,10 @@ class InlineCluster:
     def memory(self) -> InMemoryRunStore:
         """The in-memory run store (for tests that look inside it)."""
         if not isinstance(self.store, InMemoryRunStore):
-            raise TypeError("this cluster's run store is not the in-memory one")
+            raise InvalidArgumentTypeError(
+                "this cluster's run store is not the in-memory one: read it through "
+                "the cluster's client, or build the cluster with the in-memory store"
+            )
         return self.store
 
     def context(self, name: str) -> WorkerContext:

@@ -17,6 +17,7 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_NODE_ERROR,
     CONFIG_KEY_RUNTIME,
 )
+from graphruntime._internal._errors import InvalidArgumentError, InvalidArgumentTypeError
 
 _MISSING: Any = object()
 
@@ -171,7 +172,7 @@ def injected_kwargs(func: Callable[..., Any], config: RunnableConfig) -> dict[st
         if value is _MISSING:
             if default is _MISSING:
                 label = getattr(func, "__name__", repr(func))
-                raise ValueError(f"Missing required config key '{source}' for '{label}'.")
+                raise InvalidArgumentError(f"Missing required config key '{source}' for '{label}'.")
             value = default
         kwargs[name] = value
     return kwargs
@@ -200,7 +201,7 @@ def call_sync(func: Callable[..., Any], value: Any, config: RunnableConfig) -> A
         close = getattr(result, "close", None)
         if callable(close):
             close()  # never awaited: close it so Python does not warn about it
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"{getattr(func, '__name__', func)!r} is async: run the graph with ainvoke/astream "
             "to call it from a running event loop."
         )

@@ -7,6 +7,7 @@ from contextvars import ContextVar
 from typing import Any, TypedDict
 
 from graphruntime._internal._constants import CONF
+from graphruntime._internal._errors import UsageError
 
 
 class RunnableConfig(TypedDict, total=False):
@@ -114,7 +115,7 @@ def get_config() -> RunnableConfig:
     """The config of the running node; only valid inside a node or router."""
     cfg = var_config.get()
     if cfg is None:
-        raise RuntimeError("Called get_config outside of a runnable context")
+        raise UsageError("Called get_config outside of a runnable context")
     return cfg
 
 
@@ -129,7 +130,7 @@ def get_stream_writer() -> StreamWriter:
     """The writer for ``stream_mode="custom"``; a no-op when nobody streams custom."""
     cfg = var_config.get()
     if cfg is None:
-        raise RuntimeError("Called get_config outside of a runnable context")
+        raise UsageError("Called get_config outside of a runnable context")
     from graphruntime._internal._constants import CONFIG_KEY_CUSTOM_WRITER
 
     writer: StreamWriter | None = cfg.get(CONF, {}).get(CONFIG_KEY_CUSTOM_WRITER)

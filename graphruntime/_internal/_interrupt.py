@@ -11,6 +11,7 @@ from xxhash import xxh3_128_hexdigest
 
 from graphruntime import warnings as deprecation
 from graphruntime._internal._constants import NS_SEP
+from graphruntime._internal._errors import InvalidArgumentTypeError
 
 _DEFAULT_INTERRUPT_ID = "placeholder-id"
 
@@ -52,7 +53,10 @@ class Interrupt:
     ) -> None:
         unknown = set(legacy) - _LEGACY_FIELDS
         if unknown:
-            raise TypeError(f"Interrupt() got unexpected keyword arguments {sorted(unknown)}")
+            raise InvalidArgumentTypeError(
+                f"Interrupt() got unexpected keyword arguments {sorted(unknown)}: it takes "
+                "value, id, response_schema, deadline and default"
+            )
         ns = legacy.get("ns")
         if id == _DEFAULT_INTERRUPT_ID and isinstance(ns, (list, tuple)):
             # a pre-1.0 interrupt (saved, or built by old code) was identified by its

@@ -13,6 +13,7 @@ from typing import Any
 
 from graphruntime._internal._call import injected_kwargs, is_runnable
 from graphruntime._internal._config import RunnableConfig, ensure_config, var_config
+from graphruntime._internal._errors import InvalidArgumentError, InvalidArgumentTypeError
 
 __all__ = ("RunnableCallable",)
 
@@ -40,7 +41,7 @@ class RunnableCallable:
         **kwargs: Any,
     ) -> None:
         if func is None and afunc is None:
-            raise ValueError("At least one of func or afunc must be provided.")
+            raise InvalidArgumentError("At least one of func or afunc must be provided.")
         if name is None:
             named = func if func is not None else afunc
             candidate = getattr(named, "__name__", None)
@@ -77,7 +78,7 @@ class RunnableCallable:
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         if self.func is None:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f'No synchronous function provided to "{self.name}".'
                 "\nEither initialize with a synchronous function or invoke"
                 " via the async API (ainvoke, astream, etc.)"

@@ -11,6 +11,7 @@ from xxhash import xxh3_128_hexdigest
 
 from graphruntime.cache.base import check_cache_ttl
 from graphruntime.checkpoint.serde import JsonSerializer
+from graphruntime.errors import InvalidArgumentTypeError
 
 __all__ = ("CachePolicy", "default_cache_key")
 
@@ -79,5 +80,7 @@ class CachePolicy(Generic[KeyFuncT]):
 
     def __post_init__(self) -> None:
         if not callable(self.key_func):
-            raise TypeError(f"CachePolicy.key_func must be callable, got {self.key_func!r}")
+            raise InvalidArgumentTypeError(
+                f"CachePolicy.key_func must be callable, got {self.key_func!r}"
+            )
         check_cache_ttl(self.ttl)

@@ -24,6 +24,8 @@ from graphruntime.checkpoint.serde.types import DeltaSnapshot
 from graphruntime.errors import (
     EmptyChannelError,
     ErrorCode,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     InvalidUpdateError,
     create_error_message,
 )
@@ -62,11 +64,13 @@ class DeltaChannel(BaseChannel):
         key: str = "",
     ) -> None:
         if isinstance(snapshot_frequency, bool) or not isinstance(snapshot_frequency, int):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"snapshot_frequency must be a positive int, got {snapshot_frequency!r}"
             )
         if snapshot_frequency <= 0:
-            raise ValueError(f"snapshot_frequency must be a positive int, got {snapshot_frequency}")
+            raise InvalidArgumentError(
+                f"snapshot_frequency must be a positive int, got {snapshot_frequency}"
+            )
         super().__init__(list if typ is None else concrete_type(typ), key)
         self.reducer = reducer
         self.snapshot_frequency = snapshot_frequency

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from graphruntime.drawing._errors import MissingDependencyError
+from graphruntime.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from graphruntime.drawing._parts import Edge
@@ -44,7 +45,7 @@ class _EdgeView:
 class _Canvas:
     def __init__(self, cols: int, lines: int) -> None:
         if cols <= 1 or lines <= 1:
-            raise ValueError("Canvas dimensions should be > 1")
+            raise InvalidArgumentError("Canvas dimensions should be > 1")
         self.cols = cols
         self.lines = lines
         self.cells = [[" "] * cols for _ in range(lines)]
@@ -54,9 +55,9 @@ class _Canvas:
 
     def point(self, x: int, y: int, char: str) -> None:
         if not 0 <= x < self.cols:
-            raise ValueError("x should be >= 0 and < number of columns")
+            raise InvalidArgumentError("x should be >= 0 and < number of columns")
         if not 0 <= y < self.lines:
-            raise ValueError("y should be >= 0 and < number of lines")
+            raise InvalidArgumentError("y should be >= 0 and < number of lines")
         self.cells[y][x] = char
 
     def line(self, x0: int, y0: int, x1: int, y1: int, char: str) -> None:
@@ -85,7 +86,7 @@ class _Canvas:
 
     def box(self, x0: int, y0: int, width: int, height: int) -> None:
         if width <= 1 or height <= 1:
-            raise ValueError("Box dimensions should be > 1")
+            raise InvalidArgumentError("Box dimensions should be > 1")
         right, bottom = x0 + width - 1, y0 + height - 1
         for x in range(x0, right):
             self.point(x, y0, "-")
@@ -163,12 +164,12 @@ def render_ascii(labels: Mapping[str, str], edges: Sequence[Edge]) -> str:
     for gedge in layout.g.sE:
         pts = gedge.view.pts
         if len(pts) <= 1:
-            raise ValueError("Not enough points to draw an edge")
+            raise InvalidArgumentError("Not enough points to draw an edge")
         for (sx, sy), (ex, ey) in itertools.pairwise(pts):
             start_x, start_y = round(sx - minx), round(sy - miny)
             end_x, end_y = round(ex - minx), round(ey - miny)
             if min(start_x, start_y, end_x, end_y) < 0:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"Invalid edge coordinates: start_x={start_x}, start_y={start_y}, "
                     f"end_x={end_x}, end_y={end_y}"
                 )

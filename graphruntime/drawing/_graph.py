@@ -18,6 +18,7 @@ from uuid import UUID, uuid4
 from graphruntime.drawing._errors import DrawingUnavailableError
 from graphruntime.drawing._mermaid import CurveStyle, MermaidDrawMethod, NodeStyles, render_mermaid
 from graphruntime.drawing._parts import Edge, Node
+from graphruntime.errors import InvalidArgumentError
 
 # Node "ids" in ``to_json`` name the LangGraph class a node corresponds to, so tools that
 # read LangGraph's graph JSON (Studio, the server's /graph endpoint) read ours unchanged.
@@ -69,7 +70,7 @@ class Graph:
     ) -> Node:
         """Add a node (``id`` defaults to a fresh uuid) and return it."""
         if id is not None and id in self.nodes:
-            raise ValueError(f"Node with id {id} already exists")
+            raise InvalidArgumentError(f"Node with id {id} already exists")
         node_id = id or self.next_id()
         node = Node(node_id, node_label(node_id, data), data, metadata)
         self.nodes[node_id] = node
@@ -85,9 +86,9 @@ class Graph:
     ) -> Edge:
         """Add an edge between two nodes already in the graph and return it."""
         if source.id not in self.nodes:
-            raise ValueError(f"Source node {source.id} not in graph")
+            raise InvalidArgumentError(f"Source node {source.id} not in graph")
         if target.id not in self.nodes:
-            raise ValueError(f"Target node {target.id} not in graph")
+            raise InvalidArgumentError(f"Target node {target.id} not in graph")
         edge = Edge(source.id, target.id, data, conditional)
         self.edges.append(edge)
         return edge

@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from graphruntime.errors import GraphValidationError
+
 if TYPE_CHECKING:
     from graphruntime.drawing._parts import Edge, Node
 
@@ -181,7 +183,7 @@ def render_mermaid(
         if boxed:
             name = prefix.rsplit(":", 1)[-1]
             if name in seen:
-                raise ValueError(
+                raise GraphValidationError(
                     f"Found duplicate subgraph '{name}' -- this likely means that you're "
                     "reusing a subgraph node with the same name. Please adjust your graph to "
                     "have subgraph nodes with unique names."

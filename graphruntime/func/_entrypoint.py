@@ -15,6 +15,7 @@ from graphruntime.cache import BaseCache, CachePolicy
 from graphruntime.channels import EphemeralValue, LastValue
 from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.constants import END, START
+from graphruntime.errors import InvalidArgumentError, InvalidArgumentTypeError, NotSupportedError
 from graphruntime.func._node import entry_node_func
 from graphruntime.func._task import policies, timeout_policy
 from graphruntime.pregel import Pregel
@@ -80,7 +81,9 @@ class entrypoint(Generic[T]):
             if retry_policy is None:
                 retry_policy = retry
         if kwargs:
-            raise TypeError(f"entrypoint() got unexpected keyword arguments: {sorted(kwargs)}")
+            raise InvalidArgumentTypeError(
+                f"entrypoint() got unexpected keyword arguments: {sorted(kwargs)}"
+            )
         self.checkpointer = checkpointer
         self.store = store
         self.cache = cache
@@ -99,13 +102,13 @@ class entrypoint(Generic[T]):
     def __call__(self, func: Callable[..., Any]) -> Pregel:
         """Build the workflow's graph around ``func``."""
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
-            raise NotImplementedError("Generators are not supported in the Functional API.")
+            raise NotSupportedError("Generators are not supported in the Functional API.")
         name = func.__name__
         timeout = timeout_policy(self.timeout, func, "Node", name)
         sig = inspect.signature(func)
         first = next(iter(sig.parameters), None)
         if first is None:
-            raise ValueError("Entrypoint function must have at least one parameter")
+            raise InvalidArgumentError("Entrypoint function must have at least one parameter")
         annotation = sig.parameters[first].annotation
         input_type = Any if annotation is inspect.Signature.empty else annotation
         output_type, save_type = _return_types(sig.return_annotation)
@@ -145,7 +148,7 @@ def _return_types(annotation: Any) -> tuple[Any, Any]:
     if get_origin(annotation) is entrypoint.final:
         args = get_args(annotation)
         if len(args) != 2:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 "Please an annotation for both the return_ and the save values. For "
                 "example, `-> entrypoint.final[int, str]` would assign a return_ a type of "
                 "`int` and save the type `str`."

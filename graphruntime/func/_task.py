@@ -11,6 +11,7 @@ from typing import Any, Generic, ParamSpec, TypeVar
 from graphruntime._internal._config import get_config
 from graphruntime._internal._constants import CACHE_NS_WRITES, CONF, CONFIG_KEY_CALL
 from graphruntime.cache import BaseCache, CachePolicy
+from graphruntime.errors import InvalidArgumentTypeError, UsageError
 from graphruntime.pregel._cache import identifier
 from graphruntime.pregel._call import call_name
 from graphruntime.pregel._timeout import check_timeout_supported
@@ -75,7 +76,7 @@ class _TaskFunction(Generic[P, T]):
         config = get_config()
         call = config[CONF].get(CONFIG_KEY_CALL)
         if call is None:
-            raise RuntimeError(
+            raise UsageError(
                 f"@task {getattr(self.func, '__name__', self.func)!r} was called outside a "
                 "graph: call tasks from an @entrypoint, a graph node or another task."
             )
@@ -136,7 +137,7 @@ def task(
         if retry_policy is None:
             retry_policy = retry
     if kwargs:
-        raise TypeError(f"task() got unexpected keyword arguments: {sorted(kwargs)}")
+        raise InvalidArgumentTypeError(f"task() got unexpected keyword arguments: {sorted(kwargs)}")
     retry_policies = policies(retry_policy)
 
     def decorator(func: Callable[..., Any]) -> _TaskFunction[Any, Any]:

@@ -11,7 +11,7 @@ from graphruntime._internal._call import call_async, call_sync, is_async_callabl
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import CONF, CONFIG_KEY_READ, TASKS
 from graphruntime.constants import END, START
-from graphruntime.errors import InvalidUpdateError
+from graphruntime.errors import InvalidArgumentError, InvalidUpdateError
 from graphruntime.graph._schema import first_param_schema
 from graphruntime.types import Send
 
@@ -75,7 +75,7 @@ class BranchSpec:
         else:
             dests = results
         if any(d is None or d == START for d in dests):
-            raise ValueError("Branch did not return a valid destination")
+            raise InvalidArgumentError("Branch did not return a valid destination")
         if any(isinstance(d, Send) and d.node == END for d in dests):
             raise InvalidUpdateError("Cannot send a packet to the END node")
         writes: list[tuple[str, Any]] = []

@@ -30,6 +30,7 @@ from graphruntime._internal._constants import (
     NS_SEP,
     PUSH,
 )
+from graphruntime.errors import InvalidArgumentError, MissingDependencyError
 from graphruntime.graph.state import StateGraph
 from graphruntime.pregel._message_ids import MESSAGES_REDUCER
 from graphruntime.pregel._stream import StreamSink
@@ -47,7 +48,7 @@ try:
         message_chunk_to_message,
     )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
+    raise MissingDependencyError(
         "graphruntime.graph.message needs langchain-core: pip install 'graphruntime[messages]'"
     ) from exc
 
@@ -94,12 +95,14 @@ def add_messages(
     converts the merged messages to OpenAI's content format.
     """
     if format not in _FORMATS:
-        raise ValueError(f"Unrecognized {format=}. Expected one of 'langchain-openai', None.")
+        raise InvalidArgumentError(
+            f"Unrecognized {format=}. Expected one of 'langchain-openai', None."
+        )
     if left is None and right is None:
         return partial(_merge, format=format)
     if left is None or right is None:
         missing = "left" if left is None else "right"
-        raise ValueError(
+        raise InvalidArgumentError(
             f"add_messages needs both 'left' and 'right' (got no {missing!r}); call it "
             "with only format=... to configure the reducer"
         )
@@ -138,7 +141,7 @@ def _merge(
                 removed.discard(cast(str, m.id))
                 merged[at] = m
         elif isinstance(m, RemoveMessage):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Attempting to delete a message with an ID that doesn't exist ('{m.id}')"
             )
         else:
@@ -270,7 +273,7 @@ def push_message(
     config = get_config()
     converted = convert_to_messages([message])[0]
     if converted.id is None:
-        raise ValueError("Message ID is required")
+        raise InvalidArgumentError("Message ID is required")
     sink = config[CONF].get(CONFIG_KEY_STREAM)
     if isinstance(sink, StreamSink) and "messages" in sink.modes:
         sink.put(_graph_namespace(config), "messages", (converted, config.get("metadata", {})))

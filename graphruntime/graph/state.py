@@ -18,7 +18,7 @@ from graphruntime.channels import BaseChannel, LastValue
 from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.constants import END, START
 from graphruntime.drawing import Graph
-from graphruntime.errors import GraphValidationError
+from graphruntime.errors import GraphValidationError, InvalidArgumentTypeError
 from graphruntime.graph._branch import BranchSpec
 from graphruntime.graph._compile import compile_graph, find_subgraph
 from graphruntime.graph._schema import (
@@ -70,7 +70,7 @@ def _deprecated(kwargs: dict[str, Any], name: str, message: str, category: type[
 def _reject_unknown(kwargs: dict[str, Any], where: str) -> None:
     if kwargs:
         names = ", ".join(sorted(kwargs))
-        raise TypeError(f"{where} got unexpected keyword argument(s): {names}")
+        raise InvalidArgumentTypeError(f"{where} got unexpected keyword argument(s): {names}")
 
 
 class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
@@ -458,7 +458,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         if checkpointer not in (None, True, False) and not isinstance(
             checkpointer, BaseCheckpointSaver
         ):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 "Invalid checkpointer provided. Expected an instance of `BaseCheckpointSaver`, "
                 f"`True`, `False`, or `None`. Received {type(checkpointer).__name__}. Pass a "
                 "proper saver (e.g., InMemorySaver, PostgresSaver)."

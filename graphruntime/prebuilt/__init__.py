@@ -14,10 +14,12 @@ and ``graphruntime.graph`` never import this package.
 
 from __future__ import annotations
 
+from graphruntime.errors import MissingDependencyError
+
 try:
     import langchain_core  # noqa: F401 - only to say what to install when it is missing
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
+    raise MissingDependencyError(
         "graphruntime.prebuilt needs langchain-core: pip install 'graphruntime[messages]'"
     ) from exc
 

@@ -9,6 +9,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import ensure_config as lc_ensure_config
 
 from graphruntime._internal._config import var_config
+from graphruntime.errors import InvalidArgumentTypeError
 
 
 def ensure_config(config: RunnableConfig | None) -> RunnableConfig:
@@ -22,7 +23,7 @@ def ensure_config(config: RunnableConfig | None) -> RunnableConfig:
 
 def _no_kwargs(name: str | None, kwargs: dict[str, Any]) -> None:
     if kwargs:
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"{name or 'node'}.invoke() got unexpected keyword arguments {sorted(kwargs)}: "
             "pass the input and a config only"
         )

@@ -21,6 +21,7 @@ from typing_extensions import TypedDict, deprecated
 
 from graphruntime._internal._constants import CONF, CONFIG_KEY_SCRATCHPAD
 from graphruntime.constants import END
+from graphruntime.errors import InvalidArgumentTypeError, MissingDependencyError
 from graphruntime.graph.message import add_messages
 from graphruntime.graph.state import CompiledStateGraph, StateGraph
 from graphruntime.prebuilt._agent_model import (
@@ -260,7 +261,7 @@ def _init_chat_model(model: str) -> Any:
     try:
         from langchain.chat_models import init_chat_model
     except ImportError as exc:
-        raise ImportError(
+        raise MissingDependencyError(
             "Please install langchain (`pip install langchain`) to use '<provider>:<model>' "
             "string syntax for `model` parameter."
         ) from exc
@@ -339,7 +340,7 @@ def create_react_agent(
         )
         context_schema = context_schema or config_schema
     if deprecated_kwargs:
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"create_react_agent() got unexpected keyword arguments: {deprecated_kwargs}"
         )
     if version not in ("v1", "v2"):

@@ -17,7 +17,12 @@ from graphruntime._internal._call import call_async, call_sync
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import TASKS
 from graphruntime.cache import CachePolicy
-from graphruntime.errors import GraphValidationError, InvalidUpdateError
+from graphruntime.errors import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    InvalidUpdateError,
+    NotSupportedError,
+)
 from graphruntime.pregel._node import NodeSpec, Write
 from graphruntime.types import RetryPolicy, Send, TimeoutPolicy
 
@@ -152,7 +157,7 @@ class NodeBuilder:
     def subscribe_only(self, channel: str) -> Self:
         """Run on updates of ``channel``, with its value (not a dict) as the input."""
         if self._channels:
-            raise GraphValidationError(
+            raise InvalidArgumentError(
                 "Cannot subscribe to single channels when other channels are already subscribed to"
             )
         self._channels = channel
@@ -162,7 +167,7 @@ class NodeBuilder:
     def subscribe_to(self, *channels: str, read: bool = True) -> Self:
         """Run on updates of any of ``channels``; with ``read``, they are in the input dict."""
         if isinstance(self._channels, str):
-            raise GraphValidationError(
+            raise InvalidArgumentError(
                 "Cannot subscribe to channels when subscribed to a single channel"
             )
         if read:
@@ -173,7 +178,7 @@ class NodeBuilder:
     def read_from(self, *channels: str) -> Self:
         """Add ``channels`` to the input dict without subscribing to them."""
         if isinstance(self._channels, str):
-            raise GraphValidationError(
+            raise InvalidArgumentError(
                 "Cannot read additional channels when subscribed to single channels"
             )
         self._channels.extend(channels)
@@ -220,7 +225,7 @@ class NodeBuilder:
     def build(self, name: str = "") -> NodeSpec:
         """The node's plan; ``Pregel`` names it after its key in ``nodes``."""
         if self._cache_policy is not None:
-            raise NotImplementedError(
+            raise NotSupportedError(
                 "Cache policies on NodeBuilder nodes are not supported by graphruntime yet."
             )
         func: Any
@@ -261,6 +266,8 @@ def with_name(nodes: Mapping[str, NodeSpec | NodeBuilder]) -> dict[str, NodeSpec
     for name, node in nodes.items():
         spec = node.build(name) if isinstance(node, NodeBuilder) else node
         if not isinstance(spec, NodeSpec):
-            raise TypeError(f"Invalid node type {type(node)}, expected NodeSpec or NodeBuilder")
+            raise InvalidArgumentTypeError(
+                f"Invalid node type {type(node)}, expected NodeSpec or NodeBuilder"
+            )
         out[name] = spec if spec.name == name else replace(spec, name=name)
     return out

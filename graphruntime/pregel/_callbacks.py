@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from graphruntime._internal._call import call_async, call_sync
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import CONF
+from graphruntime.errors import MissingDependencyError
 
 if TYPE_CHECKING:
     from graphruntime.pregel._loop_tasks import LoopTasks
@@ -49,7 +50,7 @@ def _require_langchain(what: str) -> Any:
     try:
         from graphruntime.pregel import _lc_callbacks
     except ImportError as exc:
-        raise ImportError(_MISSING_LANGCHAIN.format(what=what)) from exc
+        raise MissingDependencyError(_MISSING_LANGCHAIN.format(what=what)) from exc
     return _lc_callbacks
 
 

@@ -17,7 +17,7 @@ from graphruntime._internal._constants import (
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels import BaseChannel
 from graphruntime.constants import START
-from graphruntime.errors import InvalidUpdateError
+from graphruntime.errors import InvalidArgumentTypeError, InvalidUpdateError
 from graphruntime.pregel._algo import read_channels
 from graphruntime.types import Command, Send
 
@@ -34,7 +34,9 @@ def map_command(cmd: Command[Any]) -> Iterator[tuple[str, str, Any]]:
             elif isinstance(target, str):
                 yield (NULL_TASK_ID, f"branch:to:{target}", START)
             else:
-                raise TypeError(f"In Command.goto, expected Send/str, got {type(target).__name__}")
+                raise InvalidArgumentTypeError(
+                    f"In Command.goto, expected Send/str, got {type(target).__name__}"
+                )
     if cmd.resume is not None:
         yield (NULL_TASK_ID, RESUME, cmd.resume)
     if cmd.update:
@@ -50,7 +52,7 @@ def map_input(input_channels: str | Sequence[str], chunk: Any) -> list[tuple[str
     if isinstance(input_channels, str):
         return [(input_channels, chunk)]
     if not isinstance(chunk, dict):
-        raise TypeError(f"Expected chunk to be a dict, got {type(chunk).__name__}")
+        raise InvalidArgumentTypeError(f"Expected chunk to be a dict, got {type(chunk).__name__}")
     unknown = [k for k in chunk if k not in input_channels]
     if unknown:
         raise InvalidUpdateError(

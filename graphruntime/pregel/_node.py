@@ -10,6 +10,7 @@ from graphruntime._internal._call import is_async_callable, is_runnable
 from graphruntime._internal._config import RunnableConfig, merge_configs
 from graphruntime._internal._runnable import RunnableCallable
 from graphruntime.channels import BaseChannel
+from graphruntime.errors import InvalidArgumentTypeError
 from graphruntime.types import RetryPolicy, TimeoutPolicy, TracePolicy
 
 Write = tuple[str, Any]
@@ -74,7 +75,7 @@ class NodeSpec:
     def _runnable(self) -> Any:
         bound = self.bound
         if bound is None:
-            raise TypeError(f"Node {self.name!r} has no code of its own to invoke")
+            raise InvalidArgumentTypeError(f"Node {self.name!r} has no code of its own to invoke")
         return bound
 
 

@@ -34,7 +34,13 @@ from graphruntime._internal._constants import (
     NS_END,
     NS_SEP,
 )
-from graphruntime.errors import GraphBubbleUp, NodeCancelledError, ParentCommand
+from graphruntime.errors import (
+    GraphBubbleUp,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    NodeCancelledError,
+    ParentCommand,
+)
 from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._callbacks import acall_node, call_node
 from graphruntime.pregel._timeout import SYNC_TIMEOUT, call_with_timeout
@@ -92,7 +98,7 @@ def retries_on(policy: RetryPolicy, exc: Exception) -> bool:
         return isinstance(exc, retry_on)
     if callable(retry_on):
         return bool(retry_on(exc))  # type: ignore[call-arg]
-    raise TypeError(
+    raise InvalidArgumentTypeError(
         "retry_on must be an Exception class, a list or tuple of Exception classes, or a callable"
     )
 
@@ -303,7 +309,7 @@ def task_timeout(task: PreparedTask) -> TimeoutPolicy | None:
 
 def _no_sync_timeout(task: PreparedTask) -> None:
     if task_timeout(task) is not None:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{SYNC_TIMEOUT} Node {task.name!r} has a timeout: run the graph with ainvoke/astream."
         )
 

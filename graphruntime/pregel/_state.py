@@ -36,7 +36,7 @@ from graphruntime.checkpoint.base import (
     empty_checkpoint,
 )
 from graphruntime.constants import END
-from graphruntime.errors import InvalidUpdateError
+from graphruntime.errors import InvalidArgumentError, InvalidUpdateError
 from graphruntime.pregel._algo import (
     PreparedTask,
     StepContext,
@@ -84,7 +84,7 @@ def _resolve(graph: GraphSpec, config: RunnableConfig, *, for_update: bool = Fal
             found: GraphSpec = sub
             return found
     if for_update:
-        raise ValueError(f"Subgraph {recast} not found")
+        raise InvalidArgumentError(f"Subgraph {recast} not found")
     return graph
 
 
@@ -301,9 +301,9 @@ def bulk_update_state(
 ) -> RunnableConfig:
     """Apply each superstep's updates together, one checkpoint per superstep, in order."""
     if not supersteps:
-        raise ValueError("No supersteps provided")
+        raise InvalidArgumentError("No supersteps provided")
     if any(not updates for updates in supersteps):
-        raise ValueError("No updates provided")
+        raise InvalidArgumentError("No updates provided")
     config = ensure_config(config)
     graph = _resolve(graph, config, for_update=True)
     current = config

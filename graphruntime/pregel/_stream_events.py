@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from graphruntime._internal._config import RunnableConfig, ensure_config, merge_configs
 from graphruntime._internal._constants import CONF, CONFIG_KEY_CHECKPOINT_NS, NS_SEP
+from graphruntime.errors import InvalidArgumentTypeError
 from graphruntime.pregel._callbacks import CONFIG_KEY_STREAM_MESSAGES_V2, as_runnable
 from graphruntime.pregel._callbacks import astream_events as lc_astream_events
 from graphruntime.pregel._callbacks import astream_log as lc_astream_log
@@ -52,7 +53,7 @@ _OWNED_KWARGS = ("stream_mode", "subgraphs")
 def reject_owned_kwargs(kwargs: dict[str, Any]) -> None:
     clashes = [k for k in _OWNED_KWARGS if k in kwargs]
     if clashes:
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             "stream_events(version='v3') / astream_events(version='v3') do not accept "
             f"{', '.join(clashes)}; v3 owns these (stream_mode is built from the "
             "transformers' required_stream_modes, subgraphs is always True)."
@@ -70,13 +71,13 @@ def _normalize_stream_transformer_factories(
     factories: list[Factory] = []
     for spec in specs or ():
         if isinstance(spec, StreamTransformer):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 "stream_events(version='v3') transformers must be scope-aware callables, "
                 f"got pre-built instance {type(spec).__name__}. Pass the transformer class "
                 "or a factory like `lambda scope: MyTransformer(scope, ...)`."
             )
         if not callable(spec):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 "stream_events(version='v3') transformers must be scope-aware callables, "
                 f"got {type(spec).__name__}."
             )

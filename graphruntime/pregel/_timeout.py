@@ -29,7 +29,7 @@ from graphruntime._internal._constants import (
     CONFIG_KEY_RUNTIME,
     CONFIG_KEY_SEND,
 )
-from graphruntime.errors import NodeTimeoutError
+from graphruntime.errors import InvalidArgumentError, NodeTimeoutError
 from graphruntime.pregel._callbacks import acall_node
 from graphruntime.runtime import Runtime
 from graphruntime.types import TimeoutPolicy, TracePolicy
@@ -75,7 +75,7 @@ def supports_timeout(obj: Any) -> bool:
 def check_timeout_supported(obj: Any, name: str, kind: str = "Node") -> None:
     """Raise ValueError when ``obj`` is sync: its timeout could not be enforced."""
     if not supports_timeout(obj):
-        raise ValueError(f"{SYNC_TIMEOUT} {kind} {name!r} is sync.")
+        raise InvalidArgumentError(f"{SYNC_TIMEOUT} {kind} {name!r} is sync.")
 
 
 class _Attempt:

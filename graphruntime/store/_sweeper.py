@@ -7,6 +7,8 @@ import logging
 import threading
 from collections.abc import Callable
 
+from graphruntime.store._errors import InvalidStoreRequestError
+
 __all__ = ("TTLSweeper",)
 
 logger = logging.getLogger("graphruntime.store")
@@ -37,7 +39,7 @@ class TTLSweeper:
         The future completes when the sweeper stops; cancelling it stops it.
         """
         if interval <= 0:
-            raise ValueError(f"The sweep interval must be positive, got {interval!r}")
+            raise InvalidStoreRequestError(f"The sweep interval must be positive, got {interval!r}")
         with self._lock:
             if self.running and self._future is not None:
                 return self._future

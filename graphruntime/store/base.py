@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal, cast
 
+from graphruntime.errors import NotSupportedError
 from graphruntime.store._embed import (
     Embedder,
     Embeddings,
@@ -315,7 +316,7 @@ class BaseStore(ABC):
 
     def _check_ttl_supported(self, ttl: float | NotProvided | None) -> None:
         if ttl is not NOT_PROVIDED and ttl is not None and not self.supports_ttl:
-            raise NotImplementedError(
+            raise NotSupportedError(
                 f"TTL is not supported by {type(self).__name__}: use a store that supports "
                 "TTL or pass ttl=None"
             )

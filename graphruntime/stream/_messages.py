@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from graphruntime.errors import MissingDependencyError
+
 try:
     from langchain_core.language_models._compat_bridge import message_to_events
     from langchain_core.language_models.chat_model_stream import (
@@ -17,7 +19,7 @@ try:
     )
     from langchain_core.messages import AIMessageChunk, BaseMessage, ToolMessage
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
+    raise MissingDependencyError(
         "run.messages (stream_events(version='v3')) needs langchain-core: "
         "pip install 'graphruntime[messages]'"
     ) from exc

@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from graphruntime.errors import InvalidArgumentError, InvalidArgumentTypeError, UsageError
 from graphruntime.stream._types import (
     ProtocolEvent,
     StreamTransformer,
@@ -101,7 +102,7 @@ class StreamMux:
     def _make_child(self, scope: tuple[str, ...]) -> StreamMux:
         """A mux for a nested scope with fresh transformers from the same factories."""
         if self._factories is None:
-            raise RuntimeError(
+            raise UsageError(
                 "StreamMux._make_child requires the mux to be constructed with "
                 "`factories=`; pre-built transformers can't be cloned to a new scope."
             )
@@ -117,20 +118,20 @@ class StreamMux:
     def _register(self, transformer: StreamTransformer) -> None:
         name = type(transformer).__name__
         if transformer_requires_async(transformer) and not self.is_async:
-            raise RuntimeError(
+            raise UsageError(
                 f"{name} requires an async run — it overrides aprocess/afinalize/afail or "
                 "sets requires_async=True. Use astream_events(version='v3'), not "
                 "stream_events(version='v3')."
             )
         projection = transformer.init()
         if not isinstance(projection, dict):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"StreamTransformer.init() must return a dict, got {type(projection).__name__}"
             )
         clashes = sorted(set(projection) & set(self.extensions))
         if clashes:
             owners = ", ".join(f"{k!r} (owned by {self._projection_owners[k]})" for k in clashes)
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Transformer {name} returned projection keys that conflict with "
                 f"already-registered keys: {owners}"
             )

@@ -10,6 +10,8 @@ from typing import Any, ClassVar, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
+from graphruntime.errors import UsageError
+
 _logger = logging.getLogger(__name__)
 
 __all__ = ("ProtocolEvent", "StreamTransformer", "transformer_requires_async")
@@ -104,7 +106,7 @@ class StreamTransformer(ABC):
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            raise RuntimeError(
+            raise UsageError(
                 f"{type(self).__name__}.schedule() needs a running event loop: use "
                 "astream_events(version='v3'), and set requires_async = True on the class "
                 "so a sync run refuses it when it registers."

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from types import MappingProxyType, TracebackType
 from typing import Any, NoReturn
 
+from graphruntime.errors import InvalidArgumentTypeError, UsageError
 from graphruntime.stream._convert import convert_to_protocol_event
 from graphruntime.stream._mux import StreamMux
 from graphruntime.stream._types import LifecyclePayload, ProtocolEvent, SubgraphStatus
@@ -226,22 +227,22 @@ class GraphRunStream(_RunState):
 
 def _check_interleavable(name: str, channel: Any) -> None:
     if not isinstance(channel, StreamChannel):
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"interleave() requires StreamChannel projections, got {type(channel).__name__} "
             f"for {name!r}"
         )
     if channel._is_async is None:
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"StreamChannel {name!r} has not been bound yet. "
             "Register the transformer with a StreamMux first."
         )
     if channel._is_async:
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"StreamChannel {name!r} is bound to async mode — "
             "sync interleave() cannot consume async channels."
         )
     if channel._subscribed:
-        raise RuntimeError(
+        raise UsageError(
             f"StreamChannel {name!r} already has a subscriber; use .tee(n) for fan-out."
         )
 

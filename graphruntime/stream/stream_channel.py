@@ -7,6 +7,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Generic, Protocol, TypeVar
 
+from graphruntime.errors import InvalidArgumentError, InvalidArgumentTypeError, UsageError
+
 T = TypeVar("T")
 
 
@@ -34,7 +36,7 @@ class StreamChannel(Generic[T]):
 
     def __init__(self, name: str | None = None, *, maxlen: int | None = None) -> None:
         if maxlen is not None and maxlen <= 0:
-            raise ValueError("StreamChannel maxlen must be a positive int or None")
+            raise InvalidArgumentError("StreamChannel maxlen must be a positive int or None")
         self.name = name
         self._maxlen = maxlen  # accepted for LangGraph parity; the pull pump bounds memory
         self._items: deque[tuple[int, T]] = deque()
@@ -54,7 +56,7 @@ class StreamChannel(Generic[T]):
 
     def _bind(self, *, is_async: bool) -> None:
         if self._is_async is not None:
-            raise RuntimeError("StreamChannel is already bound")
+            raise UsageError("StreamChannel is already bound")
         self._is_async = is_async
 
     def _wire(self, fn: Callable[[T], None]) -> None:
@@ -66,7 +68,7 @@ class StreamChannel(Generic[T]):
         """Queue ``item`` for the reader (if any) and forward it (if wired)."""
         if self._subscribed:
             if self._closed:
-                raise RuntimeError("Cannot push to a closed StreamChannel")
+                raise UsageError("Cannot push to a closed StreamChannel")
             stamp = self._mux._next_push_seq() if self._mux is not None else 0
             self._items.append((stamp, item))
         if self._wire_fn is not None:
@@ -84,19 +86,21 @@ class StreamChannel(Generic[T]):
 
     def _subscribe(self, *, is_async: bool) -> None:
         if self._is_async is None:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 "StreamChannel has not been bound yet. "
                 "Register the transformer with a StreamMux first."
             )
         if self._is_async and not is_async:
-            raise TypeError("This StreamChannel is bound to async mode — use 'async for' instead.")
+            raise InvalidArgumentTypeError(
+                "This StreamChannel is bound to async mode — use 'async for' instead."
+            )
         if not self._is_async and is_async:
-            raise TypeError("This StreamChannel is bound to sync mode — use 'for' instead.")
+            raise InvalidArgumentTypeError(
+                "This StreamChannel is bound to sync mode — use 'for' instead."
+            )
         if self._subscribed:
             fan_out = ".atee(n)" if is_async else ".tee(n)"
-            raise RuntimeError(
-                f"StreamChannel already has a subscriber; use {fan_out} for fan-out."
-            )
+            raise UsageError(f"StreamChannel already has a subscriber; use {fan_out} for fan-out.")
         self._subscribed = True
 
     def _pulled(self, progressed: bool) -> bool:
@@ -138,7 +142,7 @@ class StreamChannel(Generic[T]):
     def tee(self, n: int = 2) -> tuple[Iterator[T], ...]:
         """``n`` readers of this channel, each seeing every item (sync lane)."""
         if n < 1:
-            raise ValueError("tee() requires n >= 1")
+            raise InvalidArgumentError("tee() requires n >= 1")
         source = iter(self)
         buffers: list[deque[T]] = [deque() for _ in range(n)]
         done = False
@@ -164,7 +168,7 @@ class StreamChannel(Generic[T]):
     def atee(self, n: int = 2) -> tuple[AsyncIterator[T], ...]:
         """``n`` readers of this channel, each seeing every item (async lane)."""
         if n < 1:
-            raise ValueError("atee() requires n >= 1")
+            raise InvalidArgumentError("atee() requires n >= 1")
         source = aiter(self)
         buffers: list[deque[T]] = [deque() for _ in range(n)]
         done = False

@@ -238,6 +238,29 @@ class Recorder:
         return [*self.entries, ("final counts", dict(sorted(self.counts.items())))]
 
 
+_ERROR_TEXT = re.compile(r"^(\w+)(\(.*\))$", re.DOTALL)
+
+
+def _same_error_text(oracle: str, candidate: str) -> bool:
+    """An error stored as its repr (a task's ``error`` in ``get_state``): the same rule as
+    :class:`ErrorObs`, a graphruntime error that derives from the oracle's built-in type."""
+    import builtins
+
+    from graphruntime import errors as tree
+
+    ours, theirs = _ERROR_TEXT.match(candidate), _ERROR_TEXT.match(oracle)
+    if ours is None or theirs is None or ours.group(2) != theirs.group(2):
+        return False
+    builtin = getattr(builtins, theirs.group(1), None)
+    cls = getattr(tree, ours.group(1), None)
+    return (
+        isinstance(builtin, type)
+        and isinstance(cls, type)
+        and issubclass(cls, tree.GraphRuntimeError)
+        and issubclass(cls, builtin)
+    )
+
+
 def same(oracle: Any, candidate: Any) -> bool:
     """Structural equality, except that errors match as described in :class:`ErrorObs`."""
     if isinstance(oracle, ErrorObs) and isinstance(candidate, ErrorObs):
@@ -246,6 +269,8 @@ def same(oracle: Any, candidate: Any) -> bool:
         return oracle.type == candidate.type or (oracle.builtin and oracle.type in candidate.bases)
     if type(oracle) is not type(candidate):
         return False
+    if isinstance(oracle, str) and oracle != candidate:
+        return _same_error_text(oracle, candidate)
     if isinstance(oracle, dict):
         return oracle.keys() == candidate.keys() and all(
             same(v, candidate[k]) for k, v in oracle.items()

@@ -73,3 +73,10 @@ def test_recorder_captures_errors_and_counts() -> None:
     label, (kind, error) = entries[0]
     assert (label, kind, error.type, error.message) == ("boom", "raised", "KeyError", "'missing'")
     assert entries[1:] == [("fine", ("no error",)), ("final counts", {"node": 1})]
+
+
+def test_an_error_stored_as_text_matches_a_subclass_of_the_builtin() -> None:
+    assert same("ValueError('no destination')", "InvalidArgumentError('no destination')")
+    assert not same("ValueError('no destination')", "InvalidArgumentError('other')")
+    assert not same("TypeError('no destination')", "InvalidArgumentError('no destination')")
+    assert not same("ValueError('x')", "NotAnError('x')")

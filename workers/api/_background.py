@@ -15,14 +15,17 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from workers._api_schema import query
+from workers._retrying import WEBHOOK_POST
 from workers.api._context import ApiContext
 from workers.api._json import dumps
+from workers.errors import InvalidRequestError, WebhookRefusedError
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +46,9 @@ def check_schedule(schedule: str) -> None:
     from croniter import croniter
 
     if not croniter.is_valid(schedule):
-        raise ValueError(f"schedule {schedule!r} is not a cron expression (e.g. '*/5 * * * *')")
+        raise InvalidRequestError(
+            f"schedule {schedule!r} is not a cron expression (e.g. '*/5 * * * *')"
+        )
 
 
 def signature(secret: str, body: bytes) -> str:
@@ -102,7 +107,6 @@ def fire_crons(ctx: ApiContext, limit: int = 50) -> int:
 def deliver_webhooks(ctx: ApiContext, limit: int = 20) -> int:
     """POST each ended run to its webhook (at least once, retried with backoff)."""
     import httpx
-    from tenacity import retry, stop_after_attempt, wait_exponential
 
     from workers.api._run_routes import load_run, result_json, run_json
     from workers.api._runs import get_run
@@ -110,11 +114,10 @@ def deliver_webhooks(ctx: ApiContext, limit: int = 20) -> int:
     secret = ctx.extra.get("webhook_secret")
     delivered = 0
 
-    @retry(stop=stop_after_attempt(3), wait=wait_exponential(multiplier=0.2, max=2), reraise=True)
     def post(url: str, body: bytes, headers: dict[str, str]) -> None:
         response = httpx.post(url, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT)
         if response.status_code >= 400:
-            raise RuntimeError(f"{url} answered {response.status_code}")
+            raise WebhookRefusedError(f"{url} answered {response.status_code}")
 
     with (
         ctx.pool.connection() as conn,
@@ -132,7 +135,7 @@ def deliver_webhooks(ctx: ApiContext, limit: int = 20) -> int:
                 headers = {"content-type": "application/json"}
                 if secret:
                     headers[SIGNATURE_HEADER] = signature(secret, body)
-                post(hook["url"], body, headers)
+                WEBHOOK_POST.call(partial(post, hook["url"], body, headers), _any_error)
                 delivered += 1
             except Exception as exc:  # noqa: BLE001 - recorded, retried later
                 error = f"{type(exc).__name__}: {exc}"
@@ -147,6 +150,10 @@ def deliver_webhooks(ctx: ApiContext, limit: int = 20) -> int:
                 },
             )
     return delivered
+
+
+def _any_error(exc: BaseException) -> bool:
+    return isinstance(exc, Exception)
 
 
 def delete_ended_temporary(ctx: ApiContext, limit: int = 100) -> int:

@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 
 from workers._api_schema import query
 from workers.client import GraphClient
+from workers.errors import WorkerError
 
 SYSTEM_ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 """LangGraph's namespace for a graph's system assistant id (uuid5 of the graph id)."""
@@ -23,7 +24,7 @@ def system_assistant_id(graph_id: str) -> str:
     return str(uuid.uuid5(SYSTEM_ASSISTANT_NAMESPACE, graph_id))
 
 
-class ApiError(Exception):
+class ApiError(WorkerError):
     """An HTTP error with LangGraph's body (``{"detail": ...}``)."""
 
     def __init__(self, status: int, detail: str) -> None:

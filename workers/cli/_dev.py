@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, overload
 import typer
 
 from workers.cli._output import console, errors, fail, json_line
-from workers.errors import WorkerError
+from workers.errors import StartupError, WorkerError
 
 if TYPE_CHECKING:
     from workers.local_cluster import LocalCluster
@@ -162,14 +162,14 @@ def _start_server(cluster: LocalCluster, config: str, port: int) -> subprocess.P
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"graphrun serve exited with {proc.returncode} at start")
+            raise StartupError(f"graphrun serve exited with {proc.returncode} at start")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/ok", timeout=1):
                 return proc
         except OSError:
             time.sleep(0.2)
     _stop(proc)
-    raise RuntimeError(f"graphrun serve did not answer on port {port} within 60s")
+    raise StartupError(f"graphrun serve did not answer on port {port} within 60s")
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

@@ -1,7 +1,7 @@
 """What the workers keep about runs: the rows the run store reads and writes.
 
 :class:`~workers.store.RunStore` keeps them (in Postgres, or in memory for tests).
-Errors are the workers' own (:class:`~workers.errors.StoreError`,
+Errors are the workers' own (:class:`~workers.errors.RunStoreError`,
 :class:`~workers.errors.StoreUnavailableError`), never a driver's.
 """
 

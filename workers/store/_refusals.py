@@ -13,7 +13,7 @@ from graphruntime.errors import InvalidResumeError, UnknownInterruptError
 from workers.errors import (
     GraphMismatchError,
     ResumeConflictError,
-    StoreError,
+    RunStoreError,
     ThreadNotFoundError,
 )
 from workers.store._model import NewRun
@@ -82,7 +82,7 @@ def refused_as(new: NewRun, why: Mapping[str, Any]) -> str:
             "resume was not applied; read the thread's state and resume its next interrupt "
             "if there is one."
         )
-    raise StoreError(  # pragma: no cover - every other refusal has a reason above
+    raise RunStoreError(  # pragma: no cover - every other refusal has a reason above
         f"run store: the run for thread {new.thread_id!r} was refused for an unknown reason"
     )
 

@@ -3,9 +3,10 @@
 :class:`InMemoryConnector` has a method per query of ``workers/sql/queries.sql`` that
 does to its tables (rows with the columns of Postgres' tables) what the statement does,
 under one lock, and returns copies of the rows it returns. The store's rules are the
-:class:`~workers.store.RunStore` above both. ``now()`` is the clock the store is given,
-one a test moves by hand (``workers.testing.ManualClock``) to make heartbeats stale or
-tasks wait without sleeping. No database driver is imported.
+:class:`~workers.store.RunStore` above both; a query made of others' parts (a claim
+leases as ``acquire_thread`` does, a cancel closes tasks as ``running_cancelled_tasks``)
+is made of the same methods here. ``now()`` is the clock the store is given, one a test
+moves by hand (``workers.testing.ManualClock``). No database driver is imported.
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ NO_CLAIM = {"worker": None, "claimed_at": None, "claim_token": None}
 NO_DEFAULT = {"default_type": None, "default_value": None}
 NO_LEASE = {"lease_holder": None, "leased_at": None, "lease_token": None}
 NO_WAIT_CLAIM = {"claimed_by": None, "claimed_until": None}
+NEW_TASK = {**NO_CLAIM, "status": "dispatched", "attempts": 1, "retry_attempts": 0} | dict.fromkeys(
+    ("hold_until", "error", "done_at", "started_at")
+)
+RUN_PARAMS = ("run_id", "thread_id", "graph", "kind", "payload_type", "payload")
+EVENT_COLUMNS = ("ns", "mode", "payload_type", "payload")
+LISTED = ("run_id", "thread_id", "graph", "status", "kind", "created_at", "updated_at", "error")
 
 
 def _json(text: str | None) -> Any:
@@ -46,8 +53,18 @@ def _order(run: Row) -> tuple[datetime, int]:
     return run["created_at"], run["seq"]
 
 
+def _place(wait: Row) -> tuple[datetime, str, str]:
+    """A wait's place in the inbox's order."""
+    return wait["created_at"], wait["thread_id"], wait["interrupt_id"]
+
+
 def _before(at: datetime | None, cut: datetime) -> bool:
     return at is not None and at < cut
+
+
+def _matches(row: Row, p: P, *columns: str) -> bool:
+    """``row`` has ``p``'s value in each column ``p`` gives (a NULL parameter: any)."""
+    return all(p[c] in (None, row[c]) for c in columns)
 
 
 def _contains(value: Any, where: Any) -> bool:
@@ -61,6 +78,10 @@ def _contains(value: Any, where: Any) -> bool:
             any(_contains(item, want) for item in value) for want in where
         )
     return bool(value == where and type(value) is type(where))
+
+
+def _nothing(self: InMemoryConnector, p: P) -> None:
+    """A statement with nothing to do here (one lock serializes every transaction)."""
 
 
 class InMemoryConnector:
@@ -88,19 +109,17 @@ class InMemoryConnector:
 
     def batch(self, operation: str, statements: Sequence[tuple[str, P]]) -> list[list[Row]]:
         with self.lock:
-            return [self.all(name, params) for name, params in statements]
+            # a statement that returns no rows returns None here
+            return [copy.deepcopy(getattr(self, name)(params) or []) for name, params in statements]
 
     def all(self, name: str, params: P | None = None) -> list[Row]:
-        with self.lock:
-            rows: list[Row] = getattr(self, name)(params or {})
-            return copy.deepcopy(rows)
+        return self.batch(name, [(name, params or {})])[0]
 
     def many(self, name: str, params: Sequence[P], *, returning: bool = True) -> list[list[Row]]:
-        with self.lock:
-            out = [self.all(name, p) for p in params]
+        out = self.batch(name, [(name, p) for p in params])
         return out if returning else []
 
-    # --- helpers -------------------------------------------------------------------------
+    # --- what the statements share -------------------------------------------------------
 
     def _ago(self, seconds: float) -> datetime:
         return self.clock() - timedelta(seconds=seconds)
@@ -109,45 +128,40 @@ class InMemoryConnector:
         found = self.workers.get(worker or "")
         return found is not None and found["heartbeat_at"] > self._ago(stale)
 
-    def _lease(self, thread: Row | None, p: P) -> bool:
-        """Lease the thread to ``p``'s worker and job if it is free, theirs, or held by a
-        dead worker."""
-        if thread is None:
-            return False
-        holder = thread["lease_holder"]
-        if holder not in (None, p["worker"]) and self._alive(holder, p["stale"]):
-            return False
-        thread.update(lease_holder=p["worker"], leased_at=self.clock(), lease_token=p["token"])
-        return True
+    def _held(self, holder: str | None, p: P) -> bool:
+        """A live worker other than ``p``'s holds it (a lease, a claim): not to be taken."""
+        return holder not in (None, p["worker"]) and self._alive(holder, p["stale"])
 
-    def _of_thread(self, thread_id: str) -> list[Row]:
-        return sorted((r for r in self.runs.values() if r["thread_id"] == thread_id), key=_order)
+    def _of_thread(self, thread_id: str, *statuses: str) -> list[Row]:
+        """The thread's runs in order (of these statuses, if given)."""
+        runs = [r for r in self.runs.values() if r["thread_id"] == thread_id]
+        return sorted((r for r in runs if not statuses or r["status"] in statuses), key=_order)
 
     def _next(self, thread_id: str) -> Row | None:
-        active = [r for r in self._of_thread(thread_id) if r["status"] in ACTIVE]
-        return min(active, key=lambda r: r["kind"] != "cancel", default=None)
+        return min(
+            self._of_thread(thread_id, *ACTIVE), key=lambda r: r["kind"] != "cancel", default=None
+        )
 
     def _pause(self, thread_id: str) -> str | None:
         """The pause a resume answers (create_run's ``latest``)."""
         runs = self._of_thread(thread_id)
         if not runs:
             return None
-        last = runs[-1]
-        under_way = last["kind"] == "resume" and last["status"] in ACTIVE
-        return last["resumes_run"] if under_way else last["run_id"]  # type: ignore[no-any-return]
+        under_way = runs[-1]["kind"] == "resume" and runs[-1]["status"] in ACTIVE
+        return runs[-1]["resumes_run" if under_way else "run_id"]  # type: ignore[no-any-return]
 
-    def _bind(self, thread_id: str, graph: str) -> Row:
-        new = {"thread_id": thread_id, "graph": graph, "created_at": self.clock(), **NO_LEASE}
-        return self.threads.setdefault(thread_id, new)
-
-    def _close_unheld(self, run_ids: Sequence[str], stale: float) -> None:
-        for t in self.tasks.values():
-            open_ = t["run_id"] in run_ids and t["status"] == "dispatched"
-            if open_ and not self._alive(t["worker"], stale):
+    def _close_unheld(self, run_ids: Sequence[str], stale: float) -> list[Row]:
+        """Close the runs' open tasks no live worker holds; the tasks live workers hold."""
+        open_ = [
+            t for t in self.tasks.values() if t["run_id"] in run_ids and t["status"] == "dispatched"
+        ]
+        for t in open_:
+            if not self._alive(t["worker"], stale):
                 t.update(status="done", done_at=self.clock())
+        return [t for t in open_ if t["status"] == "dispatched"]
 
-    def _open_task(self, p: P) -> Row | None:
-        task = self.tasks.get((p["run_id"], p["checkpoint_id"], p["task_id"]))
+    def _open_task(self, p: P, task_id: str | None = None) -> Row | None:
+        task = self.tasks.get((p["run_id"], p["checkpoint_id"], task_id or p["task_id"]))
         return task if task is not None and task["status"] != "done" else None
 
     def _claimed(self, wait: Row) -> bool:
@@ -158,15 +172,27 @@ class InMemoryConnector:
     def _active_threads(self) -> set[str]:
         return {r["thread_id"] for r in self.runs.values() if r["status"] in ACTIVE}
 
+    def _set_inbox(self, thread: str, p: P) -> None:
+        """finish_run's inbox: the thread's waits are ``p``'s; a wait kept keeps its
+        created_at and claim."""
+        ids = p["interrupt_ids"] or []
+        for key in [k for k in self.interrupts if k[0] == thread and k[1] not in ids]:
+            del self.interrupts[key]
+        for n, interrupt_id in enumerate(ids):
+            row = {column: p[column + "s"][n] for column in INBOX_COLUMNS} | {"thread_id": thread}
+            row |= {column: _json(row[column]) for column in ("value", "response_schema")}
+            new = {"created_at": self.clock(), **NO_WAIT_CLAIM}
+            key = (thread, interrupt_id)
+            self.interrupts[key] = self.interrupts.get(key, new) | row
+
     # --- runs ----------------------------------------------------------------------------
 
     def create_run(self, p: P) -> list[Row]:
         if p["kind"] not in ("resume", "cancel"):
-            self._bind(p["thread_id"], p["graph"])
+            self.bind_thread(p)
         if not accepts(p, self.explain_refused_run(p)[0]):
             return []
-        row = {k: p[k] for k in ("run_id", "thread_id", "graph", "kind", "payload_type", "payload")}
-        row |= {k: p[k] for k in ("idempotency_key", "request_digest")}
+        row = {k: p[k] for k in (*RUN_PARAMS, "idempotency_key", "request_digest")}
         row |= dict.fromkeys(("stop", "result_type", "result", "error"))
         row |= {"status": "queued", "origin": _json(p["origin"]), "seq": next(self._seq)}
         row |= {"created_at": self.clock(), "updated_at": self.clock()}
@@ -181,13 +207,15 @@ class InMemoryConnector:
         resumes = p["kind"] == "resume" and pause is not None
         pause_run: Row = next((r for r in runs if resumes and r["resumes_run"] == pause), {})
         waits = sorted(i for t, i in self.interrupts if t == p["thread_id"])
+        why = {"thread_graph": self.threads.get(p["thread_id"], {}).get("graph")}
+        why |= {"open_waits": waits or None, "latest_status": (runs or [{}])[-1].get("status")}
+        why |= {
+            "same_key_run": key_run.get("run_id"),
+            "same_key_digest": key_run.get("request_digest"),
+        }
         return [
-            {
-                "thread_graph": self.threads.get(p["thread_id"], {}).get("graph"),
-                "open_waits": waits or None,
-                "latest_status": runs[-1]["status"] if runs else None,
-                "same_key_run": key_run.get("run_id"),
-                "same_key_digest": key_run.get("request_digest"),
+            why
+            | {
                 "same_pause_run": pause_run.get("run_id"),
                 "same_pause_status": pause_run.get("status"),
             }
@@ -197,18 +225,17 @@ class InMemoryConnector:
         return [r for r in [self.runs.get(p["run_id"])] if r]
 
     def active_runs_of_thread(self, p: P) -> list[Row]:
-        return [r for r in self._of_thread(p["thread_id"]) if r["status"] in ACTIVE]
+        return self._of_thread(p["thread_id"], *ACTIVE)
 
-    def set_running(self, p: P) -> list[Row]:
-        if (run := self.runs.get(p["run_id"])) and run["status"] in ACTIVE:
+    def set_running(self, p: P) -> None:
+        for run in self.get_run(p):
             stop = p["stop"] if run["stop"] is None else run["stop"]
-            run.update(status="running", stop=stop, updated_at=self.clock())
-        return []
+            if run["status"] in ACTIVE:
+                run.update(status="running", stop=stop, updated_at=self.clock())
 
-    def touch_run(self, p: P) -> list[Row]:
-        if run := self.runs.get(p["run_id"]):
+    def touch_run(self, p: P) -> None:
+        for run in self.get_run(p):
             run["updated_at"] = self.clock()
-        return []
 
     def finish_run(self, p: P) -> list[Row]:
         run = self.runs.get(p["run_id"] or "")
@@ -218,41 +245,25 @@ class InMemoryConnector:
             run.update(error=_json(p["error"]), updated_at=self.clock())
             thread = run["thread_id"]
         if p["set_inbox"] and thread is not None:
-            ids = p["interrupt_ids"] or []
-            for key in [k for k in self.interrupts if k[0] == thread and k[1] not in ids]:
-                del self.interrupts[key]
-            for n, interrupt_id in enumerate(ids):
-                new = {"created_at": self.clock(), **NO_WAIT_CLAIM}
-                old = self.interrupts.get((thread, interrupt_id), new)
-                row = {column: p[column + "s"][n] for column in INBOX_COLUMNS}
-                row |= {"thread_id": thread, "value": json.loads(row["value"])}
-                row["response_schema"] = _json(row["response_schema"])
-                self.interrupts[(thread, interrupt_id)] = old | row  # keeps created_at, claim
+            self._set_inbox(thread, p)
         return [{"pg_notify": run["run_id"]}] if run is not None and thread else []
 
-    def requeue_runs(self, p: P) -> list[Row]:
+    def requeue_runs(self, p: P) -> None:
         for run in (self.runs[r] for r in p["run_ids"] if r in self.runs):
             run["status"] = "queued" if run["status"] == "running" else run["status"]
-        return []
 
     def cancel_thread(self, p: P) -> list[Row]:
-        made = _order(self.runs[p["cancel_run"]])
-        cancelled = []
-        for run in self._of_thread(p["thread_id"]):
-            if run["status"] in ACTIVE and run["kind"] != "cancel" and _order(run) < made:
-                run.update(status="cancelled", error=_json(p["error"]), updated_at=self.clock())
-                cancelled.append(run["run_id"])
-        self._close_unheld(cancelled, p["stale"])
-        for key in [k for k in self.interrupts if k[0] == p["thread_id"]]:
-            del self.interrupts[key]
-        return [{"run_id": r} for r in cancelled]
+        made, error = _order(self.runs[p["cancel_run"]]), _json(p["error"])
+        runs = self._of_thread(p["thread_id"], *ACTIVE)
+        cancelled = [r for r in runs if r["kind"] != "cancel" and _order(r) < made]
+        for run in cancelled:
+            run.update(status="cancelled", error=error, updated_at=self.clock())
+        self._close_unheld([r["run_id"] for r in cancelled], p["stale"])
+        self._set_inbox(p["thread_id"], {"interrupt_ids": None})
+        return [{"run_id": r["run_id"]} for r in cancelled]
 
     def running_cancelled_tasks(self, p: P) -> list[Row]:
-        self._close_unheld(p["run_ids"], p["stale"])
-        ids = p["run_ids"]
-        return [
-            t for t in self.tasks.values() if t["run_id"] in ids and t["status"] == "dispatched"
-        ]
+        return self._close_unheld(p["run_ids"], p["stale"])
 
     def resume_history(self, p: P) -> list[Row]:
         runs = reversed(self._of_thread(p["thread_id"]))
@@ -268,38 +279,25 @@ class InMemoryConnector:
         return [{k: r[k] for k in keys} for r in runs]
 
     def list_runs(self, p: P) -> list[Row]:
-        runs = [
-            r
-            for r in self.runs.values()
-            if all(p[k] in (None, r[k]) for k in ("thread_id", "graph", "status"))
-            and (p["age"] is None or r["created_at"] > self._ago(p["age"]))
-        ]
-        keys = ("run_id", "thread_id", "graph", "status", "kind", "created_at", "updated_at")
+        runs = [r for r in self.runs.values() if _matches(r, p, "thread_id", "graph", "status")]
+        runs = [r for r in runs if p["age"] is None or r["created_at"] > self._ago(p["age"])]
         out = []
         for run in sorted(runs, key=_order, reverse=True)[: p["limit"]]:
             mine = [t for t in self.tasks.values() if t["run_id"] == run["run_id"]]
             latest = max((t["checkpoint_id"] for t in mine), default=None)
             step = [t for t in mine if t["checkpoint_id"] == latest and run["status"] == "running"]
             done = sum(t["status"] == "done" for t in step)
-            out.append({k: run[k] for k in (*keys, "error", "origin")})
-            out[-1] |= {"tasks_done": done, "tasks_total": len(step)}
+            listed = {k: run[k] for k in (*LISTED, "origin")}
+            out.append(listed | {"tasks_done": done, "tasks_total": len(step)})
         return out
 
     def overview(self, p: P) -> list[Row]:
         statuses = [r["status"] for r in self.runs.values()]
         overdue = [w for w in self.interrupts.values() if _before(w["deadline"], self.clock())]
-        live = [w for n, w in self.workers.items() if self._alive(n, p["stale"])]
-        live = [w for w in live if not w["worker"].startswith("client:")]
-        return [
-            {
-                "queued": statuses.count("queued"),
-                "running": statuses.count("running"),
-                "pending_interrupts": len(self.interrupts),
-                "overdue": len(overdue),
-                "workers": len({w["node"] or w["worker"] for w in live}),
-                "processes": len(live),
-            }
-        ]
+        live = [w for w in self.live_workers(p) if not w["worker"].startswith("client:")]
+        row = {s: statuses.count(s) for s in ACTIVE} | {"overdue": len(overdue)}
+        row |= {"pending_interrupts": len(self.interrupts), "processes": len(live)}
+        return [row | {"workers": len({w["node"] or w["worker"] for w in live})}]
 
     # --- the inbox -----------------------------------------------------------------------
 
@@ -311,9 +309,9 @@ class InMemoryConnector:
         after = (p["after_at"], p["after_thread"], p["after_id"])
         rows = []
         for w in self.interrupts.values():
-            key = (w["created_at"], w["thread_id"], w["interrupt_id"])
+            key = _place(w)
             if (
-                all(p[k] in (None, w[k]) for k in ("graph", "node", "thread_id"))
+                _matches(w, p, "graph", "node", "thread_id")
                 and (where is None or _contains(w["value"], where))
                 and (any_of is None or any(_contains(w["value"], want) for want in any_of))
                 and (p["older_than"] is None or w["created_at"] < p["older_than"])
@@ -321,10 +319,9 @@ class InMemoryConnector:
                 and (p["after_at"] is None or key > after)
                 and (pairs is None or key[1:] in pairs)
             ):
-                claim = {} if self._claimed(w) else NO_WAIT_CLAIM
-                rows.append(w | {"resuming": w["thread_id"] in active, **NO_DEFAULT, **claim})
-        rows.sort(key=lambda w: (w["created_at"], w["thread_id"], w["interrupt_id"]))
-        return rows[: p["limit"]]
+                row = w | NO_DEFAULT | {"resuming": w["thread_id"] in active}
+                rows.append(row | ({} if self._claimed(w) else NO_WAIT_CLAIM))
+        return sorted(rows, key=_place)[: p["limit"]]
 
     def claim_wait(self, p: P) -> list[Row]:
         if (wait := self.interrupts.get((p["thread_id"], p["interrupt_id"]))) is None:
@@ -343,30 +340,31 @@ class InMemoryConnector:
         return [{"thread_id": p["thread_id"]}]
 
     def expired_waits(self, p: P) -> list[Row]:
+        due = [w for w in self.interrupts.values() if _before(w["deadline"], self.clock())]
         active = self._active_threads()
-        rows = [
-            w | {"resuming": False}
-            for w in self.interrupts.values()
-            if _before(w["deadline"], self.clock())
-            and w["default_type"] is not None
-            and w["thread_id"] not in active
-        ]
+        rows = [w | {"resuming": False} for w in due if w["default_type"] is not None]
+        rows = [w for w in rows if w["thread_id"] not in active]
         return sorted(rows, key=lambda w: w["deadline"])[: p["limit"]]
 
     # --- thread leases and heartbeats ----------------------------------------------------
 
     def bind_thread(self, p: P) -> list[Row]:
-        return [self._bind(p["thread_id"], p["graph"])]
+        new = {"thread_id": p["thread_id"], "graph": p["graph"], "created_at": self.clock()}
+        return [self.threads.setdefault(p["thread_id"], new | NO_LEASE)]
 
     def acquire_thread(self, p: P) -> list[Row]:
-        leased = self._lease(self.threads.get(p["thread_id"]), p)
-        return [{"thread_id": p["thread_id"]}] if leased else []
+        """Lease the thread to ``p``'s worker and job if it is free, theirs, or held by a
+        dead worker."""
+        thread = self.threads.get(p["thread_id"])
+        if thread is None or self._held(thread["lease_holder"], p):
+            return []
+        thread.update(lease_holder=p["worker"], leased_at=self.clock(), lease_token=p["token"])
+        return [{"thread_id": p["thread_id"]}]
 
-    def release_leases(self, p: P) -> list[Row]:
+    def release_leases(self, p: P) -> None:
         for thread in (self.threads.get(t) for t in p["threads"]):
             if thread and thread["lease_holder"] == p["worker"]:
                 thread.update(NO_LEASE)
-        return []
 
     def next_runs_of_threads(self, p: P) -> list[Row]:
         nexts = (self._next(t) for t in dict.fromkeys(p["threads"]))
@@ -375,14 +373,16 @@ class InMemoryConnector:
     def claim_run(self, p: P) -> list[Row]:
         if (target := self.runs.get(p["run_id"])) is None:
             return []
-        row: Row = {"target_status": target["status"], "leased": False, "run_id": None}
+        thread = target["thread_id"]
+        leased = target["status"] in ACTIVE and bool(
+            self.acquire_thread({**p, "thread_id": thread})
+        )
+        row: Row = {"target_status": target["status"], "leased": leased, "run_id": None}
         row["epoch"] = self.server_epoch
-        if target["status"] in ACTIVE and self._lease(self.threads.get(target["thread_id"]), p):
-            row["leased"] = True
-            if run := self._next(target["thread_id"]):
-                row |= run  # the run's status as it was
-                if run["status"] == "queued":
-                    run.update(status="running", updated_at=self.clock())
+        if leased and (run := self._next(thread)):
+            row |= run  # the run's status as it was
+            if run["status"] == "queued":
+                run.update(status="running", updated_at=self.clock())
         return [row]
 
     def heartbeat(self, p: P) -> list[Row]:
@@ -408,16 +408,13 @@ class InMemoryConnector:
             raise StoreRecoveredError("run store: the server recovered since this job began")
         return [{"graphruntime_check_epoch": True}]
 
-    def beat(self, p: P) -> list[Row]:
-        now = self.clock()
-        new = {"worker": p["worker"], "hostname": p["hostname"], "pid": p["pid"], "started_at": now}
-        said = {"heartbeat_at": now, "node": p["node"], "graphs": p["graphs"]}
+    def beat(self, p: P) -> None:
+        new = {k: p[k] for k in ("worker", "hostname", "pid")} | {"started_at": self.clock()}
+        said = {"heartbeat_at": self.clock(), "node": p["node"], "graphs": p["graphs"]}
         self.workers.setdefault(p["worker"], new).update(said)
-        return []
 
-    def remove_worker(self, p: P) -> list[Row]:
+    def remove_worker(self, p: P) -> None:
         self.workers.pop(p["worker"], None)
-        return []
 
     def live_workers(self, p: P) -> list[Row]:
         return [w for name, w in sorted(self.workers.items()) if self._alive(name, p["stale"])]
@@ -428,11 +425,9 @@ class InMemoryConnector:
         step, new = (p["run_id"], p["checkpoint_id"]), []
         for task_id, path in zip(p["task_ids"], p["paths"], strict=True):
             if (*step, task_id) not in self.tasks:
-                row = {"run_id": step[0], "checkpoint_id": step[1], "task_id": task_id, **NO_CLAIM}
-                row |= {"thread_id": p["thread_id"], "status": "dispatched", "attempts": 1}
-                row |= {"task_path": json.loads(path), "dispatched_at": self.clock()}
-                row |= {"retry_attempts": 0, **dict.fromkeys(("hold_until", "error", "done_at"))}
-                self.tasks[(*step, task_id)] = row | {"started_at": None}
+                row = {"run_id": step[0], "checkpoint_id": step[1], "task_id": task_id}
+                row |= {"thread_id": p["thread_id"], "task_path": json.loads(path)}
+                self.tasks[(*step, task_id)] = NEW_TASK | row | {"dispatched_at": self.clock()}
                 new.append({"task_id": task_id})
         self.steps[step] = self.steps.get(step, 0) + len(new)
         return new
@@ -441,15 +436,13 @@ class InMemoryConnector:
         step = (p["run_id"], p["checkpoint_id"])
         return [t for t in self.tasks.values() if (t["run_id"], t["checkpoint_id"]) == step]
 
-    def async_commit(self, p: P) -> list[Row]:
-        return []
+    async_commit = lock_run_events = _nothing
 
     def claim_task(self, p: P) -> list[Row]:
         task = self._open_task(p)
         if task is None or task["task_path"] != json.loads(p["path"]):
             return []
-        held = task["worker"] not in (None, p["worker"]) and self._alive(task["worker"], p["stale"])
-        if held or task["retry_attempts"] > p["attempts"]:
+        if self._held(task["worker"], p) or task["retry_attempts"] > p["attempts"]:
             return []
         task.update(worker=p["worker"], claimed_at=self.clock(), claim_token=p["token"])
         task["started_at"] = task["started_at"] or self.clock()
@@ -461,11 +454,10 @@ class InMemoryConnector:
         task.update(status="done", done_at=self.clock(), error=_json(p["error"]))
         return [{"task_id": p["task_id"]}]
 
-    def release_claims(self, p: P) -> list[Row]:
-        for task in (self._open_task({**p, "task_id": t}) for t in p["task_ids"]):
+    def release_claims(self, p: P) -> None:
+        for task in (self._open_task(p, t) for t in p["task_ids"]):
             if task and task["worker"] == p["worker"]:
                 task.update(NO_CLAIM)
-        return []
 
     def count_down_step(self, p: P) -> list[Row]:
         if (step := (p["run_id"], p["checkpoint_id"])) not in self.steps:
@@ -473,11 +465,10 @@ class InMemoryConnector:
         self.steps[step] -= p["done"]
         return [{"open_tasks": self.steps[step]}]
 
-    def hold_for_retry(self, p: P) -> list[Row]:
+    def hold_for_retry(self, p: P) -> None:
         if task := self._open_task(p):
             hold = self.clock() + timedelta(seconds=p["hold"])
             task.update(NO_CLAIM, retry_attempts=p["attempts"], hold_until=hold)
-        return []
 
     # --- the sweeper ---------------------------------------------------------------------
 
@@ -516,27 +507,12 @@ class InMemoryConnector:
 
     # --- events --------------------------------------------------------------------------
 
-    def add_event(self, p: P) -> list[Row]:
+    def add_event(self, p: P) -> None:
         self.events.append({**p, "seq": next(self._seq)})
-        return []
 
-    def lock_run_events(self, p: P) -> list[Row]:
-        return []  # the connector's lock serializes every transaction
-
-    def append_events(self, p: P) -> list[Row]:
-        for ns, mode, type_, payload in zip(
-            p["ns"], p["modes"], p["types"], p["payloads"], strict=True
-        ):
-            self.add_event(
-                {
-                    "run_id": p["run_id"],
-                    "ns": ns,
-                    "mode": mode,
-                    "payload_type": type_,
-                    "payload": payload,
-                }
-            )
-        return []
+    def append_events(self, p: P) -> None:
+        for values in zip(p["ns"], p["modes"], p["types"], p["payloads"], strict=True):
+            self.add_event({"run_id": p["run_id"], **dict(zip(EVENT_COLUMNS, values, strict=True))})
 
     def events_after(self, p: P) -> list[Row]:
         return [e for e in self.events if e["run_id"] == p["run_id"] and e["seq"] > p["after"]]

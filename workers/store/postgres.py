@@ -5,7 +5,7 @@ gives it back before the store's method returns. Driver errors are wrapped:
 :class:`~workers.errors.StoreUnavailableError` when the database could not be reached
 (classified by SQLSTATE), :class:`~workers.errors.StoreRecoveredError` when a
 ``check_epoch`` found the server recovered from a crash, else
-:class:`~workers.errors.StoreError`.
+:class:`~workers.errors.RunStoreError`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from psycopg_pool import ConnectionPool
 from checkpoint_pg import is_connection_error, missing_schema
 from graphruntime.checkpoint import SerializerProtocol
 from workers._sql import MIGRATIONS, query
-from workers.errors import StoreError, StoreRecoveredError, StoreUnavailableError
+from workers.errors import RunStoreError, StoreRecoveredError, StoreUnavailableError
 from workers.store._connector import Row
 from workers.store._store import RunStore
 
@@ -102,7 +102,7 @@ class PostgresConnector:
             hint = f" The workers' tables are missing: {MIGRATIONS.setup_hint}." * missing_schema(
                 exc
             )
-            raise StoreError(f"run store: {operation} failed: {exc}{hint}") from exc
+            raise RunStoreError(f"run store: {operation} failed: {exc}{hint}") from exc
         except Exception as exc:
             if is_connection_error(exc):  # psycopg_pool.PoolTimeout
                 raise StoreUnavailableError(

@@ -37,12 +37,13 @@ from workers.decisions import (
     answer,
     read_request,
 )
+from workers.errors import InvalidRequestError
 from workers.messages import MAX_DEPTH, nesting_depth
 
 ACTIONS = ("approve", "reject", "decide", "choice", "json")
 
 
-class FormError(ValueError):
+class FormError(InvalidRequestError):
     """The form cannot be applied as sent; nothing was resumed."""
 
 

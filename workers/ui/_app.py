@@ -32,6 +32,7 @@ from workers.decisions import Request as WaitRequest
 from workers.decisions import Review, read_request
 from workers.errors import (
     BrokerUnavailableError,
+    ConfigurationError,
     NotDispatchedError,
     StoreUnavailableError,
     UnknownGraphError,
@@ -372,13 +373,17 @@ def create_app(
     if auth is None:
         auth = Auth.of(token=token)
     elif token is not None:
-        raise ValueError("give token= or auth=, not both")
+        raise ConfigurationError("give token= or auth=, not both")
     if not 1 <= page_size <= 1000:
-        raise ValueError(f"page_size must be between 1 and 1000, got {page_size}")
+        raise ConfigurationError(f"page_size must be between 1 and 1000, got {page_size}")
     if not 0 < claim_minutes <= 24 * 60:
-        raise ValueError(f"claim_minutes must be more than 0 and at most 1440, got {claim_minutes}")
+        raise ConfigurationError(
+            f"claim_minutes must be more than 0 and at most 1440, got {claim_minutes}"
+        )
     if refresh_seconds < 0:
-        raise ValueError(f"refresh_seconds must be 0 (never) or more, got {refresh_seconds}")
+        raise ConfigurationError(
+            f"refresh_seconds must be 0 (never) or more, got {refresh_seconds}"
+        )
     inbox = InboxApp(
         client,
         Csrf(auth.seed()),

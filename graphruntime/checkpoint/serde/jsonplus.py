@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from graphruntime.checkpoint.serde import JsonSerializer
+from graphruntime.errors import NotSupportedError
 
 __all__ = ("JsonPlusSerializer",)
 
@@ -38,7 +39,7 @@ class JsonPlusSerializer(JsonSerializer):
         **kwargs: Any,
     ) -> None:
         if pickle_fallback:
-            raise NotImplementedError(
+            raise NotSupportedError(
                 "graphruntime never unpickles stored data; pickle_fallback=True is not supported"
             )
         modules = [*_modules(allowed_json_modules), *_modules(allowed_msgpack_modules)]

@@ -309,7 +309,7 @@ def test_update_state_refuses_another_graphs_thread(
 def test_a_run_nobody_takes_makes_the_client_ask_for_a_worker(
     client: GraphClient, store: PostgresRunStore, monkeypatch: pytest.MonkeyPatch, caplog: Any
 ) -> None:
-    import workers.client as client_module
+    import workers._client_runs as client_module
 
     monkeypatch.setattr(client_module, "NO_WORKER_HINT_AFTER", 0.2)
     run_id = new_run(store)

@@ -94,8 +94,11 @@ def test_a_batch_notifies_streaming_clients_once(store: PostgresRunStore, pg_url
 
 
 def _lock_waiters(conn: psycopg.Connection[Any]) -> int:
+    """Sessions waiting for an advisory lock in ``conn``'s database (pg_locks shows the
+    whole server's, other tests' included)."""
     row = conn.execute(
         "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     ).fetchone()
     return int(row[0]) if row else 0
 

@@ -13,7 +13,7 @@ from checkpoint_pg import is_connection_error
 from checkpoint_pg.embedded import scratch_database
 from graphruntime.checkpoint import JsonSerializer
 from graphruntime.config import RunnableConfig
-from workers.errors import StoreError, StoreUnavailableError, WorkerError, is_transient
+from workers.errors import RunStoreError, StoreUnavailableError, WorkerError, is_transient
 from workers.store import PostgresRunStore, RunQuery, make_pool
 
 pytestmark = pytest.mark.integration
@@ -35,7 +35,7 @@ def test_a_statement_the_server_refuses_is_a_store_error_not_an_outage(
     store: tuple[PostgresRunStore, str],
 ) -> None:
     run_store, _ = store
-    with pytest.raises(StoreError) as caught:
+    with pytest.raises(RunStoreError) as caught:
         run_store.list_runs(RunQuery(limit=-1))  # LIMIT must not be negative: 2201W
     assert not isinstance(caught.value, StoreUnavailableError)
     assert isinstance(caught.value, WorkerError)
@@ -114,7 +114,7 @@ def test_a_client_migrates_nothing_and_an_unmigrated_database_says_what_to_run(
         try:
             assert tables(url) == 0
             cfg: RunnableConfig = {"configurable": {"thread_id": "t"}}
-            with pytest.raises(StoreError, match="graphrun db migrate"):
+            with pytest.raises(RunStoreError, match="graphrun db migrate"):
                 client.submit("approvals", {"items": []}, cfg)
             with pytest.raises(Exception, match="graphrun db migrate") as caught:
                 client.get_state("approvals", cfg)

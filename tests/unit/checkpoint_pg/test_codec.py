@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from checkpoint_pg import _codec, _queries
+from checkpoint_pg.named_queries import NamedQueries, parse_queries
 from graphruntime.checkpoint import DeltaSnapshot, JsonSerializer, empty_checkpoint
-from graphruntime.errors import CheckpointError
+from graphruntime.errors import CheckpointError, InvalidArgumentError
 
 SERDE = JsonSerializer()
 
@@ -106,8 +107,26 @@ def test_value_without_version_is_rejected() -> None:
 
 
 def test_query_file_parsing() -> None:
-    parsed = _queries.parse_queries("-- intro\n-- name: a\nSELECT 1;\n\n-- name: b\nSELECT 2;\n")
-    assert parsed == {"a": "SELECT 1;", "b": "SELECT 2;"}
-    with pytest.raises(ValueError, match="defined twice"):
-        _queries.parse_queries("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;\n")
+    parsed = parse_queries("-- intro\n-- name: a\nSELECT 1;\n\n-- name: b\nSELECT 2;\n")
+    assert parsed == {"a": "SELECT 1", "b": "SELECT 2"}
+    with pytest.raises(InvalidArgumentError, match="defined twice in the SQL text"):
+        parse_queries("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;\n")
     assert "%" not in _queries.WRITE_ROW.replace("%s", "")
+
+
+@pytest.mark.parametrize(
+    ("package", "resource"),
+    [
+        ("checkpoint_pg", "sql/queries.sql"),
+        ("checkpoint_pg", "sql/store_queries.sql"),
+        ("checkpoint_pg", "sql/cache_queries.sql"),
+        ("workers", "sql/queries.sql"),
+        ("workers", "sql/api_queries.sql"),
+    ],
+)
+def test_every_named_query_file_loads(package: str, resource: str) -> None:
+    queries = NamedQueries(package, resource)
+    assert len(queries) > 0
+    assert all(sql and not sql.endswith(";") for sql in queries.values())
+    with pytest.raises(KeyError, match=f"no query 'nope' in {package}/{resource}"):
+        queries["nope"]
