@@ -19,7 +19,7 @@ from typing import Any
 
 from graphruntime.checkpoint import check_round_trip
 from graphruntime.config import RunnableConfig
-from graphruntime.errors import CheckpointError
+from graphruntime.errors import CheckpointError, InvalidArgumentTypeError
 from graphruntime.pregel.driver import run_options
 from graphruntime.types import Durability
 from workers import approvals
@@ -121,7 +121,7 @@ class Runs(ClientCore):
         queue message is dead-lettered if its run is refused).
         """
         if control is not None:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 "control= takes an in-process RunControl, which a run on the workers "
                 "cannot see: stop a run with GraphClient.cancel(), and let workers "
                 "finish their jobs on shutdown (Celery's warm shutdown) instead of draining"

@@ -29,6 +29,7 @@ from graphruntime.errors import (
     GraphDrained,
     GraphInterrupt,
     GraphRecursionError,
+    GraphRuntimeError,
     create_error_message,
     is_invalid_resume,
 )
@@ -40,7 +41,7 @@ from graphruntime.pregel._saves import SaverRequest, aperform, perform_now
 from graphruntime.pregel._stream import StreamChunk, StreamSink
 
 
-class StepSuspended(Exception):
+class StepSuspended(GraphRuntimeError):
     """Raised by an executor that handed the step's tasks to someone else.
 
     The run is not over: whoever completes the step continues it later from the

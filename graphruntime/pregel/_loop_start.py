@@ -24,7 +24,7 @@ from graphruntime._internal._constants import (
     RUN_MARK,
 )
 from graphruntime.constants import START
-from graphruntime.errors import EmptyInputError
+from graphruntime.errors import EmptyInputError, UsageError
 from graphruntime.pregel._algo import TaskWrites, apply_writes, prepare_next_tasks
 from graphruntime.pregel._delta import detached
 from graphruntime.pregel._io import map_command, map_input
@@ -222,7 +222,7 @@ class LoopStart(LoopSave):
         resume_map = resume is not None and is_resume_map(resume)
         if resume is not None:
             if self.checkpointer is None:
-                raise RuntimeError("Cannot use Command(resume=...) without checkpointer")
+                raise UsageError("Cannot use Command(resume=...) without checkpointer")
             if not self.is_nested:
                 self.validate_command(cmd)
         writes = [(c, v) for _, c, v in map_command(cmd) if not (c == RESUME and resume_map)]

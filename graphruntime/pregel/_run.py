@@ -34,6 +34,7 @@ from graphruntime._internal._constants import (
     NS_SEP,
 )
 from graphruntime.checkpoint.base import BaseCheckpointSaver
+from graphruntime.errors import InvalidArgumentError, UsageError
 from graphruntime.pregel._callbacks import RunHooks, run_hooks
 from graphruntime.pregel._driver import adrive, drive
 from graphruntime.pregel._executors import AsyncioExecutor, ThreadExecutor
@@ -116,10 +117,10 @@ def prepare(
     else:
         parent_stream = None
         if graph.checkpointer is True:
-            raise RuntimeError("checkpointer=True cannot be used for root graphs.")
+            raise UsageError("checkpointer=True cannot be used for root graphs.")
     saver = saver_of(graph, cfg)
     if saver is not None and not nested and not conf.get("thread_id"):
-        raise ValueError(
+        raise InvalidArgumentError(
             "Checkpointer requires one or more of the following 'configurable' keys: "
             "thread_id, checkpoint_ns, checkpoint_id"
         )
@@ -196,7 +197,7 @@ def run_options(
     if limit is None:
         limit = int(os.environ.get("LANGGRAPH_DEFAULT_RECURSION_LIMIT", DEFAULT_RECURSION_LIMIT))
     if limit < 1:
-        raise ValueError("recursion_limit must be at least 1")
+        raise InvalidArgumentError("recursion_limit must be at least 1")
     before = interrupt_before or graph.interrupt_before_nodes
     after = interrupt_after or graph.interrupt_after_nodes
     keys = graph.output_channels if output_keys is None else output_keys
@@ -259,7 +260,7 @@ def durability_of(
             stacklevel=4,
         )
         if durability is not None:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "Cannot use both `checkpoint_during` and `durability` parameters. "
                 "Please use `durability` instead."
             )
@@ -268,7 +269,7 @@ def durability_of(
         inherited = conf.get(CONFIG_KEY_DURABILITY)
         return inherited if inherited in _DURABILITIES else None
     if durability not in _DURABILITIES:
-        raise ValueError(f"durability must be one of {_DURABILITIES}, got {durability!r}")
+        raise InvalidArgumentError(f"durability must be one of {_DURABILITIES}, got {durability!r}")
     return durability
 
 

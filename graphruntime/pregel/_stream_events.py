@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from graphruntime._internal._config import RunnableConfig, ensure_config, merge_configs
 from graphruntime._internal._constants import CONF, CONFIG_KEY_CHECKPOINT_NS, NS_SEP
-from graphruntime.errors import InvalidArgumentTypeError
+from graphruntime.errors import InvalidArgumentTypeError, NotSupportedError
 from graphruntime.pregel._callbacks import CONFIG_KEY_STREAM_MESSAGES_V2, as_runnable
 from graphruntime.pregel._callbacks import astream_events as lc_astream_events
 from graphruntime.pregel._callbacks import astream_log as lc_astream_log
@@ -217,7 +217,7 @@ class PregelEvents:
         """
         if version == "v3":
             return stream_v3(self, input, config, transformers, **kwargs)
-        raise NotImplementedError(
+        raise NotSupportedError(
             f"stream_events(version={version!r}) is not available synchronously (nor in "
             "LangChain): use astream_events for v1/v2, or version='v3'."
         )
@@ -240,7 +240,7 @@ class PregelEvents:
         if version == "v3":
             return astream_v3(self, input, config, transformers, **kwargs)
         if transformers is not None:
-            raise TypeError("transformers= is only for astream_events(version='v3')")
+            raise InvalidArgumentTypeError("transformers= is only for astream_events(version='v3')")
         return lc_astream_events(self, input, config, version=version, **kwargs)
 
     def astream_log(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:

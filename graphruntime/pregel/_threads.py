@@ -15,6 +15,7 @@ from graphruntime._internal._config import RunnableConfig, ensure_config
 from graphruntime.cache import BaseCache, CachePolicy
 from graphruntime.channels import BaseChannel
 from graphruntime.checkpoint.base import BaseCheckpointSaver
+from graphruntime.errors import InvalidArgumentError, UsageError
 from graphruntime.pregel._cache import namespace
 from graphruntime.pregel._node import NodeSpec
 from graphruntime.pregel._run import saver_of
@@ -54,16 +55,16 @@ class PregelThreads(PregelSchemas):
         saver = saver_of(self, ensure_config(config))
         if saver is None and self.checkpointer is True:
             # True means "the parent's saver": a root graph has none to lend
-            raise RuntimeError("checkpointer=True cannot be used for root graphs.")
+            raise UsageError("checkpointer=True cannot be used for root graphs.")
         if saver is None:
-            raise ValueError("No checkpointer set")
+            raise InvalidArgumentError("No checkpointer set")
         return saver
 
     # --- cache --------------------------------------------------------------------------
 
     def _cache_namespaces(self, nodes: Sequence[str] | None) -> list[tuple[str, ...]]:
         if self.cache is None:
-            raise ValueError("No cache is set for this graph. Cannot clear cache.")
+            raise InvalidArgumentError("No cache is set for this graph. Cannot clear cache.")
         names = nodes or list(self.nodes)
         return [namespace(self.nodes[name]) for name in names if name in self.nodes]
 

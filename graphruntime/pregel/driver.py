@@ -41,6 +41,7 @@ from typing import Any, Protocol
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import INTERRUPT
 from graphruntime.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from graphruntime.errors import InvalidArgumentTypeError
 from graphruntime.pregel._algo import PreparedTask, is_call_path
 from graphruntime.pregel._call import CallSuspended, failed_future
 from graphruntime.pregel._callbacks import stream_callbacks as _stream_callbacks
@@ -219,7 +220,9 @@ def drive(loop: StepLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
     stream chunks. An executor that also implements ``submit_call``
     (:class:`CallExecutor`) runs the ``@task`` calls of its tasks."""
     if not isinstance(loop, PregelLoop):
-        raise TypeError(f"drive() takes a loop open_loop() made, not {type(loop).__name__}")
+        raise InvalidArgumentTypeError(
+            f"drive() takes a loop open_loop() made, not {type(loop).__name__}"
+        )
     return _drive(loop, executor)
 
 
@@ -227,7 +230,9 @@ def perform_saves(loop: StepLoop) -> None:
     """Hand the saver requests the loop made so far to its ``SaverIO`` (or perform them
     at once): for a job that records tasks itself, without :func:`drive`."""
     if not isinstance(loop, PregelLoop):
-        raise TypeError(f"perform_saves() takes a loop open_loop() made, not {type(loop).__name__}")
+        raise InvalidArgumentTypeError(
+            f"perform_saves() takes a loop open_loop() made, not {type(loop).__name__}"
+        )
     _perform_saves(loop)
 
 
@@ -237,7 +242,7 @@ def stream_callbacks(loop: StepLoop, *, modes: Collection[str], subgraphs: bool)
     process that runs some of a run's tasks, where the graph's run spans processes.
     Returns whether the run streams either mode (False: nothing was changed)."""
     if not isinstance(loop, PregelLoop):
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"stream_callbacks() takes a loop open_loop() made, not {type(loop).__name__}"
         )
     return _stream_callbacks(loop, modes=modes, subgraphs=subgraphs)

@@ -24,7 +24,12 @@ from graphruntime._internal._constants import (
 from graphruntime.cache import BaseCache, CachePolicy
 from graphruntime.channels import BaseChannel, Topic
 from graphruntime.checkpoint.base import BaseCheckpointSaver
-from graphruntime.errors import GraphValidationError
+from graphruntime.errors import (
+    GraphValidationError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    NotSupportedError,
+)
 from graphruntime.pregel._builder import NodeBuilder, with_name
 from graphruntime.pregel._callbacks import RunHooks
 from graphruntime.pregel._loop import PregelLoop
@@ -110,14 +115,14 @@ class Pregel(PregelEvents, PregelThreads):
             else:
                 deprecated_kwargs.pop("config_type")
         if deprecated_kwargs:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"Pregel() got unexpected keyword arguments: {sorted(deprecated_kwargs)}"
             )
         _reject_unsupported(node_error_handler_map=node_error_handler_map)
         if step_timeout is not None and step_timeout <= 0:
             raise GraphValidationError("step_timeout must be greater than 0")
         if not (checkpointer is None or isinstance(checkpointer, (bool, BaseCheckpointSaver))):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 "Invalid checkpointer provided. Expected an instance of `BaseCheckpointSaver`, "
                 f"`True`, `False`, or `None`. Received {type(checkpointer).__name__}. "
                 "Pass a proper saver (e.g., InMemorySaver, AsyncPostgresSaver)."
@@ -246,7 +251,7 @@ class Pregel(PregelEvents, PregelThreads):
             mapper, state_mapper = self._output_mapper, self._state_mapper
             return lambda chunk, single: stream_part(chunk, mapper, state_mapper)
         if version != "v1":
-            raise ValueError(f"Unknown stream version {version!r}: use 'v1' or 'v2'")
+            raise InvalidArgumentError(f"Unknown stream version {version!r}: use 'v1' or 'v2'")
         if subgraphs:
             return lambda c, single: (c[0], c[2]) if single else c
         return lambda c, single: c[2] if single else (c[1], c[2])
@@ -569,7 +574,7 @@ def _configs(
         return [config] * n
     configs: list[RunnableConfig | None] = list(config)
     if len(configs) != n:
-        raise ValueError(f"batch() got {len(configs)} configs for {n} inputs")
+        raise InvalidArgumentError(f"batch() got {len(configs)} configs for {n} inputs")
     return configs
 
 
@@ -589,7 +594,7 @@ def _reject_unsupported(**settings: Any) -> None:
     """Settings graphruntime does not implement: refused, never ignored."""
     for key, value in settings.items():
         if value:
-            raise NotImplementedError(
+            raise NotSupportedError(
                 f"Pregel({key}=...) is not supported by graphruntime; leave it unset."
             )
 
