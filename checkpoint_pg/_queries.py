@@ -16,14 +16,12 @@ __all__ = (
     "GET_CHECKPOINT",
     "GET_TASK_WRITES",
     "INSERT_WRITES",
-    "LAZY_RETURNING",
     "LIST_CHECKPOINTS",
     "LOCK_MIGRATIONS",
     "MIGRATIONS_TABLE_EXISTS",
     "PRUNE_THREAD",
     "PUT_CHECKPOINT",
     "PUT_CHECKPOINT_FENCED",
-    "PUT_CHECKPOINT_FENCED_LAZY",
     "PUT_CHECKPOINT_ROW",
     "RECORD_MIGRATION",
     "SCHEMA_VERSION",
@@ -42,12 +40,10 @@ RECORD_MIGRATION = _QUERIES["record_migration"]
 ASYNC_COMMIT = _QUERIES["async_commit"]
 GET_CHECKPOINT = _QUERIES["get_checkpoint"]
 GET_TASK_WRITES = _QUERIES["get_task_writes"]
-LAZY_RETURNING = _QUERIES["lazy_returning"]
 LIST_CHECKPOINTS = _QUERIES["list_checkpoints"]
 PUT_CHECKPOINT = _QUERIES["put_checkpoint"]
 PUT_CHECKPOINT_ROW = _QUERIES["put_checkpoint_row"]
 PUT_CHECKPOINT_FENCED = _QUERIES["put_checkpoint_fenced"]
-PUT_CHECKPOINT_FENCED_LAZY = _QUERIES["put_checkpoint_fenced_lazy"]
 INSERT_WRITES = _QUERIES["insert_writes"]
 UPSERT_WRITES = _QUERIES["upsert_writes"]
 WRITE_ROW = _QUERIES["write_row"]

@@ -24,7 +24,7 @@ Query: TypeAlias = "str | bytes | sql.SQL | sql.Composed"
 Fetch = Literal["none", "one", "all"]
 
 # First statement of a transaction whose commit need not wait for the WAL flush.
-_ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
+ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
 _PIPELINE = Capabilities().has_pipeline()
 
 
@@ -137,7 +137,7 @@ def _execute(conn: Connection[Any], request: Request) -> Any:
     )
     with pipeline, atomic:
         if request.lazy:
-            conn.execute(_ASYNC_COMMIT)
+            conn.execute(ASYNC_COMMIT)
         for stmt in request.statements:
             cur = conn.cursor(binary=True, row_factory=dict_row)
             cur.execute(stmt.query, stmt.params, prepare=_prepare(conn, stmt))
@@ -171,7 +171,7 @@ async def _aexecute(conn: AsyncConnection[Any], request: Request) -> Any:
     )
     async with pipeline, atomic:
         if request.lazy:
-            await conn.execute(_ASYNC_COMMIT)
+            await conn.execute(ASYNC_COMMIT)
         for stmt in request.statements:
             cur = conn.cursor(binary=True, row_factory=dict_row)
             await cur.execute(stmt.query, stmt.params, prepare=_prepare(conn, stmt))

@@ -28,9 +28,7 @@ from checkpoint_pg._codec import (
 from checkpoint_pg._history import HistoryRows
 from checkpoint_pg._requests import Batch, Op, Stmt
 from checkpoint_pg._statements import (
-    Statement,
     composed,
-    lazy_statement,
     plain_put,
     returns_row,
 )
@@ -259,23 +257,18 @@ class SaverCore:
         new_versions: ChannelVersions,
         *,
         fenced: bool = False,
-        durable: bool = True,
-        ahead: Sequence[Statement] = (),
     ) -> Op[RunnableConfig]:
         """Store ``checkpoint`` as the child of ``config``'s checkpoint.
 
         ``fenced``: only if ``config``'s checkpoint is still the namespace's latest
-        (else :class:`CheckpointConflict`, nothing written). ``durable=False``: commit
-        without waiting for the WAL flush. ``ahead``: writes statements sent first, in
-        the same round trip (a lazy fenced put only).
+        (else :class:`CheckpointConflict`, nothing written).
         """
         base = self.put_base(config, checkpoint, metadata, fenced)
         thread_id, checkpoint_ns = base["thread_id"], base["checkpoint_ns"]
         resend: set[str] = set()
         for _ in range(3):
             params, keys = self.encode_put(base, checkpoint, new_versions, resend)
-            row = yield from self._write_checkpoint(params, fenced, durable, ahead)
-            ahead = ()  # sent once, not again on a blob retry
+            row = yield from self._write_checkpoint(params, fenced)
             if row is not None and not row["ok"]:
                 expected = get_checkpoint_id(config)
                 raise_unless_retry(row, thread_id, checkpoint_ns, expected, checkpoint["id"])
@@ -358,26 +351,11 @@ class SaverCore:
         }
         return {**base, **params}, keys
 
-    def _write_checkpoint(
-        self, params: dict[str, Any], fenced: bool, durable: bool, ahead: Sequence[Statement]
-    ) -> Op[DictRow | None]:
+    def _write_checkpoint(self, params: dict[str, Any], fenced: bool) -> Op[DictRow | None]:
         """Run the put statement that fits; its row says what happened (None: stored)."""
-        if durable:
-            query = q.PUT_CHECKPOINT_FENCED if fenced else plain_put(params)
-            row = yield Stmt(query, params, "one" if returns_row(query) else "none")
-            return row  # type: ignore[no-any-return]
-        if fenced:
-            # The fenced put in one statement; the writes ahead of it in the same round trip.
-            lazy = [Stmt(lazy_statement(query), values) for query, values in ahead]
-            put = Stmt(q.PUT_CHECKPOINT_FENCED_LAZY, params, "one")
-            results = yield Batch([*lazy, put], transaction=False)
-            return results[-1]  # type: ignore[no-any-return]
-        # a plain lazy put (time travel): in a transaction that skips the flush wait
-        query = plain_put(params)
-        results = yield Batch(
-            [Stmt(query, params, "one" if returns_row(query) else "none")], lazy=True
-        )
-        return results[0]  # type: ignore[no-any-return]
+        query = q.PUT_CHECKPOINT_FENCED if fenced else plain_put(params)
+        row = yield Stmt(query, params, "one" if returns_row(query) else "none")
+        return row  # type: ignore[no-any-return]
 
     def shallow_put(
         self,
@@ -411,8 +389,6 @@ class SaverCore:
         writes: Sequence[tuple[str, Any]],
         task_id: str,
         task_path: str = "",
-        *,
-        durable: bool = True,
     ) -> Op[None]:
         """A task's writes: one statement, or one transaction beyond the parameter limit."""
         upsert, rows = self.write_params(config, writes, task_id, task_path)
@@ -421,11 +397,11 @@ class SaverCore:
             return
         if len(statements) == 1:
             query, values = statements[0]
-            yield Stmt(query if durable else lazy_statement(query), values)
+            yield Stmt(query, values)
             return
         # One statement per _MAX_WRITES rows, all in one transaction, so a node that
         # sends thousands of tasks stores them atomically.
-        yield Batch([Stmt(s, v) for s, v in statements], lazy=not durable)
+        yield Batch([Stmt(s, v) for s, v in statements])
 
     def write_params(
         self,
@@ -446,24 +422,6 @@ class SaverCore:
             [*key, task_name, path, idx, channel, *dumps(value)]
             for idx, (channel, value) in rows.items()
         ]
-
-    def batch_statements(
-        self, batch: Sequence[tuple[RunnableConfig, Sequence[tuple[str, Any]], str, str]]
-    ) -> list[Statement]:
-        """Several tasks' writes: insert-only rows share multi-row statements; control
-        writes (upserts) keep a statement each (one statement cannot upsert a row twice)."""
-        inserts: list[list[Any]] = []
-        statements: list[Statement] = []
-        for config, writes, task_id, task_path in batch:
-            upsert, rows = self.write_params(config, writes, task_id, task_path)
-            if upsert:  # rows keep the batch's order (their seq)
-                statements.extend(composed(False, inserts))
-                statements.extend(composed(True, rows))
-                inserts = []
-            else:
-                inserts.extend(rows)
-        statements.extend(composed(False, inserts))
-        return statements
 
     # -- deletes ---------------------------------------------------------------
 

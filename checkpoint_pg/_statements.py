@@ -11,19 +11,13 @@ from psycopg import sql
 
 from checkpoint_pg import _queries as q
 
-__all__ = ("Statement", "composed", "lazy_statement", "plain_put", "returns_row")
+__all__ = ("Statement", "composed", "plain_put", "returns_row")
 
 # Postgres takes at most 65535 parameters per statement; 10 per write.
 _MAX_WRITES = 65535 // 10
 
 Statement = tuple[bytes, list[Any]]
 """A composed writes statement and its parameters."""
-
-
-@functools.lru_cache(maxsize=128)
-def lazy_statement(statement: bytes) -> bytes:
-    """A single writes statement that commits without waiting for the WAL flush."""
-    return statement.rstrip().rstrip(b";") + b" " + q.LAZY_RETURNING.encode()
 
 
 def composed(upsert: bool, rows: list[list[Any]]) -> list[Statement]:

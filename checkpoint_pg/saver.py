@@ -23,7 +23,7 @@ from psycopg.rows import DictRow, dict_row
 from checkpoint_pg._cluster import ClusterMethods
 from checkpoint_pg._connection import Conn, ConnectionSource, check_conn
 from checkpoint_pg._pipe_batch import PipeBatch
-from checkpoint_pg._requests import Op, run
+from checkpoint_pg._requests import ASYNC_COMMIT, Op, run
 from checkpoint_pg._saver_core import LIST_PAGE, PruneResult, SaverCore, store_error
 from checkpoint_pg.schema import CHECKPOINT_MIGRATIONS, check_migration_texts, migrate
 from graphruntime.checkpoint import (
@@ -36,7 +36,7 @@ from graphruntime.checkpoint import (
     SerializerProtocol,
 )
 from graphruntime.config import RunnableConfig
-from graphruntime.errors import CheckpointError
+from graphruntime.errors import CheckpointConflict, CheckpointError
 
 __all__ = ("PostgresSaver", "PruneResult")
 
@@ -77,6 +77,10 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
         self._source = ConnectionSource(conn)
         self._core = SaverCore(self.serde)
         self._init_cluster()
+        self._batch: PipeBatch | None = None
+        """The block's statements waiting for one sync (:meth:`batched`)."""
+        self.refused: dict[str, CheckpointConflict] = {}
+        """In a :meth:`pipelined` view, after its block: the fenced puts refused, by thread."""
 
     @classmethod
     @contextmanager
@@ -162,9 +166,7 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
         fenced = fenced or self._fence_all
         if self._batch is not None:
             return self._batch.put(config, checkpoint, metadata, new_versions, fenced)
-        op = self._core.put(
-            config, checkpoint, metadata, new_versions, fenced=fenced, durable=self._durable_puts
-        )
+        op = self._core.put(config, checkpoint, metadata, new_versions, fenced=fenced)
         return self._run("put", op)
 
     def put_writes(
@@ -176,7 +178,10 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
     ) -> None:
         """Store a task's writes. ``get_tuple`` returns them in insertion order;
         ``task_path`` orders a step's writes in DeltaChannel history."""
-        op = self._core.put_writes(config, writes, task_id, task_path, durable=self._durable_writes)
+        if self._batch is not None:  # batched: rows share statements with other tasks'
+            self._batch.put_writes(config, writes, task_id, task_path)
+            return
+        op = self._core.put_writes(config, writes, task_id, task_path)
         self._run("put_writes", op)
 
     def delete_thread(self, thread_id: str) -> None:
@@ -234,6 +239,7 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
         batch = view._batch = PipeBatch(view)
         try:
             yield view
+            batch.send_writes()
             with self._errors("batched"):
                 self.pipe.sync()
             view._batch = None
@@ -241,6 +247,46 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
         finally:
             view._batch = None
             batch.close()
+
+    @contextmanager
+    def pipelined(self, *, durable: bool = True) -> Iterator[PostgresSaver]:
+        """:meth:`batched` on a connection the block owns: this saver on one connection of
+        its pool (or its connection), in pipeline mode and one transaction; the block's
+        puts and writes, of any number of threads, go with one round trip at its end.
+
+        ``durable=False``: the transaction commits without waiting for the WAL flush
+        (visible at once; durable with the next commit that waits, the WAL being
+        sequential): for a caller that makes it durable with a commit of its own before
+        anything outside the database depends on it, and redoes the work otherwise.
+
+        A refused fenced put writes nothing and does not stop the others: after the
+        block, the view's :attr:`refused` has its conflict, by thread (a later put of that
+        thread, whose parent it was, is refused too). A statement that fails (or an
+        error in the block) stores none of the block and raises. Reads inside the block
+        wait for their own results and see its writes.
+        """
+        if self.pipe is not None:
+            raise CheckpointError(
+                "PostgresSaver.pipelined() opens a pipeline of its own: a saver made with "
+                "pipe= sends into the caller's, use batched()"
+            )
+        with self._errors("pipelined"), self._source.connection() as conn:
+            view = copy.copy(self)
+            view.conn, view._source, view.refused = conn, ConnectionSource(conn), {}
+            batch = view._batch = PipeBatch(view)
+            try:
+                with conn.pipeline() as pipe, conn.transaction():
+                    view.pipe = pipe
+                    if not durable:
+                        conn.execute(ASYNC_COMMIT)
+                    yield view
+                    batch.send_writes()
+                # committed with the pipeline's sync: each put's verdict arrived with it
+                view._batch = view.pipe = None
+                batch.finish(view.refused)
+            finally:
+                view._batch = view.pipe = None
+                batch.close()
 
     # -- async twins: the sync methods on a worker thread (AsyncPostgresSaver is the
     # saver for async code: its calls run concurrently on one pool) ----------------
@@ -311,6 +357,8 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
     def _run(self, operation: str, op: Op[T]) -> T:
         """Perform ``op`` on one borrowed connection; in pipe mode, sync the caller's
         pipeline after it (unless a :meth:`batched` block defers that)."""
+        if self._batch is not None:
+            self._batch.send_writes()  # a read sees the block's writes
         with self._errors(operation), self._source.connection() as conn:
             result = run(conn, op)
             if self.pipe is not None and self._batch is None:

@@ -42,7 +42,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from graphruntime import warnings as deprecation
 from graphruntime._internal._errors import (
@@ -55,8 +55,7 @@ from graphruntime._internal._errors import (
 )
 from graphruntime._internal._interrupt import Interrupt
 
-if TYPE_CHECKING:
-    from graphruntime.types import Command
+_C = TypeVar("_C")
 
 __all__ = (
     "AmbiguousResumeError",
@@ -142,10 +141,12 @@ class GraphDrained(GraphBubbleUp):
         super().__init__(f"Graph drained: {reason}")
 
 
-class ParentCommand(GraphBubbleUp):
-    """A ``Command(graph=Command.PARENT)`` returned inside a subgraph."""
+class ParentCommand(GraphBubbleUp, Generic[_C]):
+    """A ``Command(graph=Command.PARENT)`` returned inside a subgraph.
 
-    def __init__(self, command: Command[Any]) -> None:
+    Generic in the command's type (``graphruntime.types.Command``, a layer above)."""
+
+    def __init__(self, command: _C) -> None:
         super().__init__(command)
         self.command = command
 

@@ -8,33 +8,26 @@ import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, NamedTuple, NotRequired, TypeVar
+from typing import Any, ClassVar, Generic, Literal, NamedTuple, NotRequired, TypeVar
 
 from typing_extensions import TypeAliasType, TypedDict
 
 from graphruntime._internal._config import RunnableConfig, StreamWriter
 from graphruntime._internal._fields import update_as_tuples
 from graphruntime._internal._interrupt import Interrupt, interrupt_id
+from graphruntime._internal._metadata import CheckpointMetadata
 from graphruntime.errors import InvalidArgumentError, InvalidArgumentTypeError
 from graphruntime.warnings import LangGraphDeprecatedSinceV11
 
-if TYPE_CHECKING:
-    from graphruntime.cache import CachePolicy as CachePolicy
-    from graphruntime.pregel import PreparedTask as PregelExecutableTask
-    from graphruntime.pregel.main import Checkpointer as Checkpointer
-
 Interrupt.__module__ = __name__  # its public home; defined below types so errors can use it
-
-if TYPE_CHECKING:
-    from graphruntime.checkpoint.base import CheckpointMetadata
 
 __all__ = (
     "All",
-    "CachePolicy",
+    "CachePolicy",  # noqa: F822 - a higher layer's, loaded by __getattr__ below
     "CheckpointPayload",
     "CheckpointStreamPart",
     "CheckpointTask",
-    "Checkpointer",
+    "Checkpointer",  # noqa: F822 - a higher layer's, loaded by __getattr__
     "Command",
     "CustomStreamPart",
     "DebugPayload",
@@ -44,7 +37,7 @@ __all__ = (
     "Interrupt",
     "MessagesStreamPart",
     "Overwrite",
-    "PregelExecutableTask",
+    "PregelExecutableTask",  # noqa: F822 - a higher layer's, loaded by __getattr__
     "PregelTask",
     "RetryPolicy",
     "Send",
@@ -73,7 +66,7 @@ __all__ = (
 _ELSEWHERE = {
     "CachePolicy": ("graphruntime.cache", "CachePolicy"),
     "Checkpointer": ("graphruntime.pregel.main", "Checkpointer"),
-    "PregelExecutableTask": ("graphruntime.pregel", "PreparedTask"),
+    "PregelExecutableTask": ("graphruntime.pregel._algo", "PreparedTask"),
 }
 
 

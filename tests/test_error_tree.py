@@ -58,20 +58,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ),
 }
 
-# Modules another helper is restructuring now (#20 part 1: the loop and the saver's hold_*;
-# the in-memory run store and the client): their raises are left to them. PENDING: the
-# lead removes this group once those branches are merged, and fixes what the scan finds.
-PENDING: dict[str, str] = {
-    "graphruntime/pregel/_loop.py": "h-loop",
-    "graphruntime/pregel/main.py": "h-loop",
-    "graphruntime/pregel/_driver.py": "h-loop",
-    "graphruntime/checkpoint/cluster.py": "h-loop (hold_put/save_held go)",
-    "checkpoint_pg/_cluster.py": "h-loop (hold_put/save_held go)",
-    "workers/coordinator.py": "h-loop",
-    "workers/_saves.py": "h-loop",
-    "workers/context.py": "h-loop",
-}
-
 # Exception classes outside the tree, each with why it never reaches a user.
 ALLOWED_CLASSES: dict[tuple[str, str], str] = {
     ("graphruntime/checkpoint/_serde_kinds.py", "Refusal"): (
@@ -167,9 +153,7 @@ def _all_builtin_raises() -> list[Raise]:
 
 
 def test_no_raise_of_a_builtin_exception() -> None:
-    offending = [
-        str(r) for r in _all_builtin_raises() if r.key not in ALLOWED and r.path not in PENDING
-    ]
+    offending = [str(r) for r in _all_builtin_raises() if r.key not in ALLOWED]
     assert not offending, (
         "raise a class of the error tree (graphruntime.errors, checkpoint_pg.errors, "
         "workers.errors; one that also derives from the built-in where callers expect it):\n"
@@ -178,7 +162,6 @@ def test_no_raise_of_a_builtin_exception() -> None:
 
 
 def test_every_allowance_is_still_needed() -> None:
-    # PENDING entries name modules others are changing: they may vanish any time
     found = {r.key for r in _all_builtin_raises()}
     stale = [key for key in ALLOWED if key not in found]
     assert not stale, f"remove these allow-list entries, nothing raises there now: {stale}"
@@ -218,7 +201,6 @@ def test_every_exception_class_derives_from_the_tree() -> None:
         and any(b in BUILTIN_EXCEPTIONS for b in _base_names(node))
         and not any(b.endswith("Warning") for b in _base_names(node))  # warned, not raised
         and (path, node.name) not in ALLOWED_CLASSES
-        and path not in PENDING
     ]
     assert not outside, "derive these from the package's root error:\n" + "\n".join(outside)
 

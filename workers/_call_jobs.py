@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from graphruntime.pregel import CallSuspended, PregelLoop, PreparedTask, failed_future
+from graphruntime.pregel.driver import CallSuspended, PreparedTask, StepLoop, failed_future
 from workers.errors import WorkerError, rebuild_error
 from workers.store import StepTask
 
@@ -39,7 +39,7 @@ class CallJobs:
         self.sent: Mapping[str, StepTask] = sent or {}
         self.unsent: dict[str, PreparedTask] = {}
 
-    def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+    def submit_call(self, loop: StepLoop, task: PreparedTask) -> Any:
         row = self.sent.get(task.id)
         if row is None:
             self.unsent.setdefault(task.id, task)

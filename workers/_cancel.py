@@ -19,7 +19,8 @@ from typing import Any
 from graphruntime.checkpoint import BaseCheckpointSaver, SerializerProtocol
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict
-from graphruntime.pregel import Pregel, end_pending
+from graphruntime.pregel import Pregel
+from graphruntime.pregel.driver import end_pending
 from workers._retrying import CHECKPOINT_RACE
 from workers.errors import InvalidRequestError
 from workers.messages import MAX_NOTE

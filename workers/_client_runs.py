@@ -20,6 +20,7 @@ from typing import Any
 from graphruntime.checkpoint import check_round_trip
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointError, InvalidArgumentTypeError
+from graphruntime.pregel.driver import run_options
 from graphruntime.types import Durability
 from workers import approvals
 from workers._client_core import ClientCore
@@ -69,7 +70,7 @@ class RunHandle:
 def check_durability(durability: Any) -> None:
     """The durability modes a run on the workers can honour: "sync" (each step's
     checkpoint is stored before the next step starts) and "async", the default (stored
-    while later steps run, grouped with other runs'; see workers/_held_group.py). Both
+    while later steps run, grouped with other runs'; see workers/_saves.py). Both
     store a step's checkpoint before its tasks are sent; "exit" is refused."""
     if durability in (None, "sync", "async"):
         return
@@ -218,7 +219,7 @@ class Runs(ClientCore):
             durability="sync" if durability == "sync" else None,  # "async" lets puts group
         )
         if context is not None and graph in self.registry.specs:  # else the worker checks it
-            self.registry.get(graph).run_options({}, context=context)  # a bad one fails here
+            run_options(self.registry.get(graph), {}, context=context)  # a bad one fails
         self._check_payload(payload)
         origin: dict[str, Any] = {"route": route}
         if actor is not None:

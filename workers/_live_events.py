@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from types import TracebackType
 
-from graphruntime.pregel import StreamChunk, StreamSink
+from graphruntime.pregel.driver import StreamChunk, StreamSink
 from workers.store import Run, RunStore
 
 log = logging.getLogger(__name__)

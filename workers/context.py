@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from graphruntime.checkpoint import CheckpointTuple, ClusterSaver
 from graphruntime.config import RunnableConfig
-from graphruntime.pregel import LOAD, Pregel, PregelLoop, StreamSink, stream_callbacks
+from graphruntime.pregel import Pregel
+from graphruntime.pregel.driver import (
+    LOAD,
+    SaverIO,
+    StepLoop,
+    StreamSink,
+    open_loop,
+    run_options,
+    stream_callbacks,
+)
 from workers.dispatch import Broker
 from workers.registry import GraphRegistry
 from workers.settings import Settings
@@ -62,21 +72,27 @@ def run_loop(
     *,
     checkpoint_id: str | None = None,
     saved: CheckpointTuple | Any | None = LOAD,
-) -> PregelLoop:
+    task_errors: Callable[[str], Mapping[str, BaseException]] | None = None,
+    saver_io: SaverIO | None = None,
+) -> StepLoop:
     """The loop of one run, as every process that works on it builds it.
 
     A streaming client sees every state key in "values", as ``Pregel.stream`` does;
-    ``invoke`` returns only the output schema's keys. A run that streams ``messages`` or
-    ``tools`` gets their callback handlers (langchain-core needed then, as in-process).
+    ``invoke`` returns only the output schema's keys. ``task_errors``: the errors the
+    task jobs recorded for a step's tasks, rebuilt (see ``RunOptions.task_errors``);
+    ``saver_io``: where the run's saver requests go (``workers._saves.RunSaves``). A run
+    that streams ``messages`` or ``tools`` gets their callback handlers (langchain-core
+    needed then, as in-process).
     """
     payload = run.payload
     config = run_config(run, checkpoint_id=checkpoint_id)
-    loop = PregelLoop(
+    loop = open_loop(
         graph,
         config,
-        checkpointer=saver,
+        saver=saver,
         sink=StreamSink({*RUN_EVENT_MODES, *payload.stream_modes}, payload.subgraphs),
-        options=graph.run_options(
+        options=run_options(
+            graph,
             config,
             output_keys=graph.stream_channels if payload.stream_modes else None,
             interrupt_before=payload.interrupt_before,
@@ -84,6 +100,8 @@ def run_loop(
             stop=run.stop,
             context=payload.context,
             shared_saver=True,  # a subgraph's own saver would live in one worker process
+            task_errors=task_errors,
+            saver_io=saver_io,
         ),
         saved=saved,
     )
@@ -93,10 +111,10 @@ def run_loop(
     return loop
 
 
-def at_run_start(loop: PregelLoop, run: Run) -> bool:
+def at_run_start(loop: StepLoop, run: Run) -> bool:
     """Whether the loop's checkpoint is the one the run started from.
 
     Checkpoints a run writes carry its id in their metadata; until it wrote one, the
     thread's head is the step the run's input was applied to.
     """
-    return loop.metadata.get("run_id") != run.run_id
+    return loop.view().run_id != run.run_id

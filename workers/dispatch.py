@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
-from graphruntime.pregel import PreparedTask, RetryLater
+from graphruntime.pregel.driver import PreparedTask, RetryLater
 from workers.messages import TaskMessage, TaskRef
 from workers.settings import Settings
 from workers.store import OrphanTask, RunStore

@@ -13,12 +13,13 @@ import uuid
 
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import GraphInterrupt
-from graphruntime.pregel import HANDLER_MARK, RetryLater, is_call_path
+from graphruntime.pregel.driver import RetryLater, is_call_path, perform_saves
 from workers import observability as observe
-from workers._deferred_writes import DeferredWrites
 from workers._live_events import LiveEvents
+from workers._saves import RunSaves
+from workers._step_executor import recorded_errors
 from workers.context import WorkerContext, at_run_start, run_loop
-from workers.coordinator import LACKING_GRAPH_DELAY, coordinate, recorded_errors
+from workers.coordinator import LACKING_GRAPH_DELAY, coordinate
 from workers.dispatch import dispatch_retry
 from workers.errors import NondeterministicCallError, error_info, is_transient
 from workers.messages import TaskMessage
@@ -119,7 +120,8 @@ def _run_claimed(
     """Run the claimed tasks; returns the barrier's (completed here, still open).
     ``epoch``: the claim's (the tasks' writes commit asynchronously before it)."""
     graph = ctx.registry.get(run.graph)
-    saver = DeferredWrites(ctx.saver.fenced().lazy_writes())
+    saves = RunSaves(ctx.saver)  # every task's writes, stored together at the end
+    saver = saves.saver
     step_config: RunnableConfig = {
         "configurable": {
             "thread_id": run.thread_id,
@@ -141,10 +143,18 @@ def _run_claimed(
             msg.job_id,
         )
         return 0, -1
-    loop = run_loop(graph, run, saver, checkpoint_id=msg.checkpoint_id, saved=saved)
-    if any(HANDLER_MARK in ref.path for ref in msg.tasks if ref.id in claimed):
+    loop = run_loop(
+        graph,
+        run,
+        saver,
+        checkpoint_id=msg.checkpoint_id,
+        saved=saved,
         # an error handler gets the failed node's error as its job recorded it (typed)
-        loop.task_errors = recorded_errors(ctx.store.step_tasks(run.run_id, msg.checkpoint_id))
+        task_errors=lambda checkpoint_id: recorded_errors(
+            ctx.store.step_tasks(run.run_id, checkpoint_id)
+        ),
+        saver_io=saves,
+    )
     if at_run_start(loop, run):
         loop.open_step(run.payload.input)
     streaming = bool(run.payload.stream_modes)
@@ -181,12 +191,12 @@ def _run_claimed(
                 run,
                 task,
                 loop.task_config(task),
-                graph.retry_policy,
+                loop.retry_policy,
                 attempts_done=ref.attempts,
                 first_attempt_time=ref.first_attempt,
             )
         if isinstance(outcome, RetryLater):
-            list(loop.sink.drain())  # no step chunks for a failed attempt (its tokens went)
+            loop.drain()  # no step chunks for a failed attempt (its tokens went)
             dispatch_retry(
                 ctx.store,
                 ctx.broker,
@@ -200,7 +210,7 @@ def _run_claimed(
             )
             continue
         loop.record(task, outcome)
-        chunks = list(loop.sink.drain())
+        chunks = loop.drain()
         events[ref.id] = chunks if streaming else []
         failed = outcome is not None and not isinstance(outcome, GraphInterrupt)
         if failed:
@@ -222,7 +232,8 @@ def _run_claimed(
             if outcome is not None and failed
             else None
         )
-    saver.flush()  # every task's writes, one round trip, before any task counts as done
+    perform_saves(loop)
+    saves.flush()  # every task's writes, one round trip, before any task counts as done
     if not outcomes:
         return 0, -1
     return ctx.store.complete_tasks(

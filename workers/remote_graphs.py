@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from graphruntime.checkpoint import SerializerProtocol
+from graphruntime.pregel.driver import run_options
 from workers._retrying import LISTENER_OUTAGE
 from workers.errors import (
     BrokerUnavailableError,
@@ -178,7 +179,7 @@ def _answer(client: GraphClient, op: str, graph: str, args: dict[str, Any]) -> A
         client.clear_cache(graph, args.get("nodes"))
         return None
     if op == "check_context":
-        client.registry.get(graph).run_options({}, context=args["context"])
+        run_options(client.registry.get(graph), {}, context=args["context"])
         return None
     if op == "graph_info":
         from workers.graph_info import graph_info

@@ -32,7 +32,7 @@ import threading
 from typing import Any
 
 from graphruntime.errors import GraphRuntimeError
-from graphruntime.pregel import is_resume_map
+from graphruntime.pregel.driver import is_resume_map
 from graphruntime.types import Command
 from workers._retrying import LISTENER_OUTAGE
 from workers.client import GraphClient

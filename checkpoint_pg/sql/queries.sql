@@ -195,17 +195,6 @@ SELECT * FROM graphruntime_put_checkpoint_fenced(
     %(blob_channels)s::text[], %(blob_keys)s::text[], %(blob_types)s::text[],
     %(blob_values)s::bytea[]);
 
--- name: put_checkpoint_fenced_lazy
--- put_checkpoint_fenced, committed without waiting for the WAL flush (the set_config
--- is local to this statement's transaction): for PostgresSaver.lazy().
-SELECT f.* FROM graphruntime_put_checkpoint_fenced(
-    %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_checkpoint_id)s,
-    %(body)s, %(blob_versions)s::jsonb, %(metadata)s::jsonb,
-    %(ref_channels)s::text[], %(ref_keys)s::text[],
-    %(blob_channels)s::text[], %(blob_keys)s::text[], %(blob_types)s::text[],
-    %(blob_values)s::bytea[]) AS f
-WHERE set_config('synchronous_commit', 'off', true) IS NOT NULL;
-
 -- name: async_commit
 -- First statement of a transaction whose commit need not wait for the WAL flush.
 SET LOCAL synchronous_commit TO OFF;
@@ -346,12 +335,6 @@ CROSS JOIN LATERAL (
 WHERE %(thorough)s::boolean OR EXISTS (
     SELECT 1 FROM unnest(c.ending) AS e (ch) WHERE NOT coalesce(c.blob_versions ? e.ch, false)
 );
-
--- name: lazy_returning
--- Appended to a single writes statement of PostgresSaver.lazy()/lazy_writes(): the
--- set_config, local to the statement's own transaction, makes its commit skip the WAL
--- flush wait (in one round trip; a statement whose rows all conflict stays durable).
-RETURNING set_config('synchronous_commit', 'off', true)
 
 -- name: delete_thread
 WITH deleted_writes AS (

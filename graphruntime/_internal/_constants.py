@@ -73,6 +73,8 @@ CONFIG_KEY_DURABILITY: Final = "__pregel_durability"
 # set by a run whose executor spreads its steps over processes (RunOptions.shared_saver):
 # subgraphs compiled with a saver of their own save with the run's instead
 CONFIG_KEY_SHARED_SAVER: Final = "__pregel_shared_saver"
+# the SaverIO that performs the run's saver requests: its subgraphs' go to it too
+CONFIG_KEY_SAVER_IO: Final = "__pregel_saver_io"
 CONFIG_KEY_REPLAY_STATE: Final = "__pregel_replay_state"
 CONFIG_KEY_NODE_ERROR: Final = "__pregel_node_error"
 """An error handler's ``NodeError``: which node failed, with what."""

@@ -20,7 +20,7 @@ from graphruntime.checkpoint.base import (
     get_checkpoint_id,
     writes_sort_key,
 )
-from graphruntime.checkpoint.cluster import ClusterSaver, HeldSave, WriteBatch
+from graphruntime.checkpoint.cluster import ClusterSaver
 from graphruntime.checkpoint.memory import InMemorySaver, MemorySaver
 from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol, check_round_trip
 from graphruntime.checkpoint.serde.types import DeltaSnapshot
@@ -36,13 +36,11 @@ __all__ = (
     "ClusterSaver",
     "DeltaChannelHistory",
     "DeltaSnapshot",
-    "HeldSave",
     "InMemorySaver",
     "JsonSerializer",
     "MemorySaver",
     "PendingWrite",
     "SerializerProtocol",
-    "WriteBatch",
     "check_round_trip",
     "copy_checkpoint",
     "empty_checkpoint",

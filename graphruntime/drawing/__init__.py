@@ -8,8 +8,9 @@ and :class:`Edge` tuples and draws them as Mermaid text (``draw_mermaid``), ASCI
 from __future__ import annotations
 
 from graphruntime.drawing._errors import DrawingUnavailableError, MissingDependencyError
-from graphruntime.drawing._graph import Edge, Graph, Node
+from graphruntime.drawing._graph import Graph
 from graphruntime.drawing._mermaid import CurveStyle, MermaidDrawMethod, NodeStyles
+from graphruntime.drawing._parts import Edge, Node
 
 __all__ = (
     "CurveStyle",

@@ -17,7 +17,7 @@ from graphruntime.drawing._errors import MissingDependencyError
 from graphruntime.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from graphruntime.drawing._graph import Edge
+    from graphruntime.drawing._parts import Edge
 
 # A box is three lines: top border, the label, bottom border.
 _BOX_HEIGHT = 3

@@ -12,41 +12,18 @@ import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 from uuid import UUID, uuid4
 
 from graphruntime.drawing._errors import DrawingUnavailableError
 from graphruntime.drawing._mermaid import CurveStyle, MermaidDrawMethod, NodeStyles, render_mermaid
+from graphruntime.drawing._parts import Edge, Node
 from graphruntime.errors import InvalidArgumentError
 
 # Node "ids" in ``to_json`` name the LangGraph class a node corresponds to, so tools that
 # read LangGraph's graph JSON (Studio, the server's /graph endpoint) read ours unchanged.
 _GRAPH_JSON_ID = ["langgraph", "graph", "state", "CompiledStateGraph"]
 _CALLABLE_JSON_ID = ["langgraph", "_internal", "_runnable", "RunnableCallable"]
-
-
-class Edge(NamedTuple):
-    """An edge; ``data`` is its label, ``conditional`` draws it dotted."""
-
-    source: str
-    target: str
-    data: Any = None
-    conditional: bool = False
-
-    def copy(self, *, source: str | None = None, target: str | None = None) -> Edge:
-        return Edge(source or self.source, target or self.target, self.data, self.conditional)
-
-
-class Node(NamedTuple):
-    """A node; ``data`` is what it runs (a function or a compiled graph), None for END."""
-
-    id: str
-    name: str
-    data: Any
-    metadata: dict[str, Any] | None
-
-    def copy(self, *, id: str | None = None, name: str | None = None) -> Node:
-        return Node(id or self.id, name or self.name, self.data, self.metadata)
 
 
 def is_uuid(value: str) -> bool:

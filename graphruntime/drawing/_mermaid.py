@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from graphruntime.errors import GraphValidationError
 
 if TYPE_CHECKING:
-    from graphruntime.drawing._graph import Edge, Node
+    from graphruntime.drawing._parts import Edge, Node
 
 
 class CurveStyle(Enum):

@@ -18,7 +18,8 @@ from graphruntime.constants import END, START
 from graphruntime.errors import InvalidArgumentError, InvalidArgumentTypeError, NotSupportedError
 from graphruntime.func._node import entry_node_func
 from graphruntime.func._task import policies, timeout_policy
-from graphruntime.pregel import NodeSpec, Pregel
+from graphruntime.pregel import Pregel
+from graphruntime.pregel._node import NodeSpec
 from graphruntime.store.base import BaseStore
 from graphruntime.types import RetryPolicy, TimeoutPolicy
 from graphruntime.warnings import LangGraphDeprecatedSinceV05, LangGraphDeprecatedSinceV10

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dis
 import inspect
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import ROOT, TASKS
@@ -26,14 +26,12 @@ from graphruntime.errors import (
     create_error_message,
 )
 from graphruntime.graph._schema import make_mapper
+from graphruntime.graph._spec import BuilderSpec
 from graphruntime.managed.base import is_managed_value
 from graphruntime.pregel._node import NodeSpec, Writer
 from graphruntime.pregel._timeout import check_timeout_supported
 from graphruntime.pregel.main import Pregel
 from graphruntime.types import Command, Send
-
-if TYPE_CHECKING:
-    from graphruntime.graph.state import StateGraph
 
 __all__ = ("compile_graph", "find_subgraph")
 
@@ -211,13 +209,13 @@ def _attribute_paths(code: Any, *, top: bool) -> Iterator[tuple[bool, tuple[str,
             yield from _attribute_paths(const, top=False)
 
 
-def _keys(builder: StateGraph[Any, Any, Any, Any], schema: Any) -> tuple[str, ...] | str:
+def _keys(builder: BuilderSpec, schema: Any) -> tuple[str, ...] | str:
     """What a reader of ``schema`` selects: its keys, or the root channel alone."""
     keys = tuple(builder.schemas[schema])
     return ROOT if keys == (ROOT,) else keys
 
 
-def compile_graph(builder: StateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
+def compile_graph(builder: BuilderSpec) -> dict[str, Any]:
     """The keyword arguments of the builder's ``Pregel``: nodes, channels, outputs."""
     channels: dict[str, BaseChannel] = dict(builder.channels)
     channels[START] = EphemeralValue(builder.input_schema, key=START)

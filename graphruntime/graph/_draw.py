@@ -14,17 +14,16 @@ from __future__ import annotations
 import inspect
 from collections import defaultdict
 from collections.abc import Collection, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Union, get_args, get_origin
+from typing import Any, Literal, NamedTuple, Union, get_args, get_origin
 from typing import get_type_hints as _get_type_hints
 
 from graphruntime._internal._typing import MISSING
 from graphruntime.channels import BaseChannel, NamedBarrierValue
 from graphruntime.constants import END, START
 from graphruntime.drawing import Graph
+from graphruntime.graph._spec import BuilderSpec
+from graphruntime.pregel import Pregel
 from graphruntime.types import All, Command
-
-if TYPE_CHECKING:
-    from graphruntime.graph.state import CompiledStateGraph
 
 # LangGraph stops its dry run after this many steps; a graph with a cycle runs until then.
 _STEP_LIMIT = 250
@@ -53,7 +52,9 @@ class _Task(NamedTuple):
     writes: list[tuple[str, Any]]
 
 
-def draw_graph(graph: CompiledStateGraph, config: Any = None, *, xray: int | bool = False) -> Graph:
+def draw_graph(
+    graph: Pregel, builder: BuilderSpec, config: Any = None, *, xray: int | bool = False
+) -> Graph:
     """The drawable graph; ``xray`` inlines subgraphs (``True``: all levels, ``n``: n levels)."""
     subgraphs: dict[str, Graph] = {}
     if xray:
@@ -62,15 +63,15 @@ def draw_graph(graph: CompiledStateGraph, config: Any = None, *, xray: int | boo
             get_graph = getattr(sub, "get_graph", None)
             if get_graph is not None:
                 subgraphs[name] = get_graph(config, xray=depth)
-    return _DryRun(graph).drawing(subgraphs)
+    return _DryRun(graph, builder).drawing(subgraphs)
 
 
 class _DryRun:
     """One dry run of a compiled graph's superstep loop, collecting edges as it goes."""
 
-    def __init__(self, graph: CompiledStateGraph) -> None:
+    def __init__(self, graph: Pregel, builder: BuilderSpec) -> None:
         self.graph = graph
-        self.builder = graph.builder
+        self.builder = builder
         self.channels: dict[str, BaseChannel] = {
             key: spec.from_checkpoint(MISSING) for key, spec in graph.channel_specs.items()
         }

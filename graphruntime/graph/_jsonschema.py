@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import types
 from typing import (
-    TYPE_CHECKING,
     Annotated,
     Any,
     NotRequired,
@@ -27,27 +26,23 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, TypeAdapter, creat
 from graphruntime._internal._constants import ROOT
 from graphruntime.channels import BaseChannel, Topic
 from graphruntime.errors import GraphValidationError
-
-if TYPE_CHECKING:
-    from graphruntime.graph.state import CompiledStateGraph, StateGraph
+from graphruntime.graph._spec import BuilderSpec
 
 _MODEL_CONFIG = ConfigDict(arbitrary_types_allowed=True, frozen=True, protected_namespaces=())
 # Field names pydantic reserves on every model: such state keys are renamed and aliased back.
 _RESERVED = frozenset(name for name in dir(BaseModel) if not name.startswith("_"))
 
 
-def input_jsonschema(graph: CompiledStateGraph) -> dict[str, Any]:
-    builder = graph.builder
-    return _state_jsonschema(builder, builder.input_schema, f"{graph.name}Input")
+def input_jsonschema(builder: BuilderSpec, name: str) -> dict[str, Any]:
+    return _state_jsonschema(builder, builder.input_schema, f"{name}Input")
 
 
-def output_jsonschema(graph: CompiledStateGraph) -> dict[str, Any]:
-    builder = graph.builder
-    return _state_jsonschema(builder, builder.output_schema, f"{graph.name}Output")
+def output_jsonschema(builder: BuilderSpec, name: str) -> dict[str, Any]:
+    return _state_jsonschema(builder, builder.output_schema, f"{name}Output")
 
 
-def context_jsonschema(graph: CompiledStateGraph) -> dict[str, Any] | None:
-    schema = graph.builder.context_schema
+def context_jsonschema(builder: BuilderSpec) -> dict[str, Any] | None:
+    schema = builder.context_schema
     if schema is None:
         return None
     if _is_model(schema):
@@ -59,7 +54,7 @@ def context_jsonschema(graph: CompiledStateGraph) -> dict[str, Any] | None:
     )
 
 
-def _state_jsonschema(builder: StateGraph, schema: Any, name: str) -> dict[str, Any]:
+def _state_jsonschema(builder: BuilderSpec, schema: Any, name: str) -> dict[str, Any]:
     if _is_model(schema):
         return dict(schema.model_json_schema())
     if _is_typeddict(schema):

@@ -32,8 +32,8 @@ from graphruntime._internal._constants import (
 )
 from graphruntime.errors import InvalidArgumentError, MissingDependencyError
 from graphruntime.graph.state import StateGraph
-from graphruntime.pregel import StreamSink
 from graphruntime.pregel._message_ids import MESSAGES_REDUCER
+from graphruntime.pregel._stream import StreamSink
 from graphruntime.warnings import LangGraphDeprecatedSinceV10
 
 try:

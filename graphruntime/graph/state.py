@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Generic, Self
 
-from graphruntime._internal._call import check_signature, is_async_callable
+from graphruntime._internal._call import check_signature
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import NS_END, NS_SEP
 from graphruntime.cache.base import BaseCache
@@ -27,6 +27,7 @@ from graphruntime.graph._schema import (
     schema_fields,
     warn_invalid_state_schema,
 )
+from graphruntime.graph._spec import NodeDef, node_name
 from graphruntime.managed.base import ManagedValueSpec
 from graphruntime.pregel._builder import Parallel_
 from graphruntime.pregel.main import Pregel
@@ -41,46 +42,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_ERROR_HANDLER = "__default_error_handler__"
 _MISSING: Any = object()
-
-
-@dataclass
-class _NodeDef:
-    """One node as added to the builder; compile() turns it into a ``NodeSpec``."""
-
-    action: Any
-    input_schema: Any
-    retry_policy: tuple[RetryPolicy, ...] | None
-    metadata: dict[str, Any]
-    defer: bool
-    destinations: Any = None
-    cache_policy: CachePolicy[Any] | None = None
-    timeout: TimeoutPolicy | None = None
-    error_handler: str | None = None
-    """The node that handles this node's failures."""
-    is_error_handler: bool = False
-    trace_policy: TracePolicy | None = None
-
-    @property
-    def runnable(self) -> Any:
-        """The node's graph, or a view of its callable as LangGraph shows it (``.func``)."""
-        if isinstance(self.action, Pregel):
-            return self.action
-        return _CallableView(self.action)
-
-
-@dataclass(frozen=True)
-class _CallableView:
-    """What LangGraph's ``RunnableCallable`` exposes of a node's function."""
-
-    func: Any
-
-    @property
-    def afunc(self) -> Any:
-        return self.func if is_async_callable(self.func) else None
-
-    @property
-    def name(self) -> str:
-        return _node_name(self.func)
 
 
 @dataclass
@@ -110,14 +71,6 @@ def _reject_unknown(kwargs: dict[str, Any], where: str) -> None:
     if kwargs:
         names = ", ".join(sorted(kwargs))
         raise InvalidArgumentTypeError(f"{where} got unexpected keyword argument(s): {names}")
-
-
-def _node_name(action: Any) -> str:
-    name = getattr(action, "name", None)
-    if isinstance(name, str) and name:
-        return name
-    name = getattr(action, "__name__", None)
-    return name if isinstance(name, str) else type(action).__name__
 
 
 class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
@@ -174,7 +127,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         self.channels: dict[str, BaseChannel] = {}
         self.managed: dict[str, ManagedValueSpec] = {}
         self.schemas: dict[Any, dict[str, BaseChannel | ManagedValueSpec]] = {}
-        self.nodes: dict[str, _NodeDef] = {}
+        self.nodes: dict[str, NodeDef] = {}
         self.edges: set[tuple[str, str]] = set()
         self.waiting_edges: set[tuple[tuple[str, ...], str]] = set()
         self.branches: defaultdict[str, dict[str, BranchSpec]] = defaultdict(dict)
@@ -279,7 +232,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
         coerced_timeout = TimeoutPolicy.coerce(timeout)
         if not isinstance(node, str):
             action = node
-            node = _node_name(action)
+            node = node_name(action)
         if action is None:
             raise GraphValidationError(f"Node `{node}` needs an action (a function or a graph).")
         if isinstance(action, dict):
@@ -311,12 +264,12 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                     f"Auto-generated error handler node `{handler_name}` already exists."
                 )
             check_signature(error_handler)
-            self.nodes[handler_name] = _NodeDef(
+            self.nodes[handler_name] = NodeDef(
                 error_handler, schema, None, {}, False, is_error_handler=True
             )
         if input_schema is not None or inferred is not None:
             self._add_schema(schema)
-        self.nodes[node] = _NodeDef(
+        self.nodes[node] = NodeDef(
             action,
             schema,
             _policies(retry_policy),
@@ -456,7 +409,7 @@ class StateGraph(Generic[StateT, ContextT, InputT, OutputT]):
                         "already exists."
                     )
                 check_signature(defaults.error_handler)
-                self.nodes[DEFAULT_ERROR_HANDLER] = _NodeDef(
+                self.nodes[DEFAULT_ERROR_HANDLER] = NodeDef(
                     defaults.error_handler,
                     self.state_schema,
                     None,
@@ -544,14 +497,11 @@ class CompiledStateGraph(Pregel, Generic[StateT, ContextT, InputT, OutputT]):
 
     # --- drawing and schemas (see _draw.py, _jsonschema.py) -------------------------------
 
-    def _erased(self) -> CompiledStateGraph:
-        return self  # type: ignore[return-value]  # the drawing reads any graph
-
     def get_graph(self, config: RunnableConfig | None = None, *, xray: int | bool = False) -> Graph:
         """The drawable graph; ``xray`` inlines subgraphs (``True``: all levels, ``n``: n)."""
         from graphruntime.graph._draw import draw_graph
 
-        return draw_graph(self._erased(), config, xray=xray)
+        return draw_graph(self, self.builder, config, xray=xray)
 
     async def aget_graph(
         self, config: RunnableConfig | None = None, *, xray: int | bool = False
@@ -561,17 +511,17 @@ class CompiledStateGraph(Pregel, Generic[StateT, ContextT, InputT, OutputT]):
     def get_input_jsonschema(self, config: RunnableConfig | None = None) -> dict[str, Any]:
         from graphruntime.graph._jsonschema import input_jsonschema
 
-        return input_jsonschema(self._erased())
+        return input_jsonschema(self.builder, self.name)
 
     def get_output_jsonschema(self, config: RunnableConfig | None = None) -> dict[str, Any]:
         from graphruntime.graph._jsonschema import output_jsonschema
 
-        return output_jsonschema(self._erased())
+        return output_jsonschema(self.builder, self.name)
 
     def get_context_jsonschema(self) -> dict[str, Any] | None:
         from graphruntime.graph._jsonschema import context_jsonschema
 
-        return context_jsonschema(self._erased())
+        return context_jsonschema(self.builder)
 
     def config_schema(self, *, include: Sequence[str] | None = None) -> Any:
         """Deprecated: the context schema (use ``get_context_jsonschema``)."""

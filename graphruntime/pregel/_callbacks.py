@@ -22,7 +22,7 @@ from graphruntime._internal._constants import CONF
 from graphruntime.errors import MissingDependencyError
 
 if TYPE_CHECKING:
-    from graphruntime.pregel._loop import PregelLoop
+    from graphruntime.pregel._loop_tasks import LoopTasks
     from graphruntime.types import TracePolicy
 
 CONFIG_KEY_STREAM_MESSAGES_V2 = "__pregel_stream_messages_v2"
@@ -79,7 +79,7 @@ def _langsmith_tracing() -> bool:
 
 
 def run_hooks(
-    loop: PregelLoop,
+    loop: LoopTasks,
     *,
     name: str,
     modes: Collection[str],
@@ -110,7 +110,7 @@ def run_hooks(
     return hooks
 
 
-def stream_callbacks(loop: PregelLoop, *, modes: Collection[str], subgraphs: bool) -> bool:
+def stream_callbacks(loop: LoopTasks, *, modes: Collection[str], subgraphs: bool) -> bool:
     """Give the tasks of ``loop`` the callback handlers of its ``messages`` and ``tools``
     modes, putting their chunks in the loop's sink, with no graph run around them.
 

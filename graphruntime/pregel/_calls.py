@@ -1,6 +1,6 @@
 """The step API's side of ``@task`` calls: a task that calls a task while it runs.
 
-:class:`LoopCalls` is part of :class:`~graphruntime.pregel.PregelLoop`. A running task's
+:class:`LoopCalls` is a layer of :class:`~graphruntime.pregel._loop.PregelLoop`. A running task's
 config holds a ``call`` callback (``CONFIG_KEY_CALL``); a ``@task`` function calls it,
 and :meth:`LoopCalls.call`
 
@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import RESUME
 from graphruntime._internal._scratchpad import Scratchpad
-from graphruntime.checkpoint.base import Checkpoint
 from graphruntime.pregel._algo import PreparedTask, is_call_path, prepare_call_task, task_finished
 from graphruntime.pregel._call import (
     Call,
@@ -38,12 +35,10 @@ from graphruntime.pregel._call import (
     task_node,
 )
 from graphruntime.pregel._handlers import match_cached
+from graphruntime.pregel._loop_tasks import LoopTasks
 from graphruntime.pregel._retry import arun_task, run_task, run_task_attempt
 from graphruntime.pregel._stream import StreamSink
 from graphruntime.types import RetryPolicy, TimeoutPolicy
-
-if TYPE_CHECKING:
-    from graphruntime.pregel._loop import PregelLoop
 
 
 @runtime_checkable
@@ -64,7 +59,7 @@ class CallExecutor(Protocol):
     again from its first line once the call's result is saved.
     """
 
-    def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any: ...
+    def submit_call(self, loop: LoopCalls, task: PreparedTask) -> Any: ...
 
 
 class _Found(CallSuspended):
@@ -75,29 +70,16 @@ class _Found(CallSuspended):
         self.task = task
 
 
-class LoopCalls:
-    """``@task`` calls of a :class:`PregelLoop` (a mixin: it uses the loop's state)."""
+class LoopCalls(LoopTasks):
+    """``@task`` calls of a run (a layer of ``PregelLoop``)."""
 
-    checkpoint: Checkpoint
-    step: int
-    tasks: dict[str, PreparedTask]
-    replaying: bool
-    sink: StreamSink
     calls: CallExecutor | None
-    _lock: threading.RLock
-    _call_futures: dict[str, Any]
-    graph: Any  # the loop's Pregel (its cache)
+    """Runs the ``@task`` calls tasks make; set by the drivers (None: inline)."""
 
-    resume_taken_by: str | None
+    if TYPE_CHECKING:  # see _loop.PregelLoop
 
-    pending_writes: list[tuple[str, str, Any]]
-
-    if TYPE_CHECKING:
-
-        def _reattach_finished(self, tasks: Collection[PreparedTask]) -> list[PreparedTask]: ...
         def plan_task(self, path: Sequence[Any]) -> PreparedTask | None: ...
-        def task_config(self, task: PreparedTask) -> RunnableConfig: ...
-        def _emit_tasks(self, tasks: Collection[PreparedTask]) -> None: ...
+        def record(self, task: PreparedTask, outcome: BaseException | None) -> None: ...
 
     def call_callback(self, caller: PreparedTask, scratchpad: Scratchpad) -> Callable[..., Any]:
         """The ``call`` a task's config carries, bound to that task."""
@@ -146,7 +128,7 @@ class LoopCalls:
             if running is not None and not running.done():
                 return running  # the caller was retried while its call still runs
         executor = self.calls if self.calls is not None else _INLINE
-        future = executor.submit_call(self, task)  # type: ignore[arg-type]
+        future = executor.submit_call(self, task)
         with self._lock:
             self._call_futures[task.id] = future
         return future
@@ -171,7 +153,7 @@ class LoopCalls:
                 self._reattach_finished([task])
         if not task.writes and task.node.cache_policy is not None and self.graph.cache is not None:
             # a cached call takes its cached result instead of running (saved as its writes)
-            match_cached(self, [task])  # type: ignore[arg-type]
+            match_cached(self, [task])
         return task
 
     def adopt_resume(self, task_ids: Collection[str]) -> None:
@@ -212,7 +194,7 @@ class LoopCalls:
         executor, self.calls = self.calls, finder
         sink, self.sink = self.sink, StreamSink(set(), False)
         try:
-            outcome = finder.replay(self, caller)  # type: ignore[arg-type]
+            outcome = finder.replay(self, caller)
         finally:
             self.calls, self.sink = executor, sink
         return outcome.task if isinstance(outcome, _Found) else None
@@ -222,7 +204,7 @@ class _InlineCalls:
     """The calls of a loop whose executor runs none: each runs when it is made, in the
     caller's thread (a coroutine caller gets an asyncio task), one after another."""
 
-    def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+    def submit_call(self, loop: LoopCalls, task: PreparedTask) -> Any:
         if in_async_task():
             return asyncio.ensure_future(arun_call(loop, task))
         outcome = run_task(task, loop.task_config(task), loop.graph.retry_policy)
@@ -233,7 +215,7 @@ class _InlineCalls:
         return done_future(value, error)
 
 
-async def arun_call(loop: PregelLoop, task: PreparedTask) -> Any:
+async def arun_call(loop: LoopCalls, task: PreparedTask) -> Any:
     """Run a call as a coroutine, record it, and return its result (or raise)."""
     try:
         outcome = await arun_task(task, loop.task_config(task), loop.graph.retry_policy)
@@ -272,7 +254,7 @@ class _CallFinder:
     def __init__(self, target: tuple[Any, ...]) -> None:
         self.target = target
 
-    def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+    def submit_call(self, loop: LoopCalls, task: PreparedTask) -> Any:
         if task.path == self.target:
             raise _Found(task)
         if _leads_to(task.path, self.target):
@@ -281,7 +263,7 @@ class _CallFinder:
                 raise outcome
         return failed_future(CallSuspended(task.path))
 
-    def replay(self, loop: PregelLoop, task: PreparedTask) -> Any:
+    def replay(self, loop: LoopCalls, task: PreparedTask) -> Any:
         """Run ``task`` once, without retries or recording; returns its outcome."""
         try:
             asyncio.get_running_loop()
@@ -292,5 +274,5 @@ class _CallFinder:
             return pool.submit(_attempt, loop, task).result()
 
 
-def _attempt(loop: PregelLoop, task: PreparedTask) -> Any:
+def _attempt(loop: LoopCalls, task: PreparedTask) -> Any:
     return run_task_attempt(task, loop.task_config(task), ())

@@ -1,6 +1,7 @@
 """What a step does besides running its tasks: error handlers and cached results.
 
-Functions of a :class:`~graphruntime.pregel._loop.PregelLoop` (the step API calls them):
+Functions of a run's loop (``PregelLoop`` calls them; they read it through the layers
+below it, :class:`~graphruntime.pregel._loop_tasks.LoopTasks`):
 a failed node's error handler becomes a task of the same step; a node whose result is
 cached for its input takes the cached writes instead of running.
 """
@@ -8,7 +9,7 @@ cached for its input takes the cached writes instead of running.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from graphruntime._internal._constants import ERROR, ERROR_SOURCE_NODE
 from graphruntime.errors import GraphBubbleUp, NodeError
@@ -19,14 +20,14 @@ from graphruntime.pregel._algo import (
     task_path_str,
 )
 from graphruntime.pregel._cache import cache_key
-
-if TYPE_CHECKING:
-    from graphruntime.pregel._loop import PregelLoop, TaskResult
+from graphruntime.pregel._loop_state import TaskResult
+from graphruntime.pregel._loop_tasks import LoopTasks
 
 __all__ = (
     "HANDLER_MARK",
     "error_handler_task",
     "error_handler_tasks",
+    "is_handler_path",
     "match_cached",
     "plan_error_handler",
     "resume_error_handlers",
@@ -36,6 +37,11 @@ __all__ = (
 
 HANDLER_MARK = "node_error_handler"
 """In a handler task's path: ``(*failed task's path, HANDLER_MARK, False)``."""
+
+
+def is_handler_path(path: Sequence[Any]) -> bool:
+    """Whether ``path`` is an error handler task's (it runs for a failed task)."""
+    return HANDLER_MARK in path
 
 
 def succeeded(results: Sequence[TaskResult]) -> bool:
@@ -68,7 +74,7 @@ def saved_error(value: Any) -> BaseException | None:
 
 
 def error_handler_task(
-    loop: PregelLoop, failed: PreparedTask, error: BaseException
+    loop: LoopTasks, failed: PreparedTask, error: BaseException
 ) -> PreparedTask | None:
     """The task of ``failed``'s error handler in this step (registered with the step)."""
     name = failed.node.error_handler
@@ -90,7 +96,7 @@ def error_handler_task(
     return task
 
 
-def error_handler_tasks(loop: PregelLoop, results: Sequence[TaskResult]) -> list[PreparedTask]:
+def error_handler_tasks(loop: LoopTasks, results: Sequence[TaskResult]) -> list[PreparedTask]:
     """Handlers the step's failures still need (not among ``results``, not finished)."""
     if succeeded(results):
         return []
@@ -106,14 +112,14 @@ def error_handler_tasks(loop: PregelLoop, results: Sequence[TaskResult]) -> list
     return out
 
 
-def resume_error_handlers(loop: PregelLoop) -> None:
+def resume_error_handlers(loop: LoopTasks) -> None:
     """Tasks that failed into their error handler in an earlier run do not run again:
     their handler does (unless it finished)."""
     failed: dict[str, BaseException] = {}
     for tid, channel, _ in loop.pending_writes:
         if channel == ERROR_SOURCE_NODE and tid in loop.tasks:
             saved = next((v for t, c, v in loop.pending_writes if t == tid and c == ERROR), None)
-            if (error := loop.task_errors.get(tid) or saved_error(saved)) is not None:
+            if (error := loop.kept_error(tid) or saved_error(saved)) is not None:
                 failed[tid] = error
     for tid, error in failed.items():
         task = loop.tasks[tid]
@@ -123,16 +129,17 @@ def resume_error_handlers(loop: PregelLoop) -> None:
         error_handler_task(loop, task, error)
 
 
-def plan_error_handler(loop: PregelLoop, failed_path: Sequence[Any]) -> PreparedTask | None:
+def plan_error_handler(loop: LoopTasks, failed_path: Sequence[Any]) -> PreparedTask | None:
     """The handler task of the failed task at ``failed_path`` (a job runs only that one)."""
     failed = prepare_task(loop.checkpoint, loop.channels, loop.step_context(), failed_path)
     if failed is None:
         return None
-    error = loop.task_errors.get(failed.id) or saved_error(
+    error = loop.kept_error(failed.id) or saved_error(
         next((v for c, v in loop.recorded_writes(failed.id) if c == ERROR), None)
     )
     if error is None and loop.checkpointer is not None:
         # a job loads only its own tasks' writes: the failure is the failed task's
+        loop.settle_saves()
         saved = loop.checkpointer.get_tuple(loop.checkpoint_config)
         writes = saved.pending_writes if saved is not None else None
         error = saved_error(
@@ -141,7 +148,7 @@ def plan_error_handler(loop: PregelLoop, failed_path: Sequence[Any]) -> Prepared
     return None if error is None else error_handler_task(loop, failed, error)
 
 
-def match_cached(loop: PregelLoop, tasks: Collection[PreparedTask]) -> None:
+def match_cached(loop: LoopTasks, tasks: Collection[PreparedTask]) -> None:
     """Tasks whose node caches its results and whose input was seen before take the
     cached writes instead of running (saved, and streamed as cached)."""
     keyed: dict[tuple[tuple[str, ...], str], PreparedTask] = {}

@@ -56,7 +56,7 @@ from graphruntime.types import TracePolicy
 
 if TYPE_CHECKING:
     # annotations only: the loop reaches this module through a task's node call
-    from graphruntime.pregel._loop import PregelLoop
+    from graphruntime.pregel._loop_tasks import LoopTasks
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def _streams_only_its_graph(handler: object) -> bool:
     )
 
 
-def _lifecycle_status(loop: PregelLoop) -> GraphLifecycleStatus:
+def _lifecycle_status(loop: LoopTasks) -> GraphLifecycleStatus:
     # a node's interrupt leaves the loop "interrupted"; LangGraph reports it as pending
     status = loop.status
     # a drained run stopped between steps with work left: pending, as an interrupted one
@@ -126,7 +126,7 @@ class RunCallbacks:
 
     def __init__(
         self,
-        loop: PregelLoop,
+        loop: LoopTasks,
         *,
         name: str,
         messages: bool,

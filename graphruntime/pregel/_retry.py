@@ -158,7 +158,9 @@ def _fresh_attempt(
     return {**config, CONF: {**conf, **patch}}
 
 
-def _handle_parent_command(task: PreparedTask, exc: ParentCommand, config: RunnableConfig) -> bool:
+def _handle_parent_command(
+    task: PreparedTask, exc: ParentCommand[Command[Any]], config: RunnableConfig
+) -> bool:
     """A Command addressed to this task's graph becomes the task's own writes."""
     ns: str = config[CONF][CONFIG_KEY_CHECKPOINT_NS]
     cmd = exc.command

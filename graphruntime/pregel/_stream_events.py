@@ -9,13 +9,15 @@ stored its chunks could replay them through the same mux.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from graphruntime._internal._config import RunnableConfig, ensure_config, merge_configs
 from graphruntime._internal._constants import CONF, CONFIG_KEY_CHECKPOINT_NS, NS_SEP
-from graphruntime.errors import InvalidArgumentTypeError
-from graphruntime.pregel._callbacks import CONFIG_KEY_STREAM_MESSAGES_V2
+from graphruntime.errors import InvalidArgumentTypeError, NotSupportedError
+from graphruntime.pregel._callbacks import CONFIG_KEY_STREAM_MESSAGES_V2, as_runnable
+from graphruntime.pregel._callbacks import astream_events as lc_astream_events
+from graphruntime.pregel._callbacks import astream_log as lc_astream_log
 from graphruntime.stream._mux import StreamMux
 from graphruntime.stream._types import StreamTransformer
 from graphruntime.stream.run_stream import AsyncGraphRunStream, GraphRunStream
@@ -25,8 +27,21 @@ from graphruntime.stream.transformers import (
     ValuesTransformer,
 )
 
-if TYPE_CHECKING:
-    from graphruntime.pregel.main import Pregel
+
+class StreamingGraph(Protocol):
+    """What an event stream needs of a graph (``Pregel`` is one)."""
+
+    @property
+    def config(self) -> RunnableConfig | None: ...
+    @property
+    def stream_transformers(self) -> Sequence[Callable[[tuple[str, ...]], Any]]: ...
+    def stream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[Any]: ...
+    def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]: ...
+
 
 Factory = Callable[[tuple[str, ...]], Any]
 
@@ -80,7 +95,9 @@ def _parent_ns(config: RunnableConfig | None) -> tuple[str, ...]:
     return tuple(ns.split(NS_SEP)) if ns else ()
 
 
-def _mux(graph: Pregel, config: RunnableConfig | None, extra: Any, *, is_async: bool) -> StreamMux:
+def _mux(
+    graph: StreamingGraph, config: RunnableConfig | None, extra: Any, *, is_async: bool
+) -> StreamMux:
     from graphruntime.stream._messages import MessagesTransformer  # needs langchain-core
 
     return StreamMux(
@@ -112,7 +129,7 @@ def _v2_config(config: RunnableConfig | None) -> RunnableConfig:
 
 
 def stream_v3(
-    graph: Pregel,
+    graph: StreamingGraph,
     input: Any,
     config: RunnableConfig | None,
     transformers: Sequence[Factory] | None,
@@ -127,7 +144,7 @@ def stream_v3(
     chunks = graph.stream(
         input,
         _v2_config(config),
-        stream_mode=_modes(mux),  # type: ignore[arg-type]
+        stream_mode=_modes(mux),
         subgraphs=True,
         version="v2",
         # passed even when not given, as LangGraph does (a subclass sees its defaults)
@@ -140,7 +157,7 @@ def stream_v3(
 
 
 async def astream_v3(
-    graph: Pregel,
+    graph: StreamingGraph,
     input: Any,
     config: RunnableConfig | None,
     transformers: Sequence[Factory] | None,
@@ -155,7 +172,7 @@ async def astream_v3(
     chunks = graph.astream(
         input,
         _v2_config(config),
-        stream_mode=_modes(mux),  # type: ignore[arg-type]
+        stream_mode=_modes(mux),
         subgraphs=True,
         version="v2",
         # passed even when not given, as LangGraph does (a subclass sees its defaults)
@@ -165,3 +182,78 @@ async def astream_v3(
         **kwargs,
     )
     return AsyncGraphRunStream(aiter(chunks), mux)
+
+
+class PregelEvents:
+    """The event streams of a ``Pregel`` graph (a base class: the runs are its streams)."""
+
+    config: RunnableConfig | None
+    stream_transformers: Sequence[Callable[[tuple[str, ...]], Any]]
+
+    if TYPE_CHECKING:  # Pregel's
+
+        def stream(
+            self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+        ) -> Iterator[Any]: ...
+        def astream(
+            self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+        ) -> AsyncIterator[Any]: ...
+
+    def stream_events(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        version: Literal["v1", "v2", "v3"] = "v2",
+        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
+        **kwargs: Any,
+    ) -> GraphRunStream:
+        """A run stream (``version="v3"``) whose projections the caller reads.
+
+        ``transformers``: extra :class:`StreamTransformer` classes or ``scope ->
+        transformer`` factories. Other keywords go to :meth:`stream`, but for
+        ``stream_mode`` and ``subgraphs``, which v3 decides. LangChain has no
+        synchronous v1/v2 event stream: use :meth:`astream_events` for those.
+        """
+        if version == "v3":
+            return stream_v3(self, input, config, transformers, **kwargs)
+        raise NotSupportedError(
+            f"stream_events(version={version!r}) is not available synchronously (nor in "
+            "LangChain): use astream_events for v1/v2, or version='v3'."
+        )
+
+    def astream_events(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        version: Literal["v1", "v2", "v3"] = "v2",
+        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """LangChain's event stream (v1/v2 dicts), or an awaitable run stream (v3).
+
+        For v1/v2 (needs langchain-core) the filters ``include_names`` / ``_types`` /
+        ``_tags`` and ``exclude_*`` are LangChain's; other keywords go to
+        :meth:`astream`.
+        """
+        if version == "v3":
+            return astream_v3(self, input, config, transformers, **kwargs)
+        if transformers is not None:
+            raise InvalidArgumentTypeError("transformers= is only for astream_events(version='v3')")
+        return lc_astream_events(self, input, config, version=version, **kwargs)
+
+    def astream_log(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        """LangChain's run log stream (``RunLogPatch`` chunks; needs langchain-core).
+
+        Its filters (``include_names`` ...), ``diff`` and ``with_streamed_output_list``
+        are LangChain's; other keywords go to :meth:`astream`.
+        """
+        return lc_astream_log(self, input, config, **kwargs)
+
+    def __or__(self, other: Any) -> Any:
+        """``graph | runnable``: a LangChain RunnableSequence (needs langchain-core)."""
+        return as_runnable(self) | other
+
+    def __ror__(self, other: Any) -> Any:
+        return other | as_runnable(self)

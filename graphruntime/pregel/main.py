@@ -5,14 +5,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import copy
-import dataclasses
-import os
 import warnings
 from collections.abc import (
-    AsyncGenerator,
     AsyncIterator,
     Callable,
-    Iterable,
     Iterator,
     Mapping,
     Sequence,
@@ -20,54 +16,36 @@ from collections.abc import (
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
-from graphruntime._internal._config import RunnableConfig, ensure_config, merge_configs
+from graphruntime._internal._config import RunnableConfig, merge_configs
 from graphruntime._internal._constants import (
-    CONF,
-    CONFIG_KEY_CHECKPOINT_NS,
-    CONFIG_KEY_CHECKPOINTER,
-    CONFIG_KEY_DURABILITY,
-    CONFIG_KEY_SCRATCHPAD,
-    CONFIG_KEY_SHARED_SAVER,
-    CONFIG_KEY_STREAM,
-    CONFIG_KEY_TASK_ID,
-    DEFAULT_RECURSION_LIMIT,
-    INTERRUPT,
-    NS_END,
     NS_SEP,
     TASKS,
 )
 from graphruntime.cache import BaseCache, CachePolicy
 from graphruntime.channels import BaseChannel, Topic
 from graphruntime.checkpoint.base import BaseCheckpointSaver
-from graphruntime.pregel._builder import NodeBuilder, with_name
-from graphruntime.pregel._cache import namespace
-from graphruntime.pregel._callbacks import RunHooks, as_runnable, run_hooks
-from graphruntime.pregel._callbacks import astream_events as lc_astream_events
-from graphruntime.pregel._callbacks import astream_log as lc_astream_log
-from graphruntime.pregel._driver import AsyncioExecutor, ThreadExecutor, adrive, drive
-from graphruntime.pregel._loop import ALOAD, LOAD, PregelLoop, RunOptions
-from graphruntime.pregel._node import NodeSpec
-from graphruntime.pregel._schema import PregelSchemas
-from graphruntime.pregel._state import (
-    bulk_update_state,
-    get_state,
-    get_state_history,
-    update_state,
+from graphruntime.errors import (
+    GraphValidationError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    NotSupportedError,
 )
-from graphruntime.pregel._stream import StreamChunk, StreamSink, stream_part
-from graphruntime.pregel._stream_events import astream_v3, stream_v3
-from graphruntime.pregel._validate import validate_graph, validate_keys
+from graphruntime.pregel._builder import NodeBuilder, with_name
+from graphruntime.pregel._callbacks import RunHooks
+from graphruntime.pregel._loop import PregelLoop
+from graphruntime.pregel._node import NodeSpec
+from graphruntime.pregel._run import arun, collect, collect_parts, prepare, run
+from graphruntime.pregel._stream import StreamChunk, stream_part
+from graphruntime.pregel._stream_events import PregelEvents
+from graphruntime.pregel._threads import PregelThreads
+from graphruntime.pregel._validate import validate_graph
 from graphruntime.runtime import RunControl
 from graphruntime.store.base import BaseStore
-from graphruntime.stream.run_stream import GraphRunStream
 from graphruntime.types import (
     All,
     Durability,
-    GraphOutput,
     RetryPolicy,
     Send,
-    StateSnapshot,
-    StateUpdate,
     StreamMode,
 )
 from graphruntime.warnings import LangGraphDeprecatedSinceV10
@@ -78,7 +56,7 @@ if TYPE_CHECKING:
 Checkpointer = BaseCheckpointSaver | bool | None
 
 
-class Pregel(PregelSchemas):
+class Pregel(PregelEvents, PregelThreads):
     """An executable graph: nodes, channels and the superstep loop that runs them.
 
     Built by ``StateGraph.compile()`` and ``@entrypoint``, or directly, with LangGraph's
@@ -96,9 +74,6 @@ class Pregel(PregelSchemas):
     """Turns a ``values`` dict into the output schema (v2 streams); set by StateGraph."""
     _state_mapper: Callable[[Any], Any] | None = None
     """Turns a checkpoint's values into the state schema (v2 streams); set by StateGraph."""
-
-    config: RunnableConfig | None = None
-    """Config every run of this graph starts from (see :meth:`with_config`)."""
 
     def __init__(
         self,
@@ -140,14 +115,14 @@ class Pregel(PregelSchemas):
             else:
                 deprecated_kwargs.pop("config_type")
         if deprecated_kwargs:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"Pregel() got unexpected keyword arguments: {sorted(deprecated_kwargs)}"
             )
         _reject_unsupported(node_error_handler_map=node_error_handler_map)
         if step_timeout is not None and step_timeout <= 0:
-            raise ValueError("step_timeout must be greater than 0")
+            raise GraphValidationError("step_timeout must be greater than 0")
         if not (checkpointer is None or isinstance(checkpointer, (bool, BaseCheckpointSaver))):
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 "Invalid checkpointer provided. Expected an instance of `BaseCheckpointSaver`, "
                 f"`True`, `False`, or `None`. Received {type(checkpointer).__name__}. "
                 "Pass a proper saver (e.g., InMemorySaver, AsyncPostgresSaver)."
@@ -155,7 +130,9 @@ class Pregel(PregelSchemas):
         self.nodes: dict[str, NodeSpec] = with_name(nodes)
         all_channels: dict[str, BaseChannel | ManagedValueSpec] = dict(channels or {})
         if TASKS in all_channels and not isinstance(all_channels[TASKS], Topic):
-            raise ValueError(f"Channel '{TASKS}' is reserved and cannot be used in the graph.")
+            raise GraphValidationError(
+                f"Channel '{TASKS}' is reserved and cannot be used in the graph."
+            )
         all_channels.setdefault(TASKS, Topic(Send, accumulate=False, key=TASKS))
         self.channels = all_channels
         self.stream_mode = stream_mode
@@ -236,160 +213,6 @@ class Pregel(PregelSchemas):
     def stream_channels_asis(self) -> str | Sequence[str]:
         return self.stream_channels
 
-    # --- plumbing -------------------------------------------------------------------------
-
-    def _saver(self, config: RunnableConfig) -> BaseCheckpointSaver | None:
-        if self.checkpointer is False:
-            return None
-        conf = config.get(CONF, {})
-        inherited = conf.get(CONFIG_KEY_CHECKPOINTER)
-        if isinstance(self.checkpointer, BaseCheckpointSaver):
-            if conf.get(CONFIG_KEY_SHARED_SAVER) and isinstance(inherited, BaseCheckpointSaver):
-                return inherited  # see RunOptions.shared_saver
-            return self.checkpointer
-        return inherited if isinstance(inherited, BaseCheckpointSaver) else None
-
-    def _prepare(
-        self,
-        input: Any,
-        config: RunnableConfig | None,
-        stream_mode: StreamMode | Sequence[StreamMode] | None,
-        subgraphs: bool,
-        interrupt_before: All | Sequence[str] | None,
-        interrupt_after: All | Sequence[str] | None,
-        output_keys: str | Sequence[str] | None = None,
-        *,
-        is_async: bool = False,
-        version: str = "v1",
-        durability: Durability | None = None,
-        kwargs: Mapping[str, Any] | None = None,
-        context: Any = None,
-        control: RunControl | None = None,
-    ) -> tuple[PregelLoop, bool, RunHooks | None]:
-        cfg = ensure_config(merge_configs(self.config, config) if self.config else config)
-        validate_keys(output_keys, self.channel_specs)
-        conf = cfg[CONF]
-        _address_as_metadata(cfg)
-        durability = _durability(durability, kwargs or {}, conf)
-        if durability is not None:
-            conf[CONFIG_KEY_DURABILITY] = durability  # its subgraphs run the same way
-        nested = CONFIG_KEY_TASK_ID in conf
-        if nested:
-            parent_stream = conf.get(CONFIG_KEY_STREAM)
-            scratchpad = conf.get(CONFIG_KEY_SCRATCHPAD)
-            if scratchpad is not None:
-                idx = scratchpad.subgraph_counter()
-                if idx:
-                    conf[CONFIG_KEY_CHECKPOINT_NS] = (
-                        f"{conf[CONFIG_KEY_CHECKPOINT_NS]}{NS_SEP}{idx}"
-                    )
-            if self.checkpointer is True:
-                # one history per thread: its namespace without the task ids
-                conf[CONFIG_KEY_CHECKPOINT_NS] = stable_ns(conf[CONFIG_KEY_CHECKPOINT_NS])
-        else:
-            parent_stream = None
-            if self.checkpointer is True:
-                raise RuntimeError("checkpointer=True cannot be used for root graphs.")
-        saver = self._saver(cfg)
-        if saver is not None and not nested and not conf.get("thread_id"):
-            raise ValueError(
-                "Checkpointer requires one or more of the following 'configurable' keys: "
-                "thread_id, checkpoint_ns, checkpoint_id"
-            )
-        modes: list[str] = (
-            [stream_mode]
-            if isinstance(stream_mode, str)
-            else list(stream_mode)
-            if stream_mode
-            else [self.stream_mode]
-        )
-        single = isinstance(stream_mode, str) or not stream_mode
-        # a root run runs the root graph, whatever namespace its config names (a
-        # subgraph's config from get_state(subgraphs=True) addresses it by checkpoint_map)
-        ns = conf.get(CONFIG_KEY_CHECKPOINT_NS) if nested else None
-        sink = StreamSink(
-            set(modes),
-            subgraphs,
-            tuple(ns.split(NS_SEP)) if ns else (),
-            parent_stream if isinstance(parent_stream, StreamSink) else None,
-        )
-        loop = PregelLoop(
-            self,
-            cfg,
-            checkpointer=saver,
-            sink=sink,
-            options=self.run_options(
-                cfg,
-                output_keys=self.stream_channels if output_keys is None else output_keys,
-                interrupt_before=interrupt_before,
-                interrupt_after=interrupt_after,
-                durability=durability or "async",
-                context=context,
-                control=control,
-            ),
-            saved=ALOAD if is_async else LOAD,
-        )
-        hooks = run_hooks(
-            loop,
-            name=self.name,
-            modes=modes,
-            subgraphs=subgraphs,
-            is_async=is_async,
-            version=version,
-        )
-        return loop, single, hooks
-
-    def run_options(
-        self,
-        config: RunnableConfig,
-        *,
-        output_keys: str | Sequence[str] | None = None,
-        interrupt_before: All | Sequence[str] | None = None,
-        interrupt_after: All | Sequence[str] | None = None,
-        stop: int | None = None,
-        durability: Durability = "async",
-        context: Any = None,
-        control: RunControl | None = None,
-        shared_saver: bool = False,
-    ) -> RunOptions:
-        """A run's options, from its config and call arguments.
-
-        Call-time breakpoints replace the compiled ones; the recursion limit comes from
-        ``config["recursion_limit"]`` (LangGraph's default otherwise). ``context`` is the
-        run's context (coerced to the graph's ``context_schema``), ``control`` its
-        drain control, ``shared_saver`` see :class:`RunOptions`.
-        """
-        limit = config.get("recursion_limit")
-        if limit is None:
-            limit = int(
-                os.environ.get("LANGGRAPH_DEFAULT_RECURSION_LIMIT", DEFAULT_RECURSION_LIMIT)
-            )
-        if limit < 1:
-            raise ValueError("recursion_limit must be at least 1")
-        before = interrupt_before or self.interrupt_before_nodes
-        after = interrupt_after or self.interrupt_after_nodes
-        keys = self.output_channels if output_keys is None else output_keys
-        return RunOptions(
-            output_keys=keys if isinstance(keys, str) else tuple(keys),
-            context=coerce_context(self.context_schema, context),
-            control=control,
-            interrupt_before=before if before == "*" else tuple(before),
-            interrupt_after=after if after == "*" else tuple(after),
-            recursion_limit=limit,
-            stop=stop,
-            durability=durability,
-            shared_saver=shared_saver,
-        )
-
-    def _require_saver(self, config: RunnableConfig) -> BaseCheckpointSaver:
-        saver = self._saver(ensure_config(config))
-        if saver is None and self.checkpointer is True:
-            # True means "the parent's saver": a root graph has none to lend
-            raise RuntimeError("checkpointer=True cannot be used for root graphs.")
-        if saver is None:
-            raise ValueError("No checkpointer set")
-        return saver
-
     def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Pregel:
         """A copy of this graph whose runs start from ``config`` (and ``kwargs`` keys).
 
@@ -428,7 +251,7 @@ class Pregel(PregelSchemas):
             mapper, state_mapper = self._output_mapper, self._state_mapper
             return lambda chunk, single: stream_part(chunk, mapper, state_mapper)
         if version != "v1":
-            raise ValueError(f"Unknown stream version {version!r}: use 'v1' or 'v2'")
+            raise InvalidArgumentError(f"Unknown stream version {version!r}: use 'v1' or 'v2'")
         if subgraphs:
             return lambda c, single: (c[0], c[2]) if single else c
         return lambda c, single: c[2] if single else (c[1], c[2])
@@ -457,8 +280,8 @@ class Pregel(PregelSchemas):
         ``{"type": mode, "ns": namespace, "data": ...}``, whatever the modes.
         """
         shape = self._shaper(version, subgraphs)
-        loop, single, hooks = self._prepare(
-            input,
+        loop, single, hooks = prepare(
+            self,
             config,
             stream_mode,
             subgraphs,
@@ -471,7 +294,7 @@ class Pregel(PregelSchemas):
             context=context,
             control=control,
         )
-        for chunk in _run(loop, input, hooks):
+        for chunk in run(loop, input, hooks):
             yield shape(chunk, single)
 
     def invoke(
@@ -508,7 +331,7 @@ class Pregel(PregelSchemas):
                 control=control,
                 **kwargs,
             )
-            return _collect_parts(parts, stream_mode, version)
+            return collect_parts(parts, stream_mode, version)
         loop, hooks = self._invoke_loop(
             input,
             config,
@@ -521,7 +344,7 @@ class Pregel(PregelSchemas):
             context=context,
             control=control,
         )
-        return _collect(_run(loop, input, hooks), loop, "values")
+        return collect(run(loop, input, hooks), loop, "values")
 
     def _invoke_loop(
         self,
@@ -538,8 +361,8 @@ class Pregel(PregelSchemas):
         context: Any = None,
         control: RunControl | None = None,
     ) -> tuple[PregelLoop, RunHooks | None]:
-        loop, _single, hooks = self._prepare(
-            input,
+        loop, _single, hooks = prepare(
+            self,
             config,
             [stream_mode],
             False,
@@ -572,8 +395,8 @@ class Pregel(PregelSchemas):
     ) -> AsyncIterator[Any]:
         """Async twin of :meth:`stream`."""
         shape = self._shaper(version, subgraphs)
-        loop, single, hooks = self._prepare(
-            input,
+        loop, single, hooks = prepare(
+            self,
             config,
             stream_mode,
             subgraphs,
@@ -588,7 +411,7 @@ class Pregel(PregelSchemas):
             control=control,
         )
         # closing the stream closes the run at once: its running tasks are cancelled
-        async with aclosing(_arun(loop, input, hooks)) as chunks:
+        async with aclosing(arun(loop, input, hooks)) as chunks:
             async for chunk in chunks:
                 yield shape(chunk, single)
 
@@ -622,7 +445,7 @@ class Pregel(PregelSchemas):
                 control=control,
                 **kwargs,
             )
-            return _collect_parts([p async for p in parts], stream_mode, version)
+            return collect_parts([p async for p in parts], stream_mode, version)
         loop, hooks = self._invoke_loop(
             input,
             config,
@@ -636,8 +459,8 @@ class Pregel(PregelSchemas):
             context=context,
             control=control,
         )
-        chunks = [c async for c in _arun(loop, input, hooks)]
-        return _collect(iter(chunks), loop, "values")
+        chunks = [c async for c in arun(loop, input, hooks)]
+        return collect(iter(chunks), loop, "values")
 
     def batch(
         self,
@@ -692,153 +515,6 @@ class Pregel(PregelSchemas):
             )
         )
 
-    # --- cache --------------------------------------------------------------------------
-
-    def _cache_namespaces(self, nodes: Sequence[str] | None) -> list[tuple[str, ...]]:
-        if self.cache is None:
-            raise ValueError("No cache is set for this graph. Cannot clear cache.")
-        names = nodes or list(self.nodes)
-        return [namespace(self.nodes[name]) for name in names if name in self.nodes]
-
-    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
-        """Forget the cached results of ``nodes`` (default: every node)."""
-        namespaces = self._cache_namespaces(nodes)
-        assert self.cache is not None
-        self.cache.clear(namespaces)
-
-    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
-        """Async twin of :meth:`clear_cache`."""
-        namespaces = self._cache_namespaces(nodes)
-        assert self.cache is not None
-        await self.cache.aclear(namespaces)
-
-    # --- event streams (see _stream_events.py and _callbacks.py) --------------------------
-
-    def stream_events(
-        self,
-        input: Any,
-        config: RunnableConfig | None = None,
-        *,
-        version: Literal["v1", "v2", "v3"] = "v2",
-        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
-        **kwargs: Any,
-    ) -> GraphRunStream:
-        """A run stream (``version="v3"``) whose projections the caller reads.
-
-        ``transformers``: extra :class:`StreamTransformer` classes or ``scope ->
-        transformer`` factories. Other keywords go to :meth:`stream`, but for
-        ``stream_mode`` and ``subgraphs``, which v3 decides. LangChain has no
-        synchronous v1/v2 event stream: use :meth:`astream_events` for those.
-        """
-        if version == "v3":
-            return stream_v3(self, input, config, transformers, **kwargs)
-        raise NotImplementedError(
-            f"stream_events(version={version!r}) is not available synchronously (nor in "
-            "LangChain): use astream_events for v1/v2, or version='v3'."
-        )
-
-    def astream_events(
-        self,
-        input: Any,
-        config: RunnableConfig | None = None,
-        *,
-        version: Literal["v1", "v2", "v3"] = "v2",
-        transformers: Sequence[Callable[[tuple[str, ...]], Any]] | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """LangChain's event stream (v1/v2 dicts), or an awaitable run stream (v3).
-
-        For v1/v2 (needs langchain-core) the filters ``include_names`` / ``_types`` /
-        ``_tags`` and ``exclude_*`` are LangChain's; other keywords go to
-        :meth:`astream`.
-        """
-        if version == "v3":
-            return astream_v3(self, input, config, transformers, **kwargs)
-        if transformers is not None:
-            raise TypeError("transformers= is only for astream_events(version='v3')")
-        return lc_astream_events(self, input, config, version=version, **kwargs)
-
-    def astream_log(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        """LangChain's run log stream (``RunLogPatch`` chunks; needs langchain-core).
-
-        Its filters (``include_names`` ...), ``diff`` and ``with_streamed_output_list``
-        are LangChain's; other keywords go to :meth:`astream`.
-        """
-        return lc_astream_log(self, input, config, **kwargs)
-
-    def __or__(self, other: Any) -> Any:
-        """``graph | runnable``: a LangChain RunnableSequence (needs langchain-core)."""
-        return as_runnable(self) | other
-
-    def __ror__(self, other: Any) -> Any:
-        return other | as_runnable(self)
-
-    # --- state API (see _state.py) --------------------------------------------------------
-
-    def get_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        """The thread's current state: values, next nodes, pending tasks and interrupts."""
-        return get_state(self, self._require_saver(config), config, subgraphs=subgraphs)
-
-    def get_state_history(
-        self,
-        config: RunnableConfig,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> Iterator[StateSnapshot]:
-        """Every checkpoint of the thread, newest first."""
-        return get_state_history(
-            self, self._require_saver(config), config, filter=filter, before=before, limit=limit
-        )
-
-    def update_state(
-        self,
-        config: RunnableConfig,
-        values: Any,
-        as_node: str | None = None,
-        task_id: str | None = None,
-    ) -> RunnableConfig:
-        """Apply ``values`` as if ``as_node`` had returned them; saves a new checkpoint."""
-        return update_state(self, self._require_saver(config), config, values, as_node, task_id)
-
-    def bulk_update_state(
-        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
-    ) -> RunnableConfig:
-        """Apply supersteps of updates in order, each superstep's updates together."""
-        return bulk_update_state(self, self._require_saver(config), config, supersteps)
-
-    async def abulk_update_state(
-        self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
-    ) -> RunnableConfig:
-        return await asyncio.to_thread(self.bulk_update_state, config, supersteps)
-
-    async def aget_state(self, config: RunnableConfig, *, subgraphs: bool = False) -> StateSnapshot:
-        return await asyncio.to_thread(self.get_state, config, subgraphs=subgraphs)
-
-    async def aupdate_state(
-        self,
-        config: RunnableConfig,
-        values: Any,
-        as_node: str | None = None,
-        task_id: str | None = None,
-    ) -> RunnableConfig:
-        return await asyncio.to_thread(self.update_state, config, values, as_node, task_id)
-
-    async def aget_state_history(
-        self,
-        config: RunnableConfig,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[StateSnapshot]:
-        history = await asyncio.to_thread(
-            lambda: list(self.get_state_history(config, filter=filter, before=before, limit=limit))
-        )
-        for snapshot in history:
-            yield snapshot
-
     def get_subgraphs(
         self, *, namespace: str | None = None, recurse: bool = False
     ) -> Iterator[tuple[str, Pregel]]:
@@ -871,63 +547,6 @@ class Pregel(PregelSchemas):
             yield item
 
 
-_DURABILITIES = ("sync", "async", "exit")
-
-
-def stable_ns(ns: str) -> str:
-    """A namespace without its task ids (``"a:<id>|b:<id>"`` -> ``"a|b"``)."""
-    return NS_SEP.join(part.split(NS_END)[0] for part in ns.split(NS_SEP))
-
-
-# configurable keys a run shows as metadata to its nodes (and so on the ``messages``
-# stream), as LangGraph does; the caller's own metadata of the same name wins
-_AS_METADATA = (
-    "thread_id",
-    "checkpoint_id",
-    "checkpoint_ns",
-    "task_id",
-    "run_id",
-    "assistant_id",
-    "graph_id",
-)
-
-
-def _address_as_metadata(cfg: RunnableConfig) -> None:
-    conf = cfg.get(CONF) or {}
-    metadata = cfg.setdefault("metadata", {})
-    for key in _AS_METADATA:
-        value = conf.get(key)
-        if value and key not in metadata:
-            metadata[key] = value
-
-
-def _durability(
-    durability: Durability | None, kwargs: Mapping[str, Any], conf: Mapping[str, Any]
-) -> Durability | None:
-    """The run's durability: the argument, the deprecated ``checkpoint_during``, or the
-    parent run's (a subgraph saves the way its parent does)."""
-    during = kwargs.get("checkpoint_during")
-    if during is not None:
-        warnings.warn(
-            "`checkpoint_during` is deprecated and will be removed. "
-            "Please use `durability` instead.",
-            LangGraphDeprecatedSinceV10,
-            stacklevel=4,
-        )
-        if durability is not None:
-            raise ValueError(
-                "Cannot use both `checkpoint_during` and `durability` parameters. "
-                "Please use `durability` instead."
-            )
-        durability = "async" if during else "exit"
-    if durability is None:
-        inherited = conf.get(CONFIG_KEY_DURABILITY)
-        return inherited if inherited in _DURABILITIES else None
-    if durability not in _DURABILITIES:
-        raise ValueError(f"durability must be one of {_DURABILITIES}, got {durability!r}")
-    return durability
-
-
 class _Each:
     """``graph.map()``: runs ``graph`` on every item of its input list.
 
@@ -955,7 +574,7 @@ def _configs(
         return [config] * n
     configs: list[RunnableConfig | None] = list(config)
     if len(configs) != n:
-        raise ValueError(f"batch() got {len(configs)} configs for {n} inputs")
+        raise InvalidArgumentError(f"batch() got {len(configs)} configs for {n} inputs")
     return configs
 
 
@@ -975,97 +594,9 @@ def _reject_unsupported(**settings: Any) -> None:
     """Settings graphruntime does not implement: refused, never ignored."""
     for key, value in settings.items():
         if value:
-            raise NotImplementedError(
+            raise NotSupportedError(
                 f"Pregel({key}=...) is not supported by graphruntime; leave it unset."
             )
-
-
-def coerce_context(schema: Any, context: Any) -> Any:
-    """A dict context becomes an instance of a dataclass or pydantic ``context_schema``."""
-    if context is None or schema is None or not isinstance(context, dict):
-        return context
-    if isinstance(schema, type) and (
-        dataclasses.is_dataclass(schema) or hasattr(schema, "model_validate")
-    ):
-        return schema(**context)
-    return context
-
-
-def _run(loop: PregelLoop, input: Any, hooks: RunHooks | None) -> Iterator[StreamChunk]:
-    executor = ThreadExecutor(loop.config.get("max_concurrency"))
-    try:
-        if hooks is None:
-            loop.first(input)
-            yield from drive(loop, executor)
-            return
-        try:
-            hooks.start(input)
-            loop.first(input)
-            hooks.started()
-            yield from drive(loop, executor)
-            hooks.end()
-        except BaseException as exc:
-            hooks.error(exc)
-            raise
-    finally:
-        executor.close()
-
-
-async def _arun(
-    loop: PregelLoop, input: Any, hooks: RunHooks | None
-) -> AsyncGenerator[StreamChunk, None]:
-    executor = AsyncioExecutor(loop.config.get("max_concurrency"))
-    if hooks is None:
-        if not loop.loaded:
-            await loop.aload()
-        loop.first(input)
-        async with aclosing(adrive(loop, executor)) as chunks:
-            async for chunk in chunks:
-                yield chunk
-        return
-    try:
-        await hooks.astart(input)
-        if not loop.loaded:
-            await loop.aload()
-        loop.first(input)
-        await hooks.astarted()
-        async with aclosing(adrive(loop, executor)) as chunks:
-            async for chunk in chunks:
-                yield chunk
-        await hooks.aend()
-    except BaseException as exc:
-        await asyncio.shield(hooks.aerror(exc))
-        raise
-
-
-def _collect_parts(parts: Iterable[Any], stream_mode: Any, version: str) -> Any:
-    """``invoke`` of v2, or of several modes: the final output, or every chunk."""
-    if stream_mode != "values":
-        return list(parts)
-    latest: Any = None
-    interrupts: list[Any] = []
-    for part in parts:
-        if part["type"] == "values":
-            latest = part["data"]
-            interrupts.extend(part["interrupts"])
-    return GraphOutput(latest, tuple(interrupts))
-
-
-def _collect(chunks: Iterator[StreamChunk], loop: PregelLoop, stream_mode: str) -> Any:
-    latest: Any = None
-    for ns, mode, payload in chunks:
-        if ns != loop.ns_tuple:
-            continue
-        if mode == stream_mode:
-            latest = payload
-    if not loop.is_nested and loop.interrupts:
-        if latest is not None and not isinstance(latest, dict):
-            return {INTERRUPT: list(loop.interrupts)}  # a single output key: the interrupts
-        base = {k: v for k, v in (latest or {}).items() if k != INTERRUPT}
-        return {**base, INTERRUPT: list(loop.interrupts)}
-    if isinstance(latest, dict) and INTERRUPT in latest:
-        latest = {k: v for k, v in latest.items() if k != INTERRUPT}
-    return latest
 
 
 __all__ = ["Checkpointer", "Literal", "Pregel"]

@@ -11,10 +11,10 @@ import inspect
 import json
 import math
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from graphruntime.store._errors import InvalidStoreRequestError
-from graphruntime.store._types import IndexConfig
+from graphruntime.store._types import Embeddings, IndexConfig
 
 __all__ = (
     "Embedder",
@@ -26,15 +26,6 @@ __all__ = (
     "index_fields",
     "tokenize_path",
 )
-
-
-@runtime_checkable
-class Embeddings(Protocol):
-    """LangChain's ``Embeddings`` interface (sync half); async twins are optional."""
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
-
-    def embed_query(self, text: str) -> list[float]: ...
 
 
 class Embedder:

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias, TypedDict
-
-if TYPE_CHECKING:
-    from graphruntime.store._embed import Embeddings
+from typing import Any, Literal, NamedTuple, Protocol, TypeAlias, TypedDict, runtime_checkable
 
 __all__ = (
     "NOT_PROVIDED",
     "AEmbeddingsFunc",
+    "Embeddings",
     "EmbeddingsFunc",
     "GetOp",
     "IndexConfig",
@@ -238,3 +236,12 @@ class IndexConfig(TypedDict, total=False):
     embed: Embeddings | EmbeddingsFunc | AEmbeddingsFunc
     fields: list[str] | None
     """Paths of the text to embed; ``["$"]`` (the default) embeds the whole value as JSON."""
+
+
+@runtime_checkable
+class Embeddings(Protocol):
+    """LangChain's ``Embeddings`` interface (sync half); async twins are optional."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...

@@ -147,3 +147,24 @@ def transformer_requires_async(transformer: StreamTransformer) -> bool:
         getattr(cls, name) is not getattr(StreamTransformer, name)
         for name in ("aprocess", "afinalize", "afail")
     )
+
+
+SubgraphStatus = Literal["started", "completed", "failed", "interrupted", "drained"]
+
+
+class LifecycleCause(TypedDict):
+    """Why a subagent started: the tool call that spawned it."""
+
+    type: Literal["toolCall"]
+    tool_call_id: str
+
+
+class LifecyclePayload(TypedDict, total=False):
+    """One ``lifecycle`` event: a subgraph started or reached a terminal status."""
+
+    event: SubgraphStatus
+    namespace: list[str]
+    graph_name: NotRequired[str]
+    trigger_call_id: NotRequired[str]
+    cause: NotRequired[LifecycleCause]
+    error: NotRequired[str]

@@ -13,16 +13,13 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from types import MappingProxyType, TracebackType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from graphruntime.errors import InvalidArgumentTypeError, UsageError
 from graphruntime.stream._convert import convert_to_protocol_event
 from graphruntime.stream._mux import StreamMux
-from graphruntime.stream._types import ProtocolEvent
+from graphruntime.stream._types import LifecyclePayload, ProtocolEvent, SubgraphStatus
 from graphruntime.stream.stream_channel import StreamChannel
-
-if TYPE_CHECKING:
-    from graphruntime.stream.transformers import LifecyclePayload, SubgraphStatus
 
 __all__ = (
     "AsyncGraphRunStream",

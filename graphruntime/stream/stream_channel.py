@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from graphruntime.errors import InvalidArgumentError, InvalidArgumentTypeError, UsageError
 
-if TYPE_CHECKING:
-    from graphruntime.stream._mux import StreamMux
-
 T = TypeVar("T")
+
+
+class _Mux(Protocol):
+    """What a channel asks of the mux it is bound to (``_mux.StreamMux``)."""
+
+    def _next_push_seq(self) -> int: ...
+
 
 __all__ = ("StreamChannel",)
 
@@ -43,11 +47,11 @@ class StreamChannel(Generic[T]):
         self._request_more: Callable[[], bool] | None = None
         self._arequest_more: Callable[[], Awaitable[bool]] | None = None
         self._wire_fn: Callable[[T], None] | None = None
-        self._mux: StreamMux | None = None
+        self._mux: _Mux | None = None
 
     # --- set up by the mux ---------------------------------------------------------------
 
-    def _bind_mux(self, mux: StreamMux) -> None:
+    def _bind_mux(self, mux: _Mux) -> None:
         self._mux = mux
 
     def _bind(self, *, is_async: bool) -> None:

@@ -14,13 +14,17 @@ model call) needs langchain-core; it is loaded from
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Literal, NotRequired
-
-from typing_extensions import TypedDict
+from typing import TYPE_CHECKING, Any
 
 from graphruntime import errors
 from graphruntime.errors import GraphInterrupt
-from graphruntime.stream._types import ProtocolEvent, StreamTransformer
+from graphruntime.stream._types import (
+    LifecycleCause,
+    LifecyclePayload,
+    ProtocolEvent,
+    StreamTransformer,
+    SubgraphStatus,
+)
 from graphruntime.stream.run_stream import AsyncSubgraphRunStream, SubgraphRunStream
 from graphruntime.stream.stream_channel import StreamChannel
 
@@ -139,27 +143,6 @@ class TasksTransformer(_ModeTransformer):
 
     mode = "tasks"
     required_stream_modes = ("tasks",)
-
-
-SubgraphStatus = Literal["started", "completed", "failed", "interrupted", "drained"]
-
-
-class LifecycleCause(TypedDict):
-    """Why a subagent started: the tool call that spawned it."""
-
-    type: Literal["toolCall"]
-    tool_call_id: str
-
-
-class LifecyclePayload(TypedDict, total=False):
-    """One ``lifecycle`` event: a subgraph started or reached a terminal status."""
-
-    event: SubgraphStatus
-    namespace: list[str]
-    graph_name: NotRequired[str]
-    trigger_call_id: NotRequired[str]
-    cause: NotRequired[LifecycleCause]
-    error: NotRequired[str]
 
 
 def _parse_ns_segment(segment: str) -> tuple[str, str | None]:

@@ -530,26 +530,6 @@ class ClusterSaverConformance(CheckpointSaverConformance):
         ]
         assert saver.get_task_tuple(_config(_thread()), [task_a]) is None
 
-    def test_put_writes_many_matches_put_writes_one_by_one(self, saver: ClusterSaver) -> None:
-        thread = _thread()
-        root, _ = _save(saver, _config(thread), {})
-        sub, _ = _save(saver, _config(thread, "sub:1"), {})
-        saver.put_writes(root, [("a", 0)], task_id="t1")
-        saver.put_writes_many(
-            [
-                (root, [("a", 1), ("b", 2)], "t1", "p1"),  # row 0 exists: first write wins
-                (root, [(INTERRUPT, "x")], "t2", "p2"),
-                (sub, [("c", 3)], "t3", "p3"),
-                (root, [(INTERRUPT, "y")], "t2", "p2"),  # control writes are replaced
-            ]
-        )
-        assert _writes(saver.get_tuple(root)) == [
-            ("t1", "a", 0),
-            ("t1", "b", 2),
-            ("t2", INTERRUPT, "y"),
-        ]
-        assert _writes(saver.get_tuple(sub)) == [("t3", "c", 3)]
-
     def test_fenced_put_refuses_a_stale_parent(self, saver: ClusterSaver) -> None:
         thread = _thread()
         fenced = saver.fenced()

@@ -11,10 +11,10 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from graphruntime.errors import GraphBubbleUp
-from graphruntime.pregel import (
+from graphruntime.pregel.driver import (
     RetryLater,
     StepSuspended,
     arun_task_attempt,
@@ -25,7 +25,14 @@ from workers.observability import _logs, _metrics, _tracing
 
 if TYPE_CHECKING:
     from graphruntime.config import RunnableConfig
-    from graphruntime.pregel import PregelLoop, PreparedTask, StepExecutor, TaskResult
+    from graphruntime.pregel.driver import (
+        CallExecutor,
+        PreparedTask,
+        StepExecutor,
+        StepLoop,
+        StepView,
+        TaskResult,
+    )
     from graphruntime.types import RetryPolicy
     from workers.store import Run
 
@@ -88,7 +95,7 @@ def one_attempt(
     attempts_done: int = 0,
     first_attempt_time: float | None = None,
 ) -> BaseException | RetryLater | None:
-    """:func:`graphruntime.pregel.run_task_attempt`; a task with a ``TimeoutPolicy`` runs
+    """:func:`graphruntime.pregel.driver.run_task_attempt`; a task with a ``TimeoutPolicy`` runs
     on an event loop of its own, as only the async driver can cancel it past its limits
     (the node is async: a timeout on a sync node is refused when the graph is built)."""
     if task_timeout(task) is None:
@@ -170,16 +177,15 @@ class _ObservedSteps:
         self.inner = inner
         self.run = run
 
-    def execute(
-        self, loop: PregelLoop, tasks: Sequence[PreparedTask]
-    ) -> Iterator[TaskResult | None]:
+    def execute(self, loop: StepLoop, tasks: Sequence[PreparedTask]) -> Iterator[TaskResult | None]:
         run = self.run
+        view = loop.view()
         attributes = {
             "run_id": run.run_id,
             "thread_id": run.thread_id,
             "graph": run.graph,
-            "step": loop.step,
-            "checkpoint_id": loop.checkpoint["id"],
+            "step": view.step,
+            "checkpoint_id": view.checkpoint_id,
             "tasks": len(tasks),
         }
         inline = False
@@ -201,13 +207,17 @@ class _ObservedSteps:
         # Done: run here, or settled from what its task jobs saved (the tasks that saved
         # writes are not even handed to the executor then).
         kind = "inline" if inline else "distributed"
-        _metrics.record_step(run.graph, kind, _since(step_start(loop, run)))
+        _metrics.record_step(run.graph, kind, _since(step_start(view, run)))
+
+    def submit_call(self, loop: StepLoop, task: PreparedTask) -> Any:
+        """The inner executor's ``@task`` calls (it runs them, see ``CallExecutor``)."""
+        return cast("CallExecutor", self.inner).submit_call(loop, task)
 
 
-def step_start(loop: PregelLoop, run: Run) -> datetime:
+def step_start(view: StepView, run: Run) -> datetime:
     """When a step began: its checkpoint was saved, or its run was created if that is later
     (a resumed run re-opens a step saved long before)."""
-    saved = datetime.fromisoformat(str(loop.checkpoint["ts"]))
+    saved = datetime.fromisoformat(view.checkpoint_ts)
     created = run.created_at
     if saved.tzinfo is None:
         saved = saved.replace(tzinfo=UTC)

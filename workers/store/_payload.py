@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from graphruntime.errors import CheckpointError
-from graphruntime.pregel import is_resume_map
+from graphruntime.pregel.driver import is_resume_map
 from graphruntime.types import Command
 
 __all__ = ("PAYLOAD_VERSION", "CancelRequest", "RunKind", "RunPayload")

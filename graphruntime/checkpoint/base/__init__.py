@@ -12,10 +12,11 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import suppress
-from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from graphruntime._internal._config import RunnableConfig
 from graphruntime._internal._constants import NULL_TASK_ID as NULL_TASK_ID
+from graphruntime._internal._metadata import CheckpointMetadata
 from graphruntime.checkpoint._id import utc_now_iso, uuid6_str
 from graphruntime.checkpoint.serde import JsonSerializer, SerializerProtocol
 from graphruntime.errors import CheckpointError
@@ -80,23 +81,6 @@ class Checkpoint(TypedDict):
     """``{node: {channel: version}}`` seen by each node when it last ran."""
     updated_channels: list[str] | None
     """Channels updated by the step that produced this checkpoint."""
-
-
-class CheckpointMetadata(TypedDict, total=False):
-    """Metadata stored with a checkpoint; savers keep any other keys too."""
-
-    source: Literal["input", "loop", "update", "fork"]
-    step: int
-    """-1 for the first input checkpoint, then 0, 1, … per superstep."""
-    parents: dict[str, str]
-    """``{parent checkpoint_ns: parent checkpoint id}``; empty at the root."""
-    counters_since_delta_snapshot: dict[str, tuple[int, int]]
-    """``{channel: (updates, supersteps)}`` since each DeltaChannel's last snapshot.
-
-    ``updates``: supersteps that wrote the channel; ``supersteps``: all of them.
-    Only non-zero entries are kept; absent on threads without DeltaChannels. Stored
-    as JSON, so the pairs read back as 2-element lists. (LangGraph beta.)
-    """
 
 
 class CheckpointTuple(NamedTuple):

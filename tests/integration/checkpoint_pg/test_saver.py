@@ -330,22 +330,6 @@ def test_a_task_with_more_writes_than_one_statement_takes(saver: PostgresSaver) 
     assert [v for _, _, v in saved.pending_writes or []] == [{"i": i} for i in range(10_000)]
 
 
-def test_lazy_writes_store_the_same_rows_and_leave_the_session_as_it_was(
-    saver: PostgresSaver, pg_conn: psycopg.Connection[Any]
-) -> None:
-    first, versions = child(saver, None, {"a": 1}, step=-1)
-    saved = saver.put(config(thread()), first, meta(-1), versions)
-    lazy = saver.lazy_writes()
-    lazy.put_writes(saved, [("a", 1), ("b", 2)], task_id="t1")
-    lazy.put_writes_many([(saved, [("c", 3)], "t2", ""), (saved, [("a", 9)], "t1", "")])
-    found = saver.get_tuple(saved)
-    assert found is not None
-    assert found.pending_writes == [("t1", "a", 1), ("t1", "b", 2), ("t2", "c", 3)]
-    # SET LOCAL: the relaxed commit ended with its transaction
-    assert pg_conn.execute("SHOW synchronous_commit").fetchone() == {"synchronous_commit": "on"}
-    assert saver._durable_writes  # the view did not change the saver it came from
-
-
 def test_get_tuples_reads_several_threads_as_get_tuple_does(saver: PostgresSaver) -> None:
     a, b = thread(), thread()
     first, versions = child(saver, None, {"a": 1}, step=-1)

@@ -15,14 +15,13 @@ from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import NodeError
 from graphruntime.graph import START, StateGraph
-from graphruntime.pregel import (
-    PregelLoop,
-    PreparedTask,
-    StreamSink,
-    TaskResult,
-    drive,
-    run_task,
-)
+from graphruntime.pregel._algo import PreparedTask
+from graphruntime.pregel._driver import drive
+from graphruntime.pregel._loop import PregelLoop
+from graphruntime.pregel._loop_state import TaskResult
+from graphruntime.pregel._retry import run_task
+from graphruntime.pregel._run import run_options
+from graphruntime.pregel._stream import StreamSink
 from graphruntime.types import Command, RetryPolicy
 
 
@@ -174,7 +173,7 @@ def test_an_executor_without_submit_runs_the_handlers_as_one_more_batch() -> Non
         config,
         checkpointer=None,
         sink=StreamSink({"values"}, False),
-        options=app.run_options(config),
+        options=run_options(app, config),
     )
     loop.first({"log": []})
     executor = BatchExecutor()
@@ -200,7 +199,7 @@ def test_a_job_can_plan_the_handler_task_by_its_path() -> None:
         config,
         checkpointer=saver,
         sink=StreamSink({"values"}, False),
-        options=app.run_options(config),
+        options=run_options(app, config),
     )
     assert loop.plan()
     (handler,) = loop.runnable_tasks()
@@ -209,7 +208,7 @@ def test_a_job_can_plan_the_handler_task_by_its_path() -> None:
         config,
         checkpointer=saver,
         sink=StreamSink({"values"}, False),
-        options=app.run_options(config),
+        options=run_options(app, config),
     )
     planned = again.plan_task(handler.path)
     assert planned is not None

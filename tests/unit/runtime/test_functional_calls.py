@@ -26,18 +26,17 @@ from langgraph.pregel._algo import task_path_str as lg_task_path_str
 from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.config import RunnableConfig
 from graphruntime.func import entrypoint, task
-from graphruntime.pregel import (
-    CallSuspended,
-    Pregel,
-    PregelLoop,
-    PreparedTask,
-    StreamSink,
-    TaskResult,
-    ThreadExecutor,
-    drive,
-    failed_future,
-    run_task,
-)
+from graphruntime.pregel import Pregel
+from graphruntime.pregel._algo import PreparedTask
+from graphruntime.pregel._call import CallSuspended, failed_future
+from graphruntime.pregel._calls import LoopCalls
+from graphruntime.pregel._driver import drive, perform_saves
+from graphruntime.pregel._executors import ThreadExecutor
+from graphruntime.pregel._loop import PregelLoop
+from graphruntime.pregel._loop_state import TaskResult
+from graphruntime.pregel._retry import run_task
+from graphruntime.pregel._run import run_options
+from graphruntime.pregel._stream import StreamSink
 from graphruntime.types import Command, interrupt
 
 
@@ -55,7 +54,7 @@ class SecondPassExecutor:
         self.resume_taken_by: str | None = None
         self.ran: set[str] = set()  # calls a job of the current run recorded
 
-    def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+    def submit_call(self, loop: LoopCalls, task: PreparedTask) -> Any:
         if task.id in self.ran:
             # a job of this run ran it and it did not finish: its error or interrupt
             failure = loop.recorded_failure(task.id)
@@ -95,7 +94,7 @@ class SecondPassExecutor:
                 self.config,
                 checkpointer=self.saver,
                 sink=StreamSink(set(), False),
-                options=self.graph.run_options(self.config),
+                options=run_options(self.graph, self.config),
             )
             job.open_step(self.input)
             job.resume_taken_by = self.resume_taken_by
@@ -109,6 +108,7 @@ class SecondPassExecutor:
                 self.jobs.append((path, task_id))  # its own calls run first
             else:
                 job.record(call, outcome)
+                perform_saves(job)  # a job stores what it recorded
                 self.ran.add(task_id)
 
     def run(self, input: Any) -> Any:
@@ -120,7 +120,7 @@ class SecondPassExecutor:
             self.config,
             checkpointer=self.saver,
             sink=StreamSink({"values"}, False),
-            options=self.graph.run_options(self.config),
+            options=run_options(self.graph, self.config),
         )
         loop.first(input)
         values = [p for _, mode, p in drive(loop, self) if mode == "values"]
@@ -226,7 +226,7 @@ def test_call_ids_are_langgraphs() -> None:
     seen: list[tuple[str, int, PreparedTask]] = []
 
     class Recording(ThreadExecutor):
-        def submit_call(self, loop: PregelLoop, task: PreparedTask) -> Any:
+        def submit_call(self, loop: LoopCalls, task: PreparedTask) -> Any:
             seen.append((loop.checkpoint["id"], loop.step, task))
             return super().submit_call(loop, task)
 
@@ -247,7 +247,7 @@ def test_call_ids_are_langgraphs() -> None:
         {"configurable": {}},
         checkpointer=None,
         sink=StreamSink({"values"}, False),
-        options=flow.run_options({}),
+        options=run_options(flow, {}),
     )
     loop.first(3)
     executor = Recording()
@@ -334,7 +334,7 @@ def test_calls_run_inline_under_an_executor_without_submit_call() -> None:
         {"configurable": {}},
         checkpointer=None,
         sink=StreamSink({"updates", "values"}, False),
-        options=flow.run_options({}),
+        options=run_options(flow, {}),
     )
     loop.first(1)
     chunks = [(mode, payload) for _, mode, payload in drive(loop, Plain())]

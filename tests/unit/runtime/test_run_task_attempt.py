@@ -10,14 +10,11 @@ import pytest
 from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.config import RunnableConfig
 from graphruntime.graph import START, StateGraph
-from graphruntime.pregel import (
-    PregelLoop,
-    RetryLater,
-    StreamSink,
-    TaskResult,
-    run_task,
-    run_task_attempt,
-)
+from graphruntime.pregel._loop import PregelLoop
+from graphruntime.pregel._loop_state import TaskResult
+from graphruntime.pregel._retry import RetryLater, run_task, run_task_attempt
+from graphruntime.pregel._run import run_options
+from graphruntime.pregel._stream import StreamSink
 from graphruntime.types import RetryPolicy, interrupt
 
 
@@ -36,7 +33,7 @@ def _loop(node: Any, policy: RetryPolicy) -> PregelLoop:
         config,
         checkpointer=InMemorySaver(),
         sink=StreamSink({"values"}, False),
-        options=compiled.run_options(config),
+        options=run_options(compiled, config),
     )
     loop.first({"log": []})
     assert loop.plan()

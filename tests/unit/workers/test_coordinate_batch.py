@@ -375,7 +375,7 @@ def test_a_lease_a_job_could_not_free_is_freed_by_its_process_heartbeat(
     def away(*args: Any, **kwargs: Any) -> Any:
         raise StoreUnavailableError("Postgres away")
 
-    monkeypatch.setattr("workers.coordinator.RELEASE_PATIENCE", 0.0)
+    monkeypatch.setattr("workers._round.RELEASE_PATIENCE", 0.0)
     monkeypatch.setattr(cluster.store, "finish_and_release_many", away)
     monkeypatch.setattr(cluster.store, "release_thread", away)
     with pytest.raises(StoreUnavailableError):

@@ -404,15 +404,15 @@ def test_a_job_that_gives_up_on_an_outage_frees_its_claims_for_its_retry() -> No
     handle = cluster.client.submit("fan", {"items": ["a", "b"], "log": []}, thread())
     cluster.deliver(limit=1)
     job = cluster.broker.tasks[0]
-    real_flush = cluster.saver.put_writes_many
+    real_flush = cluster.saver.put_writes
 
     def outage(*args: Any, **kwargs: Any) -> None:
         raise StoreUnavailableError("Postgres restarting")
 
-    cluster.saver.put_writes_many = outage  # type: ignore[method-assign]
+    cluster.saver.put_writes = outage  # type: ignore[method-assign]
     with pytest.raises(StoreUnavailableError):
         cluster.deliver(0, limit=1, pick=_only(job))
-    cluster.saver.put_writes_many = real_flush  # type: ignore[method-assign]
+    cluster.saver.put_writes = real_flush  # type: ignore[method-assign]
     # Celery re-queues the job; another worker takes it and may run the task
     cluster.broker.tasks.insert(0, job)
     cluster.deliver(1)

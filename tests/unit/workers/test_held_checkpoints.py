@@ -1,112 +1,40 @@
 """Held checkpoints in the coordinator (durability "async"): refused or failed stores.
 
-A fake saver holds puts as PostgresSaver does (stored by ``save_held``, one verdict per
-run) and can refuse them or fail; tests/integration covers the real saver.
+A fake saver stores a block of calls as PostgresSaver.pipelined() does (one verdict per
+thread) and can refuse them or fail; tests/integration covers the real saver.
 """
 
 from __future__ import annotations
 
-import copy
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from checkpoint_pg import CheckpointStoreError, CheckpointStoreUnavailable
-from graphruntime.checkpoint import (
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    HeldSave,
-    InMemorySaver,
-    WriteBatch,
-)
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict
 from graphruntime.graph import START, StateGraph
 from graphruntime.pregel import Pregel
 from graphruntime.types import Durability
+from tests.unit.workers.block_saver import BlockSaver
 from tests.unit.workers.graphs import Calls, Log, ticket
 from workers.store.memory import InMemoryRunStore
 from workers.testing import InlineCluster
 
 
-class Held(HeldSave):
-    __slots__ = ("store",)
+def cluster_with(graph: Pregel) -> tuple[InlineCluster, BlockSaver]:
+    shared: dict[str, tuple[InMemoryRunStore, BlockSaver]] = {}
 
-    def __init__(self, config: RunnableConfig | None, store: Callable[[], object]) -> None:
-        super().__init__(config, stored=False)
-        self.store = store
-
-
-class Faults:
-    """What the cluster's savers (the client's and each worker's) do wrong."""
-
-    def __init__(self) -> None:
-        self.verdict: Callable[[], Exception | None] = lambda: None
-        self.outage_on_writes_of: str | None = None
-        self.stores = 0
-
-
-class HoldingSaver(InMemorySaver):
-    """Holds puts (values copied when held); ``faults`` may refuse or fail a run's."""
-
-    def __init__(self, faults: Faults, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.faults = faults
-
-    def hold_put(
-        self,
-        batch: WriteBatch,
-        config: RunnableConfig | None,
-        checkpoint: Checkpoint | None = None,
-        metadata: CheckpointMetadata | None = None,
-        new_versions: ChannelVersions | None = None,
-    ) -> HeldSave:
-        batch = copy.deepcopy(list(batch))
-        if config is None:
-            return Held(None, lambda: self.put_writes_many(batch))
-        assert checkpoint is not None
-        assert metadata is not None
-        assert new_versions is not None
-        args = copy.deepcopy((config, checkpoint, metadata, new_versions))
-        saved: RunnableConfig = {
-            "configurable": {**config["configurable"], "checkpoint_id": checkpoint["id"]}
-        }
-        return Held(saved, lambda: self.put_with_writes(batch, *args))
-
-    def put_writes_many(self, batch: WriteBatch) -> None:
-        channel = self.faults.outage_on_writes_of
-        if channel is not None and any(ch == channel for _, ws, _, _ in batch for ch, _ in ws):
-            self.faults.outage_on_writes_of = None
-            raise CheckpointStoreUnavailable("PostgresSaver.put_writes failed: outage (test)")
-        super().put_writes_many(batch)
-
-    def save_held(self, runs: Sequence[Sequence[HeldSave]]) -> list[Exception | None]:
-        self.faults.stores += 1
-        out: list[Exception | None] = []
-        for run in runs:
-            error = self.faults.verdict()
-            if error is None:
-                for save in run:
-                    assert isinstance(save, Held)
-                    save.store()
-            out.append(error)
-        return out
-
-
-def cluster_with(graph: Pregel) -> tuple[InlineCluster, Faults]:
-    faults = Faults()
-    shared: dict[str, tuple[InMemoryRunStore, HoldingSaver]] = {}
-
-    def stores(serde: Any) -> tuple[InMemoryRunStore, HoldingSaver]:
+    def stores(serde: Any) -> tuple[InMemoryRunStore, BlockSaver]:
         if not shared:  # one database: every process sees the same rows
-            shared["db"] = (InMemoryRunStore(serde), HoldingSaver(faults, serde=serde))
+            shared["db"] = (InMemoryRunStore(serde), BlockSaver(serde=serde))
         return shared["db"]
 
-    return InlineCluster({"g": graph}, stores=stores), faults
+    cluster = InlineCluster({"g": graph}, stores=stores)
+    return cluster, shared["db"][1]
 
 
 def thread() -> RunnableConfig:
@@ -135,7 +63,7 @@ def two_steps(second: Callable[[Log], dict[str, Any]], ran: list[str]) -> Pregel
 def test_a_run_whose_checkpoints_cannot_be_stored_ends_with_that_error() -> None:
     ran: list[str] = []
     cluster, faults = cluster_with(two_steps(lambda s: {"log": ["second"]}, ran))
-    faults.verdict = lambda: CheckpointStoreError("PostgresSaver.save_held failed: bad (test)")
+    faults.verdict = lambda t: CheckpointStoreError("PostgresSaver.pipelined failed: bad (test)")
     handle = cluster.client.submit("g", {"log": []}, thread())
     cluster.deliver()
     run = cluster.store.get_run(handle.run_id)
@@ -146,12 +74,12 @@ def test_a_run_whose_checkpoints_cannot_be_stored_ends_with_that_error() -> None
 def test_a_run_whose_checkpoints_are_refused_is_sent_again_not_ended() -> None:
     ran: list[str] = []
     cluster, faults = cluster_with(two_steps(lambda s: {"log": ["second"]}, ran))
-    faults.verdict = lambda: CheckpointConflict("the thread moved (test)")
+    faults.verdict = lambda t: CheckpointConflict("the thread moved (test)")
     handle = cluster.client.submit("g", {"log": []}, thread())
     assert cluster.deliver(limit=1) == 1
     assert cluster.store.get_run(handle.run_id).status == "running"
     assert [job.run_ids for job in cluster.broker.coordinator] == [(handle.run_id,)]
-    faults.verdict = lambda: None
+    faults.verdict = lambda t: None
     cluster.deliver()
     assert cluster.store.get_run(handle.run_id).status == "success"
 
@@ -165,10 +93,10 @@ def test_a_slow_node_whose_earlier_steps_were_refused_stops_the_run() -> None:
         return {"log": ["second"]}
 
     cluster, faults = cluster_with(two_steps(slow, ran))
-    faults.verdict = lambda: CheckpointConflict("the thread moved (test)")
+    faults.verdict = lambda t: CheckpointConflict("the thread moved (test)")
     handle = cluster.client.submit("g", {"log": []}, thread())
     assert cluster.deliver(limit=1) == 1
-    assert faults.stores >= 1
+    assert faults.blocks
     assert ran == ["first", "second"]  # "third" did not run on a thread that moved
     assert [job.run_ids for job in cluster.broker.coordinator] == [(handle.run_id,)]
 
@@ -181,7 +109,7 @@ def test_a_failing_node_after_a_refusal_sends_the_run_again() -> None:
         raise ValueError("the node failed")
 
     cluster, faults = cluster_with(two_steps(slow_failure, ran))
-    faults.verdict = lambda: CheckpointConflict("the thread moved (test)")
+    faults.verdict = lambda t: CheckpointConflict("the thread moved (test)")
     handle = cluster.client.submit("g", {"log": []}, thread())
     assert cluster.deliver(limit=1) == 1  # the job does not fail
     assert cluster.store.get_run(handle.run_id).status == "running"

@@ -113,11 +113,11 @@ def test_a_run_counts_with_the_status_its_batch_committed(registry: CollectorReg
     from tests.unit.workers.test_held_checkpoints import cluster_with
 
     cluster, faults = cluster_with(chain(Calls(), n=2))
-    faults.verdict = lambda: CheckpointConflict("the thread moved (test)")
+    faults.verdict = lambda t: CheckpointConflict("the thread moved (test)")
     cluster.client.submit("g", {"log": []}, thread())
     cluster.deliver(limit=1)  # refused: sent again, not ended, not counted
     assert sample(registry, "graphruntime_runs_ended_total", graph="g", status="success") == 0
-    faults.verdict = lambda: CheckpointStoreError("PostgresSaver.save_held failed (test)")
+    faults.verdict = lambda t: CheckpointStoreError("PostgresSaver.pipelined failed (test)")
     cluster.deliver()
     assert sample(registry, "graphruntime_runs_ended_total", graph="g", status="error") == 1
     assert sample(registry, "graphruntime_runs_ended_total", graph="g", status="success") == 0
@@ -215,11 +215,11 @@ def test_every_metric_is_documented_in_the_readme() -> None:
 
 def test_a_step_starts_at_its_checkpoint_or_when_its_run_was_created_if_later() -> None:
     now = datetime.now(UTC)
-    loop: Any = SimpleNamespace(checkpoint={"ts": (now - timedelta(days=2)).isoformat()})
+    view: Any = SimpleNamespace(checkpoint_ts=(now - timedelta(days=2)).isoformat())
     resumed: Any = SimpleNamespace(created_at=now - timedelta(seconds=3))
-    assert step_start(loop, resumed) == now - timedelta(seconds=3)
+    assert step_start(view, resumed) == now - timedelta(seconds=3)
     fresh: Any = SimpleNamespace(created_at=now - timedelta(days=3))
-    assert step_start(loop, fresh) == now - timedelta(days=2)
+    assert step_start(view, fresh) == now - timedelta(days=2)
 
 
 # --- cluster gauges ------------------------------------------------------------------------

@@ -25,7 +25,8 @@ from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.config import RunnableConfig
 from graphruntime.graph import START, StateGraph
 from graphruntime.graph.message import add_messages
-from graphruntime.pregel import Pregel, StreamSink
+from graphruntime.pregel import Pregel
+from graphruntime.pregel.driver import StreamSink
 from graphruntime.types import RetryPolicy
 from workers._live_events import LiveEvents
 from workers.store import InMemoryRunStore, RunPayload, RunStore
