@@ -160,3 +160,32 @@ def test_a_run_without_a_thread_id_is_told_it_needs_one(client: GraphClient) -> 
     with pytest.raises(ValueError, match="A run on the workers needs a thread_id") as caught:
         client.invoke("chain", {"steps": []})
     assert "Checkpointer" not in str(caught.value)
+
+
+@pytest.mark.parametrize("command", ["serve", "ui"])
+def test_a_server_with_postgres_down_exits_3_as_a_worker_does(
+    cluster: LocalCluster, command: str, tmp_path: Any
+) -> None:
+    """`graphrun serve` and `graphrun ui` start services, as `graphrun worker` does: a
+    database that does not answer stops them at start with the worker's code, 3, in one
+    line naming the setting (2 stays for a bad setting)."""
+    config = tmp_path / "langgraph.json"
+    config.write_text(json.dumps({"graphs": {"chain": "tests.e2e.graphs:chain_graph"}}))
+    port = closed_port()
+    args = ("serve", "--config", str(config)) if command == "serve" else ("ui",)
+    done = graphrun(
+        cluster,
+        *args,
+        "--port",
+        "8797",
+        DATABASE_URL=f"postgresql://app:{SECRET}@127.0.0.1:{port}/x",
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr.startswith(
+        f"StoreUnavailableError: DATABASE_URL: Postgres at 127.0.0.1:{port}/x did not answer"
+    ), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1  # one line, no traceback
+    assert SECRET not in done.stdout + done.stderr
+    bad = graphrun(cluster, *args, "--port", "8797", DATABASE_URL="mysql://nope")
+    assert bad.returncode == 2, bad.stdout + bad.stderr
+    assert "DATABASE_URL" in bad.stderr

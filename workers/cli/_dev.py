@@ -92,8 +92,8 @@ def dev(
             cluster.start()
             if settings.config:
                 server = _start_server(cluster, settings.config, port)
-        except RuntimeError as exc:
-            fail(str(exc), 1)
+        except RuntimeError as exc:  # a service or worker did not start: 3, as a worker's
+            fail(str(exc), 3)
         env = cluster.env
         sock = env["REDIS_URL"].removeprefix("redis+socket://")
         out = errors if as_json else console  # with --json, stdout has only the JSON line

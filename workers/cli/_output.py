@@ -143,12 +143,15 @@ def table(
         )
 
 
-def reach_services(*, postgres: bool = True, redis: bool = True) -> tuple[str, str]:
+def reach_services(
+    *, postgres: bool = True, redis: bool = True, unreachable: int = 1
+) -> tuple[str, str]:
     """The URLs of the services a command needs, once each has answered.
 
     A missing or malformed setting exits 2; a service that does not answer within
-    ``GRAPHRUNTIME_CONNECT_TIMEOUT`` seconds (or refuses) exits 1. Both name the setting
-    and where it points, never a password, in one line.
+    ``GRAPHRUNTIME_CONNECT_TIMEOUT`` seconds (or refuses) exits ``unreachable``: 1 for a
+    command that reports, 3 for one that starts a service (as ``graphrun worker``). Both
+    name the setting and where it points, never a password, in one line.
     """
     from workers.services import check_urls, reach
     from workers.settings import load_settings
@@ -161,7 +164,7 @@ def reach_services(*, postgres: bool = True, redis: bool = True) -> tuple[str, s
     try:
         reach(settings, db, broker)
     except WorkerError as exc:  # StoreUnavailableError, BrokerUnavailableError
-        fail(f"{type(exc).__name__}: {exc}", 1)
+        fail(f"{type(exc).__name__}: {exc}", unreachable)
     return db, broker
 
 
