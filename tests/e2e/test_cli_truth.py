@@ -189,3 +189,41 @@ def test_a_server_with_postgres_down_exits_3_as_a_worker_does(
     bad = graphrun(cluster, *args, "--port", "8797", DATABASE_URL="mysql://nope")
     assert bad.returncode == 2, bad.stdout + bad.stderr
     assert "DATABASE_URL" in bad.stderr
+
+
+def test_read_only_commands_need_no_redis_url(
+    cluster: LocalCluster, client: GraphClient, thread: Any
+) -> None:
+    """`runs`, `inbox list` and `inbox history` read Postgres only: they run without
+    REDIS_URL; what needs the broker (`status`, `inbox resume`) still refuses, exit 2."""
+    client.invoke("fan", {"n": 2}, thread, timeout=60)  # paused at its interrupt
+    tid = thread["configurable"]["thread_id"]
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "GRAPHRUNTIME_EMBEDDED")}
+    env |= {k: v for k, v in cluster.env.items() if k != "REDIS_URL"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "workers.cli", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=CEILING,
+            check=False,
+        )
+
+    runs = run("runs", "--thread", tid, "--json")
+    assert runs.returncode == 0, runs.stderr
+    assert [json.loads(line)["status"] for line in runs.stdout.splitlines()] == ["interrupted"]
+    waits = run("inbox", "list", "--thread", tid, "--json")
+    assert waits.returncode == 0, waits.stderr
+    assert {json.loads(line)["thread_id"] for line in waits.stdout.splitlines()} == {tid}
+    shown = run("inbox", "history", "--graph", "fan", "--thread", tid, "--json")
+    assert shown.returncode == 0, shown.stderr
+    for needs_redis in (
+        ("status",),
+        ("inbox", "resume", "--graph", "fan", "--key", tid, "--item", f"{tid}:x", "--value", "1"),
+    ):
+        refused = run(*needs_redis)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert refused.stderr.startswith("ConfigurationError: REDIS_URL is not set"), refused.stderr
+    assert client.get_state("fan", thread).next == ("approve",)  # nothing was resumed

@@ -141,7 +141,7 @@ def list_waits(
 ) -> None:
     """Pending interrupts, oldest first: thread, interrupt id, node, age, deadline, value."""
     age = parse_age(older_than) if older_than else None
-    with connected(redis=False) as client:
+    with connected(redis=False, read_only=True) as client:
         page = client.inbox(
             graph,
             where=_where(where),
@@ -316,7 +316,7 @@ def history(
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """Who resumed the thread, when, with what value and by which route; newest first."""
-    with connected(redis=False) as client:
+    with connected(redis=False, read_only=True) as client:
         records = client.resume_history(graph, {"configurable": {"thread_id": thread}}, limit=limit)
     if as_json:
         for record in records:

@@ -17,7 +17,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from workers.errors import InvalidRequestError, WorkerError
+from workers.errors import ConfigurationError, InvalidRequestError, WorkerError
 
 if TYPE_CHECKING:
     from workers.client import GraphClient
@@ -168,16 +168,41 @@ def reach_services(
     return db, broker
 
 
+class _NoBroker:
+    """The broker of a command that reads Postgres only, run without ``REDIS_URL``: it
+    sends nothing (a use of it is a bug, said as such)."""
+
+    def _refuse(self, *_: Any, **__: Any) -> NoReturn:
+        raise ConfigurationError("REDIS_URL is not set: this command cannot reach the broker")
+
+    send_coordinate = send_coordinates = send_tasks = queue_depths = dead_letter = _refuse
+
+
 @contextmanager
-def connected(*, redis: bool = True) -> Iterator[GraphClient]:
+def connected(*, redis: bool = True, read_only: bool = False) -> Iterator[GraphClient]:
     """A client for the configured cluster, once Postgres (and Redis, unless ``redis`` is
     false: the command reads Postgres only, or records runs that a worker's sweeper sends
-    if the broker is away) answered; see :func:`reach_services`."""
+    if the broker is away) answered; see :func:`reach_services`. A ``read_only`` command
+    (it reads Postgres only) needs no ``REDIS_URL``."""
     reach_services(postgres=True, redis=redis)
     from workers.client import GraphClient
+    from workers.settings import load_settings
 
     try:
-        client = GraphClient.from_env()
+        settings = load_settings()
+        if read_only and not settings.redis_url and not settings.embedded:
+            from workers.runtime import connect
+
+            ctx = connect(settings, broker=_NoBroker())
+            client = GraphClient(
+                settings=ctx.settings,
+                registry=ctx.registry,
+                saver=ctx.saver,
+                store=ctx.store,
+                broker=ctx.broker,
+            )
+        else:
+            client = GraphClient.from_env(settings)
     except WorkerError as exc:
         fail(f"{type(exc).__name__}: {exc}", 2)
     try:
