@@ -227,3 +227,21 @@ def test_read_only_commands_need_no_redis_url(
         assert refused.returncode == 2, refused.stdout + refused.stderr
         assert refused.stderr.startswith("ConfigurationError: REDIS_URL is not set"), refused.stderr
     assert client.get_state("fan", thread).next == ("approve",)  # nothing was resumed
+
+
+def test_the_next_page_cursor_pastes_back(cluster: LocalCluster, client: GraphClient) -> None:
+    """`inbox list` prints its next-page cursor on one line at 80 columns, so that what a
+    person copies from it is the whole cursor, which lists the next page."""
+    tids = [f"cursor-{uuid.uuid4()}" for _ in range(2)]
+    for tid in tids:
+        client.invoke("fan", {"n": 2}, {"configurable": {"thread_id": tid}}, timeout=60)
+    first = graphrun(cluster, "inbox", "list", "--graph", "fan", "--limit", "1")
+    assert first.returncode == 0, first.stderr
+    (line,) = [x for x in first.stdout.splitlines() if x.startswith("next page: --cursor ")]
+    cursor = line.removeprefix("next page: --cursor ").strip()
+    assert len(cursor) > 80  # it would wrap at 80 columns
+    second = graphrun(
+        cluster, "inbox", "list", "--graph", "fan", "--limit", "1", "--cursor", cursor
+    )
+    assert second.returncode == 0, second.stderr
+    assert "next page: --cursor " in second.stdout

@@ -130,7 +130,7 @@ def worker(
     celery_app.worker_main(argv)
 
 
-@db_app.command("migrate")
+@db_app.command("migrate", short_help="Apply pending migrations; safe from many hosts.")
 def migrate(embedded: EmbeddedOption = False, as_json: Annotated[bool, JsonOption] = False) -> None:
     """Apply pending migrations (checkpoints, run bookkeeping, the nodes' store and cache);
     safe from many hosts."""
