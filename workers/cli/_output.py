@@ -191,16 +191,7 @@ def connected(*, redis: bool = True, read_only: bool = False) -> Iterator[GraphC
     try:
         settings = load_settings()
         if read_only and not settings.redis_url and not settings.embedded:
-            from workers.runtime import connect
-
-            ctx = connect(settings, broker=_NoBroker())
-            client = GraphClient(
-                settings=ctx.settings,
-                registry=ctx.registry,
-                saver=ctx.saver,
-                store=ctx.store,
-                broker=ctx.broker,
-            )
+            client = GraphClient.from_env(settings, broker=_NoBroker())
         else:
             client = GraphClient.from_env(settings)
     except WorkerError as exc:
