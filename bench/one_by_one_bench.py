@@ -23,6 +23,7 @@ threads; the resume p50 at 1 client thread <= LangGraph's.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import datetime as dt
 import os
 import queue
@@ -31,7 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ from bench.approvals_bench import CpuMeter, build_approval
 from bench.workers_bench import Env, PrivateRedis, fresh_database, graph_client, versions
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
-HEADING = "## Approvals one at a time"
+HEADING = "## Approvals one at a time (issue #19)"
 MARK = "one-by-one-bench"
 
 THROUGHPUT_TARGET = 3.0
@@ -129,16 +130,20 @@ class _Cpu:
 def graphruntime_side(env: Env, n: int, clients: int, workers: int, log: Any) -> Side:
     with env.graph_cluster(workers, 2) as cluster:
         client = graph_client(cluster)
+        # --profile with 1 client thread: cProfile the client's calls (one thread only)
+        prof = _client_profiler(env, clients)
         try:
 
             def start(tid: str) -> None:
-                out = client.invoke(GRAPH, {"request": f"r{tid}"}, _cfg(tid), timeout=300)
+                with prof:
+                    out = client.invoke(GRAPH, {"request": f"r{tid}"}, _cfg(tid), timeout=300)
                 assert "__interrupt__" in out, out
 
             def resume(tid: str) -> None:
                 from graphruntime.types import Command
 
-                out = client.invoke(GRAPH, Command(resume="yes"), _cfg(tid), timeout=300)
+                with prof:
+                    out = client.invoke(GRAPH, Command(resume="yes"), _cfg(tid), timeout=300)
                 assert out["result"].endswith(": yes"), out
 
             warm = [f"warm-{uuid.uuid4()}" for _ in range(16)]
@@ -149,6 +154,8 @@ def graphruntime_side(env: Env, n: int, clients: int, workers: int, log: Any) ->
             side = Side(n, wall, cpu.spent(), resumes)
         finally:
             client.close()
+            if isinstance(prof, cProfile.Profile) and env.profile_dir:
+                prof.dump_stats(os.path.join(env.profile_dir, f"client-{os.getpid()}.prof"))
     log(
         f"  graphruntime, {clients} client threads, {workers} workers: {side.per_second:.1f} "
         f"threads/s, CPU/run {side.cpu_per_run_ms('client', 'workers'):.2f} ms "
@@ -156,6 +163,13 @@ def graphruntime_side(env: Env, n: int, clients: int, workers: int, log: Any) ->
         f"{side.cpu_per_run_ms('workers'):.2f}, postgres {side.cpu_per_run_ms('postgres'):.2f})"
     )
     return side
+
+
+def _client_profiler(env: Env, clients: int) -> AbstractContextManager[Any]:
+    if env.profile_dir and clients == 1:
+        os.makedirs(env.profile_dir, exist_ok=True)
+        return cProfile.Profile(time.process_time)
+    return nullcontext()
 
 
 @contextmanager
@@ -214,6 +228,36 @@ class Figures:
     gr_one: Side | None = None
     lg_one: Side | None = None
     gr_four: Side | None = None
+
+
+# What carries a run, and where its CPU goes: mechanisms only; the numbers are the table's.
+NOTES = """
+How a single submit travels (issue #19):
+
+- **The run table is the queue, the broker the wake-up** (`workers/_drain.py`). A
+  coordinator job that finds coordinator messages waiting when it is done claims queued
+  runs from the table (`claim_queued_runs`: pick, lease, mark running in one statement,
+  `SKIP LOCKED` between drainers) and advances them as a batch, until none is left. While
+  it drains, a Redis flag per graph is up and `submit` sends no Celery message (the client
+  commits the run, then reads the flag; the drainer lowers the flag, then looks one last
+  time). Under load most runs travel without a message: no publish in the client, no
+  Celery delivery, prefork hand-off and ack in the worker, one claim statement per batch.
+- **Coordinator messages written straight to Redis** (`workers/_celery_wire.py`): the
+  same bytes as `send_task` (pinned by a test), one `LPUSH` pipeline, without kombu's
+  per-publish client and declarations.
+- **The run's end notifies how it ended** (status, stored result, error, when under 5000
+  bytes): the waiting client takes the result from the notification, with no second read.
+- A job drains only while messages wait on the broker: at low load (1 client thread) a run
+  costs the statements it did before, and every run still has its message.
+
+Where the CPU still goes (cProfile of the pool processes, CPU time, and `/proc` of the
+Celery processes): in a pool process, the graph's steps with their checkpoint puts
+(about half), the round's end (held checkpoints stored, then the run's end and its lease
+freed in a durable transaction: about a third), the claim; the Celery main process takes
+a quarter of the workers' CPU at 1 client thread (receiving, handing to the pool, acking),
+which only runs without a message avoid. The client: `create_run`, the flag read, the
+first read of the run, `LISTEN`/`UNLISTEN` when it waits alone.
+"""
 
 
 def section(f: Figures, meta: dict[str, str]) -> str:
@@ -275,7 +319,7 @@ def section(f: Figures, meta: dict[str, str]) -> str:
             f"{four / two:.2f}x | not above 1x plus noise | "
             f"{'yes' if four <= two * 1.1 else 'no'} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + NOTES
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -285,10 +329,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", choices=["concurrent", "latency", "scaling"], action="append")
     parser.add_argument("--no-langgraph", action="store_true", help="graphruntime only, printed")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="cProfile (CPU time) the workers' pool processes, and the client at 1 client "
+        "thread, into DIR; printed only",
+    )
     args = parser.parse_args(argv)
     n = args.threads if args.threads is not None else (100 if args.quick else 2000)
     phases = set(args.only or ["concurrent", "latency", "scaling"])
-    write = not (args.no_write or args.quick or args.no_langgraph or args.only)
+    write = not (args.no_write or args.quick or args.no_langgraph or args.only or args.profile)
 
     def log(msg: str) -> None:
         sys.stdout.write(msg + "\n")
@@ -317,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             os.environ["DATABASE_URL"] = workers_db
             os.environ["REDIS_URL"] = redis.url
-            env = Env(redis, server, workers_db, lg_db, lg_db, None, log)
+            env = Env(redis, server, workers_db, lg_db, lg_db, args.profile, log)
             if "concurrent" in phases:
                 log(f"concurrent: {n} threads, 8 client threads ...")
                 f.gr = graphruntime_side(env, n, 8, 2, log)

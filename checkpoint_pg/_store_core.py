@@ -242,6 +242,13 @@ class StoreCore:
         final = self._final_puts(ops)
         upserts = [op for op in final if op.value is not None]
         deletes = [op for op in final if op.value is None]
+        if len(final) > 1:
+            # the items' advisory locks in one global order first (see store_lock)
+            every = {
+                "prefixes": [".".join(op.namespace) for op in final],
+                "keys": [op.key for op in final],
+            }
+            statements.append(Stmt(q.LOCK, every))
         if deletes:
             gone = {
                 "prefixes": [".".join(op.namespace) for op in deletes],

@@ -11,6 +11,7 @@ _QUERIES = NamedQueries("checkpoint_pg", "sql/store_queries.sql")
 
 GET = _QUERIES["store_get"]
 PUT = _QUERIES["store_put"]
+LOCK = _QUERIES["store_lock"]
 DELETE = _QUERIES["store_delete"]
 SEARCH = _QUERIES["store_search"]
 LIST_NAMESPACES = _QUERIES["store_list_namespaces"]

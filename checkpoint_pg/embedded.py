@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -78,10 +79,20 @@ def _start(pgdata: Path) -> Any:
                 "install it with `pip install 'graphruntime[postgres]'` (package pgserver), "
                 "or set DATABASE_URL=postgresql://user:password@host:5432/dbname"
             ) from exc
-    if pgdata.exists():
-        with PostgresServer._lock:
-            _forget_dead_handles(pgdata)
-    return get_server(pgdata, cleanup_mode="stop")
+    for attempt in range(2):
+        if pgdata.exists():
+            with PostgresServer._lock:
+                _forget_dead_handles(pgdata)
+        try:
+            return get_server(pgdata, cleanup_mode="stop")
+        except Exception as exc:  # pgserver raises bare errors (pg_ctl's exit status)
+            if attempt:
+                raise EmbeddedPostgresError(
+                    f"The embedded Postgres in {pgdata} did not start: {exc}. Its log is "
+                    f"{pgdata / 'log'}; set DATABASE_URL to use a server of your own"
+                ) from exc
+            time.sleep(1.0)  # pg_ctl gives up early on a loaded machine: once more
+    raise AssertionError("unreachable")
 
 
 def _forget_dead_handles(pgdata: Path) -> None:

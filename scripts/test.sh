@@ -121,6 +121,7 @@ for dir in graphruntime checkpoint_pg workers tests; do
 done
 
 run_stage "ruff check" ruff check .
+run_stage "ruff format" ruff format --check .
 run_stage "mypy ${typed_dirs[*]}" mypy "${typed_dirs[@]}"
 run_stage "lint-imports" lint-imports
 run_stage "pytest" run_pytest "$@"

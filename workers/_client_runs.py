@@ -23,7 +23,8 @@ from graphruntime.errors import CheckpointError, InvalidArgumentTypeError
 from graphruntime.types import Durability
 from workers import approvals
 from workers._client_core import ClientCore
-from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunWatch
+from workers._drain import drain_flag
+from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunWatch, ended_as
 from workers._queue_runs import queue_runs
 from workers._requests import check_text, thread_id_of
 from workers.approvals import Route
@@ -54,7 +55,7 @@ class RunHandle:
 
     def wait(self, timeout: float | None = 120.0) -> Any:
         """The run's output, as ``invoke`` returns it; re-raises the run's error."""
-        run = self.client.wait_done(self.run_id, timeout)
+        run = self.client.wait_done(self.run_id, timeout, notified=True)
         if run.status == "error":
             raise rebuild_error(run.error or {}, run.run_id)
         if run.result_error is not None:
@@ -144,7 +145,7 @@ class Runs(ClientCore):
         )
         run, created = self.store.create_run(new)
         thread_id = new.thread_id
-        if created:
+        if created and not self._drained(graph):  # after the commit: see workers/_drain.py
             self.send_coordinates([run.run_id], "submit it again (or reuse the same key)")
         return RunHandle(self, run.run_id, thread_id, created=created)
 
@@ -241,13 +242,25 @@ class Runs(ClientCore):
                 "Nothing was queued."
             ) from exc
 
-    def wait_done(self, run_id: str, timeout: float | None) -> Run:
+    def _drained(self, graph: str) -> bool:
+        """Whether a coordinator job takes ``graph``'s queued runs now: no message needed."""
+        flag = drain_flag(self.broker, self.settings)
+        return flag is not None and flag.up(graph)
+
+    def wait_done(self, run_id: str, timeout: float | None, *, notified: bool = False) -> Run:
+        """The run once it ended. ``notified``: its status, result and error may come from
+        the notification of its end (no read of the run then; its other fields are as
+        read before, ``updated_at`` included)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         # LISTEN first, then read: a run finished after the read is always notified
         with self._watch(run_id, (RUNS_CHANNEL,)) as watch:
             status = "unknown"
             hint_at: float | None = time.monotonic() + NO_WORKER_HINT_AFTER
+            read: Run | None = None
             while True:
+                ended = watch.outcome() if notified and watch is not None else None
+                if read is not None and ended is not None:
+                    return ended_as(read, ended, self.store.serde)
                 try:
                     run: Run | None = self.store.get_run(run_id)
                 except Exception as exc:
@@ -258,6 +271,7 @@ class Runs(ClientCore):
                     run = None
                 if run is not None and run.done:
                     return run
+                read = run or read
                 status = run.status if run is not None else status
                 now = time.monotonic()
                 if deadline is not None and now > deadline:

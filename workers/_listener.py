@@ -2,20 +2,82 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import dataclasses
+import json
 import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
-# NOTIFY channels of workers/sql/queries.sql (finish_run, add_event); payload: the run id.
+from graphruntime.checkpoint import SerializerProtocol
+from graphruntime.errors import CheckpointError
+from workers.store import Run, RunStatus
+
+# NOTIFY channels of workers/sql/queries.sql (finish_run, add_event); payload: the run id,
+# on graphruntime_runs followed by how the run ended when that is small (RunOutcome).
 RUNS_CHANNEL = "graphruntime_runs"
 EVENTS_CHANNEL = "graphruntime_events"
+
+
+ENDED = ("interrupted", "success", "error", "cancelled")
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a run ended, as finish_run's notification says it: its status, its result as
+    the serde stored it (type and bytes), its error."""
+
+    status: RunStatus
+    result_type: str | None
+    result: bytes | None
+    error: dict[str, Any] | None
+
+    @classmethod
+    def parse(cls, text: str) -> RunOutcome | None:
+        """``<status> <result_type|-> <base64|-> <error JSON>``; None if not that."""
+        parts = text.split(" ", 3)
+        if len(parts) != 4:
+            return None
+        status, result_type, data, error = parts
+        if status not in ENDED:
+            return None
+        try:
+            return cls(
+                cast("RunStatus", status),
+                None if result_type == "-" else result_type,
+                None if data == "-" else base64.b64decode(data),
+                json.loads(error) if error else None,
+            )
+        except (ValueError, binascii.Error):
+            return None
+
+
+def ended_as(run: Run, ended: RunOutcome, serde: SerializerProtocol) -> Run:
+    """``run`` (as read before it ended) with how it ended; a result this process cannot
+    decode is ``result_error``, as a read of the run gives it."""
+    result: Any = None
+    result_error = None
+    if ended.result_type is not None and ended.result is not None:
+        try:
+            result = serde.loads_typed((ended.result_type, ended.result))
+        except CheckpointError as exc:
+            result_error = str(exc)
+    return dataclasses.replace(
+        run,
+        status=ended.status,
+        result=result,
+        error=ended.error,
+        result_error=result_error,
+    )
 
 
 class RunListener:
@@ -44,6 +106,7 @@ class RunListener:
         self._listening = False  # the connection LISTENs on both channels
         self._watchers = 0
         self._seen: dict[tuple[str, str], int] = {}  # (channel, run id) → notifications
+        self._outcomes: dict[str, RunOutcome] = {}  # run id → how it ended, if notified
         self._refs: dict[tuple[str, str], int] = {}
         self._retry_at = 0.0
         self._closed = False
@@ -144,6 +207,7 @@ class RunListener:
                 self._refs[key] -= 1
                 if not self._refs[key]:
                     del self._refs[key], self._seen[key]
+                    self._outcomes.pop(key[1], None)
             if self._watchers or not self._listening:
                 return
             self._take()
@@ -191,9 +255,13 @@ class RunListener:
         finally:
             with self._cond:
                 for note in received:
-                    key = (note.channel, note.payload)
+                    run_id, _, rest = note.payload.partition(" ")
+                    key = (note.channel, run_id)
                     if key in self._seen:
                         self._seen[key] += 1
+                        outcome = RunOutcome.parse(rest) if rest else None
+                        if outcome is not None:
+                            self._outcomes[run_id] = outcome
             self._give_back(broken)
 
 
@@ -224,6 +292,15 @@ class RunWatch:
             self._count = count
             return True
         return False
+
+    def outcome(self) -> RunOutcome | None:
+        """How the watched run ended, if a notification said so."""
+        listener = self._listener
+        with listener._cond:
+            for _channel, run_id in self._keys:
+                if (found := listener._outcomes.get(run_id)) is not None:
+                    return found
+        return None
 
     def progressed(self) -> None:
         """The run moved on: poll fast again (when polling)."""

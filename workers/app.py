@@ -20,6 +20,7 @@ from celery import Celery
 from kombu.entity import Queue
 from kombu.exceptions import OperationalError as KombuOperationalError
 
+from workers import _celery_wire as celery_wire
 from workers.dispatch import QueueDepths, batches
 from workers.errors import BrokerUnavailableError
 from workers.messages import CoordinateMessage, TaskMessage
@@ -79,6 +80,7 @@ class CeleryBroker:
         self.settings = settings
         url = str(app.conf.broker_url).replace("redis+socket://", "unix://")
         self.redis = redis.Redis.from_url(url)
+        self.lean = celery_wire.supported(app.conf.broker_transport_options or {})
 
     def send_coordinate(self, run_id: str, *, delay: float = 0.0) -> None:
         options: dict[str, Any] = {"queue": self.settings.coordinator_queue}
@@ -91,6 +93,11 @@ class CeleryBroker:
 
     def send_coordinates(self, run_ids: Sequence[str], *, per_message: int = 1) -> None:
         queue = self.settings.coordinator_queue
+        if self.lean:  # the same messages, written without kombu (see workers/_celery_wire.py)
+            with _broker_errors("send coordinator messages"):
+                kwargs = [_coordinate_kwargs(batch) for batch in batches(run_ids, per_message)]
+                celery_wire.push(self.redis, queue, kwargs)
+            return
         with (
             _broker_errors("send coordinator messages"),
             self.app.producer_or_acquire() as producer,

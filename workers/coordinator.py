@@ -59,7 +59,7 @@ from workers.errors import (
     rebuild_error,
 )
 from workers.heartbeat import unserved_reason
-from workers.store import Run, RunEnd, RunStatus, StepTask, Wait
+from workers.store import Claim, Run, RunEnd, RunStatus, StepTask, Wait
 
 log = logging.getLogger(__name__)
 
@@ -85,10 +85,13 @@ def coordinate(ctx: WorkerContext, run_id: str) -> list[str]:
     return coordinate_many(ctx, [run_id])
 
 
-def coordinate_many(ctx: WorkerContext, run_ids: Sequence[str]) -> list[str]:
+def coordinate_many(
+    ctx: WorkerContext, run_ids: Sequence[str], claims: Sequence[Claim] | None = None
+) -> list[str]:
     """Advance the threads of ``run_ids`` as far as they go without waiting. Safe to call twice.
 
     Returns the runs that failed here, one line each (their errors are recorded).
+    ``claims``: the runs' claims if the caller made them (workers/_drain.py), in order.
 
     Runs of a thread go in order: whichever job holds the thread's lease advances
     its oldest run, then the next; a job that finds the lease taken leaves its run
@@ -98,10 +101,11 @@ def coordinate_many(ctx: WorkerContext, run_ids: Sequence[str]) -> list[str]:
     """
     failures: list[str] = []
     pending = list(dict.fromkeys(run_ids))
-    ctx.job_token = uuid.uuid4().hex
+    if claims is None or ctx.job_token is None:  # a caller's claims carry its job's token
+        ctx.job_token = uuid.uuid4().hex
     try:
         for _ in range(MAX_RUNS_PER_JOB):
-            pending = _round(ctx, pending, failures)
+            pending, claims = _round(ctx, pending, failures, claims), None
             if not pending:
                 return failures
     finally:
@@ -111,7 +115,12 @@ def coordinate_many(ctx: WorkerContext, run_ids: Sequence[str]) -> list[str]:
     return failures
 
 
-def _round(ctx: WorkerContext, run_ids: Sequence[str], failures: list[str]) -> list[str]:
+def _round(
+    ctx: WorkerContext,
+    run_ids: Sequence[str],
+    failures: list[str],
+    claims: Sequence[Claim] | None = None,
+) -> list[str]:
     """Lease the runs' threads (one round trip), advance each leased thread's oldest run
     with the shared driver, one after another, and end them together; the runs that
     follow the ended ones.
@@ -120,7 +129,8 @@ def _round(ctx: WorkerContext, run_ids: Sequence[str], failures: list[str]) -> l
     freed, their messages sent again) so that other workers take them meanwhile: slow
     runs spread over the cluster, and a round's ends wait for at most that long.
     """
-    claims = ctx.store.claim_runs(run_ids, ctx.worker_name, ctx.stale, ctx.job_token)
+    if claims is None:
+        claims = ctx.store.claim_runs(run_ids, ctx.worker_name, ctx.stale, ctx.job_token)
     batch = Batch(ctx, failures, next((c.epoch for c in claims if c.found), None))
     runs: list[Run] = []
     for run_id, claim in zip(run_ids, claims, strict=True):

@@ -22,6 +22,7 @@ from celery.signals import (
 from celery.utils.log import get_multiprocessing_logger
 
 from workers import observability as observe
+from workers._drain import drain
 from workers._retrying import JOB_OUTAGE
 from workers.app import CeleryBroker, get_app
 from workers.context import WorkerContext
@@ -85,7 +86,10 @@ def coordinate_task(self: Any, **kwargs: Any) -> None:
             failures = coordinate_many(_context(), runs)
         except RunNotFoundError:
             log.warning("dropping coordinate message for unknown run %s", runs[0])
-            return
+            failures = []
+        # free now: take the runs queued meanwhile (single submits skip their messages); a
+        # retried job drains in any case (a crash may have taken back what it drained)
+        failures += drain(_context(), coordinate_many, when_idle=bool(self.request.retries))
     _fail_visibly(failures)
 
 

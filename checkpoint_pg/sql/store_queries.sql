@@ -23,14 +23,14 @@ found AS (
     WHERE NOT %(omit_expired)s OR s.expires_at IS NULL
         OR s.expires_at > coalesce(%(now)s::timestamptz, now())
 ),
--- rows to refresh are locked in key order first, so that concurrent batches refreshing
--- the same items cannot deadlock
+-- rows to refresh are locked in key order first, skipping those a concurrent batch
+-- holds (it writes or refreshes them itself): a read never waits, so it cannot deadlock
 locked AS (
     SELECT s.prefix, s.key FROM graphruntime_store s
     JOIN found f ON s.prefix = f.prefix AND s.key = f.key
     WHERE f.refresh AND s.ttl_minutes IS NOT NULL
     ORDER BY s.prefix, s.key
-    FOR UPDATE OF s
+    FOR UPDATE OF s SKIP LOCKED
 ),
 refreshed AS (
     UPDATE graphruntime_store s
@@ -60,6 +60,20 @@ ON CONFLICT (prefix, key) DO UPDATE SET
     updated_at = excluded.updated_at,
     ttl_minutes = excluded.ttl_minutes,
     expires_at = excluded.expires_at;
+
+-- name: store_lock
+-- Taken by a run of puts of several items before it deletes or upserts any: a
+-- transaction-scoped advisory lock per item, in the order of the locks' ids. Row locks
+-- alone cannot order writers: a row inserted or deleted by another batch between two
+-- statements (read committed) escapes a row lock taken first. Under these locks, runs of
+-- puts sharing an item take their turns, and readers that refresh TTLs never wait
+-- (SKIP LOCKED), so no cycle of waits can form.
+SELECT pg_advisory_xact_lock(hashtext('graphruntime_store'), l.id)
+FROM (
+    SELECT DISTINCT hashtext(w.prefix || '/' || w.key) AS id
+    FROM unnest(%(prefixes)s::text[], %(keys)s::text[]) AS w (prefix, key)
+    ORDER BY id
+) AS l;
 
 -- name: store_delete
 DELETE FROM graphruntime_store s
@@ -217,13 +231,14 @@ SELECT NULL::text[] AS namespace WHERE false;
 
 -- name: store_refresh_hits
 -- The CTEs of a search that refresh the TTLs of the items found (hits), when
--- refresh is set: the rows are locked in key order first, as store_get locks them.
+-- refresh is set: the rows are locked in key order first, skipping those a concurrent
+-- batch holds, as store_get locks them.
 locked AS (
     SELECT s.prefix, s.key FROM graphruntime_store s
     JOIN hits h ON s.prefix = h.prefix AND s.key = h.key
     WHERE %(refresh)s AND s.ttl_minutes IS NOT NULL
     ORDER BY s.prefix, s.key
-    FOR UPDATE OF s
+    FOR UPDATE OF s SKIP LOCKED
 ),
 refreshed AS (
     UPDATE graphruntime_store s

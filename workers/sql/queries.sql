@@ -109,7 +109,10 @@ WHERE run_id = %(run_id)s
 
 -- name: finish_run
 -- Ends a queued or running run: one row when this call ended it. Waiting clients LISTEN
--- on graphruntime_runs; the notification (payload: the run id) is delivered at commit.
+-- on graphruntime_runs; the notification is delivered at commit. Its payload is the run
+-- id, then, when they are small (NOTIFY payloads stop at 8000 bytes), how it ended:
+-- ' <status> <result_type or -> <result in base64 or -> <error JSON>' (workers/_listener.py),
+-- so a waiting client needs no read of the run.
 -- With %(set_inbox)s, the thread's inbox is set to what it waits on now, in the same
 -- statement: the ended run's thread (only when this call ended it), or, with no run to
 -- end (%(run_id)s NULL: an edit of its state), %(thread_id)s. A wait still pending keeps
@@ -120,7 +123,7 @@ WITH done AS (
     SET status = %(status)s, result_type = %(result_type)s, result = %(result)s,
         error = %(error)s, updated_at = now()
     WHERE run_id = %(run_id)s AND status IN ('queued', 'running')
-    RETURNING run_id, thread_id
+    RETURNING run_id, thread_id, status, result_type, result, error
 ), thread AS (
     SELECT thread_id FROM done WHERE %(set_inbox)s
     UNION ALL
@@ -146,7 +149,12 @@ WITH done AS (
         default_type = EXCLUDED.default_type, default_value = EXCLUDED.default_value,
         response_schema = EXCLUDED.response_schema
 )
-SELECT pg_notify('graphruntime_runs', run_id::text) FROM done;
+SELECT pg_notify('graphruntime_runs', run_id::text || CASE
+    WHEN coalesce(octet_length(result), 0) + coalesce(octet_length(error::text), 0) <= 5000
+    THEN ' ' || status || ' ' || coalesce(result_type, '-') || ' '
+         || coalesce(encode(result, 'base64'), '-') || ' ' || coalesce(error::text, '')
+    ELSE '' END)
+FROM done;
 
 -- name: runs_of_thread
 SELECT run_id, status, kind, created_at, updated_at, error FROM graphruntime_runs
@@ -237,6 +245,45 @@ SELECT target.status AS target_status, EXISTS (SELECT FROM lease) AS leased,
 FROM target
 LEFT JOIN next ON true
 LEFT JOIN graphruntime_runs r ON r.run_id = next.run_id;
+
+-- name: claim_queued_runs
+-- A free coordinator job takes runs from the table (workers/_drain.py), in one
+-- statement: up to %(limit)s queued runs of the graphs it serves (%(graphs)s), not in
+-- %(skip)s, each the first in line on its thread, on a thread no live worker holds;
+-- oldest first. Rows another job is taking are skipped, not waited for. Each thread is
+-- leased as claim_run leases it (soft state) and its run marked running; the rows show
+-- the runs as they were (queued), with claim_run's columns.
+WITH picked AS (
+    SELECT r.run_id, r.thread_id FROM graphruntime_runs r
+    JOIN graphruntime_threads th ON th.thread_id = r.thread_id
+    WHERE r.status = 'queued' AND r.graph = ANY(%(graphs)s::text[])
+      AND r.run_id <> ALL(%(skip)s::uuid[])
+      AND NOT EXISTS (SELECT 1 FROM graphruntime_runs e
+                      WHERE e.thread_id = r.thread_id AND e.status IN ('queued', 'running')
+                        AND (e.kind <> 'cancel', e.created_at, e.run_id)
+                            < (r.kind <> 'cancel', r.created_at, r.run_id))
+      AND (th.lease_holder IS NULL OR th.lease_holder = %(worker)s
+           OR NOT EXISTS (SELECT 1 FROM graphruntime_workers w
+                          WHERE w.worker = th.lease_holder
+                            AND w.heartbeat_at > now() - make_interval(secs => %(stale)s)))
+    ORDER BY r.updated_at LIMIT %(limit)s
+    FOR UPDATE OF r, th SKIP LOCKED
+), lease AS (
+    UPDATE graphruntime_threads t
+    SET lease_holder = %(worker)s, leased_at = now(), lease_token = %(token)s
+    FROM picked
+    WHERE t.thread_id = picked.thread_id
+      AND set_config('synchronous_commit', 'off', true) IS NOT NULL
+    RETURNING t.thread_id
+), marked AS (
+    UPDATE graphruntime_runs r SET status = 'running', updated_at = now()
+    FROM picked JOIN lease ON lease.thread_id = picked.thread_id
+    WHERE r.run_id = picked.run_id
+)
+SELECT r.status AS target_status, true AS leased, graphruntime_epoch() AS epoch, r.*
+FROM picked JOIN lease ON lease.thread_id = picked.thread_id
+JOIN graphruntime_runs r ON r.run_id = picked.run_id
+ORDER BY r.updated_at;
 
 -- name: heartbeat
 -- Beats, and frees what the worker holds that its current job (token %(keep)s; NULL:

@@ -409,6 +409,31 @@ class RunStore(StepBarrier):
             rows = s.many("claim_run", params)
         return [self._claim(one(found)) for found in rows]
 
+    def claim_queued_runs(
+        self,
+        graphs: Sequence[str],
+        worker: str,
+        stale: float,
+        token: str | None = None,
+        *,
+        skip: Sequence[str] = (),
+        limit: int = 32,
+    ) -> list[Claim]:
+        """Take runs from the table for a free coordinator job (see workers/_drain.py):
+        up to ``limit`` queued runs of ``graphs`` (none of ``skip``), each first in line
+        on a thread no live worker holds, oldest first; their threads leased and the runs
+        marked running, as :meth:`claim_runs` would for messages naming them. One
+        statement; runs another job is taking meanwhile are left to it."""
+        params = {
+            "graphs": list(graphs),
+            "worker": worker,
+            "stale": stale,
+            "token": token,
+            "skip": list(skip),
+            "limit": limit,
+        }
+        return [self._claim(row) for row in self._all("claim_queued_runs", params)]
+
     def _claim(self, row: Row | None) -> Claim:
         if row is None:  # no such run (a claim of a single run raises instead)
             return Claim(ended=True, leased=False, run=None, found=False)

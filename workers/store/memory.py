@@ -370,6 +370,22 @@ class InMemoryConnector:
         nexts = (self._next(t) for t in dict.fromkeys(p["threads"]))
         return [{"thread_id": r["thread_id"], "run_id": r["run_id"]} for r in nexts if r]
 
+    def claim_queued_runs(self, p: P) -> list[Row]:
+        nexts = (self._next(t) for t in dict.fromkeys(r["thread_id"] for r in self.runs.values()))
+        claimed: list[Row] = []
+        for run in sorted((r for r in nexts if r), key=lambda r: r["updated_at"]):
+            if (
+                len(claimed) < p["limit"]
+                and run["status"] == "queued"
+                and run["graph"] in p["graphs"]
+                and run["run_id"] not in p["skip"]
+                and self.acquire_thread({**p, "thread_id": run["thread_id"]})
+            ):
+                claimed.append({**run, "target_status": "queued", "leased": True})
+                claimed[-1]["epoch"] = self.server_epoch
+                run.update(status="running", updated_at=self.clock())
+        return claimed
+
     def claim_run(self, p: P) -> list[Row]:
         if (target := self.runs.get(p["run_id"])) is None:
             return []

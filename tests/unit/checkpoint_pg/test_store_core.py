@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from checkpoint_pg import _store_queries as q
-from checkpoint_pg._requests import Stmt
+from checkpoint_pg._requests import Batch, Stmt
 from checkpoint_pg._store_core import StoreCore
 from checkpoint_pg._vector import VectorIndex
 from graphruntime.store.base import InvalidStoreRequestError, PutOp, StoreBackendError
@@ -96,3 +96,36 @@ def test_texts_to_embed_are_planned_per_field() -> None:
 def test_naming_fields_to_embed_without_an_index_is_refused() -> None:
     with pytest.raises(InvalidStoreRequestError, match="no index"):
         StoreCore(None, None, None).plan([PutOp(("docs",), "a", {"t": "x"}, index=["t"])])
+
+
+def _put_statements(ops: list[PutOp]) -> list[Stmt]:
+    """The statements of one run of puts, as the core sends them (one Batch)."""
+    core = StoreCore(None, None, None)
+    request = next(core.batch(core.plan(ops), [], []))
+    assert isinstance(request, Batch)
+    return list(request.statements)
+
+
+def test_a_run_of_puts_of_several_items_locks_them_all_before_writing() -> None:
+    # a DELETE and an upsert each lock in their own order, and rows inserted or deleted by
+    # other batches between them escape row locks: the items' locks are taken first
+    ops = [
+        PutOp(("ns", "b"), "k2", None),
+        PutOp(("ns", "a"), "k9", {"v": 1}),
+        PutOp(("ns", "b"), "k1", {"v": 2}),
+        PutOp(("ns", "a"), "k0", None),
+        PutOp(("ns", "b"), "k1", {"v": 3}),  # the last put of an item wins
+    ]
+    statements = _put_statements(ops)
+    assert [s.query for s in statements] == [q.LOCK, q.DELETE, q.PUT]
+    locked = list(zip(statements[0].params["prefixes"], statements[0].params["keys"], strict=True))
+    assert locked == [("ns.a", "k0"), ("ns.a", "k9"), ("ns.b", "k1"), ("ns.b", "k2")]
+    assert statements[1].params == {"prefixes": ["ns.a", "ns.b"], "keys": ["k0", "k2"]}
+    assert statements[2].params["keys"] == ["k9", "k1"]
+    upserts = [PutOp(("ns",), "b", {"v": 1}), PutOp(("ns",), "a", {"v": 2})]
+    assert [s.query for s in _put_statements(upserts)] == [q.LOCK, q.PUT]
+
+
+def test_a_put_of_one_item_takes_no_extra_lock() -> None:
+    assert [s.query for s in _put_statements([PutOp(("ns",), "a", None)])] == [q.DELETE]
+    assert [s.query for s in _put_statements([PutOp(("ns",), "a", {"v": 1})])] == [q.PUT]

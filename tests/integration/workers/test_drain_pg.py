@@ -1,0 +1,229 @@
+"""A free coordinator job drains the run table (workers/_drain.py), on Postgres and Redis.
+
+The client and the drainer race on the flag only in the orders written in the module's
+docstring; each order is played here step by step (a hook runs the client at the exact
+point), never by timing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import psycopg
+import pytest
+import redis as redis_lib
+
+from graphruntime.config import RunnableConfig
+from tests.integration.workers.test_approvals_pg import db, make_cluster
+from tests.unit.workers.graphs import Calls, chain
+from workers._drain import FLAG_TTL, DrainFlag, drain
+from workers.context import WorkerContext
+from workers.coordinator import coordinate_many
+from workers.settings import Settings
+from workers.store import Claim
+from workers.sweeper import sweep_once
+from workers.testing import InlineCluster
+
+pytestmark = pytest.mark.integration
+
+__all__ = ("db", "make_cluster")
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[Any]:
+    from workers.embedded import redis_url
+
+    client = redis_lib.Redis.from_url(redis_url().replace("redis+socket://", "unix://"))
+    yield client
+    client.close()
+
+
+class Drained:
+    """A cluster on Postgres whose broker has a real Redis (the flag's), and its graph."""
+
+    def __init__(self, make: Callable[..., InlineCluster], redis: Any) -> None:
+        self.calls = Calls()
+        queue = f"test-drain-{uuid.uuid4().hex[:8]}"
+        settings = Settings(
+            database_url="memory://", redis_url="memory://", coordinator_queue=queue
+        )
+        self.cluster = make({"chain": chain(self.calls)}, settings=settings)
+        setattr(self.cluster.broker, "redis", redis)  # noqa: B010 - what CeleryBroker has
+        self.flag = DrainFlag(redis, queue)
+        self.ctx = self.cluster.workers[0]
+
+    def submit(self, thread: str) -> str:
+        handle = self.cluster.client.submit("chain", {"log": []}, _cfg(thread))
+        return handle.run_id
+
+    def status(self, run_id: str) -> str:
+        return self.cluster.store.get_run(run_id).status
+
+    def messages(self) -> list[str]:
+        return [run_id for job in self.cluster.broker.coordinator for run_id in job.run_ids]
+
+    def flag_up(self) -> bool:
+        return self.flag.up("chain")
+
+
+@pytest.fixture
+def drained(make_cluster: Callable[..., InlineCluster], redis_server: Any) -> Drained:
+    return Drained(make_cluster, redis_server)
+
+
+def _cfg(thread: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": f"{thread}-{uuid.uuid4().hex[:8]}"}}
+
+
+def test_a_job_with_nothing_queued_leaves_the_flag_down(drained: Drained) -> None:
+    assert drain(drained.ctx, coordinate_many, when_idle=True) == []
+    assert not drained.flag_up()
+
+
+def test_a_job_drains_only_while_coordinator_messages_wait(drained: Drained) -> None:
+    first = drained.submit("first")
+    (message,) = drained.cluster.broker.coordinator
+    drained.cluster.broker.coordinator.clear()  # no message waits: the run is left alone
+    assert drain(drained.ctx, coordinate_many) == []
+    assert drained.status(first) == "queued"
+    drained.cluster.broker.coordinator.append(message)  # one waits: the job takes its run
+    assert drain(drained.ctx, coordinate_many) == []
+    assert drained.status(first) == "success"
+    drained.cluster.deliver()  # the message comes after: nothing runs twice
+    assert drained.calls.counts == {"n0": 1, "n1": 1, "n2": 1}
+
+
+def test_runs_submitted_while_the_flag_is_up_send_no_message_and_the_drain_ends_them(
+    drained: Drained,
+) -> None:
+    drained.flag.raise_(["chain"])
+    thread = _cfg("twice")
+    first = drained.cluster.client.submit("chain", {"log": []}, thread).run_id
+    second = drained.cluster.client.submit("chain", {"log": []}, thread).run_id
+    other = drained.submit("other")
+    assert drained.messages() == []
+    assert drain(drained.ctx, coordinate_many, when_idle=True) == []
+    assert [drained.status(r) for r in (first, second, other)] == ["success"] * 3
+    state = drained.cluster.client.get_state("chain", thread)
+    assert state.values["log"] == ["n0", "n1", "n2"] * 2  # the thread's runs in order
+    assert not drained.flag_up()
+
+
+def test_a_run_submitted_while_the_drainer_works_is_taken_without_a_message(
+    drained: Drained,
+) -> None:
+    first = drained.submit("first")
+    drained.cluster.broker.coordinator.clear()  # its message is lost: the table has it
+    late: list[str] = []
+
+    def coordinate(
+        ctx: WorkerContext, run_ids: Sequence[str], claims: Sequence[Claim] | None = None
+    ) -> list[str]:
+        if not late:
+            assert drained.flag_up()
+            late.append(drained.submit("late"))  # the flag is up: no message
+        return coordinate_many(ctx, run_ids, claims)
+
+    assert drain(drained.ctx, coordinate, when_idle=True) == []
+    assert drained.messages() == []
+    assert [drained.status(first), drained.status(late[0])] == ["success", "success"]
+
+
+class LowerThen(DrainFlag):
+    """A flag that runs ``hook`` as the drainer lowers it: ``before`` or after the DEL."""
+
+    def __init__(self, flag: DrainFlag, hook: Callable[[], None], *, before: bool) -> None:
+        super().__init__(flag.redis, flag.queue)
+        self.hook, self.before, self.lowered = hook, before, 0
+
+    def lower(self, graphs: Sequence[str]) -> None:
+        self.lowered += 1
+        if self.lowered == 1 and self.before:
+            self.hook()
+        super().lower(graphs)
+        if self.lowered == 1 and not self.before:
+            self.hook()
+
+
+def _submit_as_it_lowers(drained: Drained, *, before: bool) -> tuple[str, str]:
+    """Drain one run whose message was lost; a client submits another as the drainer
+    lowers its flag, ``before`` the DEL or after it. The two run ids."""
+    first = drained.submit("first")
+    drained.cluster.broker.coordinator.clear()
+    late: list[str] = []
+    flag = LowerThen(drained.flag, lambda: late.append(drained.submit("late")), before=before)
+    assert drain(drained.ctx, coordinate_many, flag, when_idle=True) == []
+    return first, late[0]
+
+
+def test_a_run_that_saw_the_flag_just_before_it_went_down_is_taken_by_the_last_look(
+    drained: Drained,
+) -> None:
+    first, late = _submit_as_it_lowers(drained, before=True)
+    assert drained.messages() == []  # it saw the flag up
+    assert [drained.status(first), drained.status(late)] == ["success", "success"]
+    assert not drained.flag_up()
+
+
+def test_a_run_submitted_after_the_flag_went_down_is_sent_and_taken_once(
+    drained: Drained,
+) -> None:
+    first, late = _submit_as_it_lowers(drained, before=False)
+    assert drained.messages() == [late]  # the flag was down: its message went out
+    assert drained.status(late) == "success"  # the last look took it meanwhile
+    drained.cluster.deliver()  # the message comes later: nothing runs twice
+    assert drained.status(late) == "success"
+    assert drained.calls.counts == {"n0": 2, "n1": 2, "n2": 2}
+    assert drained.status(first) == "success"
+
+
+def test_a_flag_left_by_a_killed_drainer_expires_and_its_runs_are_found_by_the_sweeper(
+    drained: Drained, db: str
+) -> None:
+    drained.flag.raise_(["chain"])  # raised, then the drainer was killed
+    ttl = drained.flag.redis.pttl(drained.flag.key("chain"))
+    assert 0 < ttl <= FLAG_TTL * 1000
+    stranded = drained.submit("stranded")
+    assert drained.messages() == []
+    with psycopg.connect(db, autocommit=True) as conn:  # time passes: the run stalls
+        conn.execute(
+            "UPDATE graphruntime_runs SET updated_at = now() - interval '1 hour' WHERE run_id = %s",
+            (stranded,),
+        )
+    assert sweep_once(drained.ctx).runs_nudged == 1
+    assert drained.messages() == [stranded]
+    drained.cluster.deliver()
+    assert drained.status(stranded) == "success"
+
+
+@pytest.mark.parametrize("where", ["postgres", "memory"])
+def test_a_claim_from_the_table_leaves_held_threads_runs_behind_a_running_one_and_skipped_runs(
+    make_cluster: Callable[..., InlineCluster], redis_server: Any, where: str
+) -> None:
+    in_memory = lambda graphs, **kw: InlineCluster(graphs, **kw)  # noqa: E731
+    drained = Drained(make_cluster if where == "postgres" else in_memory, redis_server)
+    store, ctx = drained.cluster.store, drained.ctx
+    held, behind = _cfg("held"), _cfg("behind")
+    client = drained.cluster.client
+    held_run = client.submit("chain", {"log": []}, held).run_id
+    running = client.submit("chain", {"log": []}, behind).run_id
+    queued_behind = client.submit("chain", {"log": []}, behind).run_id
+    skipped, first, second = (drained.submit(name) for name in ("skipped", "first", "second"))
+    other = drained.cluster.workers[1].worker_name
+    assert store.acquire_thread(held["configurable"]["thread_id"], other, ctx.stale)
+    store.set_running(running, 3)
+    me = ctx.worker_name
+
+    def claim(graphs: list[str], limit: int = 32) -> list[Claim]:
+        return store.claim_queued_runs(graphs, me, ctx.stale, "job", skip=[skipped], limit=limit)
+
+    assert claim(["another"]) == []
+    taken = claim(["chain"], limit=1) + claim(["chain"])
+    assert [c.run.run_id for c in taken if c.run is not None] == [first, second]
+    assert all(c.leased and c.found and not c.ended and c.epoch for c in taken)
+    assert [c.run.status for c in taken if c.run is not None] == ["queued", "queued"]  # as it was
+    assert [store.get_run(r).status for r in (first, second)] == ["running", "running"]
+    assert claim(["chain"]) == []  # taken runs are running now; the rest stay queued
+    assert [store.get_run(r).status for r in (held_run, queued_behind, skipped)] == ["queued"] * 3
