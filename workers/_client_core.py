@@ -54,11 +54,12 @@ class ClientCore:
         )
 
     @classmethod
-    def from_env(cls, settings: Settings | None = None) -> Self:
-        """A client for the cluster the settings (default: the environment) name."""
+    def from_env(cls, settings: Settings | None = None, *, broker: Broker | None = None) -> Self:
+        """A client for the cluster the settings (default: the environment) name; the
+        broker defaults to Celery's."""
         from workers.runtime import connect
 
-        ctx = connect(settings or load_settings())
+        ctx = connect(settings or load_settings(), broker=broker)
         return cls(
             settings=ctx.settings,
             registry=ctx.registry,

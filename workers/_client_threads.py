@@ -81,8 +81,10 @@ class Threads(ClientCore):
         """Several edits, one superstep each, like ``bulk_update_state``; as
         :meth:`update_state`: under the thread's lease, fenced, refused mid-run."""
         if not self.local(graph):
+            # plain tuples: StateUpdate is a class the request's serde does not carry
+            plain = [[tuple(update) for update in step] for step in supersteps]
             edited: RunnableConfig = self._remote(
-                graph, "bulk_update_state", config=config, supersteps=supersteps
+                graph, "bulk_update_state", config=config, supersteps=plain
             )
             return edited
         return self._edit(graph, config, lambda g: g.bulk_update_state(config, supersteps))

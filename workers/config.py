@@ -234,8 +234,10 @@ def config_graphs(path: str | None) -> dict[str, str]:
 def registry_for(settings: Settings) -> GraphRegistry:
     """The graphs of GRAPHRUNTIME_GRAPHS and of the config (GRAPHRUNTIME_CONFIG); a name
     in both must name the same target."""
+    # the config's env first: it may set what parse reads (GRAPHRUNTIME_ALIAS_LANGGRAPH)
+    targets = config_graphs(settings.config)
     registry = GraphRegistry.parse(settings.graphs)
-    for name, target in config_graphs(settings.config).items():
+    for name, target in targets.items():
         if registry.specs.get(name, target) != target:
             raise ConfigurationError(
                 f"Graph {name!r} is {registry.specs[name]} in GRAPHRUNTIME_GRAPHS and {target} "

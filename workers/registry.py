@@ -161,6 +161,13 @@ class GraphRegistry:
             ) from exc
         if isinstance(obj, StateGraph):
             obj = obj.compile()
+        if not isinstance(obj, Pregel) and type(obj).__module__.startswith("langgraph."):
+            raise ConfigurationError(
+                f"Graph entry {name}={target} is a {type(obj).__name__} built with the real "
+                "LangGraph, not graphruntime. Set GRAPHRUNTIME_ALIAS_LANGGRAPH=1 for the "
+                "workers (environment or langgraph.json's env), so `langgraph` imports are "
+                "graphruntime's, or import StateGraph from graphruntime.graph in its module."
+            )
         if not isinstance(obj, Pregel):
             raise ConfigurationError(
                 f"Graph entry {name}={target} is a {type(obj).__name__}; it must be a compiled "

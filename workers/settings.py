@@ -121,7 +121,11 @@ class Settings(BaseSettings):
         description="HMAC-SHA256 key that signs the webhooks `graphrun serve` sends "
         "(header x-graphruntime-signature: sha256=<hex>); unset: unsigned.",
     )
-    concurrency: int = 2
+    concurrency: int = Field(
+        default=2,
+        ge=1,
+        description="Processes in a `graphrun worker` started without --concurrency.",
+    )
     inline_single_task: bool = Field(
         default=True,
         description="Run a step's only task in the coordinator instead of a separate job.",

@@ -160,3 +160,88 @@ def test_a_run_without_a_thread_id_is_told_it_needs_one(client: GraphClient) -> 
     with pytest.raises(ValueError, match="A run on the workers needs a thread_id") as caught:
         client.invoke("chain", {"steps": []})
     assert "Checkpointer" not in str(caught.value)
+
+
+@pytest.mark.parametrize("command", ["serve", "ui"])
+def test_a_server_with_postgres_down_exits_3_as_a_worker_does(
+    cluster: LocalCluster, command: str, tmp_path: Any
+) -> None:
+    """`graphrun serve` and `graphrun ui` start services, as `graphrun worker` does: a
+    database that does not answer stops them at start with the worker's code, 3, in one
+    line naming the setting (2 stays for a bad setting)."""
+    config = tmp_path / "langgraph.json"
+    config.write_text(json.dumps({"graphs": {"chain": "tests.e2e.graphs:chain_graph"}}))
+    port = closed_port()
+    args = ("serve", "--config", str(config)) if command == "serve" else ("ui",)
+    done = graphrun(
+        cluster,
+        *args,
+        "--port",
+        "8797",
+        DATABASE_URL=f"postgresql://app:{SECRET}@127.0.0.1:{port}/x",
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr.startswith(
+        f"StoreUnavailableError: DATABASE_URL: Postgres at 127.0.0.1:{port}/x did not answer"
+    ), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1  # one line, no traceback
+    assert SECRET not in done.stdout + done.stderr
+    bad = graphrun(cluster, *args, "--port", "8797", DATABASE_URL="mysql://nope")
+    assert bad.returncode == 2, bad.stdout + bad.stderr
+    assert "DATABASE_URL" in bad.stderr
+
+
+def test_read_only_commands_need_no_redis_url(
+    cluster: LocalCluster, client: GraphClient, thread: Any
+) -> None:
+    """`runs`, `inbox list` and `inbox history` read Postgres only: they run without
+    REDIS_URL; what needs the broker (`status`, `inbox resume`) still refuses, exit 2."""
+    client.invoke("fan", {"n": 2}, thread, timeout=60)  # paused at its interrupt
+    tid = thread["configurable"]["thread_id"]
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "GRAPHRUNTIME_EMBEDDED")}
+    env |= {k: v for k, v in cluster.env.items() if k != "REDIS_URL"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "workers.cli", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=CEILING,
+            check=False,
+        )
+
+    runs = run("runs", "--thread", tid, "--json")
+    assert runs.returncode == 0, runs.stderr
+    assert [json.loads(line)["status"] for line in runs.stdout.splitlines()] == ["interrupted"]
+    waits = run("inbox", "list", "--thread", tid, "--json")
+    assert waits.returncode == 0, waits.stderr
+    assert {json.loads(line)["thread_id"] for line in waits.stdout.splitlines()} == {tid}
+    shown = run("inbox", "history", "--graph", "fan", "--thread", tid, "--json")
+    assert shown.returncode == 0, shown.stderr
+    for needs_redis in (
+        ("status",),
+        ("inbox", "resume", "--graph", "fan", "--key", tid, "--item", f"{tid}:x", "--value", "1"),
+    ):
+        refused = run(*needs_redis)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert refused.stderr.startswith("ConfigurationError: REDIS_URL is not set"), refused.stderr
+    assert client.get_state("fan", thread).next == ("approve",)  # nothing was resumed
+
+
+def test_the_next_page_cursor_pastes_back(cluster: LocalCluster, client: GraphClient) -> None:
+    """`inbox list` prints its next-page cursor on one line at 80 columns, so that what a
+    person copies from it is the whole cursor, which lists the next page."""
+    tids = [f"cursor-{uuid.uuid4()}" for _ in range(2)]
+    for tid in tids:
+        client.invoke("fan", {"n": 2}, {"configurable": {"thread_id": tid}}, timeout=60)
+    first = graphrun(cluster, "inbox", "list", "--graph", "fan", "--limit", "1")
+    assert first.returncode == 0, first.stderr
+    (line,) = [x for x in first.stdout.splitlines() if x.startswith("next page: --cursor ")]
+    cursor = line.removeprefix("next page: --cursor ").strip()
+    assert len(cursor) > 80  # it would wrap at 80 columns
+    second = graphrun(
+        cluster, "inbox", "list", "--graph", "fan", "--limit", "1", "--cursor", cursor
+    )
+    assert second.returncode == 0, second.stderr
+    assert "next page: --cursor " in second.stdout

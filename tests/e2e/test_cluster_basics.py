@@ -12,7 +12,7 @@ import pytest
 from graphruntime.checkpoint.memory import InMemorySaver
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import InvalidResumeError
-from graphruntime.types import Command
+from graphruntime.types import Command, StateUpdate
 from tests.e2e.fault_graphs import redis_for
 from tests.e2e.graphs import chain_graph, fan_graph, pair_graph
 from workers.client import GraphClient
@@ -168,3 +168,30 @@ def test_a_subgraph_with_a_saver_of_its_own_runs_each_node_once(
         out = client.invoke("ownsaver", Command(resume="yes"), {"configurable": {"thread_id": tid}})
         assert out["bar"] == "yes"
     assert [int(ledger.get(f"e2e:own-saver:{tid}") or 0) for tid in tids] == [1] * 10
+
+
+def test_state_edits_from_a_client_without_the_graph(cluster: LocalCluster, thread: Any) -> None:
+    """A client whose registry lacks the graph (an ops box) edits a thread through the
+    workers: bulk_update_state (StateUpdate tuples) as update_state, with the state an
+    in-process graph reaches by the same edits."""
+    remote = GraphClient.from_env(cluster.settings().model_copy(update={"graphs": ""}))
+    try:
+        assert not remote.local("chain")
+        local = chain_graph.with_checkpointer(InMemorySaver())
+        local_cfg: RunnableConfig = {"configurable": {"thread_id": "local"}}
+        local.invoke({"steps": []}, local_cfg)
+        remote.invoke("chain", {"steps": []}, thread, timeout=60)
+        supersteps = [
+            [StateUpdate({"steps": ["x"]}, "n9")],
+            [StateUpdate({"steps": ["y"]}, "n8"), StateUpdate({"steps": ["z"]}, "n8")],
+        ]
+        local.bulk_update_state(local_cfg, supersteps)
+        edited = remote.bulk_update_state("chain", thread, supersteps)
+        assert edited["configurable"]["thread_id"] == thread["configurable"]["thread_id"]
+        local.update_state(local_cfg, {"steps": ["w"]}, "n9")
+        remote.update_state("chain", thread, {"steps": ["w"]}, "n9")
+        state = remote.get_state("chain", thread)
+        assert state.values == local.get_state(local_cfg).values
+        assert state.values["steps"][-4:] == ["x", "y", "z", "w"]
+    finally:
+        remote.close()

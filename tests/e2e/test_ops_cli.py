@@ -155,7 +155,8 @@ def test_graphrun_worker_takes_a_node_name_and_a_role(
     name = f"probe{uuid.uuid4().hex[:6]}"
     env = {**os.environ, **cluster.env, "COLUMNS": "300"}
     env.pop("GRAPHRUNTIME_METRICS_PORT", None)  # the cluster's workers hold its ports
-    args = ("worker", "--role", "coordinator", "--hostname", f"{name}@%h", "--concurrency", "1")
+    env["GRAPHRUNTIME_CONCURRENCY"] = "1"  # not --concurrency: the setting sets it
+    args = ("worker", "--role", "coordinator", "--hostname", f"{name}@%h")
     with graphrun(*args, "--json", env=env) as worker:
         ready = json.loads(worker.read_until(" ready."))  # --json: Celery's lines too
         assert ready["event"].startswith(f"{name}@"), ready
@@ -170,6 +171,8 @@ def test_graphrun_worker_takes_a_node_name_and_a_role(
         replies = _until(lambda: inspect.active_queues(), timeout=60)
         queues = {q["name"] for qs in replies.values() for q in qs}
         assert queues == {cluster.env["GRAPHRUNTIME_COORDINATOR_QUEUE"]}, replies
+        stats = _until(lambda: inspect.stats(), timeout=60)
+        assert [s["pool"]["max-concurrency"] for s in stats.values()] == [1], stats
         assert client.invoke("chain", {"steps": []}, thread, timeout=60)["steps"]
         assert worker.stop() == 0
 

@@ -22,17 +22,18 @@ app = typer.Typer(
     help="graphruntime on Celery: workers, migrations, resumes, the inbox, runs.",
     no_args_is_help=True,
 )
-app.command()(worker)
+# short_help: one line each in `graphrun --help` (the docstring is the command's own help)
+app.command(short_help="Start a worker for coordinator runs and task jobs.")(worker)
 app.add_typer(db_app, name="db")
-app.command()(resume)
-app.command()(runs)
-app.command()(status)
+app.command(short_help="Resume an interrupted thread.")(resume)
+app.command(short_help="Recent runs, newest first, with their errors.")(runs)
+app.command(short_help="The cluster at a glance: workers, queues, runs, inbox.")(status)
 app.add_typer(dead_app, name="dead")
 app.add_typer(inbox_app, name="inbox")
-app.command()(dev)
-app.command()(cancel)
-app.command()(ui)
-app.command()(serve)
+app.command(short_help="Run a development cluster here until Ctrl-C.")(dev)
+app.command(short_help="Cancel a thread: its runs, tasks and waits end.")(cancel)
+app.command(short_help="Serve the approvers' web inbox.")(ui)
+app.command(short_help="Serve the LangGraph Server API in front of the workers.")(serve)
 
 
 def main() -> None:

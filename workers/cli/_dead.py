@@ -61,7 +61,7 @@ def list_dead(
     )
 
 
-@dead_app.command("replay")
+@dead_app.command("replay", short_help="Put dead letters back on the resume queue.")
 def replay(
     sha256: ShaOption = None,
     everything: AllOption = False,

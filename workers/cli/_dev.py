@@ -22,7 +22,12 @@ if TYPE_CHECKING:
 
 def dev(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes to start.")] = 2,
-    concurrency: Annotated[int, typer.Option(min=1, help="Pool processes per worker.")] = 1,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Pool processes per worker (default: GRAPHRUNTIME_CONCURRENCY, 1)."
+        ),
+    ] = None,
     graphs: Annotated[
         str | None,
         typer.Option(help="name=module:attribute entries (default: GRAPHRUNTIME_GRAPHS)."),
@@ -62,7 +67,8 @@ def dev(
     cluster = LocalCluster(
         settings.graphs,
         workers=workers,
-        concurrency=concurrency,
+        concurrency=concurrency
+        or (settings.concurrency if "concurrency" in settings.model_fields_set else 1),
         pythonpath=[os.getcwd()],
         # the default queue names, so clients and `graphrun` in other shells reach them
         extra_env={
@@ -86,8 +92,8 @@ def dev(
             cluster.start()
             if settings.config:
                 server = _start_server(cluster, settings.config, port)
-        except RuntimeError as exc:
-            fail(str(exc), 1)
+        except RuntimeError as exc:  # a service or worker did not start: 3, as a worker's
+            fail(str(exc), 3)
         env = cluster.env
         sock = env["REDIS_URL"].removeprefix("redis+socket://")
         out = errors if as_json else console  # with --json, stdout has only the JSON line

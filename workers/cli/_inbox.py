@@ -119,7 +119,7 @@ def age_of(at: datetime | None) -> str:
     return f"{max(seconds, 0)}s"
 
 
-@inbox_app.command("list")
+@inbox_app.command("list", short_help="Pending interrupts, oldest first.")
 def list_waits(
     graph: GraphOption = None,
     where: Annotated[
@@ -141,7 +141,7 @@ def list_waits(
 ) -> None:
     """Pending interrupts, oldest first: thread, interrupt id, node, age, deadline, value."""
     age = parse_age(older_than) if older_than else None
-    with connected(redis=False) as client:
+    with connected(redis=False, read_only=True) as client:
         page = client.inbox(
             graph,
             where=_where(where),
@@ -186,7 +186,10 @@ def list_waits(
         wide=wide,
     )
     if page.cursor:
-        console.print(f"next page: --cursor {page.cursor}", markup=False, highlight=False)
+        # soft_wrap: one line however long, so that it pastes back whole
+        console.print(
+            f"next page: --cursor {page.cursor}", markup=False, highlight=False, soft_wrap=True
+        )
 
 
 def _due(deadline: datetime | None) -> str:
@@ -206,7 +209,7 @@ def _item(text: str) -> tuple[str, str]:
     return thread, interrupt
 
 
-@inbox_app.command("resume")
+@inbox_app.command("resume", short_help="Resume many pending interrupts at once.")
 def resume_waits(
     graph: Annotated[str, typer.Option(help="Registered graph name.")],
     key: Annotated[
@@ -307,7 +310,7 @@ def resume_waits(
         raise typer.Exit(1)
 
 
-@inbox_app.command("history")
+@inbox_app.command("history", short_help="Who resumed a thread, when, and how.")
 def history(
     graph: Annotated[str, typer.Option(help="Registered graph name.")],
     thread: Annotated[str, typer.Option(help="Thread id.")],
@@ -316,7 +319,7 @@ def history(
     as_json: Annotated[bool, JsonOption] = False,
 ) -> None:
     """Who resumed the thread, when, with what value and by which route; newest first."""
-    with connected(redis=False) as client:
+    with connected(redis=False, read_only=True) as client:
         records = client.resume_history(graph, {"configurable": {"thread_id": thread}}, limit=limit)
     if as_json:
         for record in records:

@@ -17,7 +17,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from workers.errors import InvalidRequestError, WorkerError
+from workers.errors import ConfigurationError, InvalidRequestError, WorkerError
 
 if TYPE_CHECKING:
     from workers.client import GraphClient
@@ -143,12 +143,15 @@ def table(
         )
 
 
-def reach_services(*, postgres: bool = True, redis: bool = True) -> tuple[str, str]:
+def reach_services(
+    *, postgres: bool = True, redis: bool = True, unreachable: int = 1
+) -> tuple[str, str]:
     """The URLs of the services a command needs, once each has answered.
 
     A missing or malformed setting exits 2; a service that does not answer within
-    ``GRAPHRUNTIME_CONNECT_TIMEOUT`` seconds (or refuses) exits 1. Both name the setting
-    and where it points, never a password, in one line.
+    ``GRAPHRUNTIME_CONNECT_TIMEOUT`` seconds (or refuses) exits ``unreachable``: 1 for a
+    command that reports, 3 for one that starts a service (as ``graphrun worker``). Both
+    name the setting and where it points, never a password, in one line.
     """
     from workers.services import check_urls, reach
     from workers.settings import load_settings
@@ -161,20 +164,36 @@ def reach_services(*, postgres: bool = True, redis: bool = True) -> tuple[str, s
     try:
         reach(settings, db, broker)
     except WorkerError as exc:  # StoreUnavailableError, BrokerUnavailableError
-        fail(f"{type(exc).__name__}: {exc}", 1)
+        fail(f"{type(exc).__name__}: {exc}", unreachable)
     return db, broker
 
 
+class _NoBroker:
+    """The broker of a command that reads Postgres only, run without ``REDIS_URL``: it
+    sends nothing (a use of it is a bug, said as such)."""
+
+    def _refuse(self, *_: Any, **__: Any) -> NoReturn:
+        raise ConfigurationError("REDIS_URL is not set: this command cannot reach the broker")
+
+    send_coordinate = send_coordinates = send_tasks = queue_depths = dead_letter = _refuse
+
+
 @contextmanager
-def connected(*, redis: bool = True) -> Iterator[GraphClient]:
+def connected(*, redis: bool = True, read_only: bool = False) -> Iterator[GraphClient]:
     """A client for the configured cluster, once Postgres (and Redis, unless ``redis`` is
     false: the command reads Postgres only, or records runs that a worker's sweeper sends
-    if the broker is away) answered; see :func:`reach_services`."""
+    if the broker is away) answered; see :func:`reach_services`. A ``read_only`` command
+    (it reads Postgres only) needs no ``REDIS_URL``."""
     reach_services(postgres=True, redis=redis)
     from workers.client import GraphClient
+    from workers.settings import load_settings
 
     try:
-        client = GraphClient.from_env()
+        settings = load_settings()
+        if read_only and not settings.redis_url and not settings.embedded:
+            client = GraphClient.from_env(settings, broker=_NoBroker())
+        else:
+            client = GraphClient.from_env(settings)
     except WorkerError as exc:
         fail(f"{type(exc).__name__}: {exc}", 2)
     try:

@@ -151,7 +151,7 @@ def runs(
         fail(f"--status must be one of queued, running, {', '.join(sorted(TERMINAL))}", 2)
     age = parse_age(since).total_seconds() if since else None
     query = RunQuery(thread_id=thread, graph=graph, status=status, newer_than=age, limit=limit)
-    with connected(redis=False) as client:
+    with connected(redis=False, read_only=True) as client:
         rows = client.store.list_runs(query)
     if as_json:
         for row in rows:

@@ -25,7 +25,8 @@ def serve(
 ) -> None:
     """Serve the LangGraph Server API (langgraph-sdk, RemoteGraph, Agent Chat UI, Agent
     Inbox): every run goes to the workers. Needs DATABASE_URL and REDIS_URL (or
-    --embedded through GRAPHRUNTIME_EMBEDDED=1) and a migrated database."""
+    --embedded through GRAPHRUNTIME_EMBEDDED=1) and a migrated database. Exits as
+    `graphrun worker` at start: 2 for a bad setting, 3 when a service does not answer."""
     try:
         from workers.api import api_context, check_bind
         from workers.api import serve as run_server
@@ -44,11 +45,12 @@ def serve(
         load_config(config)
     except WorkerError as exc:
         fail(f"{type(exc).__name__}: {exc}", 2)
-    reach_services(postgres=True, redis=True)  # each answers, or exit naming its setting
+    # each answers, or exit 3 naming its setting (as `graphrun worker`)
+    reach_services(postgres=True, redis=True, unreachable=3)
     try:
         ctx = api_context(settings, config)
     except (WorkerError, CheckpointStoreError) as exc:  # an unmigrated database: says so
-        fail(f"{type(exc).__name__}: {exc}", 2)
+        fail(f"{type(exc).__name__}: {exc}", 3)
     scope = "token required" if ctx.token else "loopback only, no token"
     url = f"http://{host}:{port}"
     if as_json:

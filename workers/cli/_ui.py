@@ -60,6 +60,7 @@ def ui(
         from workers.ui import Auth, check_bind, serve
     except ImportError as exc:
         fail(f"The web inbox needs the ui extra (pip install 'graphruntime[ui]'): {exc}", 2)
+    from workers.cli._output import reach_services
     from workers.client import GraphClient
     from workers.settings import Settings
 
@@ -73,6 +74,11 @@ def ui(
             trusted_proxies=proxies,
         )
         check_bind(host, auth)  # before connecting to anything
+    except WorkerError as exc:  # ConfigurationError: says what to set
+        fail(f"{type(exc).__name__}: {exc}", 2)
+    # Postgres answers, or exit 3 naming DATABASE_URL (as `graphrun worker`)
+    reach_services(postgres=True, redis=False, unreachable=3)
+    try:
         client = GraphClient.from_env(settings)
     except WorkerError as exc:  # ConfigurationError: says what to set
         fail(f"{type(exc).__name__}: {exc}", 2)

@@ -60,7 +60,12 @@ def use_config(config: str | None) -> None:
 
 
 def worker(
-    concurrency: Annotated[int, typer.Option(min=1, help="Processes in this worker.")] = 2,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Processes in this worker (default: GRAPHRUNTIME_CONCURRENCY, 2)."
+        ),
+    ] = None,
     role: Annotated[
         Role, typer.Option(help="Which queues: both, only coordinator runs, or only task jobs.")
     ] = Role.all,
@@ -113,7 +118,7 @@ def worker(
     }
     argv = [
         "worker",
-        f"--concurrency={concurrency}",
+        f"--concurrency={concurrency or settings.concurrency}",
         f"--queues={queues or by_role[role]}",
         f"--loglevel={loglevel}",
         "--pool=prefork",
@@ -125,7 +130,7 @@ def worker(
     celery_app.worker_main(argv)
 
 
-@db_app.command("migrate")
+@db_app.command("migrate", short_help="Apply pending migrations; safe from many hosts.")
 def migrate(embedded: EmbeddedOption = False, as_json: Annotated[bool, JsonOption] = False) -> None:
     """Apply pending migrations (checkpoints, run bookkeeping, the nodes' store and cache);
     safe from many hosts."""

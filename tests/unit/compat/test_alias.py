@@ -325,3 +325,63 @@ def test_a_create_agent_graph_pauses_and_resumes_on_the_workers_logic() -> None:
         """
     )
     assert out.strip() == "sent to b@x | done"
+
+
+LANGGRAPH_GRAPH_FILE = """
+from typing import TypedDict
+from langgraph.graph import START, StateGraph
+
+class S(TypedDict):
+    n: int
+
+builder = StateGraph(S)
+builder.add_node("inc", lambda s: {"n": s["n"] + 1})
+builder.add_edge(START, "inc")
+graph = builder.compile()
+"""
+
+LOAD_FROM_CONFIG = """
+import sys
+from workers.config import registry_for
+from workers.errors import ConfigurationError
+from workers.settings import Settings
+try:
+    graph = registry_for(Settings(config=sys.argv[1])).get("g")
+except ConfigurationError as exc:
+    print("refused:", exc)
+else:
+    print(type(graph).__module__, graph.invoke({"n": 1}))
+"""
+
+
+def _load_from_config(tmp_path: Path, env: dict[str, str] | None) -> str:
+    """Load graph ``g`` (built with ``from langgraph.graph import ...``) from a langgraph.json
+    whose env is ``env``, in a fresh interpreter whose environment lacks the setting."""
+    (tmp_path / "agent.py").write_text(LANGGRAPH_GRAPH_FILE)
+    config = tmp_path / "langgraph.json"
+    config.write_text(json.dumps({"graphs": {"g": "./agent.py:graph"}, "env": env or {}}))
+    environ = {k: v for k, v in os.environ.items() if k != ALIAS_SETTING}
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_FROM_CONFIG, str(config)],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_setting_in_langgraph_json_env_is_honoured(tmp_path: Path) -> None:
+    out = _load_from_config(tmp_path, {ALIAS_SETTING: "1"})
+    assert out == "graphruntime.graph.state {'n': 2}"
+
+
+def test_a_graph_built_with_the_real_langgraph_is_refused_with_the_fix(tmp_path: Path) -> None:
+    out = _load_from_config(tmp_path, None)
+    assert out.startswith("refused: Graph entry g=")
+    assert "built with the real LangGraph" in out
+    assert f"{ALIAS_SETTING}=1" in out
+    assert "graphruntime.graph" in out

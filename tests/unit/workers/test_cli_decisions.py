@@ -18,7 +18,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> InlineCluster:
     from workers.client import GraphClient
 
     c = InlineCluster({"agent": agent()})
-    monkeypatch.setattr(GraphClient, "from_env", classmethod(lambda cls, s=None: c.client))
+    monkeypatch.setattr(GraphClient, "from_env", classmethod(lambda cls, s=None, **_: c.client))
     monkeypatch.setattr(c.client, "close", lambda: None)
     # the in-memory cluster has no services to reach first
     monkeypatch.setattr("workers.cli._output.reach_services", lambda **_: None)

@@ -157,3 +157,21 @@ def test_a_table_of_short_values_cuts_nothing(capsys: pytest.CaptureFixture[str]
     assert "r1" in out
     assert "t1" in out
     assert err == ""
+
+
+@pytest.mark.parametrize("group", [(), ("inbox",), ("dead",), ("db",)])
+def test_each_command_is_summed_up_in_one_line_at_80_columns(group: tuple[str, ...]) -> None:
+    """`graphrun --help` lists each command with a one-line summary: no description
+    broken mid-sentence over several lines."""
+    from typer.testing import CliRunner
+
+    from workers.cli import app
+
+    result = CliRunner().invoke(app, [*group, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    panel = result.output.split("Commands ", 1)[1].splitlines()[1:]
+    rows = [line for line in panel if line.startswith("│")]
+    assert rows, result.output
+    continued = [row for row in rows if row.startswith("│  ")]
+    assert not continued, result.output
+    assert all(len(row) <= 80 for row in rows)

@@ -144,6 +144,7 @@ def test_the_cli_with_json_prints_where_it_serves_as_one_json_line(
     monkeypatch.setattr(workers.ui, "serve", serve)
     monkeypatch.setattr(GraphClient, "from_env", classmethod(lambda cls, s=None: cluster.client))
     monkeypatch.setattr(cluster.client, "close", lambda: None)
+    monkeypatch.setattr("workers.cli._output.reach_services", lambda **_: ("", ""))
     result = CliRunner().invoke(app, ["ui", "--port", "8799", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"url": "http://127.0.0.1:8799/", "token_required": False}
