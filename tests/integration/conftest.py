@@ -16,7 +16,7 @@ import pytest
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from checkpoint_pg import PostgresStore, migrate
+from checkpoint_pg import PostgresCache, PostgresStore, migrate
 from checkpoint_pg.embedded import database_url, scratch_database
 
 
@@ -28,11 +28,13 @@ def server_url() -> str:
 
 @pytest.fixture(scope="session")
 def pg_url(server_url: str) -> Iterator[str]:
-    """A fresh database for this test session, migrated to the latest schema (store too)."""
+    """A fresh database for this test session, migrated to the latest schema (store and
+    cache too: a test may use any of them first)."""
     with scratch_database(server_url, "graphruntime_test") as url:
         with psycopg.connect(url, autocommit=True) as conn:
             migrate(conn)
             PostgresStore(conn).setup()
+            PostgresCache(conn).setup()
         yield url
 
 
