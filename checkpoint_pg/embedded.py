@@ -79,20 +79,24 @@ def _start(pgdata: Path) -> Any:
                 "install it with `pip install 'graphruntime[postgres]'` (package pgserver), "
                 "or set DATABASE_URL=postgresql://user:password@host:5432/dbname"
             ) from exc
-    for attempt in range(2):
-        if pgdata.exists():
-            with PostgresServer._lock:
-                _forget_dead_handles(pgdata)
-        try:
-            return get_server(pgdata, cleanup_mode="stop")
-        except Exception as exc:  # pgserver raises bare errors (pg_ctl's exit status)
-            if attempt:
-                raise EmbeddedPostgresError(
-                    f"The embedded Postgres in {pgdata} did not start: {exc}. Its log is "
-                    f"{pgdata / 'log'}; set DATABASE_URL to use a server of your own"
-                ) from exc
-            time.sleep(1.0)  # pg_ctl gives up early on a loaded machine: once more
-    raise AssertionError("unreachable")
+    try:
+        return _get_server(pgdata, get_server, PostgresServer._lock)
+    except Exception:  # noqa: BLE001 - pgserver raises bare errors (pg_ctl's exit status)
+        time.sleep(1.0)  # pg_ctl gives up early on a loaded machine: once more
+    try:
+        return _get_server(pgdata, get_server, PostgresServer._lock)
+    except Exception as exc:
+        raise EmbeddedPostgresError(
+            f"The embedded Postgres in {pgdata} did not start: {exc}. Its log is "
+            f"{pgdata / 'log'}; set DATABASE_URL to use a server of your own"
+        ) from exc
+
+
+def _get_server(pgdata: Path, get_server: Any, lock: Any) -> Any:
+    if pgdata.exists():
+        with lock:
+            _forget_dead_handles(pgdata)
+    return get_server(pgdata, cleanup_mode="stop")
 
 
 def _forget_dead_handles(pgdata: Path) -> None:

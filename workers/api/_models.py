@@ -124,31 +124,28 @@ class RunBatchItem(RunCreate):
     pass
 
 
-class ThreadCreate(_Body):
-    thread_id: str | None = Field(default=None, min_length=1, max_length=256)
+class _ThreadBody(_Body):
+    """A thread's create or patch body: ``ttl`` is refused, not ignored."""
+
     metadata: dict[str, Any] | None = None
+    ttl: dict[str, Any] | None = None
+
+    @field_validator("ttl")
+    @classmethod
+    def _no_ttl(cls, value: Any) -> Any:
+        if value:
+            raise ValueError("thread TTLs are not available in graphrun serve")
+        return value
+
+
+class ThreadCreate(_ThreadBody):
+    thread_id: str | None = Field(default=None, min_length=1, max_length=256)
     if_exists: Literal["raise", "do_nothing"] = "raise"
     supersteps: list[dict[str, Any]] | None = None
-    ttl: dict[str, Any] | None = None
-
-    @field_validator("ttl")
-    @classmethod
-    def _no_ttl(cls, value: Any) -> Any:
-        if value:
-            raise ValueError("thread TTLs are not available in graphrun serve")
-        return value
 
 
-class ThreadPatch(_Body):
-    metadata: dict[str, Any] | None = None
-    ttl: dict[str, Any] | None = None
-
-    @field_validator("ttl")
-    @classmethod
-    def _no_ttl(cls, value: Any) -> Any:
-        if value:
-            raise ValueError("thread TTLs are not available in graphrun serve")
-        return value
+class ThreadPatch(_ThreadBody):
+    pass
 
 
 class ThreadSearch(_Body):
