@@ -132,7 +132,9 @@ def test_tables_fit_80_columns_and_wide_shows_whole_ids(
     for command in (("inbox", "list"), ("inbox", "history", "--graph", graph, "--thread", tid)):
         shown = graphrun(cluster, *command)
         assert shown.returncode == 0, shown.stderr
-        assert all(len(line) <= 80 for line in shown.stdout.splitlines()), shown.stdout
+        table = [x for x in shown.stdout.splitlines() if not x.startswith("next page: ")]
+        # the next-page cursor is printed whole on a line of its own, to paste back
+        assert all(len(line) <= 80 for line in table), shown.stdout
 
 
 def test_a_run_of_a_graph_no_worker_serves_fails_at_once(cluster: LocalCluster) -> None:
