@@ -2,8 +2,8 @@
 
     python scripts/twin_pairs.py [--all] [ROOT]
 
-A twin pair is a function `name` and a coroutine or async generator `aname` (or `__x__` and
-`__ax__`) defined in the same scope: a module, a class or a function. The async body is
+A twin pair is a function `name` and a function `aname` (async, or returning an async
+iterator; or `__x__` and `__ax__`) defined in the same scope: a module, a class or a function. The async body is
 normalised (no `await`, `async for`/`async with` as `for`/`with`, every `aname` identifier
 or attribute read as `name`); both bodies are flattened into statements (a compound
 statement counts its header once, then its body) and matched in order. A pair is *kept by
@@ -145,10 +145,13 @@ def _scopes(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, list[ast.stm
             yield f"{node.name}@{node.lineno}", node.body
 
 
-def _twins(tree: ast.AST) -> Iterator[tuple[str, ast.FunctionDef, ast.AsyncFunctionDef]]:
+def _twins(
+    tree: ast.AST,
+) -> Iterator[tuple[str, ast.FunctionDef, ast.FunctionDef | ast.AsyncFunctionDef]]:
     for scope, body in _scopes(tree):
         defs = {n.name: n for n in body if isinstance(n, ast.FunctionDef)}
-        adefs = {n.name: n for n in body if isinstance(n, ast.AsyncFunctionDef)}
+        # the async twin may be a plain function returning an async iterator or awaitable
+        adefs = {n.name: n for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
         for name, fn in defs.items():
             afn = adefs.get(_async_name(name))
             if afn is not None:

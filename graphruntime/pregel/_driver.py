@@ -18,10 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterator,
+    Sequence,
+)
 from typing import Any, Protocol, cast, runtime_checkable
 
 from graphruntime._internal._constants import INTERRUPT
+from graphruntime._internal._twin import Call, Request, aiterate, iterate
 from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.errors import (
     ErrorCode,
@@ -189,120 +198,111 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
     waits for every task, a failed one's siblings too: a thread cannot be cancelled, and
     the writes of siblings that finish are kept (as on the workers).
     """
+    return iterate(driving(loop, executor, is_async=False))
+
+
+def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncGenerator[StreamChunk, None]:
+    """Async twin of :func:`drive` (same body: :func:`driving`).
+
+    An eager sink's chunks (tokens, custom data, subgraph steps) are yielded as they
+    arrive, while the step's tasks still run. The loop's saver requests are awaited here,
+    in order, before the run goes on (the saver's async methods do the I/O). A failed
+    task that no error handler takes cancels its step's other tasks.
+    """
+    return aiterate(driving(loop, executor, is_async=True))
+
+
+def driving(
+    loop: PregelLoop, executor: StepExecutor | AsyncStepExecutor, *, is_async: bool
+) -> Generator[Request | StreamChunk, Any, None]:
+    """The body of :func:`drive` and :func:`adrive`: :func:`steps`, each step's tasks
+    run by ``executor``, the saver requests performed; yields the stream chunks and the
+    requests (``_twin.py``) a sync driver performs at once and an async one awaits."""
     sink = loop.sink
     body = steps(loop)
+    saves = Call(perform_saves, aperform_saves, loop)
+    start = (
+        _astart(cast(AsyncStepExecutor, executor))
+        if is_async
+        else cast(StepExecutor, executor).execute
+    )
     _attach(loop, executor)
     try:
-        perform_saves(loop)  # what first() made
+        yield saves  # what first() made
         yield from sink.drain()
         tasks = next(body)
         while True:
-            perform_saves(loop)
+            yield saves
             if sink.chunks:
                 yield from sink.drain()
             results: list[TaskResult] = []
-            running = executor.execute(loop, tasks)
+            items = start(loop, tasks)
             try:
-                for result in running:
-                    if result is None:
+                while (item := (yield Call(_next, _anext, items))) is not _DONE:
+                    if item is None:  # chunks are waiting in the sink
                         yield from sink.drain()
-                        continue
-                    if not result.recorded:
-                        loop.record(result.task, result.outcome)
-                        perform_saves(loop)
-                    results.append(result)
-                    if result.outcome is not None:
-                        _submit_handler(loop, executor, result)
-                    if sink.chunks:
-                        yield from sink.drain()
+                    elif isinstance(item, TaskResult):
+                        if not item.recorded:
+                            loop.record(item.task, item.outcome)
+                            yield saves
+                        results.append(item)
+                        _submit_handler(loop, executor, item)
+                        if sink.chunks:
+                            yield from sink.drain()
+                        if is_async and _fails_step(loop, item):
+                            break  # the step has failed: its other tasks are cancelled
+                    else:  # a chunk an eager async step put while its tasks run
+                        yield item
             finally:
-                close = getattr(running, "close", None)
-                if close is not None:
-                    close()
+                # a closed stream, a cancelled run or a failed step stops the running tasks
+                yield Call(_close, _aclose, items)
             tasks = body.send(results)
     except StopIteration:
         loop.exit(None)
-        perform_saves(loop)
+        yield saves
     except GraphInterrupt as interrupt:
         loop.exit(interrupt)
-        perform_saves(loop)
+        yield saves
         paused(loop)
     except GeneratorExit as closed:
         loop.exit(closed)
-        perform_saves(loop)
+        yield saves
         raise
     except BaseException as error:
         loop.exit(error)
-        perform_saves(loop)
-        yield from sink.drain()  # what the run streamed before it failed
+        yield saves
+        if not (is_async and isinstance(error, asyncio.CancelledError)):
+            yield from sink.drain()  # what the run streamed before it failed
         raise
     yield from sink.drain()
 
 
-async def adrive(
-    loop: PregelLoop, executor: AsyncStepExecutor
-) -> AsyncGenerator[StreamChunk, None]:
-    """Async twin of :func:`drive` (same body: :func:`steps`).
+def _astart(executor: AsyncStepExecutor) -> Callable[[PregelLoop, Sequence[PreparedTask]], Any]:
+    def start(loop: PregelLoop, tasks: Sequence[PreparedTask]) -> AsyncIterator[Any]:
+        step = executor.aexecute(loop, tasks)
+        return _as_they_come(step, loop.sink) if loop.stream_eager else step
 
-    An eager sink's chunks (tokens, custom data, subgraph steps) are yielded as they
-    arrive, while the step's tasks still run. The loop's saver requests are awaited here,
-    in order, before the run goes on (the saver's async methods do the I/O).
-    """
-    sink = loop.sink
-    body = steps(loop)
-    _attach(loop, executor)
-    try:
-        await aperform_saves(loop)
-        for chunk in sink.drain():
-            yield chunk
-        tasks = next(body)
-        while True:
-            await aperform_saves(loop)
-            for chunk in sink.drain():
-                yield chunk
-            results: list[TaskResult] = []
-            step = executor.aexecute(loop, tasks)
-            items = _as_they_come(step, sink) if loop.stream_eager else step
-            try:
-                async for item in items:
-                    if isinstance(item, TaskResult):
-                        if not item.recorded:
-                            loop.record(item.task, item.outcome)
-                            await aperform_saves(loop)
-                        results.append(item)
-                        _submit_handler(loop, executor, item)
-                        for chunk in sink.drain():
-                            yield chunk
-                        if _fails_step(loop, item):
-                            break  # the step has failed: its other tasks are cancelled
-                    else:
-                        yield item
-            finally:
-                # a closed stream, a cancelled run or a failed step stops the running tasks
-                aclose = getattr(items, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-            tasks = body.send(results)
-    except StopIteration:
-        loop.exit(None)
-        await aperform_saves(loop)
-    except GraphInterrupt as interrupt:
-        loop.exit(interrupt)
-        await aperform_saves(loop)
-        paused(loop)
-    except GeneratorExit as closed:
-        loop.exit(closed)
-        await aperform_saves(loop)
-        raise
-    except BaseException as error:
-        loop.exit(error)
-        await aperform_saves(loop)
-        if not isinstance(error, asyncio.CancelledError):
-            for chunk in sink.drain():  # what the run streamed before it failed
-                yield chunk
-        raise
-    for chunk in sink.drain():
-        yield chunk
+    return start
+
+
+def _next(items: Iterator[Any]) -> Any:
+    return next(items, _DONE)
+
+
+def _anext(items: AsyncIterator[Any]) -> Awaitable[Any]:
+    return anext(items, _DONE)
+
+
+def _close(items: Iterator[Any]) -> None:
+    close = getattr(items, "close", None)
+    if close is not None:
+        close()
+
+
+async def _aclose(items: AsyncIterator[Any]) -> None:
+    aclose = getattr(items, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 _DONE = object()

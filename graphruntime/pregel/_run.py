@@ -13,8 +13,16 @@ import asyncio
 import dataclasses
 import os
 import warnings
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import aclosing
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import Any, Protocol
 
 from graphruntime._internal._config import RunnableConfig, ensure_config, merge_configs
@@ -33,10 +41,11 @@ from graphruntime._internal._constants import (
     NS_END,
     NS_SEP,
 )
+from graphruntime._internal._twin import Call, Nested, Request, aiterate, iterate
 from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.errors import InvalidArgumentError, UsageError
 from graphruntime.pregel._callbacks import RunHooks, run_hooks
-from graphruntime.pregel._driver import adrive, drive
+from graphruntime.pregel._driver import driving
 from graphruntime.pregel._executors import AsyncioExecutor, ThreadExecutor
 from graphruntime.pregel._loop import PregelLoop
 from graphruntime.pregel._loop_state import ALOAD, LOAD, RunOptions
@@ -285,50 +294,49 @@ def coerce_context(schema: Any, context: Any) -> Any:
 
 
 def run(loop: PregelLoop, input: Any, hooks: RunHooks | None) -> Iterator[StreamChunk]:
-    executor = ThreadExecutor(loop.config.get("max_concurrency"))
+    """Start ``loop`` on ``input`` and drive it on threads (:func:`running`)."""
+    return iterate(running(loop, input, hooks, is_async=False))
+
+
+def arun(loop: PregelLoop, input: Any, hooks: RunHooks | None) -> AsyncGenerator[StreamChunk, None]:
+    """Async twin of :func:`run`: the loop driven as asyncio tasks."""
+    return aiterate(running(loop, input, hooks, is_async=True))
+
+
+def running(
+    loop: PregelLoop, input: Any, hooks: RunHooks | None, *, is_async: bool
+) -> Generator[Request | Nested | StreamChunk, Any, None]:
+    """A run, written once (``_twin.py``): its callbacks, its start, its driver."""
+    limit = loop.config.get("max_concurrency")
+    executor = AsyncioExecutor(limit) if is_async else ThreadExecutor(limit)
     try:
         if hooks is None:
+            if not loop.loaded:
+                yield Call(None, loop.aload)  # a sync run's loop read its checkpoint
             loop.first(input)
-            yield from drive(loop, executor)
+            yield Nested(driving(loop, executor, is_async=is_async))
             return
         try:
-            hooks.start(input)
+            yield Call(hooks.start, hooks.astart, input)
+            if not loop.loaded:
+                yield Call(None, loop.aload)
             loop.first(input)
-            hooks.started()
-            yield from drive(loop, executor)
-            hooks.end()
+            yield Call(hooks.started, hooks.astarted)
+            yield Nested(driving(loop, executor, is_async=is_async))
+            yield Call(hooks.end, hooks.aend)
         except BaseException as exc:
-            hooks.error(exc)
+            yield Call(hooks.error, _shielded(hooks.aerror), exc)
             raise
     finally:
-        executor.close()
+        if isinstance(executor, ThreadExecutor):
+            executor.close()
 
 
-async def arun(
-    loop: PregelLoop, input: Any, hooks: RunHooks | None
-) -> AsyncGenerator[StreamChunk, None]:
-    executor = AsyncioExecutor(loop.config.get("max_concurrency"))
-    if hooks is None:
-        if not loop.loaded:
-            await loop.aload()
-        loop.first(input)
-        async with aclosing(adrive(loop, executor)) as chunks:
-            async for chunk in chunks:
-                yield chunk
-        return
-    try:
-        await hooks.astart(input)
-        if not loop.loaded:
-            await loop.aload()
-        loop.first(input)
-        await hooks.astarted()
-        async with aclosing(adrive(loop, executor)) as chunks:
-            async for chunk in chunks:
-                yield chunk
-        await hooks.aend()
-    except BaseException as exc:
-        await asyncio.shield(hooks.aerror(exc))
-        raise
+def _shielded(
+    hook: Callable[[BaseException], Awaitable[None]],
+) -> Callable[[BaseException], Awaitable[None]]:
+    """An error hook a cancellation of the run does not cut short."""
+    return lambda exc: asyncio.shield(hook(exc))
 
 
 def collect_parts(parts: Iterable[Any], stream_mode: Any, version: str) -> Any:

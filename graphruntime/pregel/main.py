@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import copy
 import warnings
 from collections.abc import (
     AsyncIterator,
     Callable,
+    Generator,
     Iterator,
     Mapping,
     Sequence,
 )
 from contextlib import aclosing
+from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 from graphruntime._internal._config import RunnableConfig, merge_configs
@@ -21,6 +22,7 @@ from graphruntime._internal._constants import (
     NS_SEP,
     TASKS,
 )
+from graphruntime._internal._twin import Fold, Nested, aiterate, iterate
 from graphruntime.cache import BaseCache, CachePolicy
 from graphruntime.channels import BaseChannel, Topic
 from graphruntime.checkpoint.base import BaseCheckpointSaver
@@ -30,11 +32,11 @@ from graphruntime.errors import (
     InvalidArgumentTypeError,
     NotSupportedError,
 )
+from graphruntime.pregel._batch import in_tasks, in_threads
+from graphruntime.pregel._batch import plan as batch_plan
 from graphruntime.pregel._builder import NodeBuilder, with_name
-from graphruntime.pregel._callbacks import RunHooks
-from graphruntime.pregel._loop import PregelLoop
 from graphruntime.pregel._node import NodeSpec
-from graphruntime.pregel._run import arun, collect, collect_parts, prepare, run
+from graphruntime.pregel._run import arun, collect, collect_parts, prepare, run, running
 from graphruntime.pregel._stream import StreamChunk, stream_part
 from graphruntime.pregel._stream_events import PregelEvents
 from graphruntime.pregel._threads import PregelThreads
@@ -257,6 +259,8 @@ class Pregel(PregelEvents, PregelThreads):
         return lambda c, single: c[2] if single else (c[1], c[2])
 
     # --- running --------------------------------------------------------------------------
+    # Each sync/async pair is two shells over one core (``_internal/_twin.py``): the sync
+    # one performs its requests at once, the async one awaits them.
 
     def stream(
         self,
@@ -279,23 +283,95 @@ class Pregel(PregelEvents, PregelThreads):
         ``version="v2"`` yields every chunk as a typed dict (:class:`StreamPart`):
         ``{"type": mode, "ns": namespace, "data": ...}``, whatever the modes.
         """
-        shape = self._shaper(version, subgraphs)
+        yield from iterate(
+            self._streaming(
+                input,
+                config,
+                False,
+                _RunArgs(
+                    context,
+                    control,
+                    stream_mode,
+                    output_keys,
+                    interrupt_before,
+                    interrupt_after,
+                    version,
+                    durability,
+                    kwargs,
+                ),
+                subgraphs,
+            )
+        )
+
+    async def astream(
+        self,
+        input: Any,
+        config: RunnableConfig | None = None,
+        *,
+        context: Any = None,
+        control: RunControl | None = None,
+        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
+        output_keys: str | Sequence[str] | None = None,
+        subgraphs: bool = False,
+        interrupt_before: All | Sequence[str] | None = None,
+        interrupt_after: All | Sequence[str] | None = None,
+        version: Literal["v1", "v2"] = "v1",
+        durability: Durability | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """Async twin of :meth:`stream`."""
+        # closing the stream closes the run at once: its running tasks are cancelled
+        async with aclosing(
+            aiterate(
+                self._streaming(
+                    input,
+                    config,
+                    True,
+                    _RunArgs(
+                        context,
+                        control,
+                        stream_mode,
+                        output_keys,
+                        interrupt_before,
+                        interrupt_after,
+                        version,
+                        durability,
+                        kwargs,
+                    ),
+                    subgraphs,
+                )
+            )
+        ) as chunks:
+            async for chunk in chunks:
+                yield chunk
+
+    def _streaming(
+        self,
+        input: Any,
+        config: RunnableConfig | None,
+        is_async: bool,
+        args: _RunArgs,
+        subgraphs: bool,
+    ) -> Generator[Any, Any, None]:
+        """The run :meth:`stream` and :meth:`astream` stream, its chunks shaped."""
+        shape = self._shaper(args.version, subgraphs)
         loop, single, hooks = prepare(
             self,
             config,
-            stream_mode,
+            args.stream_mode,
             subgraphs,
-            interrupt_before,
-            interrupt_after,
-            output_keys,
-            version=version,
-            durability=durability,
-            kwargs=kwargs,
-            context=context,
-            control=control,
+            args.interrupt_before,
+            args.interrupt_after,
+            args.output_keys,
+            is_async=is_async,
+            version=args.version,
+            durability=args.durability,
+            kwargs=args.kwargs,
+            context=args.context,
+            control=args.control,
         )
-        for chunk in run(loop, input, hooks):
-            yield shape(chunk, single)
+        run = running(loop, input, hooks, is_async=is_async)
+        yield Nested(run, lambda chunk: shape(chunk, single))
 
     def invoke(
         self,
@@ -317,103 +393,22 @@ class Pregel(PregelEvents, PregelThreads):
         ``version="v2"`` returns a :class:`GraphOutput` (the output and the interrupts),
         or the list of stream parts for another ``stream_mode``.
         """
-        if version == "v2" or stream_mode != "values":
-            parts = self.stream(
-                input,
-                config,
-                stream_mode=stream_mode,
-                output_keys=output_keys,
-                interrupt_before=interrupt_before,
-                interrupt_after=interrupt_after,
-                version=version,
-                durability=durability,
-                context=context,
-                control=control,
-                **kwargs,
-            )
-            return collect_parts(parts, stream_mode, version)
-        loop, hooks = self._invoke_loop(
+        return self._invoking(
             input,
             config,
-            "values",
-            interrupt_before,
-            interrupt_after,
-            output_keys,
-            durability=durability,
-            kwargs=kwargs,
-            context=context,
-            control=control,
-        )
-        return collect(run(loop, input, hooks), loop, "values")
-
-    def _invoke_loop(
-        self,
-        input: Any,
-        config: RunnableConfig | None,
-        stream_mode: StreamMode,
-        interrupt_before: All | Sequence[str] | None,
-        interrupt_after: All | Sequence[str] | None,
-        output_keys: str | Sequence[str] | None = None,
-        *,
-        is_async: bool = False,
-        durability: Durability | None = None,
-        kwargs: Mapping[str, Any] | None = None,
-        context: Any = None,
-        control: RunControl | None = None,
-    ) -> tuple[PregelLoop, RunHooks | None]:
-        loop, _single, hooks = prepare(
-            self,
-            config,
-            [stream_mode],
             False,
-            interrupt_before,
-            interrupt_after,
-            self.output_channels if output_keys is None else output_keys,
-            is_async=is_async,
-            durability=durability,
-            kwargs=kwargs,
-            context=context,
-            control=control,
-        )
-        return loop, hooks
-
-    async def astream(
-        self,
-        input: Any,
-        config: RunnableConfig | None = None,
-        *,
-        context: Any = None,
-        control: RunControl | None = None,
-        stream_mode: StreamMode | Sequence[StreamMode] | None = None,
-        output_keys: str | Sequence[str] | None = None,
-        subgraphs: bool = False,
-        interrupt_before: All | Sequence[str] | None = None,
-        interrupt_after: All | Sequence[str] | None = None,
-        version: Literal["v1", "v2"] = "v1",
-        durability: Durability | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[Any]:
-        """Async twin of :meth:`stream`."""
-        shape = self._shaper(version, subgraphs)
-        loop, single, hooks = prepare(
-            self,
-            config,
-            stream_mode,
-            subgraphs,
-            interrupt_before,
-            interrupt_after,
-            output_keys,
-            is_async=True,
-            version=version,
-            durability=durability,
-            kwargs=kwargs,
-            context=context,
-            control=control,
-        )
-        # closing the stream closes the run at once: its running tasks are cancelled
-        async with aclosing(arun(loop, input, hooks)) as chunks:
-            async for chunk in chunks:
-                yield shape(chunk, single)
+            _RunArgs(
+                context,
+                control,
+                stream_mode,
+                output_keys,
+                interrupt_before,
+                interrupt_after,
+                version,
+                durability,
+                kwargs,
+            ),
+        ).now()
 
     async def ainvoke(
         self,
@@ -431,36 +426,63 @@ class Pregel(PregelEvents, PregelThreads):
         **kwargs: Any,
     ) -> Any:
         """Async twin of :meth:`invoke`."""
-        if version == "v2" or stream_mode != "values":
-            parts = self.astream(
-                input,
-                config,
-                stream_mode=stream_mode,
-                output_keys=output_keys,
-                interrupt_before=interrupt_before,
-                interrupt_after=interrupt_after,
-                version=version,
-                durability=durability,
-                context=context,
-                control=control,
-                **kwargs,
-            )
-            return collect_parts([p async for p in parts], stream_mode, version)
-        loop, hooks = self._invoke_loop(
+        return await self._invoking(
             input,
             config,
-            "values",
-            interrupt_before,
-            interrupt_after,
-            output_keys,
-            is_async=True,
-            durability=durability,
-            kwargs=kwargs,
-            context=context,
-            control=control,
+            True,
+            _RunArgs(
+                context,
+                control,
+                stream_mode,
+                output_keys,
+                interrupt_before,
+                interrupt_after,
+                version,
+                durability,
+                kwargs,
+            ),
+        ).later()
+
+    def _invoking(
+        self, input: Any, config: RunnableConfig | None, is_async: bool, args: _RunArgs
+    ) -> Fold:
+        """What :meth:`invoke` and :meth:`ainvoke` do: a stream folded into the output."""
+        if args.version == "v2" or args.stream_mode != "values":
+            options: dict[str, Any] = {
+                "stream_mode": args.stream_mode,
+                "output_keys": args.output_keys,
+                "interrupt_before": args.interrupt_before,
+                "interrupt_after": args.interrupt_after,
+                "version": args.version,
+                "durability": args.durability,
+                "context": args.context,
+                "control": args.control,
+                **args.kwargs,
+            }
+            return Fold(
+                partial(self.stream, input, config, **options),
+                partial(self.astream, input, config, **options),
+                lambda parts: collect_parts(parts, args.stream_mode, args.version),
+            )
+        loop, _single, hooks = prepare(
+            self,
+            config,
+            ["values"],
+            False,
+            args.interrupt_before,
+            args.interrupt_after,
+            self.output_channels if args.output_keys is None else args.output_keys,
+            is_async=is_async,
+            durability=args.durability,
+            kwargs=args.kwargs,
+            context=args.context,
+            control=args.control,
         )
-        chunks = [c async for c in arun(loop, input, hooks)]
-        return collect(iter(chunks), loop, "values")
+        return Fold(
+            partial(run, loop, input, hooks),
+            partial(arun, loop, input, hooks),
+            lambda chunks: collect(chunks, loop, "values"),
+        )
 
     def batch(
         self,
@@ -471,23 +493,8 @@ class Pregel(PregelEvents, PregelThreads):
         **kwargs: Any,
     ) -> list[Any]:
         """``invoke`` each input (concurrently, up to the config's ``max_concurrency``)."""
-        if not inputs:
-            return []
-        configs = _configs(config, len(inputs))
-
-        def one(pair: tuple[Any, RunnableConfig | None]) -> Any:
-            try:
-                return self.invoke(pair[0], pair[1], **kwargs)
-            except Exception as exc:
-                if return_exceptions:
-                    return exc
-                raise
-
-        if len(inputs) == 1:
-            return [one((inputs[0], configs[0]))]
-        workers = (configs[0] or {}).get("max_concurrency") or None
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(one, zip(inputs, configs, strict=True)))
+        calls, limit = batch_plan(inputs, config)
+        return in_threads(partial(self.invoke, **kwargs), calls, limit, return_exceptions)
 
     async def abatch(
         self,
@@ -498,22 +505,8 @@ class Pregel(PregelEvents, PregelThreads):
         **kwargs: Any,
     ) -> list[Any]:
         """Async twin of :meth:`batch`."""
-        configs = _configs(config, len(inputs))
-        limit = (configs[0] or {}).get("max_concurrency") if configs else None
-        semaphore = asyncio.Semaphore(limit) if limit else None
-
-        async def one(value: Any, cfg: RunnableConfig | None) -> Any:
-            if semaphore is None:
-                return await self.ainvoke(value, cfg, **kwargs)
-            async with semaphore:
-                return await self.ainvoke(value, cfg, **kwargs)
-
-        return list(
-            await asyncio.gather(
-                *(one(v, c) for v, c in zip(inputs, configs, strict=True)),
-                return_exceptions=return_exceptions,
-            )
-        )
+        calls, limit = batch_plan(inputs, config)
+        return await in_tasks(partial(self.ainvoke, **kwargs), calls, limit, return_exceptions)
 
     def get_subgraphs(
         self, *, namespace: str | None = None, recurse: bool = False
@@ -547,6 +540,21 @@ class Pregel(PregelEvents, PregelThreads):
             yield item
 
 
+@dataclass(frozen=True, slots=True)
+class _RunArgs:
+    """The options of a run call (``stream``, ``invoke`` and their twins)."""
+
+    context: Any
+    control: RunControl | None
+    stream_mode: Any
+    output_keys: str | Sequence[str] | None
+    interrupt_before: All | Sequence[str] | None
+    interrupt_after: All | Sequence[str] | None
+    version: Literal["v1", "v2"]
+    durability: Durability | None
+    kwargs: dict[str, Any]
+
+
 class _Each:
     """``graph.map()``: runs ``graph`` on every item of its input list.
 
@@ -565,17 +573,6 @@ class _Each:
         self, inputs: Sequence[Any], config: RunnableConfig | None = None
     ) -> list[Any]:
         return await self.graph.abatch(list(inputs), config)
-
-
-def _configs(
-    config: RunnableConfig | Sequence[RunnableConfig] | None, n: int
-) -> list[RunnableConfig | None]:
-    if config is None or isinstance(config, dict):
-        return [config] * n
-    configs: list[RunnableConfig | None] = list(config)
-    if len(configs) != n:
-        raise InvalidArgumentError(f"batch() got {len(configs)} configs for {n} inputs")
-    return configs
 
 
 def _keys(keys: str | Sequence[str]) -> str | list[str]:

@@ -1,0 +1,220 @@
+"""Sync/async twins written once: a core that yields requests, two thin shells around it.
+
+A *core* is a generator. What it needs from the outside that is sync in one twin and
+async in the other (a hook, a saver read, the next result of a step) it yields as a
+:class:`Request` and takes back the result (or gets the error thrown in); another core it
+runs as a part of itself it yields as :class:`Nested`; anything else it yields is an item
+for the caller. A sync shell performs each request at once
+(:func:`perform`, :func:`iterate`), an async one awaits it (:func:`aperform`,
+:func:`aiterate`): the semantics live in the core, written once, as psycopg keeps its
+protocol apart from its I/O and ``pregel/_saves.py`` hands the saver's I/O to the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+)
+from typing import Any, TypeVar
+
+__all__ = ("Call", "Fold", "Nested", "Request", "aiterate", "aperform", "iterate", "perform")
+
+R = TypeVar("R")
+
+
+class Request:
+    """Something a core needs done: at once in a sync run, awaited in an async one."""
+
+    __slots__ = ()
+
+    def now(self) -> Any:
+        raise NotImplementedError
+
+    async def later(self) -> Any:
+        raise NotImplementedError
+
+
+class Call(Request):
+    """Request: ``sync(*args)`` in a sync run, ``await async_(*args)`` in an async one.
+
+    ``sync`` None: nothing to do in a sync run (e.g. a read a sync run made already).
+    """
+
+    __slots__ = ("args", "async_", "sync")
+
+    def __init__(
+        self,
+        sync: Callable[..., Any] | None,
+        async_: Callable[..., Awaitable[Any]],
+        *args: Any,
+    ) -> None:
+        self.sync = sync
+        self.async_ = async_
+        self.args = args
+
+    def now(self) -> Any:
+        return None if self.sync is None else self.sync(*self.args)
+
+    async def later(self) -> Any:
+        return await self.async_(*self.args)
+
+
+class Fold(Request):
+    """Request: ``fold`` over the items of ``sync()`` in a sync run, of ``async_()`` (all
+    of them, gathered first) in an async one."""
+
+    __slots__ = ("async_", "fold", "sync")
+
+    def __init__(
+        self,
+        sync: Callable[[], Iterable[Any]],
+        async_: Callable[[], AsyncIterable[Any]],
+        fold: Callable[[Iterator[Any]], Any],
+    ) -> None:
+        self.sync = sync
+        self.async_ = async_
+        self.fold = fold
+
+    def now(self) -> Any:
+        return self.fold(iter(self.sync()))
+
+    async def later(self) -> Any:
+        return self.fold(iter([item async for item in self.async_()]))
+
+
+class Nested:
+    """Yielded by a core: run ``core`` here (its items through ``shown``, if given) and
+    send back what it returns. Not ``yield from``: that closes the inner core when the
+    caller closes the shell, where a core must be thrown GeneratorExit to clean up (its
+    cleanup may make requests)."""
+
+    __slots__ = ("core", "shown")
+
+    def __init__(
+        self, core: Generator[Any, Any, Any], shown: Callable[[Any], Any] | None = None
+    ) -> None:
+        self.core = core
+        self.shown = shown
+
+
+Stack = list[Nested]
+
+
+def _advance(stack: Stack, value: Any, error: BaseException | None) -> Any:
+    """Resume the innermost core with ``value`` (or ``error``); its next request or item.
+
+    A core that returns or raises resumes the one that nested it; the outermost one's
+    StopIteration or error propagates.
+    """
+    while True:
+        core = stack[-1].core
+        try:
+            item = core.send(value) if error is None else core.throw(error)
+        except StopIteration as stop:
+            if len(stack) == 1:
+                raise
+            stack.pop()
+            value, error = stop.value, None
+            continue
+        except BaseException as exc:
+            if len(stack) == 1:
+                raise
+            stack.pop()
+            value, error = None, exc
+            continue
+        if not isinstance(item, Nested):
+            return item
+        stack.append(item)
+        value, error = None, None
+
+
+def _shown(stack: Stack, item: Any) -> Any:
+    for level in reversed(stack):
+        if level.shown is not None:
+            item = level.shown(item)
+    return item
+
+
+def perform(core: Generator[Any, Any, R]) -> R:
+    """Run a core that yields only requests, performing each at once; its return value."""
+    stack = [Nested(core)]
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            request = _advance(stack, value, error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        value, error = None, None
+        try:
+            value = request.now()
+        except BaseException as exc:  # noqa: BLE001 - thrown into the core, at its yield
+            error = exc
+
+
+async def aperform(core: Generator[Any, Any, R]) -> R:
+    """Async twin of :func:`perform`: each request awaited."""
+    stack = [Nested(core)]
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            request = _advance(stack, value, error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        value, error = None, None
+        try:
+            value = await request.later()
+        except BaseException as exc:  # noqa: BLE001 - thrown into the core, at its yield
+            error = exc
+
+
+def iterate(core: Generator[Any, Any, None]) -> Generator[Any, None, None]:
+    """A core's items, its requests performed at once.
+
+    What interrupts the caller at an item (``close()``: GeneratorExit) is thrown into the
+    core at the same point, so its ``finally``/``except`` run, and may still make requests.
+    """
+    stack = [Nested(core)]
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            item = _advance(stack, value, error)
+        except StopIteration:
+            return
+        value, error = None, None
+        try:
+            if isinstance(item, Request):
+                value = item.now()
+            else:
+                yield _shown(stack, item)
+        except BaseException as exc:  # noqa: BLE001 - thrown into the core, at its yield
+            error = exc
+
+
+async def aiterate(core: Generator[Any, Any, None]) -> AsyncGenerator[Any, None]:
+    """Async twin of :func:`iterate`: each request awaited (a cancellation while one is
+    awaited, or ``aclose()``, is thrown into the core there)."""
+    stack = [Nested(core)]
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            item = _advance(stack, value, error)
+        except StopIteration:
+            return
+        value, error = None, None
+        try:
+            if isinstance(item, Request):
+                value = await item.later()
+            else:
+                yield _shown(stack, item)
+        except BaseException as exc:  # noqa: BLE001 - thrown into the core, at its yield
+            error = exc
