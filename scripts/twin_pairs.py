@@ -3,7 +3,7 @@
     python scripts/twin_pairs.py [--all] [ROOT]
 
 A twin pair is a function `name` and a function `aname` (async, or returning an async
-iterator; or `__x__` and `__ax__`) defined in the same scope: a module, a class or a function. The async body is
+iterator; `_x` and `_ax`, `__x__` and `__ax__`) defined in the same scope: a module, a class or a function. The async body is
 normalised (no `await`, `async for`/`async with` as `for`/`with`, every `aname` identifier
 or attribute read as `name`); both bodies are flattened into statements (a compound
 statement counts its header once, then its body) and matched in order. A pair is *kept by
@@ -35,6 +35,8 @@ class Pair:
 def _async_name(name: str) -> str:
     if name.startswith("__") and name.endswith("__"):
         return "__a" + name[2:]
+    if name.startswith("_"):
+        return "_a" + name[1:]
     return "a" + name
 
 

@@ -8,12 +8,14 @@ LangChain's ``create_agent`` builds its nodes and routers with it (through the i
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from functools import partial
 from typing import Any
 
 from graphruntime._internal._call import injected_kwargs, is_runnable
 from graphruntime._internal._config import RunnableConfig, ensure_config, var_config
 from graphruntime._internal._errors import InvalidArgumentError, InvalidArgumentTypeError
+from graphruntime._internal._twin import Call, Request, aperform, perform
 
 __all__ = ("RunnableCallable",)
 
@@ -77,7 +79,19 @@ class RunnableCallable:
         return tuple(args), merged
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        if self.func is None:
+        return perform(self._calling(input, config, kwargs, is_async=False))
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return await aperform(self._calling(input, config, kwargs, is_async=True))
+
+    def _calling(
+        self, input: Any, config: RunnableConfig | None, kwargs: dict[str, Any], *, is_async: bool
+    ) -> Generator[Request, Any, Any]:
+        """``invoke`` and ``ainvoke``, written once (``_twin.py``)."""
+        func = self.afunc if is_async else self.func
+        if func is None:
+            if is_async:
+                return self.invoke(input, config, **kwargs)
             raise InvalidArgumentTypeError(
                 f'No synchronous function provided to "{self.name}".'
                 "\nEither initialize with a synchronous function or invoke"
@@ -85,27 +99,13 @@ class RunnableCallable:
             )
         if config is None:
             config = ensure_config()
-        args, call_kwargs = self._arguments(self.func, input, config, kwargs)
+        args, call_kwargs = self._arguments(func, input, config, kwargs)
+        call = partial(func, *args, **call_kwargs)
         token = var_config.set(config)
         try:
-            result = self.func(*args, **call_kwargs)
+            result = yield Call(call, call)
         finally:
             var_config.reset(token)
         if self.recurse and is_runnable(result):
-            return result.invoke(input, config)
-        return result
-
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        if self.afunc is None:
-            return self.invoke(input, config, **kwargs)
-        if config is None:
-            config = ensure_config()
-        args, call_kwargs = self._arguments(self.afunc, input, config, kwargs)
-        token = var_config.set(config)
-        try:
-            result = await self.afunc(*args, **call_kwargs)
-        finally:
-            var_config.reset(token)
-        if self.recurse and is_runnable(result):
-            return await result.ainvoke(input, config)
+            return (yield Call(result.invoke, result.ainvoke, input, config))
         return result

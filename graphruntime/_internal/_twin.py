@@ -21,9 +21,20 @@ from collections.abc import (
     Iterable,
     Iterator,
 )
+from functools import partial
 from typing import Any, TypeVar
 
-__all__ = ("Call", "Fold", "Nested", "Request", "aiterate", "aperform", "iterate", "perform")
+__all__ = (
+    "Call",
+    "Fold",
+    "Nested",
+    "Request",
+    "aiterate",
+    "aperform",
+    "either",
+    "iterate",
+    "perform",
+)
 
 R = TypeVar("R")
 
@@ -63,6 +74,13 @@ class Call(Request):
 
     async def later(self) -> Any:
         return await self.async_(*self.args)
+
+
+def either(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Call:
+    """Request: ``fn(*args, **kwargs)``, a sync function in a sync run and an async one in
+    an async run (e.g. a method of a sync or an async callback manager)."""
+    bound = partial(fn, *args, **kwargs)
+    return Call(bound, bound)
 
 
 class Fold(Request):

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 from uuid import uuid4
 
 from langchain_core.callbacks import AsyncCallbackManager, CallbackManager
 from langchain_core.callbacks.base import BaseCallbackManager
 from langchain_core.callbacks.manager import (
-    AsyncCallbackManagerForChainRun,
     BaseRunManager,
     CallbackManagerForChainRun,
 )
@@ -37,6 +37,7 @@ from langsmith.run_helpers import _set_tracing_context, get_tracing_context
 from graphruntime._internal._call import call_async, call_sync
 from graphruntime._internal._config import RunnableConfig, var_config
 from graphruntime._internal._constants import CONF, CONFIG_KEY_RESUMING
+from graphruntime._internal._twin import Call, Request, aperform, either, perform
 from graphruntime._internal._typing import MISSING
 from graphruntime.callbacks import (
     GraphInterruptEvent,
@@ -298,11 +299,14 @@ def _child_config(config: RunnableConfig, run: Any, func: Callable[..., Any]) ->
     return cast(RunnableConfig, {**config, "callbacks": run.get_child("seq:step:1")})
 
 
-def _in_context(config: RunnableConfig, call: Callable[[], Any]) -> Any:
+@contextmanager
+def _in_context(config: RunnableConfig) -> Iterator[None]:
+    """LangChain's context for a node: its runnables and LangSmith's run tree see the
+    task's run as their parent."""
     lc_token, tracing = _set_config_context(config)
     token = var_config.set(config)
     try:
-        return call()
+        yield
     finally:
         var_config.reset(token)
         var_child_runnable_config.reset(lc_token)
@@ -363,39 +367,7 @@ def call_traced(
     trace_policy: TracePolicy | None = None,
 ) -> Any:
     """Call a node as a child run of the task's graph run."""
-    policy = trace_policy or _NO_POLICY
-    manager = _manager(config, CallbackManager)
-    payload = _trace_input(func, value)
-    recorded = _recorded(payload, policy.process_inputs)
-    run: CallbackManagerForChainRun
-    if recorded is payload:
-        run = manager.on_chain_start(None, payload, name=name)
-    else:
-        real, tracers = _split_tracers(manager)
-        run = real.on_chain_start(None, payload, name=name)
-        tracers.on_chain_start(None, recorded, name=name, run_id=run.run_id)
-        run.handlers = manager.handlers
-    child = _child_config(config, run, func)
-    try:
-        output = _in_context(child, lambda: call_sync(func, value, child))
-        for handler in _streaming_handlers(run):
-            for _ in handler.tap_output_iter(run.run_id, iter([output])):
-                pass
-    except BaseException as exc:
-        run.on_chain_error(exc)
-        raise
-    shown = _recorded(output, policy.process_outputs)
-    if shown is output:
-        run.on_chain_end(output)
-    else:
-        real_run, tracer_run = _split_tracers(run)
-        tracer_run.on_chain_end(shown)
-        real_run.on_chain_end(output)
-    return output
-
-
-async def _once(value: Any) -> AsyncIterator[Any]:
-    yield value
+    return perform(_traced(func, value, config, name, trace_policy, is_async=False))
 
 
 async def acall_traced(
@@ -406,46 +378,65 @@ async def acall_traced(
     trace_policy: TracePolicy | None = None,
 ) -> Any:
     """Async twin of :func:`call_traced`."""
+    return await aperform(_traced(func, value, config, name, trace_policy, is_async=True))
+
+
+def _traced(
+    func: Callable[..., Any],
+    value: Any,
+    config: RunnableConfig,
+    name: str,
+    trace_policy: TracePolicy | None,
+    *,
+    is_async: bool,
+) -> Generator[Request, Any, Any]:
+    """:func:`call_traced` and :func:`acall_traced`, written once (``_twin.py``): the
+    callback manager is async in an async run, so each of its calls is awaited there."""
     policy = trace_policy or _NO_POLICY
-    manager = _manager(config, AsyncCallbackManager)
+    manager = _manager(config, AsyncCallbackManager if is_async else CallbackManager)
     payload = _trace_input(func, value)
     recorded = _recorded(payload, policy.process_inputs)
-    run: AsyncCallbackManagerForChainRun
+    run: Any
     if recorded is payload:
-        run = await manager.on_chain_start(None, payload, name=name)
+        run = yield either(manager.on_chain_start, None, payload, name=name)
     else:
         real, tracers = _split_tracers(manager)
-        run = await real.on_chain_start(None, payload, name=name)
+        run = yield either(real.on_chain_start, None, payload, name=name)
         # tracers start last: a cancellation before then leaves no tracer run open
-        await tracers.on_chain_start(None, recorded, name=name, run_id=run.run_id)
+        yield either(tracers.on_chain_start, None, recorded, name=name, run_id=run.run_id)
         run.handlers = manager.handlers
     child = _child_config(config, run, func)
-    # LangChain's context for the node: its runnables and LangSmith's run tree see
-    # the task's run as their parent
-    lc_token, tracing = _set_config_context(child)
-    token = var_config.set(child)
     try:
-        output = await call_async(func, value, child)
-        for handler in _streaming_handlers(run):
-            async for _ in handler.tap_output_aiter(run.run_id, _once(output)):
-                pass
+        with _in_context(child):
+            output = yield Call(call_sync, call_async, func, value, child)
+            for handler in _streaming_handlers(run):
+                yield Call(_tap, _atap, handler, run.run_id, output)
     except BaseException as exc:
-        await run.on_chain_error(exc)
+        yield either(run.on_chain_error, exc)
         raise
-    finally:
-        var_config.reset(token)
-        var_child_runnable_config.reset(lc_token)
-        if tracing is not None:
-            _set_tracing_context(tracing)
     shown = _recorded(output, policy.process_outputs)
     if shown is output:
-        await run.on_chain_end(output)
+        yield either(run.on_chain_end, output)
     else:
         real_run, tracer_run = _split_tracers(run)
         # tracers end first, so a cancellation cannot leave a tracer run open
-        await tracer_run.on_chain_end(shown)
-        await real_run.on_chain_end(output)
+        yield either(tracer_run.on_chain_end, shown)
+        yield either(real_run.on_chain_end, output)
     return output
+
+
+def _tap(handler: Any, run_id: Any, output: Any) -> None:
+    for _ in handler.tap_output_iter(run_id, iter([output])):
+        pass
+
+
+async def _atap(handler: Any, run_id: Any, output: Any) -> None:
+    async for _ in handler.tap_output_aiter(run_id, _once(output)):
+        pass
+
+
+async def _once(value: Any) -> AsyncIterator[Any]:
+    yield value
 
 
 _NO_POLICY = TracePolicy()

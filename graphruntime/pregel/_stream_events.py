@@ -139,21 +139,22 @@ def stream_v3(
     control: Any = None,
     **kwargs: Any,
 ) -> GraphRunStream:
-    reject_owned_kwargs(kwargs)
-    mux = _mux(graph, config, transformers, is_async=False)
-    chunks = graph.stream(
-        input,
-        _v2_config(config),
-        stream_mode=_modes(mux),
-        subgraphs=True,
-        version="v2",
-        # passed even when not given, as LangGraph does (a subclass sees its defaults)
-        interrupt_before=interrupt_before,
-        interrupt_after=interrupt_after,
-        control=control,
-        **kwargs,
+    return GraphRunStream(
+        *_v3_run(
+            graph,
+            input,
+            config,
+            transformers,
+            False,
+            # passed even when not given, as LangGraph does (a subclass sees its defaults)
+            {
+                "interrupt_before": interrupt_before,
+                "interrupt_after": interrupt_after,
+                "control": control,
+                **kwargs,
+            },
+        )
     )
-    return GraphRunStream(iter(chunks), mux)
 
 
 async def astream_v3(
@@ -167,21 +168,44 @@ async def astream_v3(
     control: Any = None,
     **kwargs: Any,
 ) -> AsyncGraphRunStream:
+    return AsyncGraphRunStream(
+        *_v3_run(
+            graph,
+            input,
+            config,
+            transformers,
+            True,
+            {
+                "interrupt_before": interrupt_before,
+                "interrupt_after": interrupt_after,
+                "control": control,
+                **kwargs,
+            },
+        )
+    )
+
+
+def _v3_run(
+    graph: StreamingGraph,
+    input: Any,
+    config: RunnableConfig | None,
+    transformers: Sequence[Factory] | None,
+    is_async: bool,
+    kwargs: dict[str, Any],
+) -> tuple[Any, StreamMux]:
+    """The v2 stream a v3 run reads (``graph.stream`` or ``astream``) and its mux."""
     reject_owned_kwargs(kwargs)
-    mux = _mux(graph, config, transformers, is_async=True)
-    chunks = graph.astream(
+    mux = _mux(graph, config, transformers, is_async=is_async)
+    method = graph.astream if is_async else graph.stream
+    chunks = method(
         input,
         _v2_config(config),
         stream_mode=_modes(mux),
         subgraphs=True,
         version="v2",
-        # passed even when not given, as LangGraph does (a subclass sees its defaults)
-        interrupt_before=interrupt_before,
-        interrupt_after=interrupt_after,
-        control=control,
         **kwargs,
     )
-    return AsyncGraphRunStream(aiter(chunks), mux)
+    return (aiter(chunks) if is_async else iter(chunks)), mux  # type: ignore[arg-type]
 
 
 class PregelEvents:

@@ -10,9 +10,10 @@ import asyncio
 import inspect
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
+from graphruntime._internal._twin import Call, Request, aperform, either, perform
 from graphruntime.store._errors import InvalidStoreRequestError
 from graphruntime.store._types import Embeddings, IndexConfig
 
@@ -60,14 +61,29 @@ class Embedder:
             )
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return perform(self._embedding(texts, is_async=False))
+
+    def _embedding(
+        self, texts: list[str], *, is_async: bool
+    ) -> Generator[Request, Any, list[list[float]]]:
+        """:meth:`embed_documents` and :meth:`aembed_documents`, written once (``_twin.py``):
+        an async run without an async function embeds with the sync one, in a thread."""
         if self._obj is not None:
-            return self._check(self._obj.embed_documents(texts), len(texts))
-        if self._func is None:
+            method = (
+                getattr(self._obj, "aembed_documents", None)
+                if is_async
+                else self._obj.embed_documents
+            )
+        else:
+            method = self._afunc if is_async else self._func
+        if method is None and is_async:
+            return (yield Call(None, asyncio.to_thread, self.embed_documents, texts))  # type: ignore[no-any-return]
+        if method is None:
             raise InvalidStoreRequestError(
                 "The store's embed function is async: use the async methods (aput, asearch, "
                 "abatch) or give the store a sync function"
             )
-        return self._check(self._func(texts), len(texts))
+        return self._check((yield either(method, texts)), len(texts))
 
     def embed_query(self, text: str) -> list[float]:
         if self._obj is not None:
@@ -75,14 +91,7 @@ class Embedder:
         return self.embed_documents([text])[0]
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-        if self._obj is not None:
-            method = getattr(self._obj, "aembed_documents", None)
-            if method is None:
-                return await asyncio.to_thread(self.embed_documents, texts)
-            return self._check(await method(texts), len(texts))
-        if self._afunc is None:
-            return await asyncio.to_thread(self.embed_documents, texts)
-        return self._check(await self._afunc(texts), len(texts))
+        return await aperform(self._embedding(texts, is_async=True))
 
     async def aembed_query(self, text: str) -> list[float]:
         if self._obj is not None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Generic, Protocol, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from typing import Any, Generic, Protocol, TypeVar
 
+from graphruntime._internal._twin import aiterate, either, iterate
 from graphruntime.errors import InvalidArgumentError, InvalidArgumentTypeError, UsageError
 
 T = TypeVar("T")
@@ -108,25 +109,19 @@ class StreamChannel(Generic[T]):
         return progressed or bool(self._items) or self._closed
 
     def __iter__(self) -> Iterator[T]:
-        self._subscribe(is_async=False)
-        return self._sync_cursor()
-
-    def _sync_cursor(self) -> Iterator[T]:
-        while True:
-            if self._items:
-                yield self._items.popleft()[1]
-            elif self._closed:
-                if self._error is not None:
-                    raise self._error
-                return
-            elif self._request_more is None or not self._pulled(self._request_more()):
-                return
+        return iterate(self._reader(is_async=False))
 
     def __aiter__(self) -> AsyncIterator[T]:
-        self._subscribe(is_async=True)
-        return self._async_cursor()
+        return aiterate(self._reader(is_async=True))
 
-    async def _async_cursor(self) -> AsyncIterator[T]:
+    def _reader(self, *, is_async: bool) -> Generator[Any, Any, None]:
+        self._subscribe(is_async=is_async)  # now: a second reader is refused at once
+        return self._cursor(is_async=is_async)
+
+    def _cursor(self, *, is_async: bool) -> Generator[Any, Any, None]:
+        """The reader's items, written once (``_twin.py``): an empty queue pumps the run,
+        with its sync pump or its async one."""
+        pump = self._arequest_more if is_async else self._request_more
         while True:
             if self._items:
                 yield self._items.popleft()[1]
@@ -134,7 +129,7 @@ class StreamChannel(Generic[T]):
                 if self._error is not None:
                     raise self._error
                 return
-            elif self._arequest_more is None or not self._pulled(await self._arequest_more()):
+            elif pump is None or not self._pulled((yield either(pump))):
                 return
 
     # --- fan-out -------------------------------------------------------------------------
