@@ -25,9 +25,12 @@ from functools import partial
 from typing import Any, TypeVar
 
 __all__ = (
+    "END",
     "Call",
+    "Close",
     "Fold",
     "Nested",
+    "Next",
     "Request",
     "aiterate",
     "aperform",
@@ -81,6 +84,45 @@ def either(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Call:
     an async run (e.g. a method of a sync or an async callback manager)."""
     bound = partial(fn, *args, **kwargs)
     return Call(bound, bound)
+
+
+END = object()
+"""What :class:`Next` returns for an iterator that has no more items."""
+
+
+class Next(Request):
+    """Request: the next item of ``items`` (an iterator in a sync run, an async iterator
+    in an async one), or :data:`END`."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Any) -> None:
+        self.items = items
+
+    def now(self) -> Any:
+        return next(self.items, END)
+
+    async def later(self) -> Any:
+        return await anext(self.items, END)
+
+
+class Close(Request):
+    """Request: close ``items`` (``close()``, or ``aclose()`` awaited), if it can be."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: Any) -> None:
+        self.items = items
+
+    def now(self) -> None:
+        close = getattr(self.items, "close", None)
+        if close is not None:
+            close()
+
+    async def later(self) -> None:
+        aclose = getattr(self.items, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 class Fold(Request):

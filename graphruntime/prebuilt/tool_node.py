@@ -220,13 +220,15 @@ class ToolNode(PrebuiltNode):
 
     async def _arun(self, input: Any, config: RunnableConfig) -> Any:
         calls, input_type, runtimes = self._prepare(input, config)
-        outputs = await asyncio.gather(
-            *(
-                self._arun_one(call, input_type, runtime)
-                for call, runtime in zip(calls, runtimes, strict=True)
+        outputs = list(
+            await asyncio.gather(
+                *(
+                    self._arun_one(call, input_type, runtime)
+                    for call, runtime in zip(calls, runtimes, strict=True)
+                )
             )
         )
-        return combine(list(outputs), input_type, self._messages_key)
+        return combine(outputs, input_type, self._messages_key)
 
     def _parse_input(self, input: Any) -> tuple[list[ToolCall], InputType]:
         if isinstance(input, list):

@@ -21,7 +21,6 @@ import threading
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
-    Awaitable,
     Callable,
     Generator,
     Iterator,
@@ -30,7 +29,7 @@ from collections.abc import (
 from typing import Any, Protocol, cast, runtime_checkable
 
 from graphruntime._internal._constants import INTERRUPT
-from graphruntime._internal._twin import Call, Request, aiterate, iterate
+from graphruntime._internal._twin import END, Call, Close, Next, Request, aiterate, iterate
 from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.errors import (
     ErrorCode,
@@ -238,7 +237,7 @@ def driving(
             results: list[TaskResult] = []
             items = start(loop, tasks)
             try:
-                while (item := (yield Call(_next, _anext, items))) is not _DONE:
+                while (item := (yield Next(items))) is not END:
                     if item is None:  # chunks are waiting in the sink
                         yield from sink.drain()
                     elif isinstance(item, TaskResult):
@@ -255,7 +254,7 @@ def driving(
                         yield item
             finally:
                 # a closed stream, a cancelled run or a failed step stops the running tasks
-                yield Call(_close, _aclose, items)
+                yield Close(items)
             tasks = body.send(results)
     except StopIteration:
         loop.exit(None)
@@ -283,26 +282,6 @@ def _astart(executor: AsyncStepExecutor) -> Callable[[PregelLoop, Sequence[Prepa
         return _as_they_come(step, loop.sink) if loop.stream_eager else step
 
     return start
-
-
-def _next(items: Iterator[Any]) -> Any:
-    return next(items, _DONE)
-
-
-def _anext(items: AsyncIterator[Any]) -> Awaitable[Any]:
-    return anext(items, _DONE)
-
-
-def _close(items: Iterator[Any]) -> None:
-    close = getattr(items, "close", None)
-    if close is not None:
-        close()
-
-
-async def _aclose(items: AsyncIterator[Any]) -> None:
-    aclose = getattr(items, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 _DONE = object()

@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
-from graphruntime._internal._twin import aiterate, either, iterate
+from graphruntime._internal._twin import END, Call, Next, aiterate, either, iterate
 from graphruntime.errors import InvalidArgumentError, InvalidArgumentTypeError, UsageError
 
 T = TypeVar("T")
@@ -136,41 +136,29 @@ class StreamChannel(Generic[T]):
 
     def tee(self, n: int = 2) -> tuple[Iterator[T], ...]:
         """``n`` readers of this channel, each seeing every item (sync lane)."""
-        if n < 1:
-            raise InvalidArgumentError("tee() requires n >= 1")
-        source = iter(self)
-        buffers: list[deque[T]] = [deque() for _ in range(n)]
-        done = False
-
-        def branch(buffer: deque[T]) -> Iterator[T]:
-            nonlocal done
-            while True:
-                if buffer:
-                    yield buffer.popleft()
-                    continue
-                if done:
-                    return
-                try:
-                    item = next(source)
-                except StopIteration:
-                    done = True
-                    return
-                for other in buffers:
-                    other.append(item)
-
-        return tuple(branch(b) for b in buffers)
+        return tuple(iterate(branch) for branch in self._branches(n, is_async=False))
 
     def atee(self, n: int = 2) -> tuple[AsyncIterator[T], ...]:
         """``n`` readers of this channel, each seeing every item (async lane)."""
+        return tuple(aiterate(branch) for branch in self._branches(n, is_async=True))
+
+    def _branches(self, n: int, *, is_async: bool) -> list[Generator[Any, Any, None]]:
+        """The readers of :meth:`tee` and :meth:`atee`, written once (``_twin.py``).
+
+        Whichever branch finds its buffer empty pulls the next item for all. Async
+        branches pull one at a time (the others wait for it) and a failure of the channel
+        reaches every branch; a sync branch that pulls a failure raises it alone, and the
+        others end, as LangGraph's do.
+        """
         if n < 1:
-            raise InvalidArgumentError("atee() requires n >= 1")
-        source = aiter(self)
+            raise InvalidArgumentError(f"{'atee' if is_async else 'tee'}() requires n >= 1")
+        source = aiter(self) if is_async else iter(self)
         buffers: list[deque[T]] = [deque() for _ in range(n)]
         done = False
         error: BaseException | None = None
-        lock = asyncio.Lock()
+        lock = asyncio.Lock() if is_async else None
 
-        async def branch(buffer: deque[T]) -> AsyncIterator[T]:
+        def branch(buffer: deque[T]) -> Generator[Any, Any, None]:
             nonlocal done, error
             while True:
                 if buffer:
@@ -180,18 +168,25 @@ class StreamChannel(Generic[T]):
                     if error is not None:
                         raise error
                     return
-                async with lock:  # one branch pulls at a time; the others wait for it
+                if lock is not None:
+                    yield Call(None, lock.acquire)
+                try:
                     if buffer or done:
                         continue
                     try:
-                        item = await anext(source)
-                    except StopAsyncIteration:
-                        done = True
+                        item = yield Next(source)
+                    except Exception as exc:
+                        if lock is None:
+                            raise
+                        error, done = exc, True  # every branch re-raises it
                         continue
-                    except Exception as exc:  # noqa: BLE001 - every branch re-raises it
-                        error, done = exc, True
+                    if item is END:
+                        done = True
                         continue
                     for other in buffers:
                         other.append(item)
+                finally:
+                    if lock is not None:
+                        lock.release()
 
-        return tuple(branch(b) for b in buffers)
+        return [branch(b) for b in buffers]
