@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections import defaultdict, deque
-from collections.abc import Awaitable, Iterator, Sequence
+from collections.abc import Awaitable, Generator, Sequence
+from functools import partial
 from typing import Any
 from uuid import UUID, uuid5
 
@@ -28,6 +29,8 @@ from graphruntime._internal._constants import (
     RETURN,
     TASKS,
 )
+from graphruntime._internal._twin import END as NO_MORE
+from graphruntime._internal._twin import Call, Close, Next
 from graphruntime._internal._typing import MISSING
 from graphruntime.checkpoint.base import (
     BaseCheckpointSaver,
@@ -105,7 +108,7 @@ def get_state(
     return snapshot(graph, saved, live=live, subgraphs=subgraphs, saver=saver)
 
 
-def get_state_history(
+def state_history(
     graph: GraphSpec,
     saver: BaseCheckpointSaver,
     config: RunnableConfig,
@@ -113,7 +116,15 @@ def get_state_history(
     filter: dict[str, Any] | None = None,
     before: RunnableConfig | None = None,
     limit: int | None = None,
-) -> Iterator[StateSnapshot]:
+    is_async: bool,
+) -> Generator[Any, Any, None]:
+    """The thread's checkpoints as snapshots, newest first: ``get_state_history`` and its
+    async twin, written once (``_twin.py``).
+
+    The async one reads with the saver's ``alist`` and yields each snapshot as soon as its
+    checkpoint arrives; it builds the snapshot in a thread, as a snapshot may read the
+    saver's sync methods (a delta channel's history).
+    """
     config = ensure_config(config)
     graph = _resolve(graph, config)
     conf = config[CONF]
@@ -128,8 +139,14 @@ def get_state_history(
             ),
         }
     }
-    for saved in saver.list(query, filter=filter, before=before, limit=limit):
-        yield snapshot(graph, saved, live=False, subgraphs=False, saver=saver)
+    listing = saver.alist if is_async else saver.list
+    checkpoints = listing(query, filter=filter, before=before, limit=limit)
+    try:
+        while (saved := (yield Next(checkpoints))) is not NO_MORE:
+            made = partial(snapshot, graph, saved, live=False, subgraphs=False, saver=saver)
+            yield (yield Call(made, partial(asyncio.to_thread, made)))
+    finally:
+        yield Close(checkpoints)  # a reader that stops early ends the saver's listing
 
 
 def _step_tasks(

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any
 
 from graphruntime._internal._config import RunnableConfig, ensure_config
+from graphruntime._internal._twin import aiterate, iterate
 from graphruntime.cache import BaseCache, CachePolicy
 from graphruntime.channels import BaseChannel
 from graphruntime.checkpoint.base import BaseCheckpointSaver
@@ -23,7 +25,7 @@ from graphruntime.pregel._schema import PregelSchemas
 from graphruntime.pregel._state import (
     bulk_update_state,
     get_state,
-    get_state_history,
+    state_history,
     update_state,
 )
 from graphruntime.types import All, RetryPolicy, StateSnapshot, StateUpdate, StreamMode
@@ -95,8 +97,11 @@ class PregelThreads(PregelSchemas):
         limit: int | None = None,
     ) -> Iterator[StateSnapshot]:
         """Every checkpoint of the thread, newest first."""
-        return get_state_history(
-            self, self._require_saver(config), config, filter=filter, before=before, limit=limit
+        saver = self._require_saver(config)
+        return iterate(
+            state_history(
+                self, saver, config, filter=filter, before=before, limit=limit, is_async=False
+            )
         )
 
     def update_state(
@@ -140,8 +145,12 @@ class PregelThreads(PregelSchemas):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[StateSnapshot]:
-        history = await asyncio.to_thread(
-            lambda: list(self.get_state_history(config, filter=filter, before=before, limit=limit))
+        """Async twin of :meth:`get_state_history`: each snapshot as the saver's ``alist``
+        yields its checkpoint."""
+        saver = self._require_saver(config)
+        history = state_history(
+            self, saver, config, filter=filter, before=before, limit=limit, is_async=True
         )
-        for snapshot in history:
-            yield snapshot
+        async with aclosing(aiterate(history)) as snapshots:
+            async for snapshot in snapshots:
+                yield snapshot
