@@ -88,7 +88,7 @@ async def _closing_early() -> None:
     await graph.ainvoke({"log": []}, config)
     history = graph.aget_state_history(config)
     await anext(history)
-    await history.aclose()  # type: ignore[attr-defined]
+    await history.aclose()
     assert saver.yielded == 1
     assert saver.listing_closed
 
