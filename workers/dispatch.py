@@ -15,7 +15,7 @@ from typing import NamedTuple, Protocol
 from graphruntime.pregel.driver import PreparedTask, RetryLater
 from workers.messages import TaskMessage, TaskRef
 from workers.settings import Settings
-from workers.store import OrphanTask, RunStore
+from workers.store import OrphanTask, Run, RunStore
 
 
 class QueueDepths(NamedTuple):
@@ -141,20 +141,21 @@ def dispatch_retry(
     store: RunStore,
     broker: Broker,
     settings: Settings,
+    run: Run,
     *,
-    run_id: str,
-    thread_id: str,
     checkpoint_id: str,
     task: PreparedTask,
     retry: RetryLater,
-    graph: str | None = None,
     epoch: str | None = None,
 ) -> None:
-    """Send a task's next attempt as a job that starts after the policy's backoff."""
-    store.register_tasks(run_id, thread_id, checkpoint_id, [(task.id, task.path)], epoch=epoch)
+    """Send a task of ``run``'s step at ``checkpoint_id`` again, as a job that starts after
+    the policy's backoff."""
+    store.register_tasks(
+        run.run_id, run.thread_id, checkpoint_id, [(task.id, task.path)], epoch=epoch
+    )
     # the sweeper leaves it alone until then
     hold = retry.delay + 2 * settings.heartbeat_interval
-    store.hold_for_retry(run_id, checkpoint_id, task.id, retry.attempts, hold)
+    store.hold_for_retry(run.run_id, checkpoint_id, task.id, retry.attempts, hold)
     ref = TaskRef(
         id=task.id,
         path=tuple(task.path),
@@ -164,12 +165,12 @@ def dispatch_retry(
     send_refs(
         broker,
         settings,
-        run_id,
-        thread_id,
+        run.run_id,
+        run.thread_id,
         checkpoint_id,
         [ref],
         delay=retry.delay,
-        graph=graph,
+        graph=run.graph,
         names={task.id: task.name},
     )
 
