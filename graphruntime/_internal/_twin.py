@@ -163,76 +163,91 @@ class Nested:
         self.shown = shown
 
 
-Stack = list[Nested]
+class _Cores:
+    """What a shell runs: its core and the cores it nested, innermost last.
 
-
-def _advance(stack: Stack, value: Any, error: BaseException | None) -> Any:
-    """Resume the innermost core with ``value`` (or ``error``); its next request or item.
-
-    A core that returns or raises resumes the one that nested it; the outermost one's
-    StopIteration or error propagates.
+    :meth:`next` resumes the innermost with what the shell put in :attr:`value` (or
+    throws :attr:`error` in) and returns its next request or item; a nested core that
+    returns or raises resumes the one that nested it. When the outermost one returns,
+    :meth:`next` returns :data:`_FINISHED` and :attr:`result` is what it returned.
     """
-    while True:
-        core = stack[-1].core
-        try:
-            item = core.send(value) if error is None else core.throw(error)
-        except StopIteration as stop:
-            if len(stack) == 1:
-                raise
-            stack.pop()
-            value, error = stop.value, None
-            continue
-        except BaseException as exc:
-            if len(stack) == 1:
-                raise
-            stack.pop()
-            value, error = None, exc
-            continue
-        if not isinstance(item, Nested):
-            return item
-        stack.append(item)
-        value, error = None, None
+
+    __slots__ = ("cores", "error", "result", "shows", "value")
+
+    def __init__(self, core: Generator[Any, Any, Any]) -> None:
+        self.cores = [core]
+        self.shows: list[tuple[int, Callable[[Any], Any]]] = []  # (depth, shown)
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.result: Any = None
+
+    def next(self) -> Any:
+        value, error = self.value, self.error
+        self.value = self.error = None
+        cores = self.cores
+        while True:
+            core = cores[-1]
+            try:
+                item = core.send(value) if error is None else core.throw(error)
+            except StopIteration as stop:
+                value, error = stop.value, None
+                if not self._pop():
+                    self.result = value
+                    return _FINISHED
+                continue
+            except BaseException as exc:
+                if len(cores) == 1:
+                    raise
+                self._pop()
+                value, error = None, exc
+                continue
+            if not isinstance(item, Nested):
+                return item
+            cores.append(item.core)
+            if item.shown is not None:
+                self.shows.append((len(cores), item.shown))
+            value, error = None, None
+
+    def _pop(self) -> bool:
+        """Drop the innermost core; False if it was the outermost."""
+        cores = self.cores
+        if len(cores) == 1:
+            return False
+        if self.shows and self.shows[-1][0] == len(cores):
+            self.shows.pop()
+        cores.pop()
+        return True
+
+    def show(self, item: Any) -> Any:
+        """An item as the cores that nested its core show it."""
+        for _, shown in reversed(self.shows):
+            item = shown(item)
+        return item
 
 
-def _shown(stack: Stack, item: Any) -> Any:
-    for level in reversed(stack):
-        if level.shown is not None:
-            item = level.shown(item)
-    return item
+_FINISHED = object()
 
 
 def perform(core: Generator[Any, Any, R]) -> R:
     """Run a core that yields only requests, performing each at once; its return value."""
-    stack = [Nested(core)]
-    value: Any = None
-    error: BaseException | None = None
-    while True:
+    cores = _Cores(core)
+    while (request := cores.next()) is not _FINISHED:
         try:
-            request = _advance(stack, value, error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        value, error = None, None
-        try:
-            value = request.now()
+            cores.value = request.now()
         except BaseException as exc:  # noqa: BLE001 - thrown into the core, at its yield
-            error = exc
+            cores.error = exc
+    return cores.result  # type: ignore[no-any-return]
 
 
 async def aperform(core: Generator[Any, Any, R]) -> R:
     """Async twin of :func:`perform`: each request awaited."""
-    stack = [Nested(core)]
-    value: Any = None
-    error: BaseException | None = None
-    while True:
+    cores = _Cores(core)
+    while (request := cores.next()) is not _FINISHED:
         try:
-            request = _advance(stack, value, error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        value, error = None, None
-        try:
-            value = await request.later()
+            cores.value = await request.later()
         except BaseException as exc:  # noqa: BLE001 - thrown into the core, at its yield
-            error = exc
+            cores.error = exc
+    return cores.result  # type: ignore[no-any-return]
 
 
 def iterate(core: Generator[Any, Any, None]) -> Generator[Any, None, None]:
@@ -241,40 +256,26 @@ def iterate(core: Generator[Any, Any, None]) -> Generator[Any, None, None]:
     What interrupts the caller at an item (``close()``: GeneratorExit) is thrown into the
     core at the same point, so its ``finally``/``except`` run, and may still make requests.
     """
-    stack = [Nested(core)]
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            item = _advance(stack, value, error)
-        except StopIteration:
-            return
-        value, error = None, None
+    cores = _Cores(core)
+    while (item := cores.next()) is not _FINISHED:
         try:
             if isinstance(item, Request):
-                value = item.now()
+                cores.value = item.now()
             else:
-                yield _shown(stack, item)
+                yield cores.show(item)
         except BaseException as exc:  # noqa: BLE001 - thrown into the core, at its yield
-            error = exc
+            cores.error = exc
 
 
 async def aiterate(core: Generator[Any, Any, None]) -> AsyncGenerator[Any, None]:
     """Async twin of :func:`iterate`: each request awaited (a cancellation while one is
     awaited, or ``aclose()``, is thrown into the core there)."""
-    stack = [Nested(core)]
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            item = _advance(stack, value, error)
-        except StopIteration:
-            return
-        value, error = None, None
+    cores = _Cores(core)
+    while (item := cores.next()) is not _FINISHED:
         try:
             if isinstance(item, Request):
-                value = await item.later()
+                cores.value = await item.later()
             else:
-                yield _shown(stack, item)
+                yield cores.show(item)
         except BaseException as exc:  # noqa: BLE001 - thrown into the core, at its yield
-            error = exc
+            cores.error = exc

@@ -219,7 +219,7 @@ def driving(
     requests (``_twin.py``) a sync driver performs at once and an async one awaits."""
     sink = loop.sink
     body = steps(loop)
-    saves = Call(perform_saves, aperform_saves, loop)
+    saves = Call(perform_saves, aperform_saves, loop)  # asked for only when there are some
     start = (
         _astart(cast(AsyncStepExecutor, executor))
         if is_async
@@ -227,23 +227,28 @@ def driving(
     )
     _attach(loop, executor)
     try:
-        yield saves  # what first() made
+        if loop.outbox:  # what first() made
+            yield saves
         yield from sink.drain()
         tasks = next(body)
         while True:
-            yield saves
+            if loop.outbox:
+                yield saves
             if sink.chunks:
                 yield from sink.drain()
             results: list[TaskResult] = []
             items = start(loop, tasks)
+            item: Any = None
             try:
-                while (item := (yield Next(items))) is not END:
+                # a sync step's next result is read here, as its shell would read it
+                while (item := (yield Next(items)) if is_async else next(items, END)) is not END:
                     if item is None:  # chunks are waiting in the sink
                         yield from sink.drain()
                     elif isinstance(item, TaskResult):
                         if not item.recorded:
                             loop.record(item.task, item.outcome)
-                            yield saves
+                            if loop.outbox:
+                                yield saves
                         results.append(item)
                         _submit_handler(loop, executor, item)
                         if sink.chunks:
@@ -254,22 +259,29 @@ def driving(
                         yield item
             finally:
                 # a closed stream, a cancelled run or a failed step stops the running tasks
-                yield Close(items)
+                if item is not END and is_async:
+                    yield Close(items)
+                elif item is not END:
+                    Close(items).now()
             tasks = body.send(results)
     except StopIteration:
         loop.exit(None)
-        yield saves
+        if loop.outbox:
+            yield saves
     except GraphInterrupt as interrupt:
         loop.exit(interrupt)
-        yield saves
+        if loop.outbox:
+            yield saves
         paused(loop)
     except GeneratorExit as closed:
         loop.exit(closed)
-        yield saves
+        if loop.outbox:
+            yield saves
         raise
     except BaseException as error:
         loop.exit(error)
-        yield saves
+        if loop.outbox:
+            yield saves
         if not (is_async and isinstance(error, asyncio.CancelledError)):
             yield from sink.drain()  # what the run streamed before it failed
         raise
