@@ -13,7 +13,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
@@ -283,25 +283,7 @@ class Pregel(PregelEvents, PregelThreads):
         ``version="v2"`` yields every chunk as a typed dict (:class:`StreamPart`):
         ``{"type": mode, "ns": namespace, "data": ...}``, whatever the modes.
         """
-        yield from iterate(
-            self._streaming(
-                input,
-                config,
-                False,
-                _RunArgs(
-                    context,
-                    control,
-                    stream_mode,
-                    output_keys,
-                    interrupt_before,
-                    interrupt_after,
-                    version,
-                    durability,
-                    kwargs,
-                ),
-                subgraphs,
-            )
-        )
+        yield from iterate(self._streaming(input, config, False, _RunArgs.of(locals()), subgraphs))
 
     async def astream(
         self,
@@ -322,25 +304,7 @@ class Pregel(PregelEvents, PregelThreads):
         """Async twin of :meth:`stream`."""
         # closing the stream closes the run at once: its running tasks are cancelled
         async with aclosing(
-            aiterate(
-                self._streaming(
-                    input,
-                    config,
-                    True,
-                    _RunArgs(
-                        context,
-                        control,
-                        stream_mode,
-                        output_keys,
-                        interrupt_before,
-                        interrupt_after,
-                        version,
-                        durability,
-                        kwargs,
-                    ),
-                    subgraphs,
-                )
-            )
+            aiterate(self._streaming(input, config, True, _RunArgs.of(locals()), subgraphs))
         ) as chunks:
             async for chunk in chunks:
                 yield chunk
@@ -393,22 +357,7 @@ class Pregel(PregelEvents, PregelThreads):
         ``version="v2"`` returns a :class:`GraphOutput` (the output and the interrupts),
         or the list of stream parts for another ``stream_mode``.
         """
-        return self._invoking(
-            input,
-            config,
-            False,
-            _RunArgs(
-                context,
-                control,
-                stream_mode,
-                output_keys,
-                interrupt_before,
-                interrupt_after,
-                version,
-                durability,
-                kwargs,
-            ),
-        ).now()
+        return self._invoking(input, config, False, _RunArgs.of(locals())).now()
 
     async def ainvoke(
         self,
@@ -426,22 +375,7 @@ class Pregel(PregelEvents, PregelThreads):
         **kwargs: Any,
     ) -> Any:
         """Async twin of :meth:`invoke`."""
-        return await self._invoking(
-            input,
-            config,
-            True,
-            _RunArgs(
-                context,
-                control,
-                stream_mode,
-                output_keys,
-                interrupt_before,
-                interrupt_after,
-                version,
-                durability,
-                kwargs,
-            ),
-        ).later()
+        return await self._invoking(input, config, True, _RunArgs.of(locals())).later()
 
     def _invoking(
         self, input: Any, config: RunnableConfig | None, is_async: bool, args: _RunArgs
@@ -553,6 +487,11 @@ class _RunArgs:
     version: Literal["v1", "v2"]
     durability: Durability | None
     kwargs: dict[str, Any]
+
+    @classmethod
+    def of(cls, call: Mapping[str, Any]) -> _RunArgs:
+        """The options among a run method's arguments (its ``locals()``)."""
+        return cls(**{field.name: call[field.name] for field in fields(cls)})
 
 
 class _Each:
