@@ -67,14 +67,15 @@ WAKE_POLL = 0.25
 SEEN_KEEP = 256
 """Runs a drainer remembers having taken (see ``skip`` of ``claim_queued_runs``)."""
 
-WAKE_KEEP = 64
-"""Wake-ups kept per list: one is enough to wake a resident, which then claims them all."""
-
-# one round trip for a client: a wake-up if the flag is up, else nothing (it sends its message)
+# One round trip for a client: a wake-up if the flag is up and none is pending, else
+# nothing (flag down: it sends its message). One pending wake-up is enough: the resident
+# that pops it claims after the pop, so it takes every run committed before the push
+# check; a run committed after the pop finds the list empty and pushes again.
 _WAKE = """
 if redis.call('exists', KEYS[1]) == 1 then
-  redis.call('lpush', KEYS[2], ARGV[1])
-  redis.call('ltrim', KEYS[2], 0, tonumber(ARGV[2]) - 1)
+  if redis.call('llen', KEYS[2]) == 0 then
+    redis.call('lpush', KEYS[2], '1')
+  end
   return 1
 end
 return 0
@@ -106,20 +107,17 @@ class DrainFlag:
         """Whether a job drains ``graph``'s runs now, waking a resident if one sleeps, in
         one round trip; False when Redis cannot say (the caller sends its message)."""
         try:
-            woke = self.redis.eval(_WAKE, 2, self.key(graph), self.wake_key(graph), 1, WAKE_KEEP)
+            woke = self.redis.eval(_WAKE, 2, self.key(graph), self.wake_key(graph))
         except Exception as exc:  # noqa: BLE001 - the caller sends its message then
             log.debug("reading the drain flag failed: %s", exc)
             return False
         return bool(woke)
 
     def sleep(self, graphs: Sequence[str], timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for a client's wake-up; whether one came. The
-        wake-ups waiting beside it are dropped: the claim that follows takes their runs."""
+        """Wait up to ``timeout`` seconds for a client's wake-up; whether one came (the
+        claim that follows must come after it)."""
         keys = [self.wake_key(graph) for graph in graphs]
-        woke = self.redis.blpop(keys, timeout=timeout) is not None
-        if woke:
-            self.redis.delete(*keys)
-        return woke
+        return self.redis.blpop(keys, timeout=timeout) is not None
 
     def up(self, graph: str) -> bool:
         """Whether a job drains ``graph``'s runs now; False when Redis cannot say."""

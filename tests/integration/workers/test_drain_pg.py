@@ -305,7 +305,10 @@ def test_a_wake_up_is_pushed_only_while_the_flag_is_up(drained: Drained) -> None
     assert drained.flag.redis.llen(wakes) == 0
     drained.flag.raise_(["chain"])
     assert drained.flag.wake("chain") is True
+    assert drained.flag.wake("chain") is True  # one pending is enough
     assert drained.flag.redis.llen(wakes) == 1
-    assert drained.flag.sleep(["chain"], 0.1)  # a resident takes it, and any beside it
+    assert drained.flag.sleep(["chain"], 0.1)  # a resident takes it
     assert drained.flag.redis.llen(wakes) == 0
     assert not drained.flag.sleep(["chain"], 0.05)
+    assert drained.flag.wake("chain") is True  # after the pop: a new run pushes again
+    assert drained.flag.redis.llen(wakes) == 1
