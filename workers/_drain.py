@@ -24,9 +24,11 @@ sweeper as a stalled run (or by another worker's resident, which its wake-up wak
 A job that finds nothing to do can stay a while (:data:`STAY_IDLE` seconds without a
 run, at most :data:`DRAIN_SECONDS`) as its worker's **resident**: it raises the flag and
 sleeps on a Redis wake-up list per graph (``BLPOP``), which a client that finds the flag
-up pushes to in the same round trip as its read (:meth:`DrainFlag.wake`). At one run at
-a time, a run then costs no Celery message at all: no publish, no delivery, prefork
-hand-off or ack, and no broker hop in its latency. One resident per worker (a lock file
+up pushes to in the same round trip as its read (:meth:`DrainFlag.wake`). Woken, it
+lowers the flag, claims (its last look) and advances what it claimed; runs queued while
+it works go out as messages, to the worker's other processes. At one run at a time, a
+run then costs no Celery message at all: no publish, no delivery, prefork hand-off or
+ack, and no broker hop in its latency. One resident per worker (a lock file
 of its main process), and only in a pool of two processes or more, so that task jobs
 always find a free process; a resident leaves as soon as task messages wait on the
 broker, and after its time, as any drainer does (flag down, then the last look).
@@ -231,7 +233,8 @@ def _drain(
     give_up = time.monotonic() + DRAIN_SECONDS
     while True:
         try:
-            keep_up()
+            if not stay:
+                keep_up()
             idle_until = time.monotonic() + STAY_IDLE
             while True:
                 if claims:
@@ -239,13 +242,22 @@ def _drain(
                     seen.extend(run_ids)
                     failures += coordinate(ctx, run_ids, claims)
                     idle_until = time.monotonic() + STAY_IDLE
+                    if stay:  # runs queued meanwhile had their messages (the flag was down)
+                        claims = []
+                        continue
                 elif stay and may_wait(idle_until):
-                    flag.sleep(graphs, WAKE_POLL)  # woken or not: the table says
+                    # a resident's flag is up only while it sleeps: while it works, runs
+                    # go out as messages to the worker's other processes
+                    keep_up()
+                    if flag.sleep(graphs, WAKE_POLL):
+                        flag.lower(graphs)  # the claim below is the last look for it
+                        raised[0] = -FLAG_TTL
                 else:
                     break
                 if time.monotonic() >= give_up:
                     break
-                keep_up()  # before the claim: a run a client queues after it is ours
+                if not stay:
+                    keep_up()  # before the claim: a run a client queues after it is ours
                 claims = take()
         finally:
             flag.lower(graphs)
