@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._report import command_line, git_revision, loadavg, machine, write_section
-from bench.approvals_bench import CpuMeter, build_approval
+from bench.approvals_bench import CpuMeter, build_approval, postmaster_pid
 from bench.workers_bench import Env, PrivateRedis, fresh_database, graph_client, versions
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -48,6 +48,7 @@ MARK = "one-by-one-bench"
 THROUGHPUT_TARGET = 3.0
 CPU_TARGET = 0.5
 GRAPH = "bench_approval"
+POSTMASTER: list[int] = []  # the run's Postgres server: its CPU alone is counted
 
 
 @dataclass
@@ -113,8 +114,8 @@ class _Cpu:
     """CPU seconds by process kind between two points: this process (all its threads),
     the celery workers and Postgres (from /proc)."""
 
-    def __init__(self) -> None:
-        self.meter = CpuMeter()
+    def __init__(self, workers: Sequence[int] | None = None) -> None:
+        self.meter = CpuMeter(workers, POSTMASTER[0] if POSTMASTER else None)
         self.own = time.process_time()
 
     def spent(self) -> dict[str, float]:
@@ -149,7 +150,7 @@ def graphruntime_side(env: Env, n: int, clients: int, workers: int, log: Any) ->
             warm = [f"warm-{uuid.uuid4()}" for _ in range(16)]
             _drive(warm, clients, start, resume)
             ids = [f"t-{i}-{uuid.uuid4().hex[:8]}" for i in range(n)]
-            cpu = _Cpu()
+            cpu = _Cpu([w.pid for w in cluster.workers])  # this run's, not the machine's
             wall, resumes = _drive(ids, clients, start, resume)
             side = Side(n, wall, cpu.spent(), resumes)
         finally:
@@ -356,6 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     server = embedded_url()
     meta["versions"] = versions(server)
+    found = postmaster_pid(server)
+    POSTMASTER[:] = [] if found is None else [found]
     redis = PrivateRedis()
     saved = {k: os.environ.get(k) for k in ("DATABASE_URL", "REDIS_URL")}
     f = Figures()
