@@ -3,13 +3,16 @@
     python scripts/twin_pairs.py [--all] [ROOT]
 
 A twin pair is a function `name` and a function `aname` (async, or returning an async
-iterator; `_x` and `_ax`, `__x__` and `__ax__`) defined in the same scope: a module, a class or a function. The async body is
-normalised (no `await`, `async for`/`async with` as `for`/`with`, every `aname` identifier
-or attribute read as `name`); both bodies are flattened into statements (a compound
-statement counts its header once, then its body) and matched in order. A pair is *kept by
-hand* when more than one statement differs on either side: a change of semantics would have
-to be written twice. Docstrings and a body that is only `...` or `raise NotImplementedError`
-(an abstract method) do not count. Prints those pairs (every pair with --all) and the counts.
+iterator; `_x` and `_ax`, `__x__` and `__ax__`) defined in the same scope: a module, a
+class or a function. The async body is normalised (no `await`; `async for`/`async with`
+as `for`/`with`; every twin's async name, anywhere under ROOT, read as its sync one; a
+`for x in it: yield x` as `yield from it`). Both bodies are flattened into statements (a
+compound statement counts its header once, then its bodies) and matched in order. A pair
+is *kept by hand* when each side has more than one statement the other lacks: a change of
+semantics would have to be written twice. A side of one statement delegates (to its twin
+or to a core shared by both) and does not count, nor do docstrings and abstract bodies
+(`...`, `pass`, `raise NotImplementedError`). Prints those pairs (every pair with --all,
+with how many statements differ) and the counts.
 """
 
 from __future__ import annotations
@@ -69,9 +72,10 @@ class _Normalise(ast.NodeTransformer):
 
 def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
     body = list(fn.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        if isinstance(body[0].value.value, str):
-            body = body[1:]
+    first = body[0] if body else None
+    is_docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+    if is_docstring and isinstance(first.value.value, str):  # type: ignore[union-attr]
+        body = body[1:]
     return body
 
 
@@ -126,7 +130,7 @@ def _flatten(stmts: list[ast.stmt]) -> Iterator[str]:
             yield f"<{field}>"
             if field in ("handlers", "cases"):
                 for clause in body:
-                    yield from _flatten([clause])  # noqa: B909
+                    yield from _flatten([clause])
             else:
                 yield from _flatten(body)
 
@@ -187,8 +191,12 @@ def main(argv: list[str]) -> int:
     found = list(pairs(root))
     by_hand = [p for p in found if p.differing > 1]
     for pair in found if show_all else by_hand:
-        print(f"{pair.differing:3d}  {pair.path}:{pair.line}  {pair.scope}  {pair.name}")
-    print(f"pairs: {len(found)}; kept by hand (bodies differ in >1 statement): {len(by_hand)}")
+        sys.stdout.write(
+            f"{pair.differing:3d}  {pair.path}:{pair.line}  {pair.scope}  {pair.name}\n"
+        )
+    sys.stdout.write(
+        f"pairs: {len(found)}; kept by hand (bodies differ in >1 statement): {len(by_hand)}\n"
+    )
     return 0
 
 
