@@ -262,7 +262,7 @@ def iterate(core: Generator[Any, Any, None]) -> Generator[Any, None, None]:
             if isinstance(item, Request):
                 cores.value = item.now()
             else:
-                yield cores.show(item)
+                yield cores.show(item) if cores.shows else item
         except BaseException as exc:  # noqa: BLE001 - thrown into the core, at its yield
             cores.error = exc
 
@@ -276,6 +276,6 @@ async def aiterate(core: Generator[Any, Any, None]) -> AsyncGenerator[Any, None]
             if isinstance(item, Request):
                 cores.value = await item.later()
             else:
-                yield cores.show(item)
+                yield cores.show(item) if cores.shows else item
         except BaseException as exc:  # noqa: BLE001 - thrown into the core, at its yield
             cores.error = exc

@@ -219,7 +219,6 @@ def driving(
     requests (``_twin.py``) a sync driver performs at once and an async one awaits."""
     sink = loop.sink
     body = steps(loop)
-    saves = Call(perform_saves, aperform_saves, loop)  # asked for only when there are some
     start = (
         _astart(cast(AsyncStepExecutor, executor))
         if is_async
@@ -227,13 +226,11 @@ def driving(
     )
     _attach(loop, executor)
     try:
-        if loop.outbox:  # what first() made
-            yield saves
+        yield from _performed(loop, is_async=is_async)  # what first() made
         yield from sink.drain()
         tasks = next(body)
         while True:
-            if loop.outbox:
-                yield saves
+            yield from _performed(loop, is_async=is_async)
             if sink.chunks:
                 yield from sink.drain()
             results: list[TaskResult] = []
@@ -247,8 +244,7 @@ def driving(
                     elif isinstance(item, TaskResult):
                         if not item.recorded:
                             loop.record(item.task, item.outcome)
-                            if loop.outbox:
-                                yield saves
+                            yield from _performed(loop, is_async=is_async)
                         results.append(item)
                         _submit_handler(loop, executor, item)
                         if sink.chunks:
@@ -266,26 +262,33 @@ def driving(
             tasks = body.send(results)
     except StopIteration:
         loop.exit(None)
-        if loop.outbox:
-            yield saves
+        yield from _performed(loop, is_async=is_async)
     except GraphInterrupt as interrupt:
         loop.exit(interrupt)
-        if loop.outbox:
-            yield saves
+        yield from _performed(loop, is_async=is_async)
         paused(loop)
     except GeneratorExit as closed:
         loop.exit(closed)
-        if loop.outbox:
-            yield saves
+        yield from _performed(loop, is_async=is_async)
         raise
     except BaseException as error:
         loop.exit(error)
-        if loop.outbox:
-            yield saves
+        yield from _performed(loop, is_async=is_async)
         if not (is_async and isinstance(error, asyncio.CancelledError)):
             yield from sink.drain()  # what the run streamed before it failed
         raise
     yield from sink.drain()
+
+
+def _performed(loop: PregelLoop, *, is_async: bool) -> Generator[Request, Any, None]:
+    """The saver requests the loop made so far: performed here in a sync run (as its
+    shell would), an awaited request in an async one."""
+    if not loop.outbox:
+        return
+    if is_async:
+        yield Call(perform_saves, aperform_saves, loop)
+    else:
+        perform_saves(loop)
 
 
 def _astart(executor: AsyncStepExecutor) -> Callable[[PregelLoop, Sequence[PreparedTask]], Any]:

@@ -491,7 +491,10 @@ class _RunArgs:
     @classmethod
     def of(cls, call: Mapping[str, Any]) -> _RunArgs:
         """The options among a run method's arguments (its ``locals()``)."""
-        return cls(**{field.name: call[field.name] for field in fields(cls)})
+        return cls(**{name: call[name] for name in _RUN_ARGS})
+
+
+_RUN_ARGS = tuple(field.name for field in fields(_RunArgs))
 
 
 class _Each:
