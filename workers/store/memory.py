@@ -26,7 +26,7 @@ from graphruntime.checkpoint import SerializerProtocol
 from workers.errors import StoreRecoveredError
 from workers.store._connector import Row
 from workers.store._model import INBOX_COLUMNS
-from workers.store._refusals import accepts
+from workers.store._refusals import refusal
 from workers.store._store import RunStore
 
 __all__ = ("InMemoryConnector", "InMemoryRunStore")
@@ -201,7 +201,7 @@ class InMemoryConnector:
     def create_run(self, p: P) -> list[Row]:
         if p["kind"] not in ("resume", "cancel"):
             self.bind_thread(p)
-        if not accepts(p, self.explain_refused_run(p)[0]):
+        if refusal(p, self.explain_refused_run(p)[0]) is not None:
             return []
         given = ("run_id", "thread_id", "graph", "kind", "payload_type", "payload")
         row = NEW_RUN | {k: p[k] for k in (*given, "idempotency_key", "request_digest")}
@@ -276,11 +276,6 @@ class InMemoryConnector:
 
     def runs_by_key(self, p: P) -> list[Row]:
         return _where(self.runs.values(), graph=p["graph"], idempotency_key=p["key"])
-
-    def runs_of_thread(self, p: P) -> list[Row]:
-        keys = ("run_id", "status", "kind", "created_at", "updated_at", "error")
-        runs = self._of_thread(p["thread_id"])[::-1][: p["limit"]]
-        return [{k: r[k] for k in keys} for r in runs]
 
     def list_runs(self, p: P) -> list[Row]:
         runs = _where(self.runs.values(), **_given(p, "thread_id", "graph", "status"))
