@@ -66,6 +66,11 @@ def _set(rows: Iterable[Row], **values: Any) -> list[Row]:
     return rows
 
 
+def _row(table: Mapping[Any, Row], key: Any) -> list[Row]:
+    """The table's row of this key, if there is one (a WHERE on its primary key)."""
+    return [table[key]] if key in table else []
+
+
 def _given(p: P, *columns: str) -> dict[str, Any]:
     """``p``'s values of these columns, those it gives (a NULL parameter matches any row)."""
     return {c: p[c] for c in columns if p[c] is not None}
@@ -171,9 +176,10 @@ class InMemoryConnector:
         under_way = runs[-1]["kind"] == "resume" and runs[-1]["status"] in ACTIVE
         return runs[-1]["resumes_run" if under_way else "run_id"]  # type: ignore[no-any-return]
 
-    def _open_task(self, p: P, task_id: str | None = None) -> Row | None:
-        task = self.tasks.get((p["run_id"], p["checkpoint_id"], task_id or p["task_id"]))
-        return task if task is not None and task["status"] != "done" else None
+    def _open_tasks(self, p: P, *task_ids: str) -> list[Row]:
+        """The step's tasks of these ids (``p``'s task_id), those not done."""
+        keys = ((p["run_id"], p["checkpoint_id"], t) for t in task_ids or [p["task_id"]])
+        return [t for key in keys for t in _row(self.tasks, key) if t["status"] != "done"]
 
     def _claimed(self, wait: Row) -> bool:
         """An approver's claim on the wait has not lapsed."""
@@ -228,7 +234,7 @@ class InMemoryConnector:
         return [why]
 
     def get_run(self, p: P) -> list[Row]:
-        return [r for r in [self.runs.get(p["run_id"])] if r]
+        return _row(self.runs, p["run_id"])
 
     def active_runs_of_thread(self, p: P) -> list[Row]:
         return self._of_thread(p["thread_id"], status=ACTIVE)
@@ -330,9 +336,8 @@ class InMemoryConnector:
         return [{k: wait[k] for k in NO_WAIT_CLAIM} | {"taken": taken}]
 
     def release_wait(self, p: P) -> list[Row]:
-        wait = self.interrupts.get((p["thread_id"], p["interrupt_id"]))
-        released = _set(_where([wait] if wait else [], claimed_by=p["actor"]), **NO_WAIT_CLAIM)
-        return [{"thread_id": w["thread_id"]} for w in released]
+        wait = _row(self.interrupts, (p["thread_id"], p["interrupt_id"]))
+        return _set(_where(wait, claimed_by=p["actor"]), **NO_WAIT_CLAIM)
 
     def expired_waits(self, p: P) -> list[Row]:
         due = [w for w in self.interrupts.values() if _before(w["deadline"], self.clock())]
@@ -377,15 +382,13 @@ class InMemoryConnector:
     def claim_run(self, p: P) -> list[Row]:
         if (target := self.runs.get(p["run_id"])) is None:
             return []
-        thread = target["thread_id"]
-        leased = target["status"] in ACTIVE and bool(
-            self.acquire_thread({**p, "thread_id": thread})
-        )
-        row: Row = {"target_status": target["status"], "leased": leased, "run_id": None}
-        row["epoch"] = self.server_epoch
-        if leased and (run := self._next(thread)):
-            row |= run  # the run's status as it was
-            _set(_where([run], status="queued"), status="running", updated_at=self.clock())
+        thread = {**p, "thread_id": target["thread_id"]}
+        leased = target["status"] in ACTIVE and bool(self.acquire_thread(thread))
+        run = self._next(target["thread_id"]) if leased else None
+        row = {"target_status": target["status"], "leased": leased, "epoch": self.server_epoch}
+        row |= run or {"run_id": None}  # the run's status as it was
+        if run and run["status"] == "queued":
+            run.update(status="running", updated_at=self.clock())
         return [row]
 
     def heartbeat(self, p: P) -> list[Row]:
@@ -436,23 +439,21 @@ class InMemoryConnector:
     async_commit = lock_run_events = _nothing
 
     def claim_task(self, p: P) -> list[Row]:
-        task = self._open_task(p)
-        if task is None or task["task_path"] != json.loads(p["path"]):
-            return []
-        if self._held(task["worker"], p) or task["retry_attempts"] > p["attempts"]:
-            return []
-        task.update(worker=p["worker"], claimed_at=self.clock(), claim_token=p["token"])
-        task["started_at"] = task["started_at"] or self.clock()
-        return [{"task_id": p["task_id"]}]
+        claimed = [
+            t
+            for t in _where(self._open_tasks(p), task_path=json.loads(p["path"]))
+            if not self._held(t["worker"], p) and t["retry_attempts"] <= p["attempts"]
+        ]
+        for task in claimed:
+            task["started_at"] = task["started_at"] or self.clock()
+        return _set(claimed, worker=p["worker"], claimed_at=self.clock(), claim_token=p["token"])
 
     def complete_task(self, p: P) -> list[Row]:
-        mine = _where([t for t in [self._open_task(p)] if t], worker=p["worker"])
-        done = _set(mine, status="done", done_at=self.clock(), error=_json(p["error"]))
-        return [{"task_id": t["task_id"]} for t in done]
+        mine = _where(self._open_tasks(p), worker=p["worker"])
+        return _set(mine, status="done", done_at=self.clock(), error=_json(p["error"]))
 
     def release_claims(self, p: P) -> None:
-        tasks = (self._open_task(p, t) for t in p["task_ids"])
-        _set(_where((t for t in tasks if t), worker=p["worker"]), **NO_CLAIM)
+        _set(_where(self._open_tasks(p, *p["task_ids"]), worker=p["worker"]), **NO_CLAIM)
 
     def count_down_step(self, p: P) -> list[Row]:
         if (step := (p["run_id"], p["checkpoint_id"])) not in self.steps:
@@ -461,9 +462,8 @@ class InMemoryConnector:
         return [{"open_tasks": self.steps[step]}]
 
     def hold_for_retry(self, p: P) -> None:
-        if task := self._open_task(p):
-            hold = self.clock() + timedelta(seconds=p["hold"])
-            task.update(NO_CLAIM, retry_attempts=p["attempts"], hold_until=hold)
+        hold = self.clock() + timedelta(seconds=p["hold"])
+        _set(self._open_tasks(p), **NO_CLAIM, retry_attempts=p["attempts"], hold_until=hold)
 
     # --- the sweeper ---------------------------------------------------------------------
 
@@ -485,20 +485,15 @@ class InMemoryConnector:
         return found
 
     def stalled_runs(self, p: P) -> list[Row]:
-        found: list[Row] = []
-        for run in self._heads():
-            holder = self.threads.get(run["thread_id"], {}).get("lease_holder")
-            idle = _before(run["updated_at"], self._ago(p["idle"]))
-            tasks = _where(self.tasks.values(), run_id=run["run_id"], status="dispatched")
-            if (
-                len(found) < p["limit"]
-                and idle
-                and not tasks
-                and not self._alive(holder, p["stale"])
-            ):
-                run["updated_at"] = self.clock()
-                found.append({"run_id": run["run_id"]})
-        return found
+        busy = {t["run_id"] for t in _where(self.tasks.values(), status="dispatched")}
+        stalled = [
+            r
+            for r in self._heads()
+            if _before(r["updated_at"], self._ago(p["idle"]))
+            and r["run_id"] not in busy
+            and not self._alive(self.threads[r["thread_id"]]["lease_holder"], p["stale"])
+        ]
+        return _set(stalled[: p["limit"]], updated_at=self.clock())
 
     # --- events --------------------------------------------------------------------------
 
