@@ -244,9 +244,10 @@ class Runs(ClientCore):
             ) from exc
 
     def _drained(self, graph: str) -> bool:
-        """Whether a coordinator job takes ``graph``'s queued runs now: no message needed."""
+        """Whether a coordinator job takes ``graph``'s queued runs now (a resident woken
+        if one sleeps): no message needed."""
         flag = drain_flag(self.broker, self.settings)
-        return flag is not None and flag.up(graph)
+        return flag is not None and flag.wake(graph)
 
     def wait_done(self, run_id: str, timeout: float | None, *, notified: bool = False) -> Run:
         """The run once it ended. ``notified``: its status, result and error may come from

@@ -19,15 +19,30 @@ that drainer's last look comes after the run was committed. The flag expires aft
 :data:`FLAG_TTL` seconds unless raised again (each batch raises it): a drainer that is
 killed holds it no longer than that. Its message is redelivered (late acks) and that
 job drains again; a run queued meanwhile without a message is otherwise found by the
-sweeper as a stalled run.
+sweeper as a stalled run (or by another worker's resident, which its wake-up wakes).
+
+A job that finds nothing to do can stay a while (:data:`STAY_IDLE` seconds without a
+run, at most :data:`DRAIN_SECONDS`) as its worker's **resident**: it raises the flag and
+sleeps on a Redis wake-up list per graph (``BLPOP``), which a client that finds the flag
+up pushes to in the same round trip as its read (:meth:`DrainFlag.wake`). At one run at
+a time, a run then costs no Celery message at all: no publish, no delivery, prefork
+hand-off or ack, and no broker hop in its latency. One resident per worker (a lock file
+of its main process), and only in a pool of two processes or more, so that task jobs
+always find a free process; a resident leaves as soon as task messages wait on the
+broker, and after its time, as any drainer does (flag down, then the last look).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
+import os
+import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from workers.context import WorkerContext
@@ -42,6 +57,28 @@ FLAG_TTL = 2.0
 
 DRAIN_SECONDS = 5.0
 """Seconds a job goes on taking queued runs; what is left then goes out as messages."""
+
+STAY_IDLE = 1.0
+"""Seconds a resident waits for a run before it leaves."""
+
+WAKE_POLL = 0.25
+"""Seconds a resident sleeps on its wake-up lists before it looks at the broker's task queue."""
+
+SEEN_KEEP = 256
+"""Runs a drainer remembers having taken (see ``skip`` of ``claim_queued_runs``)."""
+
+WAKE_KEEP = 64
+"""Wake-ups kept per list: one is enough to wake a resident, which then claims them all."""
+
+# one round trip for a client: a wake-up if the flag is up, else nothing (it sends its message)
+_WAKE = """
+if redis.call('exists', KEYS[1]) == 1 then
+  redis.call('lpush', KEYS[2], ARGV[1])
+  redis.call('ltrim', KEYS[2], 0, tonumber(ARGV[2]) - 1)
+  return 1
+end
+return 0
+"""
 
 
 class Coordinate(Protocol):
@@ -61,6 +98,28 @@ class DrainFlag:
 
     def key(self, graph: str) -> str:
         return f"graphruntime:draining:{self.queue}:{graph}"
+
+    def wake_key(self, graph: str) -> str:
+        return f"graphruntime:wake:{self.queue}:{graph}"
+
+    def wake(self, graph: str) -> bool:
+        """Whether a job drains ``graph``'s runs now, waking a resident if one sleeps, in
+        one round trip; False when Redis cannot say (the caller sends its message)."""
+        try:
+            woke = self.redis.eval(_WAKE, 2, self.key(graph), self.wake_key(graph), 1, WAKE_KEEP)
+        except Exception as exc:  # noqa: BLE001 - the caller sends its message then
+            log.debug("reading the drain flag failed: %s", exc)
+            return False
+        return bool(woke)
+
+    def sleep(self, graphs: Sequence[str], timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for a client's wake-up; whether one came. The
+        wake-ups waiting beside it are dropped: the claim that follows takes their runs."""
+        keys = [self.wake_key(graph) for graph in graphs]
+        woke = self.redis.blpop(keys, timeout=timeout) is not None
+        if woke:
+            self.redis.delete(*keys)
+        return woke
 
     def up(self, graph: str) -> bool:
         """Whether a job drains ``graph``'s runs now; False when Redis cannot say."""
@@ -96,6 +155,7 @@ def drain(
     flag: DrainFlag | None = None,
     *,
     when_idle: bool = False,
+    stay: str | None = None,
 ) -> list[str]:
     """Take the runs queued in the table until none is left (or :data:`DRAIN_SECONDS`),
     up to ``coordinate_batch`` at a time, each batch claimed in one statement and advanced
@@ -107,15 +167,35 @@ def drain(
     free for it, and the job ends on one Redis read. Whether a job drains or not decides
     nothing about runs without a message: those are the last look's of the job whose
     flag their client saw. One statement when nothing is queued, the flag not touched.
+
+    ``stay``: the worker's name for :func:`resident_lock`; the job then stays as the
+    worker's resident if no other process of the worker is (see the module's docstring).
     """
     flag = flag if flag is not None else drain_flag(ctx.broker, ctx.settings)
     graphs = ctx.registry.names()
     if flag is None or not graphs:
         return []
+    if stay is not None:
+        with resident_lock(stay) as resident:
+            if resident:
+                return _drain(ctx, coordinate, flag, graphs, stay=True)
     if not when_idle and ctx.broker.queue_depths().coordinator == 0:
         return []
-    seen: set[str] = set()  # runs handed back (a budget) go to other workers, not here again
+    return _drain(ctx, coordinate, flag, graphs, stay=False)
+
+
+def _drain(
+    ctx: WorkerContext,
+    coordinate: Coordinate,
+    flag: DrainFlag,
+    graphs: Sequence[str],
+    *,
+    stay: bool,
+) -> list[str]:
+    # runs this job took lately: one handed back or requeued is not taken here again at once
+    seen: deque[str] = deque(maxlen=SEEN_KEEP)
     raised = [-FLAG_TTL]  # when the flag was last raised (monotonic)
+    looked = [-WAKE_POLL]  # when the broker's task queue was last read (monotonic)
 
     def take() -> list[Claim]:
         ctx.job_token = uuid.uuid4().hex
@@ -137,18 +217,34 @@ def drain(
             flag.raise_(graphs)
             raised[0] = now
 
+    def may_wait(idle_until: float) -> bool:  # a resident leaves the process to task jobs
+        now = time.monotonic()
+        if now >= idle_until:
+            return False
+        if now - looked[0] >= WAKE_POLL:
+            looked[0] = now
+            return ctx.broker.queue_depths().tasks == 0
+        return True
+
     claims = take()
-    if not claims:
+    if not claims and not stay:
         return []
     failures: list[str] = []
     give_up = time.monotonic() + DRAIN_SECONDS
     while True:
         try:
             keep_up()
-            while claims:
-                run_ids = [c.run.run_id for c in claims if c.run is not None]
-                seen.update(run_ids)
-                failures += coordinate(ctx, run_ids, claims)
+            idle_until = time.monotonic() + STAY_IDLE
+            while True:
+                if claims:
+                    run_ids = [c.run.run_id for c in claims if c.run is not None]
+                    seen.extend(run_ids)
+                    failures += coordinate(ctx, run_ids, claims)
+                    idle_until = time.monotonic() + STAY_IDLE
+                elif stay and may_wait(idle_until):
+                    flag.sleep(graphs, WAKE_POLL)  # woken or not: the table says
+                else:
+                    break
                 if time.monotonic() >= give_up:
                     break
                 keep_up()  # before the claim: a run a client queues after it is ours
@@ -162,6 +258,28 @@ def drain(
         if time.monotonic() >= give_up:
             _hand_back(ctx, claims)
             return failures
+
+
+@contextlib.contextmanager
+def resident_lock(key: str) -> Iterator[bool]:
+    """Whether this process may be its worker's resident (``key`` names the worker): a
+    lock file, freed when the process ends however it ends."""
+    path = os.path.join(tempfile.gettempdir(), f"graphruntime-resident-{key}.lock")
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    except OSError as exc:
+        log.debug("no resident lock file %s: %s", path, exc)
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # another process of the worker is its resident
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # frees the lock
 
 
 def _hand_back(ctx: WorkerContext, claims: Sequence[Claim]) -> None:

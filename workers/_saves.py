@@ -278,12 +278,13 @@ class RoundSaves:
         dog = _watchdog()
         me = threading.get_ident()
         entry = (self, time.monotonic())
-        with dog.lock:
+        with dog.armed:
             dog.watched[me] = entry
+            dog.armed.notify()
         try:
             yield
         finally:
-            with dog.lock:
+            with dog.armed:
                 if dog.watched.get(me) is entry:
                     del dog.watched[me]
 
@@ -298,20 +299,26 @@ class RoundSaves:
 class _Watchdog(threading.Thread):
     """Stores the held requests of a round whose node has run for ``STORE_WITHIN``.
 
-    One per process, polling: arming it costs a node one dict entry, not a timer thread.
+    One per process: arming it costs a node one dict entry and a notify, not a timer
+    thread; it sleeps while no node is watched.
     """
 
     def __init__(self) -> None:
         super().__init__(name="graphruntime-held-checkpoints", daemon=True)
-        self.lock = threading.Lock()
+        self.armed = threading.Condition()
         self.watched: dict[int, tuple[RoundSaves, float]] = {}
         """Per coordinator thread: the round of the node it runs, and since when."""
 
     def run(self) -> None:
         while True:
-            time.sleep(STORE_WITHIN / 2)
-            now = time.monotonic()
-            with self.lock:
+            with self.armed:
+                while not self.watched:
+                    self.armed.wait()
+                now = time.monotonic()
+                first = min(since for _, since in self.watched.values())
+                if now - first < STORE_WITHIN:
+                    self.armed.wait(first + STORE_WITHIN - now)
+                    continue
                 due = [i for i, (_, since) in self.watched.items() if now - since >= STORE_WITHIN]
                 rounds = [self.watched.pop(i)[0] for i in due]  # once per node
             for held in rounds:

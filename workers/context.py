@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,10 +41,18 @@ class WorkerContext:
     store: RunStore
     broker: Broker
     worker_name: str = field(default_factory=_process_name)
+    pool: Any = None
+    """The stores' connection pool (Postgres), if any."""
     job_token: str | None = None
     """The token of the job this process is running (None: idle), kept with the task
     claims and thread leases it takes: the process's heartbeat frees those of no current
     job (a job that gave up on an outage, a release a crash took back)."""
+
+    def pinned(self) -> AbstractContextManager[None]:
+        """One database connection for this thread's borrows in the block (a coordinator
+        job's), when the stores' pool can pin one (workers/_pinned_pool.py)."""
+        pinned = getattr(self.pool, "pinned", None)
+        return nullcontext() if pinned is None else pinned()
 
     @property
     def stale(self) -> float:

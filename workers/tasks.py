@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 app = get_app()
 _background: list[Any] = []
 _node: list[str] = []  # this worker's Celery node name, set before its pool starts
+_pool_size: list[int] = []  # its pool's processes, set before its pool starts
+_main_pid: list[int] = []  # its main process
 
 
 @cache
@@ -81,15 +83,25 @@ def coordinate_task(self: Any, **kwargs: Any) -> None:
         log.exception("dropping malformed coordinate message %r", kwargs)
         return
     runs = msg.runs
-    with observe.job("coordinate", runs[0], self.request.id), _retry_when_transient(self):
+    ctx = _context()
+    with (
+        observe.job("coordinate", runs[0], self.request.id),
+        _retry_when_transient(self),
+        ctx.pinned(),
+    ):
         try:
-            failures = coordinate_many(_context(), runs)
+            failures = coordinate_many(ctx, runs)
         except RunNotFoundError:
             log.warning("dropping coordinate message for unknown run %s", runs[0])
             failures = []
         # free now: take the runs queued meanwhile (single submits skip their messages); a
         # retried job drains in any case (a crash may have taken back what it drained)
-        failures += drain(_context(), coordinate_many, when_idle=bool(self.request.retries))
+        failures += drain(
+            ctx,
+            coordinate_many,
+            when_idle=bool(self.request.retries),
+            stay=_resident_key(),
+        )
     _fail_visibly(failures)
 
 
@@ -102,13 +114,24 @@ def execute_task_job(self: Any, **kwargs: Any) -> None:
         return
     request = self.request
     redelivered = bool(request.retries) or bool((request.delivery_info or {}).get("redelivered"))
-    with observe.job("execute", msg.run_id, msg.job_id), _retry_when_transient(self):
+    ctx = _context()
+    with (
+        observe.job("execute", msg.run_id, msg.job_id),
+        _retry_when_transient(self),
+        ctx.pinned(),
+    ):
         try:
-            failures = execute_tasks(_context(), msg, redelivered=redelivered)
+            failures = execute_tasks(ctx, msg, redelivered=redelivered)
         except RunNotFoundError:
             log.warning("dropping task message for unknown run %s", msg.run_id)
             return
     _fail_visibly(failures)
+
+
+def _resident_key() -> str | None:
+    """The worker's name for its resident coordinator job (workers/_drain.py): its main
+    process; None in a pool of one process, whose only process task jobs need."""
+    return str(_main_pid[-1]) if _pool_size and _pool_size[-1] >= 2 else None
 
 
 def _fail_visibly(failures: list[str]) -> None:
@@ -153,6 +176,8 @@ def _start_worker(sender: Any = None, **_: Any) -> None:
         )
     # the pool processes, forked later, inherit it: every process of the node beats as one
     _node.append(str(getattr(sender, "hostname", "") or ""))
+    _pool_size.append(int(getattr(sender, "concurrency", 0) or 0))
+    _main_pid.append(os.getpid())
 
 
 def _cannot_start(exc: WorkerError, code: int) -> NoReturn:

@@ -22,6 +22,7 @@ from psycopg_pool import ConnectionPool
 
 from checkpoint_pg import is_connection_error, missing_schema
 from graphruntime.checkpoint import SerializerProtocol
+from workers._pinned_pool import PinnedPool
 from workers._sql import MIGRATIONS, query
 from workers.errors import RunStoreError, StoreRecoveredError, StoreUnavailableError
 from workers.store._connector import Row
@@ -159,7 +160,7 @@ def make_pool(
     transaction mode that cannot keep them).
     """
     idle_check = _CheckWhenIdle(check_idle)
-    pool: ConnectionPool[Any] = ConnectionPool(
+    pool: ConnectionPool[Any] = PinnedPool(
         url,
         min_size=1,
         max_size=max_size,

@@ -7,6 +7,8 @@ point), never by timing.
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -18,13 +20,14 @@ import redis as redis_lib
 from graphruntime.config import RunnableConfig
 from tests.integration.workers.test_approvals_pg import db, make_cluster
 from tests.unit.workers.graphs import Calls, chain
-from workers._drain import FLAG_TTL, DrainFlag, drain
+from workers import _drain
+from workers._drain import FLAG_TTL, DrainFlag, drain, resident_lock
 from workers.context import WorkerContext
 from workers.coordinator import coordinate_many
 from workers.settings import Settings
 from workers.store import Claim
 from workers.sweeper import sweep_once
-from workers.testing import InlineCluster
+from workers.testing import InlineCluster, Job
 
 pytestmark = pytest.mark.integration
 
@@ -227,3 +230,82 @@ def test_a_claim_from_the_table_leaves_held_threads_runs_behind_a_running_one_an
     assert [store.get_run(r).status for r in (first, second)] == ["running", "running"]
     assert claim(["chain"]) == []  # taken runs are running now; the rest stay queued
     assert [store.get_run(r).status for r in (held_run, queued_behind, skipped)] == ["queued"] * 3
+
+
+class Resident:
+    """``drain(stay=...)`` in a thread of its own: the worker's resident job."""
+
+    def __init__(self, drained: Drained, key: str) -> None:
+        self.failures: list[str] = []
+        self.thread = threading.Thread(
+            target=lambda: self.failures.extend(
+                drain(drained.ctx, coordinate_many, drained.flag, stay=key)
+            ),
+            daemon=True,
+        )
+        self.thread.start()
+
+    def gone(self, within: float) -> bool:
+        self.thread.join(within)
+        return not self.thread.is_alive()
+
+
+def _until(check: Callable[[], bool], within: float = 30.0) -> bool:
+    give_up = time.monotonic() + within
+    while time.monotonic() < give_up:
+        if check():
+            return True
+        time.sleep(0.01)
+    return check()
+
+
+def test_a_resident_takes_runs_submitted_while_it_sleeps_and_no_message_is_sent(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_drain, "STAY_IDLE", 30.0)  # it leaves only with its time
+    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 3.0)
+    resident = Resident(drained, f"test-{uuid.uuid4().hex}")
+    assert _until(drained.flag_up)  # nothing queued: it stays, its flag up
+    runs = [drained.submit("one"), drained.submit("two")]
+    assert drained.messages() == []  # the client woke it instead of sending a message
+    assert _until(lambda: all(drained.status(r) == "success" for r in runs))
+    assert resident.gone(30.0)  # its time is up: the flag down, the last look taken
+    assert resident.failures == []
+    assert not drained.flag_up()
+    late = drained.submit("late")  # no resident now: the message goes out
+    assert drained.messages() == [late]
+
+
+def test_a_resident_leaves_when_task_messages_wait(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
+    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 60.0)
+    resident = Resident(drained, f"test-{uuid.uuid4().hex}")
+    assert _until(drained.flag_up)
+    drained.cluster.broker.tasks.append(Job("execute", "some-run"))  # a task job waits
+    assert resident.gone(30.0)  # well before its time: the process is the task's
+    assert not drained.flag_up()
+
+
+def test_a_worker_has_one_resident(drained: Drained) -> None:
+    key = f"test-{uuid.uuid4().hex}"
+    with resident_lock(key) as first, resident_lock(key) as second:
+        assert (first, second) == (True, False)
+        # another process of the worker is its resident: this job leaves at once
+        assert drain(drained.ctx, coordinate_many, drained.flag, stay=key) == []
+        assert not drained.flag_up()
+    with resident_lock(key) as again:
+        assert again  # freed with the first
+
+
+def test_a_wake_up_is_pushed_only_while_the_flag_is_up(drained: Drained) -> None:
+    wakes = drained.flag.wake_key("chain")
+    assert drained.flag.wake("chain") is False
+    assert drained.flag.redis.llen(wakes) == 0
+    drained.flag.raise_(["chain"])
+    assert drained.flag.wake("chain") is True
+    assert drained.flag.redis.llen(wakes) == 1
+    assert drained.flag.sleep(["chain"], 0.1)  # a resident takes it, and any beside it
+    assert drained.flag.redis.llen(wakes) == 0
+    assert not drained.flag.sleep(["chain"], 0.05)
