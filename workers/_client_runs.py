@@ -35,6 +35,12 @@ from workers.store import NewRun, Run, RunPayload
 
 log = logging.getLogger("workers.client")
 
+CONTROL_REFUSED = (
+    "control= takes an in-process RunControl, which a run on the workers "
+    "cannot see: stop a run with GraphClient.cancel(), and let workers "
+    "finish their jobs on shutdown (Celery's warm shutdown) instead of draining"
+)
+
 NO_WORKER_HINT_AFTER = 10.0
 """Seconds a run may stay queued before the client asks whether any worker is running."""
 
@@ -47,6 +53,8 @@ class RunHandle:
     run_id: str
     thread_id: str
     created: bool = True
+    queued: Run | None = None
+    """The run as this handle's submit queued it (None: a handle made from a run id)."""
 
     def status(self) -> str:
         return self.client.store.get_run(self.run_id).status
@@ -56,15 +64,18 @@ class RunHandle:
 
     def wait(self, timeout: float | None = 120.0) -> Any:
         """The run's output, as ``invoke`` returns it; re-raises the run's error."""
-        run = self.client.wait_done(self.run_id, timeout, notified=True)
-        if run.status == "error":
-            raise rebuild_error(run.error or {}, run.run_id)
-        if run.result_error is not None:
-            raise CheckpointError(
-                f"Run {run.run_id} finished, but its result cannot be decoded here: "
-                f"{run.result_error}"
-            )
-        return run.result
+        return output(self.client.wait_done(self.run_id, timeout, notified=True))
+
+
+def output(run: Run) -> Any:
+    """An ended run's output, as ``invoke`` returns it; raises the run's error."""
+    if run.status == "error":
+        raise rebuild_error(run.error or {}, run.run_id)
+    if run.result_error is not None:
+        raise CheckpointError(
+            f"Run {run.run_id} finished, but its result cannot be decoded here: {run.result_error}"
+        )
+    return run.result
 
 
 def check_durability(durability: Any) -> None:
@@ -122,11 +133,7 @@ class Runs(ClientCore):
         queue message is dead-lettered if its run is refused).
         """
         if control is not None:
-            raise InvalidArgumentTypeError(
-                "control= takes an in-process RunControl, which a run on the workers "
-                "cannot see: stop a run with GraphClient.cancel(), and let workers "
-                "finish their jobs on shutdown (Celery's warm shutdown) instead of draining"
-            )
+            raise InvalidArgumentTypeError(CONTROL_REFUSED)
         self.check_graph(graph)  # unknown graph: a clear error, nothing queued
         new = self._new_run(
             graph,
@@ -144,11 +151,13 @@ class Runs(ClientCore):
             context=context,
             durability=durability,
         )
+        return self._queue(new)
+
+    def _queue(self, new: NewRun) -> RunHandle:
         run, created = self.store.create_run(new)
-        thread_id = new.thread_id
-        if created and not self._drained(graph):  # after the commit: see workers/_drain.py
+        if created and not self._drained(new.graph):  # after the commit: see workers/_drain.py
             self.send_coordinates([run.run_id], "submit it again (or reuse the same key)")
-        return RunHandle(self, run.run_id, thread_id, created=created)
+        return RunHandle(self, run.run_id, new.thread_id, created=created, queued=run)
 
     def submit_many(
         self,
@@ -249,20 +258,37 @@ class Runs(ClientCore):
         flag = drain_flag(self.broker, self.settings)
         return flag is not None and flag.wake(graph)
 
-    def wait_done(self, run_id: str, timeout: float | None, *, notified: bool = False) -> Run:
+    def wait_done(
+        self,
+        run_id: str,
+        timeout: float | None,
+        *,
+        notified: bool = False,
+        watched: tuple[RunWatch, Run] | None = None,
+    ) -> Run:
         """The run once it ended. ``notified``: its status, result and error may come from
         the notification of its end (no read of the run then; its other fields are as
-        read before, ``updated_at`` included)."""
+        read before, ``updated_at`` included). ``watched``: a watch entered before the run
+        was queued, and the run as queued: its end is then notified, and the run is read
+        only if the notification does not say how it ended (or is late)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         # LISTEN first, then read: a run finished after the read is always notified
-        with self._watch(run_id, (RUNS_CHANNEL,)) as watch:
+        with nullcontext(watched[0]) if watched else self._watch(run_id, (RUNS_CHANNEL,)) as watch:
             status = "unknown"
             hint_at: float | None = time.monotonic() + NO_WORKER_HINT_AFTER
             read: Run | None = None
+            unread = watched is not None and watched[0].listening
+            if watched is not None and unread:
+                read = watched[1]  # the watch began before the run existed
+                status = read.status
             while True:
                 ended = watch.outcome() if notified and watch is not None else None
                 if read is not None and ended is not None:
                     return ended_as(read, ended, self.store.serde)
+                if unread:  # wait for its end's notification first; then read as usual
+                    unread = False
+                    _wait(watch, None if deadline is None else deadline - time.monotonic())
+                    continue
                 try:
                     run: Run | None = self.store.get_run(run_id)
                 except Exception as exc:
@@ -327,7 +353,19 @@ class Runs(ClientCore):
         **kwargs: Any,
     ) -> Any:
         """Run ``graph`` on the workers and return what ``compiled.invoke`` would."""
-        return self.submit(graph, input, config, **kwargs).wait(timeout)
+        if kwargs.get("control") is not None:
+            raise InvalidArgumentTypeError(CONTROL_REFUSED)
+        kwargs.pop("control", None)
+        self.check_graph(graph)
+        new = self._new_run(graph, input, config, **kwargs)
+        # LISTEN before the run exists: its end is notified, with no read of the run
+        with self._watch(new.run_id, (RUNS_CHANNEL,)) as watch:
+            handle = self._queue(new)
+            watched = None
+            if watch is not None and handle.created and handle.queued is not None:
+                watched = (watch, handle.queued)
+            done = self.wait_done(handle.run_id, timeout, notified=True, watched=watched)
+        return output(done)
 
     def stream(
         self,

@@ -84,16 +84,17 @@ class RunListener:
     """Wake-ups for the runs a client waits on, from Postgres LISTEN/NOTIFY.
 
     One dedicated autocommit connection per client, opened on the first wait. It
-    LISTENs only while someone waits (an idle listener would hold back the server's
-    notification queue) and is used by one thread at a time: a waiting thread takes the
-    connection, reads notifications and wakes the threads whose runs they name; the
-    others wait on a condition. A notification can always be lost (a broken connection,
-    a pooler that does not forward them), so waiters re-read their run at least every
-    ``fallback`` seconds; without a connection they poll as before and the next wait
-    connects again.
+    LISTENs only while someone waits, and ``linger`` seconds after (an idle listener
+    would hold back the server's notification queue), and is used by one thread at a
+    time: a waiting thread takes the connection, reads notifications and wakes the
+    threads whose runs they name; the others wait on a condition. A notification can
+    always be lost (a broken connection, a pooler that does not forward them), so
+    waiters re-read their run at least every ``fallback`` seconds; without a connection
+    they poll as before and the next wait connects again.
     """
 
     fallback = 0.25  # seconds a waiter goes at most without re-reading its run
+    linger = 1.0  # seconds the connection keeps listening after the last waiter left
     retry_after = 5.0  # seconds to poll only, after a failed connect
     connect_timeout = 5  # seconds (libpq's connect_timeout), unless the URL sets one
 
@@ -110,6 +111,8 @@ class RunListener:
         self._refs: dict[tuple[str, str], int] = {}
         self._retry_at = 0.0
         self._closed = False
+        self._idle_since: float | None = None  # when the last waiter left, while listening
+        self._lingering: threading.Thread | None = None
 
     @contextmanager
     def watch(self, run_id: str, channels: Sequence[str]) -> Iterator[RunWatch]:
@@ -210,6 +213,29 @@ class RunListener:
                     self._outcomes.pop(key[1], None)
             if self._watchers or not self._listening:
                 return
+            self._idle_since = time.monotonic()
+            if self._lingering is None or not self._lingering.is_alive():
+                self._lingering = threading.Thread(
+                    target=self._linger, name="graphruntime-listener-linger", daemon=True
+                )
+                self._lingering.start()
+            self._cond.notify_all()
+
+    def _linger(self) -> None:
+        """UNLISTEN once nobody has waited for ``linger`` seconds (then end): a client
+        that waits on one run after another LISTENs once, not for every run."""
+        with self._cond:
+            while True:
+                if self._closed or not self._listening or self._idle_since is None:
+                    return
+                if self._watchers:
+                    self._cond.wait()
+                    continue
+                remaining = self._idle_since + self.linger - time.monotonic()
+                if remaining > 0:
+                    self._cond.wait(remaining)
+                    continue
+                break
             self._take()
             conn = self._conn
             if self._watchers or not self._listening or conn is None:
@@ -217,6 +243,7 @@ class RunListener:
                 self._cond.notify_all()
                 return
             self._listening = False
+            self._idle_since = None
         broken: psycopg.Connection[Any] | None = conn
         try:
             conn.execute("UNLISTEN *", prepare=False)

@@ -174,8 +174,8 @@ def test_wait_done_times_out_as_before(client: GraphClient, store: PostgresRunSt
         client.wait_done(run_id, timeout=0.6)
     took = time.monotonic() - t0
     assert 0.6 <= took < 5.0
-    # the listener stopped listening once no one waited
-    assert not _listener(client)._listening
+    # the listener stops listening once no one waited for its linger
+    assert eventually(lambda: not _listener(client)._listening, within=_listener(client).linger + 5)
 
 
 def eventually(check: Any, within: float = 5.0) -> bool:
@@ -329,3 +329,22 @@ def test_a_run_nobody_takes_makes_the_client_ask_for_a_worker(
     with pytest.raises(RunTimeoutError) as caught:
         client.wait_done(busy, timeout=0.5)
     assert "Is a worker" not in str(caught.value)
+
+
+def test_waits_one_after_another_listen_once_and_unlisten_after_the_linger(
+    client: GraphClient, store: PostgresRunStore
+) -> None:
+    listener = _listener(client)
+    listener.linger = 60.0  # longer than the test: only UNLISTEN can end it, not time
+    runs = [new_run(store), new_run(store)]
+    listened: list[int | None] = []
+    for run_id in runs:
+        later(0.1, store.finish_run, run_id, "success")
+        assert client.wait_done(run_id, timeout=10).status == "success"
+        listened.append(listener._generation if listener._listening else None)
+    assert listened[0] is not None
+    assert listened == [listened[0]] * 2  # still listening between: one LISTEN for both
+    listener.linger = 0.0
+    with listener._cond:
+        listener._cond.notify_all()  # the lingering thread sees the shorter linger
+    assert eventually(lambda: not listener._listening, within=10)

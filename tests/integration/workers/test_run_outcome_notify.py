@@ -3,11 +3,13 @@ Postgres; no celery: the tests end the runs through the RunStore, as the workers
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import psycopg
 import pytest
 
+from graphruntime.config import RunnableConfig
 from tests.integration.workers.test_client_notify import client, later, new_run, store
 from workers._listener import RUNS_CHANNEL, RunOutcome
 from workers.client import GraphClient, RunHandle  # its wait is what invoke uses
@@ -86,3 +88,34 @@ def test_a_waiting_client_takes_the_end_from_the_notification(
     assert RunHandle(client, run_id, "t").wait(timeout=20) == result
     waiting.join(timeout=10)
     assert read == [run_id] * reads  # the first read only, unless the result was too big
+
+
+@pytest.mark.parametrize(("result", "reads"), [({"answer": 42}, 0), ({"text": BIG}, 1)])
+def test_invoke_listens_before_it_queues_and_reads_the_run_only_when_the_end_is_too_big(
+    client: GraphClient,
+    store: PostgresRunStore,
+    monkeypatch: pytest.MonkeyPatch,
+    result: Any,
+    reads: int,
+) -> None:
+    assert client.listener is not None
+    client.listener.fallback = 30.0  # only the notification can end the wait in time
+    read: list[str] = []
+    real_get_run, real_create_run = store.get_run, store.create_run
+    workers: list[Any] = []
+
+    def counted(rid: str) -> Any:
+        read.append(rid)
+        return real_get_run(rid)
+
+    def queued_then_ended(new: Any) -> Any:  # a worker ends the run as soon as it exists
+        run, created = real_create_run(new)
+        workers.append(later(0.0, store.finish_run, run.run_id, "success", result=result))
+        return run, created
+
+    monkeypatch.setattr(store, "get_run", counted)
+    monkeypatch.setattr(store, "create_run", queued_then_ended)
+    config: RunnableConfig = {"configurable": {"thread_id": f"invoke-{uuid.uuid4()}"}}
+    assert client.invoke("chain", {"log": []}, config, timeout=20) == result
+    workers[0].join(timeout=10)
+    assert len(read) == reads  # the end's notification carried it, unless too big

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from graphruntime.checkpoint import InMemorySaver, empty_checkpoint
 from graphruntime.config import RunnableConfig
 from graphruntime.pregel.driver import PutCheckpoint, PutWrites
 from tests.unit.workers.block_saver import BlockSaver
 from tests.unit.workers.graphs import Calls, chain
+from workers import _saves
 from workers._saves import RunSaves
 from workers.store import InMemoryRunStore
 from workers.testing import InlineCluster
@@ -71,7 +74,11 @@ def test_requests_for_another_saver_are_performed_at_once() -> None:
     assert mine.blocks == []
 
 
-def test_a_run_on_the_workers_stores_each_step_with_its_writes_in_one_block() -> None:
+def test_a_run_on_the_workers_stores_each_step_with_its_writes_in_one_block(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a node slower than STORE_WITHIN (a loaded machine) has the watchdog store earlier
+    monkeypatch.setattr(_saves, "STORE_WITHIN", 600.0)
     saver: BlockSaver | None = None
 
     def stores(serde: Any) -> Any:
