@@ -307,24 +307,22 @@ class InMemoryConnector:
 
     def inbox_page(self, p: P) -> list[Row]:
         active, where = self._active_threads(), _json(p["where"])
-        any_of = None if p["any_of"] is None else [json.loads(w) for w in p["any_of"]]
+        wants = None if p["any_of"] is None else [json.loads(w) for w in p["any_of"]]
         threads, ids = p["thread_ids"], p["interrupt_ids"]
         pairs = None if threads is None else set(zip(threads, ids, strict=True))
         after = (p["after_at"], p["after_thread"], p["after_id"])
-        rows = []
-        for w in _where(self.interrupts.values(), **_given(p, "graph", "node", "thread_id")):
-            if (
-                (where is None or _contains(w["value"], where))
-                and (any_of is None or any(_contains(w["value"], want) for want in any_of))
-                and (p["older_than"] is None or w["created_at"] < p["older_than"])
-                and (p["age"] is None or w["created_at"] < self._ago(p["age"]))
-                and (p["after_at"] is None or _place(w) > after)
-                and (pairs is None or _place(w)[1:] in pairs)
-            ):
-                row = w | {"default_type": None, "default_value": None}
-                row |= {"resuming": w["thread_id"] in active}
-                rows.append(row | ({} if self._claimed(w) else NO_WAIT_CLAIM))
-        return sorted(rows, key=_place)[: p["limit"]]
+        waits = [
+            w | {"default_type": None, "default_value": None, "resuming": w["thread_id"] in active}
+            for w in _where(self.interrupts.values(), **_given(p, "graph", "node", "thread_id"))
+            if (where is None or _contains(w["value"], where))
+            and (wants is None or any(_contains(w["value"], want) for want in wants))
+            and (p["older_than"] is None or w["created_at"] < p["older_than"])
+            and (p["age"] is None or w["created_at"] < self._ago(p["age"]))
+            and (p["after_at"] is None or _place(w) > after)
+            and (pairs is None or _place(w)[1:] in pairs)
+        ]
+        page = sorted(waits, key=_place)[: p["limit"]]
+        return [w | ({} if self._claimed(w) else NO_WAIT_CLAIM) for w in page]
 
     def claim_wait(self, p: P) -> list[Row]:
         if (wait := self.interrupts.get((p["thread_id"], p["interrupt_id"]))) is None:
