@@ -26,7 +26,7 @@ import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,15 +116,33 @@ def langgraph_resume(app: Any, ids: Sequence[str]) -> float:
 # --- graphruntime on the workers -------------------------------------------------------
 
 
+def postmaster_pid(url: str) -> int | None:
+    """The pid of the Postgres server at ``url`` (the parent of a backend), if local."""
+    try:
+        with psycopg.connect(url) as conn:
+            row = conn.execute("SELECT pg_backend_pid()").fetchone()
+            stat = Path(f"/proc/{row[0]}/stat").read_text() if row else ""
+    except (psycopg.Error, OSError):
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1]) if stat else None
+
+
 class CpuMeter:
     """CPU seconds spent since it was made by the workers, Postgres and this process,
-    from /proc (Linux only; processes that exited meanwhile are not counted)."""
+    from /proc (Linux only; processes that exited meanwhile are not counted).
 
-    def __init__(self) -> None:
+    On a shared machine other runs' workers and Postgres servers are not counted when
+    the meter is told whose are this run's: ``workers``, the sessions of this run's
+    worker processes (a ``LocalCluster`` starts each in a session of its own, which its
+    pool processes share), and ``postmaster``, the pid of this run's Postgres server.
+    """
+
+    def __init__(self, workers: Iterable[int] | None = None, postmaster: int | None = None) -> None:
+        self.workers = None if workers is None else set(workers)
+        self.postmaster = postmaster
         self.start = self._sample()
 
-    @staticmethod
-    def _sample() -> dict[int, tuple[str, float]]:
+    def _sample(self) -> dict[int, tuple[str, float]]:
         tick = os.sysconf("SC_CLK_TCK")
         out: dict[int, tuple[str, float]] = {}
         for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else ():
@@ -136,18 +154,20 @@ class CpuMeter:
             except OSError:
                 continue
             name, fields = stat[stat.find("(") + 1 : stat.rfind(")")], stat.rsplit(")", 1)[1]
+            parts = fields.split()
+            pid, ppid, session = int(entry.name), int(parts[1]), int(parts[3])
             kind = (
                 "postgres"
                 if "postgres" in name
+                and (self.postmaster is None or self.postmaster in (pid, ppid))
                 else "workers"
-                if b"celery" in cmd
+                if b"celery" in cmd and (self.workers is None or session in self.workers)
                 else "client"
-                if int(entry.name) == os.getpid()
+                if pid == os.getpid()
                 else None
             )
             if kind is not None:
-                parts = fields.split()
-                out[int(entry.name)] = (kind, (int(parts[11]) + int(parts[12])) / tick)
+                out[pid] = (kind, (int(parts[11]) + int(parts[12])) / tick)
         return out
 
     def spent(self) -> str:

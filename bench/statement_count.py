@@ -65,8 +65,10 @@ Reading the figures:
   and its fenced checkpoint put, sent together in one pipelined round trip
   (`put_checkpoint_fenced_lazy` carries the writes ahead of it). An invoked run stores
   no stream events; a streamed one stores each step's.
-- **Fixed cost per run** (chain1 = the run plus one step): the client's `create_run`,
-  `LISTEN`, `get_run` and `UNLISTEN`; the worker's `claim_run` (the message's run, the
+- **Fixed cost per run** (chain1 = the run plus one step): the client's `create_run`
+  alone (`invoke` LISTENs before it queues, takes the end from the notification, and its
+  listener stays listening between runs: `LISTEN` happens once per client, in the
+  warm-up); the worker's `claim_run` (the message's run, the
   thread's lease and the next run marked running, in one statement), the checkpoint
   load, and the run's end: `finish_run` (which sets the thread's inbox in the same
   statement) with the lease freed in the same transaction, then the thread's next run

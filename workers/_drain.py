@@ -24,9 +24,11 @@ sweeper as a stalled run (or by another worker's resident, which its wake-up wak
 A job that finds nothing to do can stay a while (:data:`STAY_IDLE` seconds without a
 run, at most :data:`DRAIN_SECONDS`) as its worker's **resident**: it raises the flag and
 sleeps on a Redis wake-up list per graph (``BLPOP``), which a client that finds the flag
-up pushes to in the same round trip as its read (:meth:`DrainFlag.wake`). At one run at
-a time, a run then costs no Celery message at all: no publish, no delivery, prefork
-hand-off or ack, and no broker hop in its latency. One resident per worker (a lock file
+up pushes to in the same round trip as its read (:meth:`DrainFlag.wake`). Woken, it
+lowers the flag, claims (its last look) and advances what it claimed; runs queued while
+it works go out as messages, to the worker's other processes. At one run at a time, a
+run then costs no Celery message at all: no publish, no delivery, prefork hand-off or
+ack, and no broker hop in its latency. One resident per worker (a lock file
 of its main process), and only in a pool of two processes or more, so that task jobs
 always find a free process; a resident leaves as soon as task messages wait on the
 broker, and after its time, as any drainer does (flag down, then the last look).
@@ -67,14 +69,15 @@ WAKE_POLL = 0.25
 SEEN_KEEP = 256
 """Runs a drainer remembers having taken (see ``skip`` of ``claim_queued_runs``)."""
 
-WAKE_KEEP = 64
-"""Wake-ups kept per list: one is enough to wake a resident, which then claims them all."""
-
-# one round trip for a client: a wake-up if the flag is up, else nothing (it sends its message)
+# One round trip for a client: a wake-up if the flag is up and none is pending, else
+# nothing (flag down: it sends its message). One pending wake-up is enough: the resident
+# that pops it claims after the pop, so it takes every run committed before the push
+# check; a run committed after the pop finds the list empty and pushes again.
 _WAKE = """
 if redis.call('exists', KEYS[1]) == 1 then
-  redis.call('lpush', KEYS[2], ARGV[1])
-  redis.call('ltrim', KEYS[2], 0, tonumber(ARGV[2]) - 1)
+  if redis.call('llen', KEYS[2]) == 0 then
+    redis.call('lpush', KEYS[2], '1')
+  end
   return 1
 end
 return 0
@@ -106,20 +109,17 @@ class DrainFlag:
         """Whether a job drains ``graph``'s runs now, waking a resident if one sleeps, in
         one round trip; False when Redis cannot say (the caller sends its message)."""
         try:
-            woke = self.redis.eval(_WAKE, 2, self.key(graph), self.wake_key(graph), 1, WAKE_KEEP)
+            woke = self.redis.eval(_WAKE, 2, self.key(graph), self.wake_key(graph))
         except Exception as exc:  # noqa: BLE001 - the caller sends its message then
             log.debug("reading the drain flag failed: %s", exc)
             return False
         return bool(woke)
 
     def sleep(self, graphs: Sequence[str], timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for a client's wake-up; whether one came. The
-        wake-ups waiting beside it are dropped: the claim that follows takes their runs."""
+        """Wait up to ``timeout`` seconds for a client's wake-up; whether one came (the
+        claim that follows must come after it)."""
         keys = [self.wake_key(graph) for graph in graphs]
-        woke = self.redis.blpop(keys, timeout=timeout) is not None
-        if woke:
-            self.redis.delete(*keys)
-        return woke
+        return self.redis.blpop(keys, timeout=timeout) is not None
 
     def up(self, graph: str) -> bool:
         """Whether a job drains ``graph``'s runs now; False when Redis cannot say."""
@@ -233,7 +233,8 @@ def _drain(
     give_up = time.monotonic() + DRAIN_SECONDS
     while True:
         try:
-            keep_up()
+            if not stay:
+                keep_up()
             idle_until = time.monotonic() + STAY_IDLE
             while True:
                 if claims:
@@ -241,13 +242,22 @@ def _drain(
                     seen.extend(run_ids)
                     failures += coordinate(ctx, run_ids, claims)
                     idle_until = time.monotonic() + STAY_IDLE
+                    if stay:  # runs queued meanwhile had their messages (the flag was down)
+                        claims = []
+                        continue
                 elif stay and may_wait(idle_until):
-                    flag.sleep(graphs, WAKE_POLL)  # woken or not: the table says
+                    # a resident's flag is up only while it sleeps: while it works, runs
+                    # go out as messages to the worker's other processes
+                    keep_up()
+                    if flag.sleep(graphs, WAKE_POLL):
+                        flag.lower(graphs)  # the claim below is the last look for it
+                        raised[0] = -FLAG_TTL
                 else:
                     break
                 if time.monotonic() >= give_up:
                     break
-                keep_up()  # before the claim: a run a client queues after it is ours
+                if not stay:
+                    keep_up()  # before the claim: a run a client queues after it is ours
                 claims = take()
         finally:
             flag.lower(graphs)

@@ -29,6 +29,7 @@ class _Pin:
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.conn = conn
         self.lent = False
+        self.spoilt = False  # left in a state a rollback does not mend: not lent again
 
 
 class PinnedPool(ConnectionPool[Any]):
@@ -54,7 +55,7 @@ class PinnedPool(ConnectionPool[Any]):
     @contextmanager
     def connection(self, timeout: float | None = None) -> Iterator[psycopg.Connection[Any]]:
         pin: _Pin | None = getattr(self._pins, "pin", None)
-        if pin is None or pin.lent or pin.conn.closed:
+        if pin is None or pin.lent or pin.spoilt or pin.conn.closed:
             with super().connection(timeout) as conn:
                 yield conn
             return
@@ -63,14 +64,22 @@ class PinnedPool(ConnectionPool[Any]):
             yield pin.conn
         finally:
             pin.lent = False
-            _tidy(pin.conn)
+            pin.spoilt = not _tidy(pin.conn)
 
 
-def _tidy(conn: psycopg.Connection[Any]) -> None:
-    """What the pool does to a returned connection: no transaction left open."""
-    if conn.closed or conn.info.transaction_status == pq.TransactionStatus.IDLE:
-        return
+def _tidy(conn: psycopg.Connection[Any]) -> bool:
+    """What the pool does to a returned connection: no transaction left open. False if
+    it cannot be lent again (the pool then checks it when the pin ends)."""
+    if conn.closed:
+        return False
+    status = conn.info.transaction_status
+    if status == pq.TransactionStatus.IDLE:
+        return True
+    if status not in (pq.TransactionStatus.INTRANS, pq.TransactionStatus.INERROR):
+        return False  # a query still running, or a lost connection
     try:
         conn.rollback()
-    except psycopg.Error as exc:  # the next borrow sees a closed connection and the pool's
+    except psycopg.Error as exc:
         log.debug("rolling back a pinned connection failed: %s", exc)
+        return False
+    return True

@@ -265,10 +265,12 @@ def test_a_resident_takes_runs_submitted_while_it_sleeps_and_no_message_is_sent(
     monkeypatch.setattr(_drain, "STAY_IDLE", 30.0)  # it leaves only with its time
     monkeypatch.setattr(_drain, "DRAIN_SECONDS", 3.0)
     resident = Resident(drained, f"test-{uuid.uuid4().hex}")
-    assert _until(drained.flag_up)  # nothing queued: it stays, its flag up
-    runs = [drained.submit("one"), drained.submit("two")]
-    assert drained.messages() == []  # the client woke it instead of sending a message
-    assert _until(lambda: all(drained.status(r) == "success" for r in runs))
+    runs = []
+    for thread in ("one", "two"):
+        assert _until(drained.flag_up)  # nothing queued: it stays, asleep, its flag up
+        runs.append(drained.submit(thread))
+        assert _until(lambda: drained.status(runs[-1]) == "success")
+    assert drained.messages() == []  # each client woke it instead of sending a message
     assert resident.gone(30.0)  # its time is up: the flag down, the last look taken
     assert resident.failures == []
     assert not drained.flag_up()
@@ -299,13 +301,47 @@ def test_a_worker_has_one_resident(drained: Drained) -> None:
         assert again  # freed with the first
 
 
+def test_a_run_queued_while_the_resident_works_goes_out_as_a_message(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_drain, "STAY_IDLE", 30.0)
+    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 3.0)
+    late: list[str] = []
+
+    def coordinate(
+        ctx: WorkerContext, run_ids: Sequence[str], claims: Sequence[Claim] | None = None
+    ) -> list[str]:
+        if not late:  # woken, it works with its flag down: the worker's others take this
+            assert not drained.flag_up()
+            late.append(drained.submit("late"))
+        return coordinate_many(ctx, run_ids, claims)
+
+    resident = threading.Thread(
+        target=drain,
+        args=(drained.ctx, coordinate, drained.flag),
+        kwargs={"stay": f"test-{uuid.uuid4().hex}"},
+    )
+    resident.start()
+    assert _until(drained.flag_up)
+    first = drained.submit("first")
+    resident.join(30)
+    assert not resident.is_alive()
+    assert drained.messages() == late  # only the run queued while it worked
+    assert drained.status(first) == "success"
+    drained.cluster.deliver()
+    assert drained.status(late[0]) == "success"
+
+
 def test_a_wake_up_is_pushed_only_while_the_flag_is_up(drained: Drained) -> None:
     wakes = drained.flag.wake_key("chain")
     assert drained.flag.wake("chain") is False
     assert drained.flag.redis.llen(wakes) == 0
     drained.flag.raise_(["chain"])
     assert drained.flag.wake("chain") is True
+    assert drained.flag.wake("chain") is True  # one pending is enough
     assert drained.flag.redis.llen(wakes) == 1
-    assert drained.flag.sleep(["chain"], 0.1)  # a resident takes it, and any beside it
+    assert drained.flag.sleep(["chain"], 0.1)  # a resident takes it
     assert drained.flag.redis.llen(wakes) == 0
     assert not drained.flag.sleep(["chain"], 0.05)
+    assert drained.flag.wake("chain") is True  # after the pop: a new run pushes again
+    assert drained.flag.redis.llen(wakes) == 1

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
 
 from checkpoint_pg import PostgresSaver
@@ -103,3 +104,17 @@ def test_the_saver_and_a_store_statement_share_the_pin(pool: PinnedPool) -> None
         with pool.connection() as conn:
             conn.execute("SELECT 1")
     assert len(seen) == 1
+
+
+def test_a_pinned_connection_left_in_a_failed_transaction_is_rolled_back(
+    pool: PinnedPool,
+) -> None:
+    with pool.pinned():
+        with pool.connection() as conn:
+            conn.execute("BEGIN")
+            with pytest.raises(psycopg.errors.DivisionByZero):
+                conn.execute("SELECT 1/0")
+            failed = conn.info.backend_pid
+        with pool.connection() as again:
+            assert again.info.backend_pid == failed  # mended, and lent again
+            assert again.execute("SELECT 1 AS one").fetchone() == {"one": 1}

@@ -89,3 +89,21 @@ def test_patiently_gives_up_after_its_time() -> None:
     with pytest.raises(StoreUnavailableError, match=r"^down$"):
         patiently(flaky, "freeing a lease", within=0.0)
     assert flaky.calls == 1
+
+
+def test_call_waits_as_the_schedule_says_from_the_first_retry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr("time.sleep", slept.append)  # tenacity's nap too
+    schedule = Schedule(first=0.5, cap=3.0, retries=4)
+    flaky = Flaky([ValueError("a"), ValueError("b"), ValueError("c"), ValueError("d")])
+    assert schedule.call(flaky, lambda e: isinstance(e, ValueError)) == "done"
+    assert flaky.calls == 5
+    assert slept == [0.5, 1.0, 2.0, 3.0]
+    slept.clear()
+    always = Flaky([ValueError(str(n)) for n in range(9)])
+    with pytest.raises(ValueError, match=r"^4$"):
+        schedule.call(always, lambda e: isinstance(e, ValueError))
+    assert always.calls == 5  # four retries in all
+    assert slept == [0.5, 1.0, 2.0, 3.0]
