@@ -8,7 +8,6 @@ there is no store-wide lock. A single connection serves one batch at a time.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -23,13 +22,12 @@ from psycopg_pool import AsyncConnectionPool
 from checkpoint_pg._connection import AConn, AsyncConnectionSource, check_conn, wait_on_loop
 from checkpoint_pg._requests import Op, arun
 from checkpoint_pg._store_core import (
-    ATTEMPTS,
     STORE_MIGRATIONS,
     Plan,
     PoolConfig,
     StoreCore,
+    aretried,
     check_pool_config,
-    retryable,
 )
 from checkpoint_pg._vector import PostgresIndexConfig, VectorIndex
 from checkpoint_pg.schema import check_migration_texts
@@ -216,13 +214,10 @@ class AsyncPostgresStore(BaseStore):
             embedder = self._core.index.embedder
             embeddings = await embedder.aembed_documents(plan.texts) if plan.texts else []
             queries = [await embedder.aembed_query(text) for text in plan.queries]
-        for attempt in itertools.count(1):
-            try:
-                return await self._run("batch", self._core.batch(plan, embeddings, queries), plan)
-            except StoreBackendError as exc:
-                if attempt >= ATTEMPTS or not retryable(exc):
-                    raise
-        raise AssertionError("unreachable")
+        # a fresh operation per run: a generator runs once
+        return await aretried(
+            lambda: self._run("batch", self._core.batch(plan, embeddings, queries), plan)
+        )
 
     async def _coalesced(self, op: StoreOp) -> Result:
         self._core.plan([op])  # refused now: a bad op fails only its own call

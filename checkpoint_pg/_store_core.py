@@ -8,13 +8,14 @@ so the operation itself never waits on anything but the database.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict, TypeVar
 
 import psycopg
 from psycopg import sql
 from psycopg.rows import DictRow
+from tenacity import AsyncRetrying, Retrying, retry_if_exception, stop_after_attempt
 
 from checkpoint_pg import _store_queries as q
 from checkpoint_pg._requests import Batch, Op, Stmt
@@ -43,14 +44,18 @@ from graphruntime.store.base import (
 )
 
 __all__ = (
-    "ATTEMPTS",
+    "BATCH_CONFLICT",
     "STORE_MIGRATIONS",
     "Plan",
     "PoolConfig",
     "StoreCore",
+    "aretried",
     "check_pool_config",
+    "retried",
     "retryable",
 )
+
+T = TypeVar("T")
 
 STORE_MIGRATIONS = Migrations(
     "checkpoint_pg",
@@ -358,16 +363,52 @@ class PoolConfig(TypedDict, total=False):
     kwargs: dict[str, Any]
 
 
-ATTEMPTS = 3
-"""Runs of a batch that a deadlock or a serialization failure rolled back, at most."""
-
-
-def retryable(exc: StoreBackendError) -> bool:
+def retryable(exc: BaseException) -> bool:
     """Whether the batch was rolled back whole by a conflict with a concurrent one (it then
     changed nothing, and runs again)."""
-    return isinstance(
+    return isinstance(exc, StoreBackendError) and isinstance(
         exc.__cause__, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure
     )
+
+
+BATCH_CONFLICT: dict[str, Any] = {
+    "stop": stop_after_attempt(2),
+    "retry": retry_if_exception(retryable),
+    "reraise": True,
+}
+"""The retry schedule (tenacity's arguments) of a batch that a deadlock or a
+serialization failure rolled back, after its first run: it changed nothing, so it runs
+again at once, twice at most (three runs in all), and the last run's error is raised.
+:func:`retried` and :func:`aretried` run a batch on it; its first run is outside
+tenacity, since most batches succeed at once and building a tenacity loop costs about
+0.1 ms."""
+
+
+def retried(batch: Callable[[], T]) -> T:
+    """``batch()``, run again on :data:`BATCH_CONFLICT` if a conflict rolled it back."""
+    try:
+        return batch()
+    except StoreBackendError as exc:
+        if not retryable(exc):
+            raise
+    result: T = Retrying(**BATCH_CONFLICT)(batch)
+    return result
+
+
+async def aretried(batch: Callable[[], Awaitable[T]]) -> T:
+    """``await batch()``, run again on :data:`BATCH_CONFLICT` if a conflict rolled it
+    back."""
+    try:
+        return await batch()
+    except StoreBackendError as exc:
+        if not retryable(exc):
+            raise
+
+    async def run() -> T:  # a coroutine function: tenacity awaits only those
+        return await batch()
+
+    result: T = await AsyncRetrying(**BATCH_CONFLICT)(run)
+    return result
 
 
 def check_pool_config(pool_config: Any, pipeline: bool) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import itertools
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime
@@ -32,13 +31,12 @@ from psycopg_pool import ConnectionPool
 from checkpoint_pg._connection import Conn, ConnectionSource, check_conn
 from checkpoint_pg._requests import Op, run
 from checkpoint_pg._store_core import (
-    ATTEMPTS,
     STORE_MIGRATIONS,
     Plan,
     PoolConfig,
     StoreCore,
     check_pool_config,
-    retryable,
+    retried,
 )
 from checkpoint_pg._vector import PostgresIndexConfig, VectorIndex
 from checkpoint_pg.schema import check_migration_texts
@@ -169,13 +167,10 @@ class PostgresStore(BaseStore):
             embedder = self._core.index.embedder
             embeddings = embedder.embed_documents(plan.texts) if plan.texts else []
             queries = [embedder.embed_query(text) for text in plan.queries]
-        for attempt in itertools.count(1):
-            try:
-                return self._run("batch", self._core.batch(plan, embeddings, queries), plan)
-            except StoreBackendError as exc:
-                if attempt >= ATTEMPTS or not retryable(exc):
-                    raise
-        raise AssertionError("unreachable")
+        # a fresh operation per run: a generator runs once
+        return retried(
+            lambda: self._run("batch", self._core.batch(plan, embeddings, queries), plan)
+        )
 
     async def abatch(self, ops: Iterable[StoreOp]) -> list[Result]:
         return await asyncio.to_thread(self.batch, list(ops))

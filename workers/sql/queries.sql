@@ -156,10 +156,6 @@ SELECT pg_notify('graphruntime_runs', run_id::text || CASE
     ELSE '' END)
 FROM done;
 
--- name: runs_of_thread
-SELECT run_id, status, kind, created_at, updated_at, error FROM graphruntime_runs
-WHERE thread_id = %(thread_id)s ORDER BY created_at DESC LIMIT %(limit)s;
-
 -- name: bind_thread
 -- The thread's graph: the given one if the thread is new (it is bound to it now).
 WITH bound AS (

@@ -118,7 +118,7 @@ class RunStore(StepBarrier):
         if row is not None:
             return self._run(row, new.payload), True
         assert why is not None
-        return self.get_run(refused_as(new, why)), False
+        return self.get_run(refused_as(params, why)), False
 
     def create_runs(
         self, news: Sequence[NewRun]
@@ -350,8 +350,10 @@ class RunStore(StepBarrier):
 
     def runs_of_thread(self, thread_id: str, limit: int = 20) -> list[dict[str, Any]]:
         """The thread's runs, newest first: run_id, status, kind, created_at, updated_at,
-        error."""
-        return self._all("runs_of_thread", {"thread_id": thread_id, "limit": limit})
+        error (a :meth:`list_runs` of the thread)."""
+        keys = ("run_id", "status", "kind", "created_at", "updated_at", "error")
+        rows = self.list_runs(RunQuery(thread_id=thread_id, limit=limit))
+        return [{k: row[k] for k in keys} for row in rows]
 
     def list_runs(self, query: RunQuery) -> list[dict[str, Any]]:
         """Runs matching ``query``, newest first, as rows (run_id, thread_id, graph, status,

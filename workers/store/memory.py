@@ -5,8 +5,9 @@ does to its tables (rows with the columns of Postgres' tables) what the statemen
 under one lock, and returns copies of the rows it returns. The store's rules are the
 :class:`~workers.store.RunStore` above both; a query made of others' parts (a claim
 leases as ``acquire_thread`` does, a cancel closes tasks as ``running_cancelled_tasks``)
-is made of the same methods here. ``now()`` is the clock the store is given, one a test
-moves by hand (``workers.testing.ManualClock``). No database driver is imported.
+is made of the same methods here, and the statements' WHERE and SET clauses are two
+helpers (:func:`_where`, :func:`_set`). ``now()`` is the clock the store is given, one a
+test moves by hand (``workers.testing.ManualClock``). No database driver is imported.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import itertools
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,7 +26,7 @@ from graphruntime.checkpoint import SerializerProtocol
 from workers.errors import StoreRecoveredError
 from workers.store._connector import Row
 from workers.store._model import INBOX_COLUMNS
-from workers.store._refusals import accepts
+from workers.store._refusals import refusal
 from workers.store._store import RunStore
 
 __all__ = ("InMemoryConnector", "InMemoryRunStore")
@@ -33,19 +34,46 @@ __all__ = ("InMemoryConnector", "InMemoryRunStore")
 P = Mapping[str, Any]
 ACTIVE = ("queued", "running")
 NO_CLAIM = {"worker": None, "claimed_at": None, "claim_token": None}
-NO_DEFAULT = {"default_type": None, "default_value": None}
 NO_LEASE = {"lease_holder": None, "leased_at": None, "lease_token": None}
 NO_WAIT_CLAIM = {"claimed_by": None, "claimed_until": None}
+EVENT_COLUMNS = ("ns", "mode", "payload_type", "payload")
+LISTED = ("run_id", "thread_id", "graph", "status", "kind", "created_at", "updated_at", "error")
+# the columns' defaults (the migrations'), of a row an INSERT does not give them
+NEW_RUN = {"status": "queued"} | dict.fromkeys(("stop", "result_type", "result", "error"))
 NEW_TASK = {**NO_CLAIM, "status": "dispatched", "attempts": 1, "retry_attempts": 0} | dict.fromkeys(
     ("hold_until", "error", "done_at", "started_at")
 )
-RUN_PARAMS = ("run_id", "thread_id", "graph", "kind", "payload_type", "payload")
-EVENT_COLUMNS = ("ns", "mode", "payload_type", "payload")
-LISTED = ("run_id", "thread_id", "graph", "status", "kind", "created_at", "updated_at", "error")
 
 
 def _json(text: str | None) -> Any:
     return None if text is None else json.loads(text)
+
+
+def _where(rows: Iterable[Row], **values: Any) -> list[Row]:
+    """The rows with these values (a tuple: one of its values), as SQL's WHERE."""
+    return [
+        r
+        for r in rows
+        if all(r[c] in v if isinstance(v, tuple) else r[c] == v for c, v in values.items())
+    ]
+
+
+def _set(rows: Iterable[Row], **values: Any) -> list[Row]:
+    """The rows, given these values, as SQL's UPDATE ... SET ... RETURNING."""
+    rows = list(rows)
+    for row in rows:
+        row.update(values)
+    return rows
+
+
+def _row(table: Mapping[Any, Row], key: Any) -> list[Row]:
+    """The table's row of this key, if there is one (a WHERE on its primary key)."""
+    return [table[key]] if key in table else []
+
+
+def _given(p: P, *columns: str) -> dict[str, Any]:
+    """``p``'s values of these columns, those it gives (a NULL parameter matches any row)."""
+    return {c: p[c] for c in columns if p[c] is not None}
 
 
 def _order(run: Row) -> tuple[datetime, int]:
@@ -60,11 +88,6 @@ def _place(wait: Row) -> tuple[datetime, str, str]:
 
 def _before(at: datetime | None, cut: datetime) -> bool:
     return at is not None and at < cut
-
-
-def _matches(row: Row, p: P, *columns: str) -> bool:
-    """``row`` has ``p``'s value in each column ``p`` gives (a NULL parameter: any)."""
-    return all(p[c] in (None, row[c]) for c in columns)
 
 
 def _contains(value: Any, where: Any) -> bool:
@@ -132,15 +155,18 @@ class InMemoryConnector:
         """A live worker other than ``p``'s holds it (a lease, a claim): not to be taken."""
         return holder not in (None, p["worker"]) and self._alive(holder, p["stale"])
 
-    def _of_thread(self, thread_id: str, *statuses: str) -> list[Row]:
-        """The thread's runs in order (of these statuses, if given)."""
-        runs = [r for r in self.runs.values() if r["thread_id"] == thread_id]
-        return sorted((r for r in runs if not statuses or r["status"] in statuses), key=_order)
+    def _of_thread(self, thread_id: str, **where: Any) -> list[Row]:
+        """The thread's runs (``where``), in order."""
+        return sorted(_where(self.runs.values(), thread_id=thread_id, **where), key=_order)
 
     def _next(self, thread_id: str) -> Row | None:
-        return min(
-            self._of_thread(thread_id, *ACTIVE), key=lambda r: r["kind"] != "cancel", default=None
-        )
+        runs = self._of_thread(thread_id, status=ACTIVE)
+        return min(runs, key=lambda r: r["kind"] != "cancel", default=None)
+
+    def _heads(self) -> list[Row]:
+        """Each thread's next run, the least recently moved first."""
+        nexts = (self._next(t) for t in dict.fromkeys(r["thread_id"] for r in self.runs.values()))
+        return sorted((r for r in nexts if r), key=lambda r: r["updated_at"])
 
     def _pause(self, thread_id: str) -> str | None:
         """The pause a resume answers (create_run's ``latest``)."""
@@ -150,19 +176,10 @@ class InMemoryConnector:
         under_way = runs[-1]["kind"] == "resume" and runs[-1]["status"] in ACTIVE
         return runs[-1]["resumes_run" if under_way else "run_id"]  # type: ignore[no-any-return]
 
-    def _close_unheld(self, run_ids: Sequence[str], stale: float) -> list[Row]:
-        """Close the runs' open tasks no live worker holds; the tasks live workers hold."""
-        open_ = [
-            t for t in self.tasks.values() if t["run_id"] in run_ids and t["status"] == "dispatched"
-        ]
-        for t in open_:
-            if not self._alive(t["worker"], stale):
-                t.update(status="done", done_at=self.clock())
-        return [t for t in open_ if t["status"] == "dispatched"]
-
-    def _open_task(self, p: P, task_id: str | None = None) -> Row | None:
-        task = self.tasks.get((p["run_id"], p["checkpoint_id"], task_id or p["task_id"]))
-        return task if task is not None and task["status"] != "done" else None
+    def _open_tasks(self, p: P, *task_ids: str) -> list[Row]:
+        """The step's tasks of these ids (``p``'s task_id), those not done."""
+        keys = ((p["run_id"], p["checkpoint_id"], t) for t in task_ids or [p["task_id"]])
+        return [t for key in keys for t in _row(self.tasks, key) if t["status"] != "done"]
 
     def _claimed(self, wait: Row) -> bool:
         """An approver's claim on the wait has not lapsed."""
@@ -170,7 +187,7 @@ class InMemoryConnector:
         return until is not None and until > self.clock()
 
     def _active_threads(self) -> set[str]:
-        return {r["thread_id"] for r in self.runs.values() if r["status"] in ACTIVE}
+        return {r["thread_id"] for r in _where(self.runs.values(), status=ACTIVE)}
 
     def _set_inbox(self, thread: str, p: P) -> None:
         """finish_run's inbox: the thread's waits are ``p``'s; a wait kept keeps its
@@ -190,52 +207,45 @@ class InMemoryConnector:
     def create_run(self, p: P) -> list[Row]:
         if p["kind"] not in ("resume", "cancel"):
             self.bind_thread(p)
-        if not accepts(p, self.explain_refused_run(p)[0]):
+        if refusal(p, self.explain_refused_run(p)[0]) is not None:
             return []
-        row = {k: p[k] for k in (*RUN_PARAMS, "idempotency_key", "request_digest")}
-        row |= dict.fromkeys(("stop", "result_type", "result", "error"))
-        row |= {"status": "queued", "origin": _json(p["origin"]), "seq": next(self._seq)}
+        given = ("run_id", "thread_id", "graph", "kind", "payload_type", "payload")
+        row = NEW_RUN | {k: p[k] for k in (*given, "idempotency_key", "request_digest")}
+        row |= {"origin": _json(p["origin"]), "seq": next(self._seq)}
         row |= {"created_at": self.clock(), "updated_at": self.clock()}
         row["resumes_run"] = self._pause(p["thread_id"]) if p["kind"] == "resume" else None
         self.runs[p["run_id"]] = row
         return [row]
 
     def explain_refused_run(self, p: P) -> list[Row]:
-        runs = self._of_thread(p["thread_id"])
-        key, pause = p["idempotency_key"], self._pause(p["thread_id"])
+        runs, key = self._of_thread(p["thread_id"]), p["idempotency_key"]
+        pause = self._pause(p["thread_id"]) if p["kind"] == "resume" else None
         key_run: Row = next((r for r in runs if key and r["idempotency_key"] == key), {})
-        resumes = p["kind"] == "resume" and pause is not None
-        pause_run: Row = next((r for r in runs if resumes and r["resumes_run"] == pause), {})
-        waits = sorted(i for t, i in self.interrupts if t == p["thread_id"])
-        why = {"thread_graph": self.threads.get(p["thread_id"], {}).get("graph")}
-        why |= {"open_waits": waits or None, "latest_status": (runs or [{}])[-1].get("status")}
-        why |= {
+        pause_run: Row = next((r for r in runs if pause and r["resumes_run"] == pause), {})
+        why = {
+            "thread_graph": self.threads.get(p["thread_id"], {}).get("graph"),
+            "open_waits": sorted(i for t, i in self.interrupts if t == p["thread_id"]) or None,
+            "latest_status": runs[-1]["status"] if runs else None,
             "same_key_run": key_run.get("run_id"),
             "same_key_digest": key_run.get("request_digest"),
+            "same_pause_run": pause_run.get("run_id"),
+            "same_pause_status": pause_run.get("status"),
         }
-        return [
-            why
-            | {
-                "same_pause_run": pause_run.get("run_id"),
-                "same_pause_status": pause_run.get("status"),
-            }
-        ]
+        return [why]
 
     def get_run(self, p: P) -> list[Row]:
-        return [r for r in [self.runs.get(p["run_id"])] if r]
+        return _row(self.runs, p["run_id"])
 
     def active_runs_of_thread(self, p: P) -> list[Row]:
-        return self._of_thread(p["thread_id"], *ACTIVE)
+        return self._of_thread(p["thread_id"], status=ACTIVE)
 
     def set_running(self, p: P) -> None:
-        for run in self.get_run(p):
+        for run in _where(self.get_run(p), status=ACTIVE):
             stop = p["stop"] if run["stop"] is None else run["stop"]
-            if run["status"] in ACTIVE:
-                run.update(status="running", stop=stop, updated_at=self.clock())
+            run.update(status="running", stop=stop, updated_at=self.clock())
 
     def touch_run(self, p: P) -> None:
-        for run in self.get_run(p):
-            run["updated_at"] = self.clock()
+        _set(self.get_run(p), updated_at=self.clock())
 
     def finish_run(self, p: P) -> list[Row]:
         run = self.runs.get(p["run_id"] or "")
@@ -249,79 +259,70 @@ class InMemoryConnector:
         return [{"pg_notify": run["run_id"]}] if run is not None and thread else []
 
     def requeue_runs(self, p: P) -> None:
-        for run in (self.runs[r] for r in p["run_ids"] if r in self.runs):
-            run["status"] = "queued" if run["status"] == "running" else run["status"]
+        runs = (self.runs[r] for r in p["run_ids"] if r in self.runs)
+        _set(_where(runs, status="running"), status="queued")
 
     def cancel_thread(self, p: P) -> list[Row]:
-        made, error = _order(self.runs[p["cancel_run"]]), _json(p["error"])
-        runs = self._of_thread(p["thread_id"], *ACTIVE)
+        made, runs = _order(self.runs[p["cancel_run"]]), self.active_runs_of_thread(p)
         cancelled = [r for r in runs if r["kind"] != "cancel" and _order(r) < made]
-        for run in cancelled:
-            run.update(status="cancelled", error=error, updated_at=self.clock())
-        self._close_unheld([r["run_id"] for r in cancelled], p["stale"])
+        _set(cancelled, status="cancelled", error=_json(p["error"]), updated_at=self.clock())
+        self.running_cancelled_tasks({**p, "run_ids": [r["run_id"] for r in cancelled]})
         self._set_inbox(p["thread_id"], {"interrupt_ids": None})
         return [{"run_id": r["run_id"]} for r in cancelled]
 
     def running_cancelled_tasks(self, p: P) -> list[Row]:
-        return self._close_unheld(p["run_ids"], p["stale"])
+        tasks = (t for t in self.tasks.values() if t["run_id"] in p["run_ids"])
+        open_ = _where(tasks, status="dispatched")
+        unheld = [t for t in open_ if not self._alive(t["worker"], p["stale"])]
+        _set(unheld, status="done", done_at=self.clock())
+        return _where(open_, status="dispatched")
 
     def resume_history(self, p: P) -> list[Row]:
-        runs = reversed(self._of_thread(p["thread_id"]))
-        return [r for r in runs if r["kind"] == "resume"][: p["limit"]]
+        return self._of_thread(p["thread_id"], kind="resume")[::-1][: p["limit"]]
 
     def runs_by_key(self, p: P) -> list[Row]:
-        runs = self.runs.values()
-        return [r for r in runs if r["graph"] == p["graph"] and r["idempotency_key"] == p["key"]]
-
-    def runs_of_thread(self, p: P) -> list[Row]:
-        keys = ("run_id", "status", "kind", "created_at", "updated_at", "error")
-        runs = list(reversed(self._of_thread(p["thread_id"])))[: p["limit"]]
-        return [{k: r[k] for k in keys} for r in runs]
+        return _where(self.runs.values(), graph=p["graph"], idempotency_key=p["key"])
 
     def list_runs(self, p: P) -> list[Row]:
-        runs = [r for r in self.runs.values() if _matches(r, p, "thread_id", "graph", "status")]
+        runs = _where(self.runs.values(), **_given(p, "thread_id", "graph", "status"))
         runs = [r for r in runs if p["age"] is None or r["created_at"] > self._ago(p["age"])]
         out = []
         for run in sorted(runs, key=_order, reverse=True)[: p["limit"]]:
-            mine = [t for t in self.tasks.values() if t["run_id"] == run["run_id"]]
+            mine = _where(self.tasks.values(), run_id=run["run_id"])
             latest = max((t["checkpoint_id"] for t in mine), default=None)
-            step = [t for t in mine if t["checkpoint_id"] == latest and run["status"] == "running"]
-            done = sum(t["status"] == "done" for t in step)
-            listed = {k: run[k] for k in (*LISTED, "origin")}
-            out.append(listed | {"tasks_done": done, "tasks_total": len(step)})
+            step = _where(mine, checkpoint_id=latest) if run["status"] == "running" else []
+            progress = {"tasks_done": len(_where(step, status="done")), "tasks_total": len(step)}
+            out.append({k: run[k] for k in (*LISTED, "origin")} | progress)
         return out
 
     def overview(self, p: P) -> list[Row]:
-        statuses = [r["status"] for r in self.runs.values()]
         overdue = [w for w in self.interrupts.values() if _before(w["deadline"], self.clock())]
         live = [w for w in self.live_workers(p) if not w["worker"].startswith("client:")]
-        row = {s: statuses.count(s) for s in ACTIVE} | {"overdue": len(overdue)}
-        row |= {"pending_interrupts": len(self.interrupts), "processes": len(live)}
-        return [row | {"workers": len({w["node"] or w["worker"] for w in live})}]
+        row = {s: len(_where(self.runs.values(), status=s)) for s in ACTIVE}
+        row |= {"overdue": len(overdue), "pending_interrupts": len(self.interrupts)}
+        row |= {"processes": len(live), "workers": len({w["node"] or w["worker"] for w in live})}
+        return [row]
 
     # --- the inbox -----------------------------------------------------------------------
 
     def inbox_page(self, p: P) -> list[Row]:
         active, where = self._active_threads(), _json(p["where"])
-        any_of = None if p["any_of"] is None else [json.loads(w) for w in p["any_of"]]
+        wants = None if p["any_of"] is None else [json.loads(w) for w in p["any_of"]]
         threads, ids = p["thread_ids"], p["interrupt_ids"]
         pairs = None if threads is None else set(zip(threads, ids, strict=True))
         after = (p["after_at"], p["after_thread"], p["after_id"])
-        rows = []
-        for w in self.interrupts.values():
-            key = _place(w)
-            if (
-                _matches(w, p, "graph", "node", "thread_id")
-                and (where is None or _contains(w["value"], where))
-                and (any_of is None or any(_contains(w["value"], want) for want in any_of))
-                and (p["older_than"] is None or w["created_at"] < p["older_than"])
-                and (p["age"] is None or w["created_at"] < self._ago(p["age"]))
-                and (p["after_at"] is None or key > after)
-                and (pairs is None or key[1:] in pairs)
-            ):
-                row = w | NO_DEFAULT | {"resuming": w["thread_id"] in active}
-                rows.append(row | ({} if self._claimed(w) else NO_WAIT_CLAIM))
-        return sorted(rows, key=_place)[: p["limit"]]
+        waits = [
+            w | {"default_type": None, "default_value": None, "resuming": w["thread_id"] in active}
+            for w in _where(self.interrupts.values(), **_given(p, "graph", "node", "thread_id"))
+            if (where is None or _contains(w["value"], where))
+            and (wants is None or any(_contains(w["value"], want) for want in wants))
+            and (p["older_than"] is None or w["created_at"] < p["older_than"])
+            and (p["age"] is None or w["created_at"] < self._ago(p["age"]))
+            and (p["after_at"] is None or _place(w) > after)
+            and (pairs is None or _place(w)[1:] in pairs)
+        ]
+        page = sorted(waits, key=_place)[: p["limit"]]
+        return [w | ({} if self._claimed(w) else NO_WAIT_CLAIM) for w in page]
 
     def claim_wait(self, p: P) -> list[Row]:
         if (wait := self.interrupts.get((p["thread_id"], p["interrupt_id"]))) is None:
@@ -333,11 +334,8 @@ class InMemoryConnector:
         return [{k: wait[k] for k in NO_WAIT_CLAIM} | {"taken": taken}]
 
     def release_wait(self, p: P) -> list[Row]:
-        wait = self.interrupts.get((p["thread_id"], p["interrupt_id"]))
-        if wait is None or wait["claimed_by"] != p["actor"]:
-            return []
-        wait.update(NO_WAIT_CLAIM)
-        return [{"thread_id": p["thread_id"]}]
+        wait = _row(self.interrupts, (p["thread_id"], p["interrupt_id"]))
+        return _set(_where(wait, claimed_by=p["actor"]), **NO_WAIT_CLAIM)
 
     def expired_waits(self, p: P) -> list[Row]:
         due = [w for w in self.interrupts.values() if _before(w["deadline"], self.clock())]
@@ -362,59 +360,44 @@ class InMemoryConnector:
         return [{"thread_id": p["thread_id"]}]
 
     def release_leases(self, p: P) -> None:
-        for thread in (self.threads.get(t) for t in p["threads"]):
-            if thread and thread["lease_holder"] == p["worker"]:
-                thread.update(NO_LEASE)
+        threads = (self.threads[t] for t in p["threads"] if t in self.threads)
+        _set(_where(threads, lease_holder=p["worker"]), **NO_LEASE)
 
     def next_runs_of_threads(self, p: P) -> list[Row]:
         nexts = (self._next(t) for t in dict.fromkeys(p["threads"]))
         return [{"thread_id": r["thread_id"], "run_id": r["run_id"]} for r in nexts if r]
 
     def claim_queued_runs(self, p: P) -> list[Row]:
-        nexts = (self._next(t) for t in dict.fromkeys(r["thread_id"] for r in self.runs.values()))
+        """claim_run of each thread's next run that is queued, of the graphs, not skipped,
+        on a thread it leases, up to the limit."""
         claimed: list[Row] = []
-        for run in sorted((r for r in nexts if r), key=lambda r: r["updated_at"]):
-            if (
-                len(claimed) < p["limit"]
-                and run["status"] == "queued"
-                and run["graph"] in p["graphs"]
-                and run["run_id"] not in p["skip"]
-                and self.acquire_thread({**p, "thread_id": run["thread_id"]})
-            ):
-                claimed.append({**run, "target_status": "queued", "leased": True})
-                claimed[-1]["epoch"] = self.server_epoch
-                run.update(status="running", updated_at=self.clock())
+        for run in self._heads():
+            wanted = run["status"] == "queued" and run["graph"] in p["graphs"]
+            if wanted and run["run_id"] not in p["skip"] and len(claimed) < p["limit"]:
+                claimed += _where(self.claim_run({**p, "run_id": run["run_id"]}), leased=True)
         return claimed
 
     def claim_run(self, p: P) -> list[Row]:
         if (target := self.runs.get(p["run_id"])) is None:
             return []
-        thread = target["thread_id"]
-        leased = target["status"] in ACTIVE and bool(
-            self.acquire_thread({**p, "thread_id": thread})
-        )
-        row: Row = {"target_status": target["status"], "leased": leased, "run_id": None}
-        row["epoch"] = self.server_epoch
-        if leased and (run := self._next(thread)):
-            row |= run  # the run's status as it was
-            if run["status"] == "queued":
-                run.update(status="running", updated_at=self.clock())
+        thread = {**p, "thread_id": target["thread_id"]}
+        leased = target["status"] in ACTIVE and bool(self.acquire_thread(thread))
+        run = self._next(target["thread_id"]) if leased else None
+        row = {"target_status": target["status"], "leased": leased, "epoch": self.server_epoch}
+        row |= run or {"run_id": None}  # the run's status as it was
+        if run and run["status"] == "queued":
+            run.update(status="running", updated_at=self.clock())
         return [row]
 
     def heartbeat(self, p: P) -> list[Row]:
         self.beat(p)
         worker, keep, cut = p["worker"], p["keep"], self._ago(p["grace"])
-        for task in self.tasks.values():
-            mine = (task["worker"], task["status"]) == (worker, "dispatched")
-            if mine and task["claim_token"] != keep and _before(task["claimed_at"], cut):
+        for task in _where(self.tasks.values(), worker=worker, status="dispatched"):
+            if task["claim_token"] != keep and _before(task["claimed_at"], cut):
                 task.update(NO_CLAIM)
-        freed = []
-        for thread in self.threads.values():
-            mine = thread["lease_holder"] == worker and thread["lease_token"] != keep
-            if mine and _before(thread["leased_at"], cut):
-                thread.update(NO_LEASE)
-                freed.append({"thread_id": thread["thread_id"]})
-        return freed
+        leases = _where(self.threads.values(), lease_holder=worker)
+        freed = [t for t in leases if t["lease_token"] != keep and _before(t["leased_at"], cut)]
+        return [{"thread_id": t["thread_id"]} for t in _set(freed, **NO_LEASE)]
 
     def epoch(self, p: P) -> list[Row]:
         return [{"epoch": self.server_epoch}]
@@ -449,31 +432,26 @@ class InMemoryConnector:
         return new
 
     def step_tasks(self, p: P) -> list[Row]:
-        step = (p["run_id"], p["checkpoint_id"])
-        return [t for t in self.tasks.values() if (t["run_id"], t["checkpoint_id"]) == step]
+        return _where(self.tasks.values(), run_id=p["run_id"], checkpoint_id=p["checkpoint_id"])
 
     async_commit = lock_run_events = _nothing
 
     def claim_task(self, p: P) -> list[Row]:
-        task = self._open_task(p)
-        if task is None or task["task_path"] != json.loads(p["path"]):
-            return []
-        if self._held(task["worker"], p) or task["retry_attempts"] > p["attempts"]:
-            return []
-        task.update(worker=p["worker"], claimed_at=self.clock(), claim_token=p["token"])
-        task["started_at"] = task["started_at"] or self.clock()
-        return [{"task_id": p["task_id"]}]
+        claimed = [
+            t
+            for t in _where(self._open_tasks(p), task_path=json.loads(p["path"]))
+            if not self._held(t["worker"], p) and t["retry_attempts"] <= p["attempts"]
+        ]
+        for task in claimed:
+            task["started_at"] = task["started_at"] or self.clock()
+        return _set(claimed, worker=p["worker"], claimed_at=self.clock(), claim_token=p["token"])
 
     def complete_task(self, p: P) -> list[Row]:
-        if (task := self._open_task(p)) is None or task["worker"] != p["worker"]:
-            return []
-        task.update(status="done", done_at=self.clock(), error=_json(p["error"]))
-        return [{"task_id": p["task_id"]}]
+        mine = _where(self._open_tasks(p), worker=p["worker"])
+        return _set(mine, status="done", done_at=self.clock(), error=_json(p["error"]))
 
     def release_claims(self, p: P) -> None:
-        for task in (self._open_task(p, t) for t in p["task_ids"]):
-            if task and task["worker"] == p["worker"]:
-                task.update(NO_CLAIM)
+        _set(_where(self._open_tasks(p, *p["task_ids"]), worker=p["worker"]), **NO_CLAIM)
 
     def count_down_step(self, p: P) -> list[Row]:
         if (step := (p["run_id"], p["checkpoint_id"])) not in self.steps:
@@ -482,9 +460,8 @@ class InMemoryConnector:
         return [{"open_tasks": self.steps[step]}]
 
     def hold_for_retry(self, p: P) -> None:
-        if task := self._open_task(p):
-            hold = self.clock() + timedelta(seconds=p["hold"])
-            task.update(NO_CLAIM, retry_attempts=p["attempts"], hold_until=hold)
+        hold = self.clock() + timedelta(seconds=p["hold"])
+        _set(self._open_tasks(p), **NO_CLAIM, retry_attempts=p["attempts"], hold_until=hold)
 
     # --- the sweeper ---------------------------------------------------------------------
 
@@ -506,20 +483,15 @@ class InMemoryConnector:
         return found
 
     def stalled_runs(self, p: P) -> list[Row]:
-        found: list[Row] = []
-        nexts = (self._next(t) for t in dict.fromkeys(r["thread_id"] for r in self.runs.values()))
-        for run in sorted((r for r in nexts if r), key=lambda r: r["updated_at"]):
-            holder = self.threads.get(run["thread_id"], {}).get("lease_holder")
-            tasks = (t for t in self.tasks.values() if t["run_id"] == run["run_id"])
-            if (
-                len(found) < p["limit"]
-                and _before(run["updated_at"], self._ago(p["idle"]))
-                and not any(t["status"] == "dispatched" for t in tasks)
-                and not self._alive(holder, p["stale"])
-            ):
-                run["updated_at"] = self.clock()
-                found.append({"run_id": run["run_id"]})
-        return found
+        busy = {t["run_id"] for t in _where(self.tasks.values(), status="dispatched")}
+        stalled = [
+            r
+            for r in self._heads()
+            if _before(r["updated_at"], self._ago(p["idle"]))
+            and r["run_id"] not in busy
+            and not self._alive(self.threads[r["thread_id"]]["lease_holder"], p["stale"])
+        ]
+        return _set(stalled[: p["limit"]], updated_at=self.clock())
 
     # --- events --------------------------------------------------------------------------
 
@@ -531,11 +503,12 @@ class InMemoryConnector:
             self.add_event({"run_id": p["run_id"], **dict(zip(EVENT_COLUMNS, values, strict=True))})
 
     def events_after(self, p: P) -> list[Row]:
-        return [e for e in self.events if e["run_id"] == p["run_id"] and e["seq"] > p["after"]]
+        return [e for e in _where(self.events, run_id=p["run_id"]) if e["seq"] > p["after"]]
 
 
 class InMemoryRunStore(RunStore):
-    """A :class:`~workers.store.RunStore` on :class:`InMemoryConnector`."""
+    """A :class:`~workers.store.RunStore` on :class:`InMemoryConnector` (its tables:
+    ``memory``, for tests to read)."""
 
     def __init__(
         self, serde: SerializerProtocol | None = None, clock: Callable[[], datetime] | None = None
@@ -543,12 +516,3 @@ class InMemoryRunStore(RunStore):
         self.clock = clock or (lambda: datetime.now(UTC))
         self.memory = InMemoryConnector(self.clock)
         super().__init__(self.memory, serde)
-
-    def task_row(self, run_id: str, checkpoint_id: str, task_id: str) -> Row:
-        """A copy of a barrier row, for assertions."""
-        with self.memory.lock:
-            return dict(self.memory.tasks[(run_id, checkpoint_id, task_id)])
-
-    def thread_lease(self, thread_id: str) -> str | None:
-        with self.memory.lock:
-            return self.memory.threads.get(thread_id, {}).get("lease_holder")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from checkpoint_pg import PostgresStore
+from checkpoint_pg.aio import AsyncPostgresStore
 from checkpoint_pg.store import STORE_MIGRATIONS
 from graphruntime.store.base import InvalidStoreRequestError, StoreBackendError
 
@@ -100,3 +102,68 @@ def test_values_are_jsonb_objects_in_the_table(pg_conn: psycopg.Connection[Any])
     assert row["kind"] == "object"
     assert row["ttl_minutes"] == 5
     assert row["live"] is True
+
+
+def _fail_writes(conn: psycopg.Connection[Any], times: int) -> None:
+    """The store's next ``times`` writes fail with a real serialization failure (SQLSTATE
+    40001); a sequence counts every try, also those rolled back."""
+    conn.execute("CREATE SEQUENCE store_tries")
+    conn.execute(
+        "CREATE FUNCTION store_conflict() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+        f" IF nextval('store_tries') <= {int(times)} THEN"
+        "  RAISE EXCEPTION 'conflict' USING ERRCODE = 'serialization_failure';"
+        " END IF; RETURN NEW; END $$"
+    )
+    conn.execute(
+        "CREATE TRIGGER store_conflict BEFORE INSERT OR UPDATE ON graphruntime_store"
+        " FOR EACH ROW EXECUTE FUNCTION store_conflict()"
+    )
+
+
+def _tries(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute("SELECT last_value FROM store_tries").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.mark.parametrize("failures", [2, 3])
+def test_a_serialization_failure_runs_the_batch_again_three_times_in_all(
+    fresh_db: str, failures: int
+) -> None:
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        store = PostgresStore(conn)
+        store.setup()
+        _fail_writes(conn, failures)
+        if failures < 3:  # the third run goes through
+            store.put(("a",), "k", {"v": 1})
+            item = store.get(("a",), "k")
+            assert item is not None
+            assert item.value == {"v": 1}
+            assert _tries(conn) == 3
+        else:  # the third run's error is the caller's
+            with pytest.raises(StoreBackendError) as info:
+                store.put(("a",), "k", {"v": 1})
+            assert isinstance(info.value.__cause__, psycopg.errors.SerializationFailure)
+            assert _tries(conn) == 3
+            assert store.get(("a",), "k") is None
+
+
+def test_the_async_store_runs_a_conflicting_batch_again_on_the_same_schedule(
+    fresh_db: str,
+) -> None:
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        PostgresStore(conn).setup()
+        _fail_writes(conn, 4)
+
+        async def main() -> None:
+            async with AsyncPostgresStore.from_conn_string(fresh_db) as store:
+                with pytest.raises(StoreBackendError) as info:
+                    await store.aput(("a",), "k", {"v": 1})  # tries 1-3
+                assert isinstance(info.value.__cause__, psycopg.errors.SerializationFailure)
+                await store.aput(("a",), "k", {"v": 2})  # fails once more, then goes through
+                item = await store.aget(("a",), "k")
+                assert item is not None
+                assert item.value == {"v": 2}
+
+        asyncio.run(main())
+        assert _tries(conn) == 5

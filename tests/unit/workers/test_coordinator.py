@@ -431,15 +431,15 @@ def test_a_heartbeat_frees_claims_its_process_no_longer_works_on() -> None:
     assert cluster.store.claim_tasks(*args, [(ref.id, ref.path, 0)], "worker-0", 10, "job-1")
     # worker 0's job ended without completing it (it gave up and could not say so)
     cluster.store.heartbeat("worker-0", "inline", 0, keep=None, grace=5)
-    assert cluster.memory.task_row(*args, ref.id)["worker"] == "worker-0"  # too fresh to free
+    assert cluster.memory.memory.tasks[(*args, ref.id)]["worker"] == "worker-0"  # too fresh to free
     cluster.clock.advance(6)
     cluster.store.heartbeat("worker-0", "inline", 0, keep="job-2", grace=5)
-    assert cluster.memory.task_row(*args, ref.id)["worker"] is None
+    assert cluster.memory.memory.tasks[(*args, ref.id)]["worker"] is None
     # a claim of the job it is running now stays, however old
     assert cluster.store.claim_tasks(*args, [(ref.id, ref.path, 0)], "worker-0", 10, "job-2")
     cluster.clock.advance(600)
     cluster.store.heartbeat("worker-0", "inline", 0, keep="job-2", grace=5)
-    assert cluster.memory.task_row(*args, ref.id)["worker"] == "worker-0"
+    assert cluster.memory.memory.tasks[(*args, ref.id)]["worker"] == "worker-0"
 
 
 def test_input_the_workers_could_not_read_back_is_refused_before_anything_is_written() -> None:

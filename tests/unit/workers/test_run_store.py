@@ -186,8 +186,8 @@ def test_after_a_recovery_the_commits_that_vouch_for_a_jobs_work_are_refused() -
     assert store.get_run(new.run_id).status == "running"
     assert store.step_tasks(new.run_id, "c1")["a"].status == "dispatched"
     assert store.step_tasks(new.run_id, "c2") == {}
-    assert store.thread_lease("t-0") == "w"
+    assert store.memory.threads["t-0"]["lease_holder"] == "w"
     # freeing a lease alone vouches for nothing: it goes through
     (freed,) = store.finish_and_release_many([], worker="w", free=["t-0"], epoch=claim.epoch)
     assert freed.following == new.run_id
-    assert store.thread_lease("t-0") is None
+    assert store.memory.threads["t-0"]["lease_holder"] is None
