@@ -17,6 +17,13 @@ fi
 
 failed=()
 
+# Each pytest run gets a temporary folder of its own, out of /tmp/pytest-of-$USER: a pytest
+# that starts there resets that folder to mode 0700, which takes the embedded Postgres'
+# access (it runs as its own user when root) from the tests that run alongside it.
+TMP_ROOT="/tmp/graphruntime-pytest-$(printf '%s' "$PWD" | sha1sum | cut -c1-10)"
+mkdir -p "$TMP_ROOT"
+export TMP_ROOT
+
 # run_stage NAME COMMAND...: print a header, run the command, record a failure.
 run_stage() {
     local name=$1
@@ -50,7 +57,8 @@ run_stage() {
 run_pytest() {
     local fast=0 vendored=0 e2e=0 started log vendored_pid
     started=$SECONDS
-    python -m pytest -n "${PYTEST_WORKERS:-2}" -q --ignore=tests/e2e --ignore=tests/upstream \
+    python -m pytest -n "${PYTEST_WORKERS:-2}" -q --basetemp="$TMP_ROOT/fast" \
+        --ignore=tests/e2e --ignore=tests/upstream \
         --ignore=tests/upstream_prebuilt --ignore=tests/upstream_langchain \
         --ignore=tests/upstream_pg --ignore=tests/chaos "$@" \
         || fast=$?
@@ -65,14 +73,16 @@ run_pytest() {
         upstream=0
         upstream_pg=0
         langchain=0
-        python -m pytest -n "$workers" -q -rfEX tests/upstream tests/upstream_prebuilt "$@" \
-            || upstream=$?
+        python -m pytest -n "$workers" -q -rfEX --basetemp="$TMP_ROOT/upstream" \
+            tests/upstream tests/upstream_prebuilt "$@" || upstream=$?
         printf -- "--> tests/upstream and tests/upstream_prebuilt: %ds\n" "$SECONDS"
         began=$SECONDS
-        python -m pytest -n "$workers" -q -rfEX tests/upstream_pg "$@" || upstream_pg=$?
+        python -m pytest -n "$workers" -q -rfEX --basetemp="$TMP_ROOT/upstream_pg" \
+            tests/upstream_pg "$@" || upstream_pg=$?
         printf -- "--> tests/upstream_pg: %ds\n" $((SECONDS - began))
         began=$SECONDS
-        python -m pytest -n "$workers" -q -rfEX tests/upstream_langchain "$@" || langchain=$?
+        python -m pytest -n "$workers" -q -rfEX --basetemp="$TMP_ROOT/langchain" \
+            tests/upstream_langchain "$@" || langchain=$?
         printf -- "--> tests/upstream_langchain: %ds\n" $((SECONDS - began))
         for status in "$upstream" "$upstream_pg" "$langchain"; do
             if [[ $status -ne 0 && $status -ne 5 ]]; then exit "$status"; fi
@@ -90,7 +100,8 @@ run_pytest() {
     # tests/chaos: a short fault-injection round (make chaos runs a long one, and the crash
     # mode, test_crash.py, which costs over a minute even short; the same crashes are
     # reproduced deterministically by tests/integration/workers/test_crash_durability.py)
-    CHAOS_SECONDS="${CHAOS_SECONDS:-30}" python -m pytest -q tests/e2e tests/chaos \
+    CHAOS_SECONDS="${CHAOS_SECONDS:-30}" python -m pytest -q --basetemp="$TMP_ROOT/e2e" \
+        tests/e2e tests/chaos \
         --ignore=tests/chaos/test_crash.py "$@" || e2e=$?
     printf -- '--> tests/e2e and tests/chaos: %ds\n' $((SECONDS - started))
     if [[ ${SERIAL_STAGES:-0} != 1 ]]; then
