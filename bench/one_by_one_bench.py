@@ -249,11 +249,12 @@ How a single submit travels (issue #19):
 - **The run's end notifies how it ended** (status, stored result, error, when under 5000
   bytes), and `invoke` LISTENs before it queues its run: it takes the result from the
   notification and never reads the run (a bigger result is read once).
-- **A resident per worker** (`workers/_drain.py`): a coordinator job that finds nothing
-  queued stays (1 s idle, 5 s in all) asleep on a Redis wake-up list, its flag up; a
-  client that finds the flag up pushes a wake-up in the same round trip as its read and
-  sends no message. Woken, the resident lowers its flag, claims and advances; runs queued
-  while it works go out as messages to the worker's other processes. At 1 client thread a
+- **A resident per coordinator queue** (`workers/_drain.py`): a coordinator job that
+  finds nothing queued stays (1 s idle, 5 s in all) asleep on a Redis wake-up list, its
+  flag up; a client that finds the flag up pushes a wake-up in the same round trip as its
+  read and sends no message. Woken, the resident lowers its flag, claims and advances;
+  runs queued while it works go out as messages to the other processes. One resident in
+  the cluster (a Redis key), so the flag is one job's. At 1 client thread a
   run costs no Celery message and no broker hop.
 - **One connection per job** (`workers/_pinned_pool.py`): the run store's, the saver's,
   the store's and the cache's borrows in a job reuse the one connection the job pinned,

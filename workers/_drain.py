@@ -19,32 +19,33 @@ that drainer's last look comes after the run was committed. The flag expires aft
 :data:`FLAG_TTL` seconds unless raised again (each batch raises it): a drainer that is
 killed holds it no longer than that. Its message is redelivered (late acks) and that
 job drains again; a run queued meanwhile without a message is otherwise found by the
-sweeper as a stalled run (or by another worker's resident, which its wake-up wakes).
+sweeper as a stalled run (or by the next resident, which its wake-up wakes).
 
 A job that finds nothing to do can stay a while (:data:`STAY_IDLE` seconds without a
-run, at most :data:`DRAIN_SECONDS`) as its worker's **resident**: it raises the flag and
+run, at most :data:`DRAIN_SECONDS`) as the queue's **resident**: it raises the flag and
 sleeps on a Redis wake-up list per graph (``BLPOP``), which a client that finds the flag
 up pushes to in the same round trip as its read (:meth:`DrainFlag.wake`). Woken, it
 lowers the flag, claims (its last look) and advances what it claimed; runs queued while
 it works go out as messages, to the worker's other processes. At one run at a time, a
 run then costs no Celery message at all: no publish, no delivery, prefork hand-off or
-ack, and no broker hop in its latency. One resident per worker (a lock file
-of its main process), and only in a pool of two processes or more, so that task jobs
-always find a free process; a resident leaves as soon as task messages wait on the
-broker, and after its time, as any drainer does (flag down, then the last look).
+ack, and no broker hop in its latency. A resident that claims more than one run at a
+wake-up stops being one (it drains on as any job): runs that come faster than one at a
+time spread better over the processes as messages and drainers. One resident per
+coordinator queue in the whole
+cluster (a Redis key it holds and refreshes, which expires as the flag does if it is
+killed), so that the flag is one resident's; only a worker whose pool has two processes
+or more hosts it, so that task jobs always find a free process; a resident leaves as
+soon as task messages wait on the broker, and after its time, as any drainer does (flag
+down, then the last look).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import logging
-import os
-import tempfile
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from workers.context import WorkerContext
@@ -83,6 +84,20 @@ end
 return 0
 """
 
+# the resident's key: refreshed, or freed, only by the job that holds it
+_KEEP = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('pexpire', KEYS[1], ARGV[2])
+end
+return 0
+"""
+_FREE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('del', KEYS[1])
+end
+return 0
+"""
+
 
 class Coordinate(Protocol):
     """:func:`workers.coordinator.coordinate_many`: advance runs already claimed."""
@@ -101,6 +116,22 @@ class DrainFlag:
 
     def key(self, graph: str) -> str:
         return f"graphruntime:draining:{self.queue}:{graph}"
+
+    def resident_key(self) -> str:
+        return f"graphruntime:resident:{self.queue}"
+
+    def hold(self, token: str) -> bool:
+        """Become the queue's resident, unless a live one is."""
+        ttl = int(FLAG_TTL * 1000)
+        return bool(self.redis.set(self.resident_key(), token, nx=True, px=ttl))
+
+    def keep(self, token: str) -> bool:
+        """Stay the resident a while longer; False if this job no longer is."""
+        ttl = int(FLAG_TTL * 1000)
+        return bool(self.redis.eval(_KEEP, 1, self.resident_key(), token, ttl))
+
+    def free(self, token: str) -> None:
+        self.redis.eval(_FREE, 1, self.resident_key(), token)
 
     def wake_key(self, graph: str) -> str:
         return f"graphruntime:wake:{self.queue}:{graph}"
@@ -155,7 +186,7 @@ def drain(
     flag: DrainFlag | None = None,
     *,
     when_idle: bool = False,
-    stay: str | None = None,
+    stay: bool = False,
 ) -> list[str]:
     """Take the runs queued in the table until none is left (or :data:`DRAIN_SECONDS`),
     up to ``coordinate_batch`` at a time, each batch claimed in one statement and advanced
@@ -168,20 +199,23 @@ def drain(
     nothing about runs without a message: those are the last look's of the job whose
     flag their client saw. One statement when nothing is queued, the flag not touched.
 
-    ``stay``: the worker's name for :func:`resident_lock`; the job then stays as the
-    worker's resident if no other process of the worker is (see the module's docstring).
+    ``stay``: the job may stay as the queue's resident, if no live job is (see the
+    module's docstring).
     """
     flag = flag if flag is not None else drain_flag(ctx.broker, ctx.settings)
     graphs = ctx.registry.names()
     if flag is None or not graphs:
         return []
-    if stay is not None:
-        with resident_lock(stay) as resident:
-            if resident:
-                return _drain(ctx, coordinate, flag, graphs, stay=True)
+    if stay:
+        token = uuid.uuid4().hex
+        if flag.hold(token):
+            try:
+                return _drain(ctx, coordinate, flag, graphs, stay=token)
+            finally:
+                flag.free(token)
     if not when_idle and ctx.broker.queue_depths().coordinator == 0:
         return []
-    return _drain(ctx, coordinate, flag, graphs, stay=False)
+    return _drain(ctx, coordinate, flag, graphs, stay=None)
 
 
 def _drain(
@@ -190,12 +224,15 @@ def _drain(
     flag: DrainFlag,
     graphs: Sequence[str],
     *,
-    stay: bool,
+    stay: str | None,
 ) -> list[str]:
+    """:func:`drain`'s loop; ``stay``: the resident's token, if the job is the resident."""
     # runs this job took lately: one handed back or requeued is not taken here again at once
     seen: deque[str] = deque(maxlen=SEEN_KEEP)
     raised = [-FLAG_TTL]  # when the flag was last raised (monotonic)
     looked = [-WAKE_POLL]  # when the broker's task queue was last read (monotonic)
+    kept = [time.monotonic()]  # when the resident's key was last refreshed
+    resident = [stay is not None]  # still the resident: not once runs come in numbers
 
     def take() -> list[Claim]:
         ctx.job_token = uuid.uuid4().hex
@@ -219,21 +256,25 @@ def _drain(
 
     def may_wait(idle_until: float) -> bool:  # a resident leaves the process to task jobs
         now = time.monotonic()
-        if now >= idle_until:
+        if stay is None or not resident[0] or now >= idle_until:
             return False
+        if now - kept[0] > FLAG_TTL / 2:  # refreshed as the flag is
+            if not flag.keep(stay):
+                return False  # its key expired (a long batch): another job may hold it
+            kept[0] = now
         if now - looked[0] >= WAKE_POLL:
             looked[0] = now
             return ctx.broker.queue_depths().tasks == 0
         return True
 
     claims = take()
-    if not claims and not stay:
+    if not claims and stay is None:
         return []
     failures: list[str] = []
     give_up = time.monotonic() + DRAIN_SECONDS
     while True:
         try:
-            if not stay:
+            if not resident[0]:
                 keep_up()
             idle_until = time.monotonic() + STAY_IDLE
             while True:
@@ -242,10 +283,15 @@ def _drain(
                     seen.extend(run_ids)
                     failures += coordinate(ctx, run_ids, claims)
                     idle_until = time.monotonic() + STAY_IDLE
-                    if stay:  # runs queued meanwhile had their messages (the flag was down)
+                    if resident[0] and len(run_ids) > 1:
+                        # runs arrive faster than one at a time: messages and drainers
+                        # spread them over the processes better than one resident
+                        resident[0] = False
+                        break
+                    if resident[0]:  # runs queued meanwhile had their messages
                         claims = []
                         continue
-                elif stay and may_wait(idle_until):
+                elif may_wait(idle_until):
                     # a resident's flag is up only while it sleeps: while it works, runs
                     # go out as messages to the worker's other processes
                     keep_up()
@@ -256,7 +302,7 @@ def _drain(
                     break
                 if time.monotonic() >= give_up:
                     break
-                if not stay:
+                if not resident[0]:
                     keep_up()  # before the claim: a run a client queues after it is ours
                 claims = take()
         finally:
@@ -268,28 +314,6 @@ def _drain(
         if time.monotonic() >= give_up:
             _hand_back(ctx, claims)
             return failures
-
-
-@contextlib.contextmanager
-def resident_lock(key: str) -> Iterator[bool]:
-    """Whether this process may be its worker's resident (``key`` names the worker): a
-    lock file, freed when the process ends however it ends."""
-    path = os.path.join(tempfile.gettempdir(), f"graphruntime-resident-{key}.lock")
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-    except OSError as exc:
-        log.debug("no resident lock file %s: %s", path, exc)
-        yield False
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # another process of the worker is its resident
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)  # frees the lock
 
 
 def _hand_back(ctx: WorkerContext, claims: Sequence[Claim]) -> None:

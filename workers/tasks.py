@@ -44,7 +44,6 @@ app = get_app()
 _background: list[Any] = []
 _node: list[str] = []  # this worker's Celery node name, set before its pool starts
 _pool_size: list[int] = []  # its pool's processes, set before its pool starts
-_main_pid: list[int] = []  # its main process
 
 
 @cache
@@ -100,7 +99,7 @@ def coordinate_task(self: Any, **kwargs: Any) -> None:
             ctx,
             coordinate_many,
             when_idle=bool(self.request.retries),
-            stay=_resident_key(),
+            stay=_may_stay(),
         )
     _fail_visibly(failures)
 
@@ -128,10 +127,10 @@ def execute_task_job(self: Any, **kwargs: Any) -> None:
     _fail_visibly(failures)
 
 
-def _resident_key() -> str | None:
-    """The worker's name for its resident coordinator job (workers/_drain.py): its main
-    process; None in a pool of one process, whose only process task jobs need."""
-    return str(_main_pid[-1]) if _pool_size and _pool_size[-1] >= 2 else None
+def _may_stay() -> bool:
+    """Whether a coordinator job may stay as the queue's resident (workers/_drain.py):
+    not in a pool of one process, whose only process task jobs need."""
+    return bool(_pool_size) and _pool_size[-1] >= 2
 
 
 def _fail_visibly(failures: list[str]) -> None:
@@ -177,7 +176,6 @@ def _start_worker(sender: Any = None, **_: Any) -> None:
     # the pool processes, forked later, inherit it: every process of the node beats as one
     _node.append(str(getattr(sender, "hostname", "") or ""))
     _pool_size.append(int(getattr(sender, "concurrency", 0) or 0))
-    _main_pid.append(os.getpid())
 
 
 def _cannot_start(exc: WorkerError, code: int) -> NoReturn:

@@ -21,7 +21,7 @@ from graphruntime.config import RunnableConfig
 from tests.integration.workers.test_approvals_pg import db, make_cluster
 from tests.unit.workers.graphs import Calls, chain
 from workers import _drain
-from workers._drain import FLAG_TTL, DrainFlag, drain, resident_lock
+from workers._drain import FLAG_TTL, DrainFlag, drain
 from workers.context import WorkerContext
 from workers.coordinator import coordinate_many
 from workers.settings import Settings
@@ -235,11 +235,11 @@ def test_a_claim_from_the_table_leaves_held_threads_runs_behind_a_running_one_an
 class Resident:
     """``drain(stay=...)`` in a thread of its own: the worker's resident job."""
 
-    def __init__(self, drained: Drained, key: str) -> None:
+    def __init__(self, drained: Drained) -> None:
         self.failures: list[str] = []
         self.thread = threading.Thread(
             target=lambda: self.failures.extend(
-                drain(drained.ctx, coordinate_many, drained.flag, stay=key)
+                drain(drained.ctx, coordinate_many, drained.flag, stay=True)
             ),
             daemon=True,
         )
@@ -264,7 +264,7 @@ def test_a_resident_takes_runs_submitted_while_it_sleeps_and_no_message_is_sent(
 ) -> None:
     monkeypatch.setattr(_drain, "STAY_IDLE", 30.0)  # it leaves only with its time
     monkeypatch.setattr(_drain, "DRAIN_SECONDS", 3.0)
-    resident = Resident(drained, f"test-{uuid.uuid4().hex}")
+    resident = Resident(drained)
     runs = []
     for thread in ("one", "two"):
         assert _until(drained.flag_up)  # nothing queued: it stays, asleep, its flag up
@@ -283,22 +283,36 @@ def test_a_resident_leaves_when_task_messages_wait(
 ) -> None:
     monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
     monkeypatch.setattr(_drain, "DRAIN_SECONDS", 60.0)
-    resident = Resident(drained, f"test-{uuid.uuid4().hex}")
+    resident = Resident(drained)
     assert _until(drained.flag_up)
     drained.cluster.broker.tasks.append(Job("execute", "some-run"))  # a task job waits
     assert resident.gone(30.0)  # well before its time: the process is the task's
     assert not drained.flag_up()
 
 
-def test_a_worker_has_one_resident(drained: Drained) -> None:
-    key = f"test-{uuid.uuid4().hex}"
-    with resident_lock(key) as first, resident_lock(key) as second:
-        assert (first, second) == (True, False)
-        # another process of the worker is its resident: this job leaves at once
-        assert drain(drained.ctx, coordinate_many, drained.flag, stay=key) == []
-        assert not drained.flag_up()
-    with resident_lock(key) as again:
-        assert again  # freed with the first
+def test_a_queue_has_one_resident(drained: Drained) -> None:
+    assert drained.flag.hold("another job")  # a live resident holds the queue's key
+    # this job leaves at once, the flag left to that resident
+    assert drain(drained.ctx, coordinate_many, drained.flag, stay=True) == []
+    assert not drained.flag_up()
+    ttl = drained.flag.redis.pttl(drained.flag.resident_key())
+    assert 0 < ttl <= FLAG_TTL * 1000  # a killed resident's key expires as its flag does
+    assert not drained.flag.keep("this job")
+    drained.flag.free("this job")  # only its holder frees it
+    assert drained.flag.keep("another job")
+    drained.flag.free("another job")
+    assert drained.flag.hold("this job")
+    drained.flag.free("this job")
+
+
+def test_a_resident_frees_the_queue_when_it_leaves(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_drain, "STAY_IDLE", 0.2)
+    resident = Resident(drained)
+    assert resident.gone(30.0)
+    assert drained.flag.redis.exists(drained.flag.resident_key()) == 0
+    assert drained.flag.hold("next job")  # the next free job may stay
 
 
 def test_a_run_queued_while_the_resident_works_goes_out_as_a_message(
@@ -319,7 +333,7 @@ def test_a_run_queued_while_the_resident_works_goes_out_as_a_message(
     resident = threading.Thread(
         target=drain,
         args=(drained.ctx, coordinate, drained.flag),
-        kwargs={"stay": f"test-{uuid.uuid4().hex}"},
+        kwargs={"stay": True},
     )
     resident.start()
     assert _until(drained.flag_up)
@@ -330,6 +344,25 @@ def test_a_run_queued_while_the_resident_works_goes_out_as_a_message(
     assert drained.status(first) == "success"
     drained.cluster.deliver()
     assert drained.status(late[0]) == "success"
+
+
+def test_a_resident_that_wakes_to_several_runs_stops_being_one(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
+    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 60.0)
+    resident = Resident(drained)
+    assert _until(drained.flag_up)
+    client = drained.cluster.client
+    runs = [  # queued without a wake-up each, then one wake-up for both
+        client.store.create_run(client._new_run("chain", {"log": []}, _cfg(t)))[0].run_id
+        for t in ("one", "two")
+    ]
+    assert drained.flag.wake("chain")
+    assert resident.gone(30.0)  # well before its time: runs come in numbers
+    assert [drained.status(r) for r in runs] == ["success", "success"]
+    assert drained.flag.redis.exists(drained.flag.resident_key()) == 0
+    assert drained.messages() == []
 
 
 def test_a_wake_up_is_pushed_only_while_the_flag_is_up(drained: Drained) -> None:
