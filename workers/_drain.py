@@ -295,9 +295,12 @@ def _drain(
                     # a resident's flag is up only while it sleeps: while it works, runs
                     # go out as messages to the worker's other processes
                     keep_up()
-                    if flag.sleep(graphs, WAKE_POLL):
-                        flag.lower(graphs)  # the claim below is the last look for it
-                        raised[0] = -FLAG_TTL
+                    if not flag.sleep(graphs, WAKE_POLL):
+                        if time.monotonic() >= give_up:
+                            break
+                        continue  # no wake-up, nothing for it: a run's client pushes one
+                    flag.lower(graphs)  # the claim below is the last look for it
+                    raised[0] = -FLAG_TTL
                 else:
                     break
                 if time.monotonic() >= give_up:
@@ -312,7 +315,10 @@ def _drain(
         if not claims:
             return failures
         if time.monotonic() >= give_up:
-            _hand_back(ctx, claims)
+            if stay is None:
+                _hand_back(ctx, claims)
+            else:  # a resident's last look finds a run or two: advanced here, not sent again
+                failures += coordinate(ctx, [c.run.run_id for c in claims if c.run], claims)
             return failures
 
 
