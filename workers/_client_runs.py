@@ -132,13 +132,11 @@ class Runs(ClientCore):
         ``note`` are kept with it. ``route``/``message``: where the run came from (a
         queue message is dead-lettered if its run is refused).
         """
-        if control is not None:
-            raise InvalidArgumentTypeError(CONTROL_REFUSED)
-        self.check_graph(graph)  # unknown graph: a clear error, nothing queued
-        new = self._new_run(
+        new = self._checked_run(
             graph,
             input,
             config,
+            control=control,
             stream_mode=stream_mode,
             subgraphs=subgraphs,
             interrupt_before=interrupt_before,
@@ -152,6 +150,16 @@ class Runs(ClientCore):
             durability=durability,
         )
         return self._queue(new)
+
+    def _checked_run(
+        self, graph: str, input: Any, config: RunnableConfig | None, **options: Any
+    ) -> NewRun:
+        """:meth:`submit`'s run, checked before anything is queued: ``control`` refused,
+        the graph known, the rest as :meth:`_new_run` checks it."""
+        if options.pop("control", None) is not None:
+            raise InvalidArgumentTypeError(CONTROL_REFUSED)
+        self.check_graph(graph)  # unknown graph: a clear error, nothing queued
+        return self._new_run(graph, input, config, **options)
 
     def _queue(self, new: NewRun) -> RunHandle:
         run, created = self.store.create_run(new)
@@ -353,11 +361,7 @@ class Runs(ClientCore):
         **kwargs: Any,
     ) -> Any:
         """Run ``graph`` on the workers and return what ``compiled.invoke`` would."""
-        if kwargs.get("control") is not None:
-            raise InvalidArgumentTypeError(CONTROL_REFUSED)
-        kwargs.pop("control", None)
-        self.check_graph(graph)
-        new = self._new_run(graph, input, config, **kwargs)
+        new = self._checked_run(graph, input, config, **kwargs)
         # LISTEN before the run exists: its end is notified, with no read of the run
         with self._watch(new.run_id, (RUNS_CHANNEL,)) as watch:
             handle = self._queue(new)

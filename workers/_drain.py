@@ -152,14 +152,6 @@ class DrainFlag:
         keys = [self.wake_key(graph) for graph in graphs]
         return self.redis.blpop(keys, timeout=timeout) is not None
 
-    def up(self, graph: str) -> bool:
-        """Whether a job drains ``graph``'s runs now; False when Redis cannot say."""
-        try:
-            return bool(self.redis.exists(self.key(graph)))
-        except Exception as exc:  # noqa: BLE001 - the caller sends its message then
-            log.debug("reading the drain flag failed: %s", exc)
-            return False
-
     def raise_(self, graphs: Sequence[str]) -> None:
         ttl = int(FLAG_TTL * 1000)
         if len(graphs) == 1:  # most workers serve one graph: no pipeline object

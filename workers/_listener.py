@@ -229,7 +229,7 @@ class RunListener:
                 if self._closed or not self._listening or self._idle_since is None:
                     return
                 if self._watchers:
-                    self._cond.wait()
+                    self._cond.wait(1.0)  # woken by the last waiter's leaving; bounded anyway
                     continue
                 remaining = self._idle_since + self.linger - time.monotonic()
                 if remaining > 0:

@@ -41,18 +41,13 @@ class WorkerContext:
     store: RunStore
     broker: Broker
     worker_name: str = field(default_factory=_process_name)
-    pool: Any = None
-    """The stores' connection pool (Postgres), if any."""
+    pin: Callable[[], AbstractContextManager[None]] = nullcontext
+    """Lends this thread one database connection for a block's borrows (a job's): the
+    Postgres pool's ``pinned`` (workers/_pinned_pool.py); nothing to pin in memory."""
     job_token: str | None = None
     """The token of the job this process is running (None: idle), kept with the task
     claims and thread leases it takes: the process's heartbeat frees those of no current
     job (a job that gave up on an outage, a release a crash took back)."""
-
-    def pinned(self) -> AbstractContextManager[None]:
-        """One database connection for this thread's borrows in the block (a coordinator
-        job's), when the stores' pool can pin one (workers/_pinned_pool.py)."""
-        pinned = getattr(self.pool, "pinned", None)
-        return nullcontext() if pinned is None else pinned()
 
     @property
     def stale(self) -> float:

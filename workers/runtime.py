@@ -55,5 +55,5 @@ def connect(settings: Settings, *, broker: Broker | None = None) -> WorkerContex
         saver=PostgresSaver(pool, serde=serde),
         store=PostgresRunStore(pool, serde),
         broker=broker,
-        pool=pool,
+        pin=pool.pinned,
     )

@@ -82,25 +82,18 @@ def coordinate_task(self: Any, **kwargs: Any) -> None:
         log.exception("dropping malformed coordinate message %r", kwargs)
         return
     runs = msg.runs
-    ctx = _context()
-    with (
-        observe.job("coordinate", runs[0], self.request.id),
-        _retry_when_transient(self),
-        ctx.pinned(),
-    ):
-        try:
-            failures = coordinate_many(ctx, runs)
-        except RunNotFoundError:
-            log.warning("dropping coordinate message for unknown run %s", runs[0])
-            failures = []
-        # free now: take the runs queued meanwhile (single submits skip their messages); a
-        # retried job drains in any case (a crash may have taken back what it drained)
-        failures += drain(
-            ctx,
-            coordinate_many,
-            when_idle=bool(self.request.retries),
-            stay=_may_stay(),
-        )
+    with observe.job("coordinate", runs[0], self.request.id), _retry_when_transient(self):
+        ctx = _context()
+        with ctx.pin():  # one connection for the job's statements
+            try:
+                failures = coordinate_many(ctx, runs)
+            except RunNotFoundError:
+                log.warning("dropping coordinate message for unknown run %s", runs[0])
+                failures = []
+            # free now: take the runs queued meanwhile (single submits skip their messages);
+            # a retried job drains in any case (a crash may have taken back what it drained)
+            retried = bool(self.request.retries)
+            failures += drain(ctx, coordinate_many, when_idle=retried, stay=_may_stay())
     _fail_visibly(failures)
 
 
@@ -113,17 +106,14 @@ def execute_task_job(self: Any, **kwargs: Any) -> None:
         return
     request = self.request
     redelivered = bool(request.retries) or bool((request.delivery_info or {}).get("redelivered"))
-    ctx = _context()
-    with (
-        observe.job("execute", msg.run_id, msg.job_id),
-        _retry_when_transient(self),
-        ctx.pinned(),
-    ):
-        try:
-            failures = execute_tasks(ctx, msg, redelivered=redelivered)
-        except RunNotFoundError:
-            log.warning("dropping task message for unknown run %s", msg.run_id)
-            return
+    with observe.job("execute", msg.run_id, msg.job_id), _retry_when_transient(self):
+        ctx = _context()
+        with ctx.pin():
+            try:
+                failures = execute_tasks(ctx, msg, redelivered=redelivered)
+            except RunNotFoundError:
+                log.warning("dropping task message for unknown run %s", msg.run_id)
+                return
     _fail_visibly(failures)
 
 

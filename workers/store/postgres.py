@@ -153,14 +153,14 @@ class _CheckWhenIdle:
 
 def make_pool(
     url: str, max_size: int = 4, *, prepare: bool = True, check_idle: float = 1.0
-) -> ConnectionPool[Any]:
+) -> PinnedPool:
     """A pool of autocommit dict-row connections, opened and checked when idle.
 
     ``prepare=False`` turns server-side prepared statements off (a pooler in
     transaction mode that cannot keep them).
     """
     idle_check = _CheckWhenIdle(check_idle)
-    pool: ConnectionPool[Any] = PinnedPool(
+    pool = PinnedPool(
         url,
         min_size=1,
         max_size=max_size,
