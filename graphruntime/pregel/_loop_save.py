@@ -64,8 +64,8 @@ class LoopSave(LoopState):
         config its put returned for the current checkpoint (as LangGraph's loop does)."""
         for request, result in zip(requests, results, strict=True):
             if (
-                isinstance(request, PutCheckpoint)
-                and result is not None
+                result is not None
+                and isinstance(request, PutCheckpoint)
                 and result[CONF].get(CONFIG_KEY_CHECKPOINT_ID) == self.checkpoint["id"]
             ):
                 self.checkpoint_config = result

@@ -34,7 +34,9 @@ from graphruntime.pregel._saved import takes_task_path
 __all__ = ("PutCheckpoint", "PutWrites", "SaverIO", "SaverRequest", "aperform", "perform_now")
 
 
-@dataclass(frozen=True, slots=True)
+# not frozen (treat them as immutable): the loop makes one per task and per step, and
+# a frozen dataclass's fields cost several times more to set
+@dataclass(slots=True)
 class PutWrites:
     """Request: ``saver.put_writes(config, writes, task_id, task_path)``."""
 
@@ -44,7 +46,7 @@ class PutWrites:
     task_path: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PutCheckpoint:
     """Request: ``saver.put(config, checkpoint, metadata, new_versions)``.
 
