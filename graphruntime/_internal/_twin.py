@@ -272,14 +272,17 @@ def iterate(
             return stop.value  # type: ignore[no-any-return]
         value = error = None
         try:
-            if isinstance(item, Request):
-                value = item.now()
+            if not isinstance(item, _NOT_ITEMS):
+                yield item if shown is None else shown(item)
             elif isinstance(item, Nested):
                 value = yield from iterate(item.core, _then(item.shown, shown))
             else:
-                yield item if shown is None else shown(item)
+                value = item.now()
         except BaseException as exc:  # noqa: BLE001 - thrown into the core, at its yield
             error = exc
+
+
+_NOT_ITEMS = (Request, Nested)
 
 
 def _then(

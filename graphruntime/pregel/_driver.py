@@ -30,7 +30,6 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from graphruntime._internal._constants import INTERRUPT
 from graphruntime._internal._twin import END, Call, Close, Next, Request, aiterate, iterate
-from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.errors import (
     ErrorCode,
     GraphBubbleUp,
@@ -45,7 +44,7 @@ from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._calls import CallExecutor
 from graphruntime.pregel._loop import PregelLoop
 from graphruntime.pregel._loop_state import TaskResult
-from graphruntime.pregel._saves import SaverRequest, aperform, perform_now
+from graphruntime.pregel._saves import aperform, perform_now
 from graphruntime.pregel._stream import StreamChunk, StreamSink
 
 
@@ -159,33 +158,30 @@ def _attach(loop: PregelLoop, executor: object) -> None:
         loop.calls = cast(CallExecutor, executor)
 
 
-def _unperformed(loop: PregelLoop) -> tuple[list[SaverRequest], BaseCheckpointSaver] | None:
-    """The saver requests the loop made so far, for its driver to perform; None when
-    there are none, or when the run's ``SaverIO`` took them."""
-    if not loop.outbox:
-        return None
-    requests = loop.take_saves()
-    saver = loop.checkpointer
-    assert saver is not None, "a loop without a saver makes no saver requests"
-    io = loop.options.saver_io
-    if io is not None:
-        io.perform(saver, requests)
-        return None
-    return requests, saver
-
-
 def perform_saves(loop: PregelLoop) -> None:
     """Perform the saver requests the loop made so far: hand them to the run's
     ``SaverIO``, or call the saver at once (see ``_saves.py``)."""
-    if (unperformed := _unperformed(loop)) is not None:
-        requests, saver = unperformed
+    if not loop.outbox:
+        return
+    requests = loop.take_saves()
+    saver = loop.checkpointer
+    assert saver is not None, "a loop without a saver makes no saver requests"
+    if (io := loop.options.saver_io) is not None:
+        io.perform(saver, requests)
+    else:
         loop.saves_performed(requests, perform_now(saver, requests))
 
 
 async def aperform_saves(loop: PregelLoop) -> None:
     """Async twin of :func:`perform_saves`: the saver's async methods, awaited in order."""
-    if (unperformed := _unperformed(loop)) is not None:
-        requests, saver = unperformed
+    if not loop.outbox:
+        return
+    requests = loop.take_saves()
+    saver = loop.checkpointer
+    assert saver is not None, "a loop without a saver makes no saver requests"
+    if (io := loop.options.saver_io) is not None:
+        io.perform(saver, requests)
+    else:
         loop.saves_performed(requests, await aperform(saver, requests))
 
 
@@ -226,12 +222,12 @@ def driving(
     )
     _attach(loop, executor)
     try:
-        yield from _performed(loop, is_async=is_async)  # what first() made
+        yield from _performed(loop, is_async)  # what first() made
         yield from sink.drain()
         tasks = next(body)
         while True:
             if loop.outbox:
-                yield from _performed(loop, is_async=is_async)
+                yield from _performed(loop, is_async)
             if sink.chunks:
                 yield from sink.drain()
             results: list[TaskResult] = []
@@ -246,7 +242,7 @@ def driving(
                         if not item.recorded:
                             loop.record(item.task, item.outcome)
                             if loop.outbox:
-                                yield from _performed(loop, is_async=is_async)
+                                yield from _performed(loop, is_async)
                         results.append(item)
                         if item.outcome is not None:
                             _submit_handler(loop, executor, item)
@@ -265,25 +261,25 @@ def driving(
             tasks = body.send(results)
     except StopIteration:
         loop.exit(None)
-        yield from _performed(loop, is_async=is_async)
+        yield from _performed(loop, is_async)
     except GraphInterrupt as interrupt:
         loop.exit(interrupt)
-        yield from _performed(loop, is_async=is_async)
+        yield from _performed(loop, is_async)
         paused(loop)
     except GeneratorExit as closed:
         loop.exit(closed)
-        yield from _performed(loop, is_async=is_async)
+        yield from _performed(loop, is_async)
         raise
     except BaseException as error:
         loop.exit(error)
-        yield from _performed(loop, is_async=is_async)
+        yield from _performed(loop, is_async)
         if not (is_async and isinstance(error, asyncio.CancelledError)):
             yield from sink.drain()  # what the run streamed before it failed
         raise
     yield from sink.drain()
 
 
-def _performed(loop: PregelLoop, *, is_async: bool) -> tuple[Request, ...]:
+def _performed(loop: PregelLoop, is_async: bool) -> tuple[Request, ...]:
     """The saver requests the loop made so far: performed here in a sync run (as its
     shell would: nothing is left to yield), one request to await in an async one.
 

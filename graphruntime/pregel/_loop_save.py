@@ -62,11 +62,12 @@ class LoopSave(LoopState):
     ) -> None:
         """What a saver returned for requests performed: the loop goes on under the
         config its put returned for the current checkpoint (as LangGraph's loop does)."""
+        current = self.checkpoint["id"]
         for request, result in zip(requests, results, strict=True):
             if (
                 result is not None
                 and isinstance(request, PutCheckpoint)
-                and result[CONF].get(CONFIG_KEY_CHECKPOINT_ID) == self.checkpoint["id"]
+                and result[CONF].get(CONFIG_KEY_CHECKPOINT_ID) == current
             ):
                 self.checkpoint_config = result
 

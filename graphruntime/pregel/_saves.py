@@ -82,6 +82,7 @@ def perform_now(
 ) -> list[RunnableConfig | None]:
     """Perform ``requests`` with the saver's sync methods; what each returned."""
     results: list[RunnableConfig | None] = []
+    with_path: bool | None = None
     for request in requests:
         if isinstance(request, PutCheckpoint):
             results.append(
@@ -89,12 +90,14 @@ def perform_now(
                     request.config, request.checkpoint, request.metadata, request.new_versions
                 )
             )
-        elif takes_task_path(type(saver)):
+            continue
+        if with_path is None:
+            with_path = takes_task_path(type(saver))
+        if with_path:
             saver.put_writes(request.config, request.writes, request.task_id, request.task_path)
-            results.append(None)
         else:  # a saver written against the older three-argument contract
             saver.put_writes(request.config, request.writes, request.task_id)
-            results.append(None)
+        results.append(None)
     return results
 
 
