@@ -62,8 +62,10 @@ class LoopSave(LoopState):
     ) -> None:
         """What a saver returned for requests performed: the loop goes on under the
         config its put returned for the current checkpoint (as LangGraph's loop does)."""
+        assert len(requests) == len(results), "one result per saver request"
         current = self.checkpoint["id"]
-        for request, result in zip(requests, results, strict=True):
+        # not zip(strict=True): a C call with a keyword costs more than this loop's body
+        for request, result in zip(requests, results):  # noqa: B905 - lengths checked
             if (
                 result is not None
                 and isinstance(request, PutCheckpoint)
