@@ -23,9 +23,10 @@ sweeper as a stalled run (or by the next resident, which its wake-up wakes).
 
 A job that finds nothing to do can stay a while (:data:`STAY_IDLE` seconds without a
 run, at most :data:`DRAIN_SECONDS`) as the queue's **resident**: it raises the flag and
-sleeps on a Redis wake-up list per graph (``BLPOP``), which a client that finds the flag
-up pushes to in the same round trip as its read (:meth:`DrainFlag.wake`). Woken, it
-lowers the flag, claims (its last look) and advances what it claimed; runs queued while
+sleeps on a Redis wake-up list per graph (``BLPOP``), in one round trip, and a client
+that finds the flag up pushes to it in the same round trip as its read
+(:meth:`DrainFlag.wake`), lowering a resident's flag with the push. Woken, it claims
+(its last look) and advances what it claimed; runs queued while
 it works go out as messages, to the worker's other processes. At one run at a time, a
 run then costs no Celery message at all: no publish, no delivery, prefork hand-off or
 ack, and no broker hop in its latency. A resident that claims more than one run at a
