@@ -30,6 +30,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from graphruntime._internal._constants import INTERRUPT
 from graphruntime._internal._twin import END, Call, Close, Next, Request, aiterate, iterate
+from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.errors import (
     ErrorCode,
     GraphBubbleUp,
@@ -44,7 +45,7 @@ from graphruntime.pregel._algo import PreparedTask
 from graphruntime.pregel._calls import CallExecutor
 from graphruntime.pregel._loop import PregelLoop
 from graphruntime.pregel._loop_state import TaskResult
-from graphruntime.pregel._saves import aperform, perform_now
+from graphruntime.pregel._saves import SaverRequest, aperform, perform_now
 from graphruntime.pregel._stream import StreamChunk, StreamSink
 
 
@@ -158,30 +159,32 @@ def _attach(loop: PregelLoop, executor: object) -> None:
         loop.calls = cast(CallExecutor, executor)
 
 
-def perform_saves(loop: PregelLoop) -> None:
-    """Perform the saver requests the loop made so far: hand them to the run's
-    ``SaverIO``, or call the saver at once (see ``_saves.py``)."""
+def _unperformed(loop: PregelLoop) -> tuple[list[SaverRequest], BaseCheckpointSaver] | None:
+    """The saver requests the loop made so far, for its driver to perform; None when
+    there are none, or when the run's ``SaverIO`` took them."""
     if not loop.outbox:
-        return
+        return None
     requests = loop.take_saves()
     saver = loop.checkpointer
     assert saver is not None, "a loop without a saver makes no saver requests"
     if (io := loop.options.saver_io) is not None:
         io.perform(saver, requests)
-    else:
+        return None
+    return requests, saver
+
+
+def perform_saves(loop: PregelLoop) -> None:
+    """Perform the saver requests the loop made so far: hand them to the run's
+    ``SaverIO``, or call the saver at once (see ``_saves.py``)."""
+    if (unperformed := _unperformed(loop)) is not None:
+        requests, saver = unperformed
         loop.saves_performed(requests, perform_now(saver, requests))
 
 
 async def aperform_saves(loop: PregelLoop) -> None:
     """Async twin of :func:`perform_saves`: the saver's async methods, awaited in order."""
-    if not loop.outbox:
-        return
-    requests = loop.take_saves()
-    saver = loop.checkpointer
-    assert saver is not None, "a loop without a saver makes no saver requests"
-    if (io := loop.options.saver_io) is not None:
-        io.perform(saver, requests)
-    else:
+    if (unperformed := _unperformed(loop)) is not None:
+        requests, saver = unperformed
         loop.saves_performed(requests, await aperform(saver, requests))
 
 
