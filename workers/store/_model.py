@@ -183,9 +183,13 @@ INBOX_COLUMNS: tuple[str, ...] = (
     "default_type",
     "default_value",
 )
-"""The inbox's columns a run's end sets from its waits (``finish_run`` takes each as the
-array named after it plus "s"); the thread is the statement's, the rest (when it was
-asked, a run under way, an approver's claim) the store's."""
+"""The inbox's columns a run's end sets from its waits (``end_runs`` takes each as the
+array named after it plus "s"); each row's thread is its wait's (``inbox_threads``), the
+rest (when it was asked, a run under way, an approver's claim) the store's."""
+
+END_COLUMNS = ("runs", "statuses", "result_types", "results", "errors", "set_inbox")
+"""The end_runs statement's arrays with an element per run it ends: the run, how it ends,
+and whether it sets its thread's inbox."""
 
 
 @dataclass(frozen=True)
