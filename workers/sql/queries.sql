@@ -111,7 +111,7 @@ WHERE run_id = %(run_id)s
 -- A coordinator job's round ends, in one statement and so one durable commit (the
 -- connection's autocommit; never asynchronous: a release lost in a crash would give the
 -- lease back to a live worker sure it had freed it, and the thread would wait for that
--- worker's next heartbeat): the runs of %(runs)s end, the threads %(threads)s are
+-- worker's next heartbeat): the runs of %(ends)s end, the threads %(threads)s are
 -- freed, the runs of %(requeue)s that a claim marked running and nothing advanced are
 -- queued again, and each thread's next run is read after its lease row is locked.
 --
@@ -119,7 +119,9 @@ WHERE run_id = %(run_id)s
 -- the statement is refused (SQLSTATE GRCRA) if Postgres recovered from a crash since,
 -- which may have taken the job's asynchronous commits back; nothing is written.
 --
--- An end (parallel arrays, one element per run) ends a queued or running run. Waiting
+-- An end ends a queued or running run. Ends and waits come as JSON arrays of objects
+-- (one parameter each, not an array per column: cheaper for the driver to send); bytes
+-- in base64, JSON values as JSON text. Waiting
 -- clients LISTEN on graphruntime_runs; the notification is delivered at commit. Its
 -- payload is the run id, then, when they are small (NOTIFY payloads stop at 8000 bytes),
 -- how it ended: ' <status> <result_type or -> <result in base64 or -> <error JSON>'
@@ -127,8 +129,7 @@ WHERE run_id = %(run_id)s
 -- With set_inbox, the thread's inbox is set to what it waits on now, in the same
 -- statement (only when this call ended the run); %(inbox_thread)s: a thread whose inbox
 -- is set with no run to end (an edit of its state). A wait still pending keeps its row,
--- its created_at and its claim; the others go. The inbox rows come as parallel arrays,
--- each row with its thread (%(inbox_threads)s).
+-- its created_at and its claim; the others go. Each wait (%(waits)s) names its thread.
 --
 -- Rows: one per run this call ended (ended true), then one per thread with a next run
 -- (ended false; graphruntime_next_runs, migration 0009, called once the leases are freed
@@ -137,15 +138,14 @@ WHERE run_id = %(run_id)s
 WITH checked AS (
     SELECT graphruntime_check_epoch(%(epoch)s::uuid) AS ok
 ), ending AS (
-    SELECT e.* FROM unnest(%(runs)s::uuid[], %(statuses)s::text[],
-                           %(result_types)s::text[], %(results)s::bytea[],
-                           %(errors)s::jsonb[], %(set_inbox)s::boolean[])
-        AS e(run_id, status, result_type, result, error, set_inbox)
+    SELECT e.* FROM jsonb_to_recordset(%(ends)s::jsonb)
+        AS e(run_id uuid, status text, result_type text, result text, error text,
+             set_inbox boolean)
     WHERE (SELECT ok FROM checked)
 ), done AS (
     UPDATE graphruntime_runs r
-    SET status = e.status, result_type = e.result_type, result = e.result,
-        error = e.error, updated_at = now()
+    SET status = e.status, result_type = e.result_type,
+        result = decode(e.result, 'base64'), error = e.error::jsonb, updated_at = now()
     FROM ending e
     WHERE r.run_id = e.run_id AND r.status IN ('queued', 'running')
     RETURNING r.run_id, r.thread_id, r.status, r.result_type, r.result, r.error, e.set_inbox
@@ -154,14 +154,13 @@ WITH checked AS (
     UNION ALL
     SELECT %(inbox_thread)s::text WHERE %(inbox_thread)s::text IS NOT NULL
 ), waits AS (
-    SELECT * FROM unnest(%(inbox_threads)s::text[], %(interrupt_ids)s::text[],
-                         %(graphs)s::text[], %(run_ids)s::uuid[],
-                         %(checkpoint_ids)s::text[], %(nodes)s::text[],
-                         %(namespaces)s::text[], %(values)s::jsonb[],
-                         %(deadlines)s::timestamptz[], %(default_types)s::text[],
-                         %(default_values)s::bytea[], %(response_schemas)s::jsonb[])
-        AS x(thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
-             deadline, default_type, default_value, response_schema)
+    SELECT x.thread_id, x.interrupt_id, x.graph, x.run_id, x.checkpoint_id, x.node,
+           x.namespace, x.value::jsonb, x.deadline, x.default_type,
+           decode(x.default_value, 'base64'), x.response_schema::jsonb
+    FROM jsonb_to_recordset(%(waits)s::jsonb)
+        AS x(thread_id text, interrupt_id text, graph text, run_id uuid, checkpoint_id text,
+             node text, namespace text, value text, deadline timestamptz,
+             default_type text, default_value text, response_schema text)
     WHERE x.thread_id IN (SELECT thread_id FROM thread)
 ), cleared AS (
     DELETE FROM graphruntime_interrupts i USING thread

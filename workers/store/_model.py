@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
@@ -171,25 +171,6 @@ class Wait:
     claimed_by: str | None = None
     """The approver whose claim on the wait has not lapsed (see :class:`WaitClaim`)."""
     claimed_until: datetime | None = None
-
-
-INBOX_COLUMNS: tuple[str, ...] = (
-    *(
-        f.name
-        for f in fields(Wait)
-        if f.name
-        not in ("thread_id", "default", "created_at", "resuming", "claimed_by", "claimed_until")
-    ),
-    "default_type",
-    "default_value",
-)
-"""The inbox's columns a run's end sets from its waits (``end_runs`` takes each as the
-array named after it plus "s"); each row's thread is its wait's (``inbox_threads``), the
-rest (when it was asked, a run under way, an approver's claim) the store's."""
-
-END_COLUMNS = ("runs", "statuses", "result_types", "results", "errors", "set_inbox")
-"""The end_runs statement's arrays with an element per run it ends: the run, how it ends,
-and whether it sets its thread's inbox."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ waits for anything else, so one store can be shared by any number of threads.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
@@ -21,8 +22,6 @@ from workers.errors import RunNotFoundError, WorkerError
 from workers.store._barrier import StepBarrier
 from workers.store._connector import Row, one
 from workers.store._model import (
-    END_COLUMNS,
-    INBOX_COLUMNS,
     Claim,
     InboxQuery,
     NewRun,
@@ -164,21 +163,21 @@ class RunStore(StepBarrier):
         self._all("touch_run", {"run_id": run_id})
 
     def _stored_end(self, end: RunEnd) -> Row:
-        """One end as the end_runs statement takes it (one element of each of its per-run
-        arrays; ``waits``: its inbox rows); :class:`CheckpointError` if the serde refuses
-        its result."""
+        """One end as the end_runs statement takes it (an object of its ``ends``, and
+        ``waits``: its inbox rows); :class:`CheckpointError` if the serde refuses its
+        result."""
         result_type, result = (
             self.serde.dumps_typed(end.result) if end.result is not None else (None, None)
         )
-        return {
-            "runs": end.run_id,
-            "statuses": end.status,
-            "result_types": result_type,
-            "results": result,
-            "errors": json.dumps(dict(end.error)) if end.error is not None else None,
+        stored = {
+            "run_id": end.run_id,
+            "status": end.status,
+            "result_type": result_type,
+            "result": _base64(result),
+            "error": json.dumps(dict(end.error)) if end.error is not None else None,
             "set_inbox": end.inbox is not None,
-            "waits": [_columns(w) for w in end.inbox or ()],
         }
+        return {"end": stored, "waits": [_columns(w) for w in end.inbox or ()]}
 
     def _end_runs(
         self,
@@ -197,11 +196,10 @@ class RunStore(StepBarrier):
         waits = [w for end in ends for w in end["waits"]]
         if inbox_of is not None:
             waits += [_columns(w) for w in inbox_of[1]]
-        # parallel arrays; NULL ones (no array dumps) when there is no element
-        params: dict[str, Any] = {c: [e[c] for e in ends] or None for c in END_COLUMNS}
-        params |= {f"{c}s": [w[c] for w in waits] or None for c in INBOX_COLUMNS}
-        params |= {
-            "inbox_threads": [w["thread_id"] for w in waits] or None,
+        # NULL (nothing to dump) where there is no element
+        params = {
+            "ends": json.dumps([end["end"] for end in ends]) if ends else None,
+            "waits": json.dumps(waits) if waits else None,
             "inbox_thread": inbox_of[0] if inbox_of is not None else None,
             "threads": list(free) or None,
             "worker": worker,
@@ -515,13 +513,25 @@ class RunStore(StepBarrier):
 
 
 def _columns(wait: Wait) -> Row:
-    """A wait as the inbox's columns (see INBOX_COLUMNS)."""
+    """A wait as the inbox's columns a run's end sets (end_runs' ``waits``), JSON-ready:
+    bytes in base64, JSON values as JSON text, the deadline in ISO 8601."""
     default_type, default_value = wait.default or (None, None)
     schema = wait.response_schema
     return {
-        **vars(wait),
+        "thread_id": wait.thread_id,
+        "interrupt_id": wait.interrupt_id,
+        "graph": wait.graph,
+        "run_id": wait.run_id,
+        "checkpoint_id": wait.checkpoint_id,
+        "node": wait.node,
+        "namespace": wait.namespace,
         "value": json.dumps(wait.value),
         "response_schema": None if schema is None else json.dumps(schema, default=str),
+        "deadline": None if wait.deadline is None else wait.deadline.isoformat(),
         "default_type": default_type,
-        "default_value": default_value,
+        "default_value": _base64(default_value),
     }
+
+
+def _base64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")

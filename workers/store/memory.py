@@ -12,6 +12,7 @@ test moves by hand (``workers.testing.ManualClock``). No database driver is impo
 
 from __future__ import annotations
 
+import base64
 import copy
 import itertools
 import json
@@ -25,7 +26,6 @@ from typing import Any
 from graphruntime.checkpoint import SerializerProtocol
 from workers.errors import StoreRecoveredError
 from workers.store._connector import Row
-from workers.store._model import END_COLUMNS, INBOX_COLUMNS
 from workers.store._refusals import refusal
 from workers.store._store import RunStore
 
@@ -104,14 +104,18 @@ def _contains(value: Any, where: Any) -> bool:
 
 
 def _waits(p: P) -> list[Row]:
-    """end_runs' inbox rows, from its parallel arrays (as the table's columns)."""
-    arrays = [p["inbox_threads"] or (), *(p[c + "s"] or () for c in INBOX_COLUMNS)]
-    rows = [
-        dict(zip(("thread_id", *INBOX_COLUMNS), r, strict=True)) for r in zip(*arrays, strict=True)
-    ]
+    """end_runs' waits, as the table's columns."""
+    rows: list[Row] = json.loads(p["waits"] or "[]")
     for row in rows:
         row |= {column: _json(row[column]) for column in ("value", "response_schema")}
+        row["default_value"] = _bytes(row["default_value"])
+        if row["deadline"] is not None:
+            row["deadline"] = datetime.fromisoformat(row["deadline"])
     return rows
+
+
+def _bytes(text: str | None) -> bytes | None:
+    return None if text is None else base64.b64decode(text)
 
 
 def _nothing(self: InMemoryConnector, p: P) -> None:
@@ -260,15 +264,15 @@ class InMemoryConnector:
         self.check_epoch(p)  # first: a refusal writes nothing
         ended: list[Row] = []
         waits = _waits(p)
-        ends = zip(*(p[c] or () for c in END_COLUMNS), strict=True)
-        for run_id, status, result_type, result, error, set_inbox in ends:
-            run = self.runs.get(run_id)
+        for end in json.loads(p["ends"] or "[]"):
+            run = self.runs.get(end["run_id"])
             if run is None or run["status"] not in ACTIVE:
                 continue
-            run.update(status=status, result_type=result_type, result=result)
-            run.update(error=_json(error), updated_at=self.clock())
+            run.update(status=end["status"], result_type=end["result_type"])
+            run.update(result=_bytes(end["result"]), error=_json(end["error"]))
+            run.update(updated_at=self.clock())
             ended.append(run)
-            if set_inbox:
+            if end["set_inbox"]:
                 self._set_inbox(run["thread_id"], waits)
         if p["inbox_thread"] is not None:
             self._set_inbox(p["inbox_thread"], waits)
