@@ -92,7 +92,8 @@ def test_a_submit_dumps_its_payload_once_and_stores_the_dump_it_checked(
     handle = cluster.client.submit("chain", {"log": ["a"]}, {"configurable": {"thread_id": "t"}})
     assert len(dumped) == 1  # the round-trip check's dump is the one stored and digested
     run = cluster.store.get_run(handle.run_id)
-    assert run is not None and run.payload.input == {"log": ["a"]}
+    assert run is not None
+    assert run.payload.input == {"log": ["a"]}
 
 
 def test_the_kind_of_a_run_comes_from_its_payload() -> None:
