@@ -4,8 +4,11 @@ headers, one statement (or fragment) per name.
 SQL lives in ``.sql`` files so it can be read, linted and diffed as SQL. Every set of
 named queries loads through here: the saver's, the store's and the cache's in
 checkpoint_pg, the run store's and the API's in workers. Each statement is returned
-without its closing ``;``, so fragments compose, as a ``LiteralString``: trusted text
-shipped with the package, never built from input.
+without its closing ``;``, its comment lines and its indentation, so fragments compose, as a
+``LiteralString``: trusted text shipped with the package, never built from input.
+psycopg caches the parse of a statement's text only up to 4,096 bytes
+(``MAX_CACHED_STATEMENT_LENGTH``): a longer one is parsed again at every execution, and
+the comments that explain a statement would make some that long.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from graphruntime.errors import InvalidArgumentError
 __all__ = ("NamedQueries", "parse_queries")
 
 _HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+_COMMENT_LINES = re.compile(r"^[ \t]*--[^\n]*\n?", re.MULTILINE)
+_INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
 
 
 def parse_queries(text: str, source: str = "the SQL text") -> dict[str, LiteralString]:
@@ -34,6 +39,7 @@ def parse_queries(text: str, source: str = "the SQL text") -> dict[str, LiteralS
             raise InvalidArgumentError(
                 f"query {name!r} is defined twice in {source}: give each query its own name"
             )
+        body = _INDENT.sub("", _COMMENT_LINES.sub("", body))
         queries[name] = cast(LiteralString, body.strip().rstrip(";").rstrip())
     return queries
 

@@ -107,8 +107,10 @@ def test_value_without_version_is_rejected() -> None:
 
 
 def test_query_file_parsing() -> None:
-    parsed = parse_queries("-- intro\n-- name: a\nSELECT 1;\n\n-- name: b\nSELECT 2;\n")
-    assert parsed == {"a": "SELECT 1", "b": "SELECT 2"}
+    parsed = parse_queries(
+        "-- intro\n-- name: a\nSELECT 1;\n\n-- name: b\n  -- why\nSELECT 2 -- kept\n;\n"
+    )
+    assert parsed == {"a": "SELECT 1", "b": "SELECT 2 -- kept"}
     with pytest.raises(InvalidArgumentError, match="defined twice in the SQL text"):
         parse_queries("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;\n")
     assert "%" not in _queries.WRITE_ROW.replace("%s", "")
@@ -130,3 +132,8 @@ def test_every_named_query_file_loads(package: str, resource: str) -> None:
     assert all(sql and not sql.endswith(";") for sql in queries.values())
     with pytest.raises(KeyError, match=f"no query 'nope' in {package}/{resource}"):
         queries["nope"]
+    # a longer text is parsed again by psycopg at every execution (see NamedQueries)
+    from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH
+
+    too_long = [n for n, sql in queries.items() if len(sql.encode()) > MAX_CACHED_STATEMENT_LENGTH]
+    assert too_long == []
