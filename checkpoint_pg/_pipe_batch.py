@@ -36,7 +36,7 @@ class PipeBatch:
         saver: SaverShell,
         *,
         relaxed: bool = False,
-        begin: Callable[[], None] | None = None,
+        begin: Callable[[], object] | None = None,
         operation: str = "batched",
     ) -> None:
         self._saver = saver
