@@ -6,30 +6,58 @@ same whatever the number of puts and writes (migration 0004 takes them apart).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from checkpoint_pg._arrays import (
+    ArrayParam,
+    BoolArray,
+    ByteaArray,
+    Int4Array,
+    TextArray,
+    UuidArray,
+)
 from checkpoint_pg._caches import BlobKey
 from graphruntime.checkpoint import ChannelVersions, Checkpoint, CheckpointMetadata
 from graphruntime.config import RunnableConfig
 
 __all__ = ("BatchPut", "BatchRows")
 
-_WRITE_COLUMNS = (
-    "write_thread_ids",
-    "write_checkpoint_nss",
-    "write_checkpoint_ids",
-    "write_task_ids",
-    "write_task_names",
-    "write_task_paths",
-    "write_idxs",
-    "write_channels",
-    "write_types",
-    "write_values",
+_WRITE_COLUMNS: tuple[tuple[str, type[ArrayParam]], ...] = (
+    ("write_thread_ids", TextArray),
+    ("write_checkpoint_nss", TextArray),
+    ("write_checkpoint_ids", UuidArray),
+    ("write_task_ids", UuidArray),
+    ("write_task_names", TextArray),
+    ("write_task_paths", TextArray),
+    ("write_idxs", Int4Array),
+    ("write_channels", TextArray),
+    ("write_types", TextArray),
+    ("write_values", ByteaArray),
 )
 """The columns of a write row, in ``SaverCore.write_params`` order."""
 
-_NULLABLE = frozenset({"write_task_names", "write_task_paths", "parent_ids", "blob_versions"})
-"""Columns often all NULL: sent as one NULL array instead of an array of NULLs."""
+_PUT_COLUMNS: tuple[tuple[str, str, type[ArrayParam]], ...] = (
+    ("thread_ids", "thread_id", TextArray),
+    ("checkpoint_nss", "checkpoint_ns", TextArray),
+    ("checkpoint_ids", "checkpoint_id", UuidArray),
+    ("parent_ids", "parent_checkpoint_id", UuidArray),
+    ("bodies", "body", ByteaArray),
+    ("blob_versions", "blob_versions", TextArray),
+    ("metadata", "metadata", TextArray),
+)
+"""A put's columns: the parameter, its key in ``SaverCore.encode_put``'s, its type."""
+
+_BLOB_COLUMNS: tuple[tuple[str, type[ArrayParam]], ...] = (
+    ("blob_channels", TextArray),
+    ("blob_keys", TextArray),
+    ("blob_types", TextArray),
+    ("blob_values", ByteaArray),
+)
+_REF_COLUMNS: tuple[tuple[str, type[ArrayParam]], ...] = (
+    ("ref_channels", TextArray),
+    ("ref_keys", TextArray),
+)
 
 
 class BatchPut(NamedTuple):
@@ -76,48 +104,36 @@ class BatchRows:
         self._put_params.append(params)
 
     def params(self, relaxed: bool) -> dict[str, Any]:
-        """The statement's parameters; ``relaxed``: its commit need not wait for the WAL."""
+        """The statement's parameters; ``relaxed``: its commit need not wait for the WAL.
+        An empty column, or one of NULLs only, goes as one NULL."""
         out: dict[str, Any] = {
             "relaxed": relaxed,
-            "group_ends": self._group_ends or None,
-            "group_upsert": self._group_upsert or None,
+            "group_ends": _array(Int4Array, self._group_ends),
+            "group_upsert": _array(BoolArray, self._group_upsert),
         }
         columns = list(zip(*self._write_rows, strict=True)) or [()] * len(_WRITE_COLUMNS)
-        for name, column in zip(_WRITE_COLUMNS, columns, strict=True):
-            out[name] = _array(name, column)
+        for (name, kind), column in zip(_WRITE_COLUMNS, columns, strict=True):
+            out[name] = _array(kind, column)
         puts = self._put_params
-        for name, key in (
-            ("thread_ids", "thread_id"),
-            ("checkpoint_nss", "checkpoint_ns"),
-            ("checkpoint_ids", "checkpoint_id"),
-            ("parent_ids", "parent_checkpoint_id"),
-            ("bodies", "body"),
-            ("blob_versions", "blob_versions"),
-            ("metadata", "metadata"),
-        ):
-            out[name] = _array(name, [p[key] for p in puts])
-        out["fenced"] = [put.fenced for put in self.puts] or None
-        for prefix, keys in (
-            ("ref", ("ref_channels", "ref_keys")),
-            ("blob", ("blob_channels", "blob_keys", "blob_types", "blob_values")),
-        ):
+        for name, key, kind in _PUT_COLUMNS:
+            out[name] = _array(kind, [p[key] for p in puts])
+        out["fenced"] = _array(BoolArray, [put.fenced for put in self.puts])
+        for prefix, blob_columns in (("ref", _REF_COLUMNS), ("blob", _BLOB_COLUMNS)):
             ends: list[int] = []
-            flat: dict[str, list[Any]] = {key: [] for key in keys}
+            flat: dict[str, list[Any]] = {name: [] for name, _ in blob_columns}
+            first = flat[blob_columns[0][0]]
             for p in puts:
-                if p[keys[0]]:
-                    for key in keys:
-                        flat[key].extend(p[key])
-                ends.append(len(flat[keys[0]]))
-            out[f"{prefix}_ends"] = ends or None
-            for key in keys:
-                out[key] = flat[key] or None
+                if p[blob_columns[0][0]]:
+                    for name, _ in blob_columns:
+                        flat[name].extend(p[name])
+                ends.append(len(first))
+            out[f"{prefix}_ends"] = _array(Int4Array, ends)
+            for name, kind in blob_columns:
+                out[name] = _array(kind, flat[name])
         return out
 
 
-def _array(name: str, column: Any) -> list[Any] | None:
-    """A column as an array parameter: an empty one, or one of NULLs only, is NULL."""
-    if not column:
+def _array(kind: type[ArrayParam], column: Sequence[Any]) -> ArrayParam | None:
+    if not column or all(value is None for value in column):
         return None
-    if name in _NULLABLE and all(value is None for value in column):
-        return None
-    return list(column)
+    return kind(column)

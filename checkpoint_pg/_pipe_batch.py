@@ -11,6 +11,7 @@ from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
 
 from checkpoint_pg import _queries as q
+from checkpoint_pg._arrays import register_arrays
 from checkpoint_pg._batch_rows import BatchPut, BatchRows
 from checkpoint_pg._cluster import SaverShell
 from checkpoint_pg._saver_core import raise_unless_retry
@@ -85,6 +86,7 @@ class PipeBatch:
         if not rows:
             return
         with self._saver._errors(self._operation), self._saver._source.connection() as conn:
+            register_arrays(conn)  # before the cursor, which copies the adapters
             cur = conn.cursor(binary=True, row_factory=dict_row)
             self._sent.append((cur, rows.puts))
             prepare = None if conn.prepare_threshold is None else True
