@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from psycopg import Connection, ProgrammingError
@@ -70,18 +70,11 @@ class BoolArray(ArrayParam):
     """``boolean[]`` of bool (no NULL)."""
 
 
-def _elements(items: Sequence[Any], encode: Callable[[Any], bytes]) -> tuple[int, list[bytes]]:
-    parts: list[bytes] = []
-    nulls = 0
-    for item in items:
-        if item is None:
-            parts.append(_NULL)
-            nulls = 1
-        else:
-            data = encode(item)
-            parts.append(_LENGTH(len(data)))
-            parts.append(data)
-    return nulls, parts
+def _elements(datas: Sequence[bytes | None]) -> tuple[int, bytes]:
+    """The elements' part of an array, and whether one is NULL."""
+    if None not in datas:
+        return 0, b"".join([_LENGTH(len(data)) + data for data in datas])  # type: ignore[arg-type, operator]
+    return 1, b"".join([_NULL if data is None else _LENGTH(len(data)) + data for data in datas])
 
 
 class _ArrayDumper(Dumper):
@@ -93,40 +86,35 @@ class _ArrayDumper(Dumper):
         encoding = self.connection.info.encoding if self.connection is not None else "utf-8"
         self._encoding = "utf-8" if encoding == "ascii" else encoding
 
-    def encode(self, item: Any) -> bytes:
+    def elements(self, items: Sequence[Any]) -> list[bytes | None]:
+        """Each element's binary form (None: NULL)."""
         raise NotImplementedError
 
     def dump(self, obj: ArrayParam) -> bytes:
-        nulls, parts = _elements(obj.items, self.encode)
-        return _HEAD(1, nulls, self.element_oid, len(obj.items), 1) + b"".join(parts)
+        nulls, elements = _elements(self.elements(obj.items))
+        return _HEAD(1, nulls, self.element_oid, len(obj.items), 1) + elements
 
 
 class _TextDumper(_ArrayDumper):
     oid, element_oid = 1009, 25
 
-    def encode(self, item: str) -> bytes:
-        return item.encode(self._encoding)
+    def elements(self, items: Sequence[str | None]) -> list[bytes | None]:
+        encoding = self._encoding
+        return [None if item is None else item.encode(encoding) for item in items]
 
 
 class _ByteaDumper(_ArrayDumper):
     oid, element_oid = 1001, 17
 
-    def encode(self, item: bytes) -> bytes:
-        return item
-
-    def dump(self, obj: ArrayParam) -> bytes:
-        items = obj.items
-        if None in items:
-            return super().dump(obj)
-        parts = [part for item in items for part in (_LENGTH(len(item)), item)]
-        return _HEAD(1, 0, 17, len(items), 1) + b"".join(parts)
+    def elements(self, items: Sequence[bytes | None]) -> list[bytes | None]:
+        return list(items)
 
 
 class _UuidDumper(_ArrayDumper):
     oid, element_oid = 2951, 2950
 
-    def encode(self, item: uuid.UUID) -> bytes:
-        return item.bytes
+    def elements(self, items: Sequence[uuid.UUID | None]) -> list[bytes | None]:
+        return [None if item is None else item.bytes for item in items]
 
 
 class _Int4Dumper(_ArrayDumper):

@@ -134,6 +134,6 @@ class BatchRows:
 
 
 def _array(kind: type[ArrayParam], column: Sequence[Any]) -> ArrayParam | None:
-    if not column or all(value is None for value in column):
+    if not column or (column[0] is None and all(value is None for value in column)):
         return None
     return kind(column)
