@@ -61,10 +61,11 @@ APPROVAL_DOCS = 8
 NOTES = """
 Reading the figures:
 
-- **Inline step** (a single-task step run by the coordinator): the step's pending writes
-  and its fenced checkpoint put, sent together in one pipelined round trip
-  (`put_checkpoint_fenced_lazy` carries the writes ahead of it). An invoked run stores
-  no stream events; a streamed one stores each step's.
+- **Inline step** (a single-task step run by the coordinator): its pending writes and
+  its fenced checkpoint put are held with the round's others and stored when the round
+  ends, all of them in one `put_batch` statement (the writes and puts of every run of
+  the round, whatever their number). An invoked run stores no stream events; a streamed
+  one stores each step's.
 - **Fixed cost per run** (chain1 = the run plus one step): the client's `create_run`
   alone (`invoke` LISTENs before it queues, takes the end from the notification, and its
   listener stays listening between runs: `LISTEN` happens once per client, in the
@@ -88,7 +89,7 @@ Reading the figures:
   written. The Command's writes are saved with a mark naming the run, which makes a
   second `first()` of the same run re-open the step instead of applying it again.
 - Every figure is a count of statements, not of round trips: pipelined transactions
-  send their `BEGIN`, `SET LOCAL`, statements and `COMMIT` together. Counts are the
+  send their `BEGIN`, statements and `COMMIT` together. Counts are the
   same in every repetition but for ±1 in the fan-out runs (a pool check, or one more
   `get_run`); worker heartbeats and sweeps (not counted) land in some windows.
 """
@@ -117,6 +118,7 @@ _BY_NAME = {
     "put_checkpoint": "checkpoint put",
     "put_checkpoint_row": "checkpoint put",
     "put_checkpoint_fenced": "checkpoint put",
+    "put_batch": "checkpoint put",
     "insert_writes": "pending-write insert",
     "upsert_writes": "pending-write insert",
     "async_commit": "BEGIN/COMMIT",
