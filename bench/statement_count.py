@@ -75,8 +75,8 @@ Reading the figures:
   statement) with the lease freed in the same transaction, then the thread's next run
   read after the lease row is locked.
 - **Distributed step**: per task job `get_run`, then the claim, writes and completion
-  transactions (`claim_task`, `get_task_writes`, `insert_writes`, `complete_task`,
-  `count_down_step`) with their transaction control; the step's own statements are the
+  transactions (`claim_task`, `get_task_writes`, the job's tasks' writes in one
+  `put_batch`, `complete_task`, `count_down_step`) with their transaction control; the step's own statements are the
   fenced put, `register_tasks`, `touch_run` and the re-opening job's barrier read
   (`step_tasks`).
 - **Loads of the step's checkpoint**, per distributed step of 8 tasks: 2 full loads
