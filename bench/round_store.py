@@ -241,6 +241,20 @@ def _section(
                 f"| {runs} | {side} | {cpu_before} | {a:.3f} | {ratio} | "
                 f"{statements} → {sa['statements']:g} | {waits} → {sa['waits']:g} |"
             )
+    against = []
+    for name, measured in (("before", before), ("after", after)):
+        if not measured:
+            continue
+        ratios = []
+        for size in SIZES:
+            anchor = statistics.median(r[f"{size}:{SIDES[0]}"]["cpu_ms"] for r in measured)
+            held = statistics.median(r[f"{size}:{SIDES[1]}"]["cpu_ms"] for r in measured)
+            ratios.append(f"{held / anchor:.2f}x ({size} run{'s' if size > 1 else ''})")
+        against.append(f"{name} {', '.join(ratios)}")
+    lines += [
+        "",
+        "The round's CPU against the anchor's, same checkout: " + "; ".join(against) + ".",
+    ]
     per_run = []
     for name, measured in (("before", before), ("after", after)):
         for size in SIZES:
@@ -248,7 +262,7 @@ def _section(
             values = ", ".join(f"{r[key]['cpu_ms']:.3f}" for r in measured)
             if values:
                 per_run.append(f"{name} {size}: {values}")
-    lines += ["", "The round's CPU ms per run of the bench: " + "; ".join(per_run) + "."]
+    lines += ["The round's CPU ms in each run of the bench: " + "; ".join(per_run) + "."]
     return "\n".join(lines) + "\n"
 
 
