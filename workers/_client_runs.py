@@ -237,7 +237,7 @@ class Runs(ClientCore):
         )
         if context is not None and graph in self.registry.specs:  # else the worker checks it
             run_options(self.registry.get(graph), {}, context=context)  # a bad one fails
-        self._check_payload(payload)
+        stored = self._check_payload(payload)
         origin: dict[str, Any] = {"route": route}
         if actor is not None:
             origin["actor"] = actor
@@ -247,13 +247,20 @@ class Runs(ClientCore):
             origin["message"] = message
         serde = self.saver.serde
         return NewRun.of(
-            graph, thread_id, payload, serde, idempotency_key=idempotency_key, origin=origin
+            graph,
+            thread_id,
+            payload,
+            serde,
+            idempotency_key=idempotency_key,
+            origin=origin,
+            stored=stored,
         )
 
-    def _check_payload(self, payload: RunPayload) -> None:
-        """Refuse a payload the workers could not read back; nothing is written then."""
+    def _check_payload(self, payload: RunPayload) -> tuple[str, bytes]:
+        """Refuse a payload the workers could not read back, nothing written then; the
+        payload as stored."""
         try:
-            check_round_trip(payload.stored(), self.saver.serde)
+            return check_round_trip(payload.stored(), self.saver.serde)
         except CheckpointError as exc:
             raise type(exc)(
                 f"The run's input or config cannot be stored for the workers: {exc} "

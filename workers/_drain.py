@@ -23,9 +23,10 @@ sweeper as a stalled run (or by the next resident, which its wake-up wakes).
 
 A job that finds nothing to do can stay a while (:data:`STAY_IDLE` seconds without a
 run, at most :data:`DRAIN_SECONDS`) as the queue's **resident**: it raises the flag and
-sleeps on a Redis wake-up list per graph (``BLPOP``), which a client that finds the flag
-up pushes to in the same round trip as its read (:meth:`DrainFlag.wake`). Woken, it
-lowers the flag, claims (its last look) and advances what it claimed; runs queued while
+sleeps on a Redis wake-up list per graph (``BLPOP``), in one round trip, and a client
+that finds the flag up pushes to it in the same round trip as its read
+(:meth:`DrainFlag.wake`), lowering a resident's flag with the push. Woken, it claims
+(its last look) and advances what it claimed; runs queued while
 it works go out as messages, to the worker's other processes. At one run at a time, a
 run then costs no Celery message at all: no publish, no delivery, prefork hand-off or
 ack, and no broker hop in its latency. A resident that claims more than one run at a
@@ -67,21 +68,33 @@ STAY_IDLE = 1.0
 WAKE_POLL = 0.25
 """Seconds a resident sleeps on its wake-up lists before it looks at the broker's task queue."""
 
+RESIDENT = "resident"
+"""The flag's value while a resident sleeps under it (a draining job's is "1")."""
+
 SEEN_KEEP = 256
 """Runs a drainer remembers having taken (see ``skip`` of ``claim_queued_runs``)."""
 
 # One round trip for a client: a wake-up if the flag is up and none is pending, else
 # nothing (flag down: it sends its message). One pending wake-up is enough: the resident
 # that pops it claims after the pop, so it takes every run committed before the push
-# check; a run committed after the pop finds the list empty and pushes again.
+# check; a run committed after the pop finds the list empty and pushes again. A
+# resident's flag (its value RESIDENT) is lowered with the push, so the runs queued
+# while it works go out as messages without the resident lowering it; the wake-up says
+# so ('lowered'), and a resident woken by any other lowers its flag itself.
 _WAKE = """
-if redis.call('exists', KEYS[1]) == 1 then
-  if redis.call('llen', KEYS[2]) == 0 then
+local flag = redis.call('get', KEYS[1])
+if not flag then
+  return 0
+end
+if redis.call('llen', KEYS[2]) == 0 then
+  if flag == ARGV[1] then
+    redis.call('del', KEYS[1])
+    redis.call('lpush', KEYS[2], 'lowered')
+  else
     redis.call('lpush', KEYS[2], '1')
   end
-  return 1
 end
-return 0
+return 1
 """
 
 # the resident's key: refreshed, or freed, only by the job that holds it
@@ -140,27 +153,40 @@ class DrainFlag:
         """Whether a job drains ``graph``'s runs now, waking a resident if one sleeps, in
         one round trip; False when Redis cannot say (the caller sends its message)."""
         try:
-            woke = self.redis.eval(_WAKE, 2, self.key(graph), self.wake_key(graph))
+            woke = self.redis.eval(_WAKE, 2, self.key(graph), self.wake_key(graph), RESIDENT)
         except Exception as exc:  # noqa: BLE001 - the caller sends its message then
             log.debug("reading the drain flag failed: %s", exc)
             return False
         return bool(woke)
 
-    def sleep(self, graphs: Sequence[str], timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for a client's wake-up; whether one came (the
-        claim that follows must come after it)."""
+    def sleep(self, graphs: Sequence[str], timeout: float, *, raise_flag: bool) -> bool | None:
+        """Wait up to ``timeout`` seconds for a client's wake-up (the claim that follows
+        must come after it), the flag raised first as the resident's if ``raise_flag``, in
+        the same round trip. None: no wake-up came; True: one came and lowered the flag
+        (one graph's); False: one came and the flag may still be up."""
         keys = [self.wake_key(graph) for graph in graphs]
-        return self.redis.blpop(keys, timeout=timeout) is not None
+        if raise_flag:
+            pipe = self.redis.pipeline(transaction=False)
+            self._raise(pipe, graphs, RESIDENT)
+            pipe.blpop(keys, timeout=timeout)
+            popped = pipe.execute()[-1]
+        else:
+            popped = self.redis.blpop(keys, timeout=timeout)
+        if popped is None:
+            return None
+        return len(graphs) == 1 and popped[1] == b"lowered"
 
     def raise_(self, graphs: Sequence[str]) -> None:
-        ttl = int(FLAG_TTL * 1000)
         if len(graphs) == 1:  # most workers serve one graph: no pipeline object
-            self.redis.set(self.key(graphs[0]), "1", px=ttl)
+            self.redis.set(self.key(graphs[0]), "1", px=int(FLAG_TTL * 1000))
             return
         pipe = self.redis.pipeline(transaction=False)
-        for graph in graphs:
-            pipe.set(self.key(graph), "1", px=ttl)
+        self._raise(pipe, graphs, "1")
         pipe.execute()
+
+    def _raise(self, pipe: Any, graphs: Sequence[str], value: str) -> None:
+        for graph in graphs:
+            pipe.set(self.key(graph), value, px=int(FLAG_TTL * 1000))
 
     def lower(self, graphs: Sequence[str]) -> None:
         self.redis.delete(*[self.key(graph) for graph in graphs])
@@ -286,12 +312,16 @@ def _drain(
                 elif may_wait(idle_until):
                     # a resident's flag is up only while it sleeps: while it works, runs
                     # go out as messages to the worker's other processes
-                    keep_up()
-                    if not flag.sleep(graphs, WAKE_POLL):
+                    now = time.monotonic()
+                    stale = now - raised[0] > FLAG_TTL / 2
+                    raised[0] = now if stale else raised[0]
+                    woken = flag.sleep(graphs, WAKE_POLL, raise_flag=stale)
+                    if woken is None:
                         if time.monotonic() >= give_up:
                             break
                         continue  # no wake-up, nothing for it: a run's client pushes one
-                    flag.lower(graphs)  # the claim below is the last look for it
+                    if not woken:
+                        flag.lower(graphs)  # the claim below is the last look for it
                     raised[0] = -FLAG_TTL
                 else:
                     break

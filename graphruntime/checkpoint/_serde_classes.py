@@ -156,6 +156,11 @@ class ClassRegistry:
         for cls in classes:
             self.declare(cls)
 
+    @property
+    def declarations(self) -> int:
+        """How many classes were allowed explicitly (it only grows)."""
+        return len(self._declared)
+
     def fresh(self) -> ClassRegistry:
         """This configuration as a fresh process has it: nothing learned, strict, portable.
 

@@ -35,6 +35,8 @@ class NewRun:
     idempotency_key: str | None = None
     request_digest: str | None = None
     origin: dict[str, Any] | None = None
+    stored: tuple[str, bytes] | None = None
+    """The payload as stored (the serde's dump of ``payload.stored()``), dumped once."""
 
     @classmethod
     def of(
@@ -46,10 +48,12 @@ class NewRun:
         *,
         idempotency_key: str | None = None,
         origin: dict[str, Any] | None = None,
+        stored: tuple[str, bytes] | None = None,
     ) -> NewRun:
         """The run to queue for ``payload`` on the thread, with the digest of its request
-        (the graph and the payload as stored): the same key with another request conflicts."""
-        type_, data = serde.dumps_typed(payload.stored())
+        (the graph and the payload as stored): the same key with another request conflicts.
+        ``stored``: ``serde``'s dump of ``payload.stored()`` if the caller has it."""
+        type_, data = stored if stored is not None else serde.dumps_typed(payload.stored())
         digest = hashlib.sha256(graph.encode() + b"\0" + type_.encode() + b"\0" + data)
         return cls(
             run_id=str(uuid.uuid4()),
@@ -60,6 +64,7 @@ class NewRun:
             idempotency_key=idempotency_key,
             request_digest=digest.hexdigest(),
             origin=origin,
+            stored=(type_, data),
         )
 
     @property

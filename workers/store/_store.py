@@ -88,7 +88,7 @@ class RunStore(StepBarrier):
     # --- runs ----------------------------------------------------------------------------
 
     def _new_run_params(self, new: NewRun) -> Row:
-        payload_type, payload = self.serde.dumps_typed(new.payload.stored())
+        payload_type, payload = new.stored or self.serde.dumps_typed(new.payload.stored())
         return {
             "run_id": new.run_id,
             "thread_id": new.thread_id,

@@ -107,7 +107,7 @@ class JsonSerializer:
             classes this process dumped load too, in this process.
     """
 
-    __slots__ = ("_decode", "_encode", "_registry")
+    __slots__ = ("_decode", "_encode", "_portable", "_registry")
 
     def __init__(
         self,
@@ -135,6 +135,7 @@ class JsonSerializer:
 
     def _setup(self, registry: ClassRegistry) -> None:
         self._registry = registry
+        self._portable: tuple[int, JsonSerializer, JsonSerializer] | None = None
         self._encode = Encoder(registry).encode
         self._decode = json.JSONDecoder(object_hook=make_object_hook(registry)).decode
 
@@ -157,6 +158,16 @@ class JsonSerializer:
         copy = JsonSerializer.__new__(JsonSerializer)
         copy._setup(self._registry.fresh())
         return copy
+
+    def _portable_pair(self) -> tuple[JsonSerializer, JsonSerializer]:
+        """Two :meth:`fresh` copies, one to dump and one to load, kept until a class is
+        declared: a fresh copy only ever adds what any fresh process would (classes of
+        its allowed modules), so reusing it checks the same and costs no set-up."""
+        declared = self._registry.declarations
+        cached = self._portable
+        if cached is None or cached[0] != declared:
+            cached = self._portable = (declared, self.fresh(), self.fresh())
+        return cached[1], cached[2]
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         t = type(obj)
@@ -215,8 +226,9 @@ class JsonSerializer:
         )
 
 
-def check_round_trip(value: Any, serde: SerializerProtocol) -> None:
-    """Raise unless a fresh process configured like ``serde`` could load ``value``.
+def check_round_trip(value: Any, serde: SerializerProtocol) -> tuple[str, bytes]:
+    """Raise unless a fresh process configured like ``serde`` could load ``value``;
+    the dump it checked (what to store: the value need not be dumped again).
 
     For a client about to submit ``value`` to remote workers: it dumps with
     ``serde``'s declared configuration only (nothing this process learned by
@@ -226,7 +238,10 @@ def check_round_trip(value: Any, serde: SerializerProtocol) -> None:
     checked with a plain dump and load.
     """
     if isinstance(serde, JsonSerializer):
-        data = serde.fresh().dumps_typed(value)
-        serde.fresh().loads_typed(data)
-        return
-    serde.loads_typed(serde.dumps_typed(value))
+        dumper, loader = serde._portable_pair()
+        data = dumper.dumps_typed(value)
+        loader.loads_typed(data)
+        return data
+    data = serde.dumps_typed(value)
+    serde.loads_typed(data)
+    return data

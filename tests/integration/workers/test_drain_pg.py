@@ -21,7 +21,7 @@ from graphruntime.config import RunnableConfig
 from tests.integration.workers.test_approvals_pg import db, make_cluster
 from tests.unit.workers.graphs import Calls, chain
 from workers import _drain
-from workers._drain import FLAG_TTL, DrainFlag, drain
+from workers._drain import FLAG_TTL, RESIDENT, DrainFlag, drain
 from workers.context import WorkerContext
 from workers.coordinator import coordinate_many
 from workers.settings import Settings
@@ -373,8 +373,24 @@ def test_a_wake_up_is_pushed_only_while_the_flag_is_up(drained: Drained) -> None
     assert drained.flag.wake("chain") is True
     assert drained.flag.wake("chain") is True  # one pending is enough
     assert drained.flag.redis.llen(wakes) == 1
-    assert drained.flag.sleep(["chain"], 0.1)  # a resident takes it
+    # a resident takes it; a drainer's flag stays up, so the resident lowers it itself
+    assert drained.flag.sleep(["chain"], 0.1, raise_flag=False) is False
     assert drained.flag.redis.llen(wakes) == 0
-    assert not drained.flag.sleep(["chain"], 0.05)
+    assert drained.flag.sleep(["chain"], 0.05, raise_flag=False) is None
     assert drained.flag.wake("chain") is True  # after the pop: a new run pushes again
     assert drained.flag.redis.llen(wakes) == 1
+
+
+def test_a_wake_up_lowers_a_resident_flag_so_the_next_run_sends_its_message(
+    drained: Drained,
+) -> None:
+    flag, wakes = drained.flag, drained.flag.wake_key("chain")
+    # the resident raises its flag and sleeps in one round trip; no wake-up comes
+    assert flag.sleep(["chain"], 0.05, raise_flag=True) is None
+    assert flag.redis.get(flag.key("chain")) == RESIDENT.encode()
+    assert flag.wake("chain") is True  # this run's client wakes it and lowers its flag
+    assert flag.redis.exists(flag.key("chain")) == 0
+    assert flag.wake("chain") is False  # the next run's client sends its message
+    assert flag.redis.llen(wakes) == 1
+    assert flag.sleep(["chain"], 0.1, raise_flag=False) is True  # woken, flag already down
+    assert flag.redis.exists(flag.key("chain")) == 0

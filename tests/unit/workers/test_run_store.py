@@ -63,6 +63,25 @@ def test_a_payload_is_stored_as_the_untyped_dict_was_and_keeps_its_digest() -> N
     assert RunPayload.from_stored(serde.loads_typed(serde.dumps_typed(payload.stored()))) == payload
 
 
+def test_a_submit_dumps_its_payload_once_and_stores_the_dump_it_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cluster = InlineCluster({"chain": chain(Calls())})
+    dumped: list[object] = []
+    real = JsonSerializer.dumps_typed
+
+    def counting(self: JsonSerializer, obj: object) -> tuple[str, bytes]:
+        if isinstance(obj, dict) and "stream_modes" in obj:  # a run's payload
+            dumped.append(obj)
+        return real(self, obj)
+
+    monkeypatch.setattr(JsonSerializer, "dumps_typed", counting)
+    handle = cluster.client.submit("chain", {"log": ["a"]}, {"configurable": {"thread_id": "t"}})
+    assert len(dumped) == 1  # the round-trip check's dump is the one stored and digested
+    run = cluster.store.get_run(handle.run_id)
+    assert run is not None and run.payload.input == {"log": ["a"]}
+
+
 def test_the_kind_of_a_run_comes_from_its_payload() -> None:
     serde = JsonSerializer()
     inputs: list[object] = [{"x": 1}, Command(update={"x": 1}), Command(resume={"i": 1})]
