@@ -3,6 +3,7 @@ statements and psycopg waits per round (issue #19).
 
     .venv/bin/python -m bench.round_store --before DIR   # both checkouts, writes RESULTS.md
     .venv/bin/python -m bench.round_store --no-write     # this checkout, prints
+    .venv/bin/python -m bench.round_store --before DIR --run-cpu 300   # and bench.run_cpu
 
 A round holds, per run, what an approval start makes: 3 fenced checkpoint puts (input,
 step 0, step 1; one value big enough to be a blob) and 3 tasks' writes before them, the
@@ -18,7 +19,9 @@ CPU time of the calling thread (``time.thread_time``) per round, median of ``--r
 runs of ``--reps`` rounds each; statements sent and psycopg waits (``Connection.wait``)
 counted in a separate pass (the counting is not timed). Each checkout is measured in a
 process of its own with that checkout first on ``sys.path`` (same embedded Postgres, a
-fresh database each), alternating.
+fresh database each), alternating. ``--run-cpu RUNS``: each checkout's ``bench/run_cpu.py``
+too (the coordinator's job on one run, LangGraph's invoke as the anchor), in the same
+alternation.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -197,8 +201,63 @@ def _run_checkout(root: Path, reps: int) -> dict[str, Any]:
     return figures
 
 
+_RUN_CPU = re.compile(
+    r"LangGraph invoke on its PostgresSaver: ([\d.]+).*?"
+    r"graphruntime invoke on checkpoint_pg: ([\d.]+).*?"
+    r"submit ([\d.]+), the coordinator's job ([\d.]+)",
+    re.S,
+)
+
+
+def _run_cpu(root: Path, runs: int) -> dict[str, float]:
+    """``bench/run_cpu.py`` of the checkout: thread CPU ms per run of LangGraph's invoke
+    (the anchor), graphruntime's, the cluster's submit and the coordinator's job."""
+    python = root / ".venv" / "bin" / "python"
+    command = [str(python if python.exists() else sys.executable), "-m", "bench.run_cpu"]
+    done = subprocess.run(
+        [*command, "--runs", str(runs)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    found = _RUN_CPU.search(done.stdout)
+    if found is None:
+        raise RuntimeError(f"bench.run_cpu printed no figures: {done.stdout!r}")
+    langgraph, invoke, submit, coordinator = (float(g) for g in found.groups())
+    return {"langgraph": langgraph, "invoke": invoke, "submit": submit, "job": coordinator}
+
+
+def _run_cpu_lines(before: list[dict[str, float]], after: list[dict[str, float]]) -> list[str]:
+    if not after:
+        return []
+    lines = [
+        "",
+        "The coordinator's job on one run, `python -m bench.run_cpu` of each checkout (thread",
+        "CPU ms per run, its approval graph one run at a time, claim to run end; LangGraph's",
+        "invoke measured in the same process is the anchor), alternating with the rounds above:",
+        "",
+        "| checkout | coordinator's job | LangGraph invoke | job / LangGraph "
+        "| job, each run of the bench |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for name, measured in (("before", before), ("after", after)):
+        if not measured:
+            continue
+        job = statistics.median(r["job"] for r in measured)
+        anchor = statistics.median(r["langgraph"] for r in measured)
+        ratio = statistics.median(r["job"] / r["langgraph"] for r in measured)
+        each = ", ".join(f"{r['job']:.2f}" for r in measured)
+        lines.append(f"| {name} | {job:.2f} | {anchor:.2f} | {ratio:.2f}x | {each} |")
+    return lines
+
+
 def _section(
-    before: list[dict[str, Any]], after: list[dict[str, Any]], meta: dict[str, str]
+    before: list[dict[str, Any]],
+    after: list[dict[str, Any]],
+    meta: dict[str, str],
+    cpu: tuple[list[dict[str, float]], list[dict[str, float]]] = ([], []),
 ) -> str:
     from bench._report import machine
 
@@ -263,6 +322,7 @@ def _section(
             if values:
                 per_run.append(f"{name} {size}: {values}")
     lines += ["The round's CPU ms in each run of the bench: " + "; ".join(per_run) + "."]
+    lines += _run_cpu_lines(*cpu)
     return "\n".join(lines) + "\n"
 
 
@@ -272,6 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--after", type=Path, default=ROOT, help="default: this checkout")
     parser.add_argument("--rounds", type=int, default=3, help="runs per checkout, alternating")
     parser.add_argument("--reps", type=int, default=300, help="timed rounds per run and size")
+    parser.add_argument(
+        "--run-cpu", type=int, default=0, metavar="RUNS", help="also bench.run_cpu --runs RUNS"
+    )
     parser.add_argument("--no-write", action="store_true", help="do not touch RESULTS.md")
     parser.add_argument("--results", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
@@ -296,10 +359,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     before: list[dict[str, Any]] = []
     after: list[dict[str, Any]] = []
+    cpu: tuple[list[dict[str, float]], list[dict[str, float]]] = ([], [])
     for i in range(args.rounds):
-        for label, root, into in (("before", args.before, before), ("after", args.after, after)):
+        sides = (("before", args.before, before, cpu[0]), ("after", args.after, after, cpu[1]))
+        for label, root, into, cpu_into in sides:
             if root is None:
                 continue
+            if args.run_cpu:
+                cpu_into.append(_run_cpu(root.resolve(), args.run_cpu))
+                sys.stdout.write(f"run {i + 1} {label}: run_cpu {cpu_into[-1]}\n")
             into.append(_run_checkout(root.resolve(), args.reps))
             round_key = f"1:{SIDES[1]}"
             sys.stdout.write(
@@ -308,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             sys.stdout.flush()
     meta["load_end"] = loadavg()
-    text = _section(before, after, meta)
+    text = _section(before, after, meta, cpu)
     sys.stdout.write("\n" + text)
     if not args.no_write:
         write_section(args.results, text, SECTION, MARK)
