@@ -6,6 +6,7 @@ same whatever the number of puts and writes (migration 0004 takes them apart).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -77,6 +78,10 @@ class BatchRows:
 
     def __init__(self) -> None:
         self.puts: list[BatchPut] = []
+        self.blobs: dict[tuple[str, str, uuid.UUID], list[BlobKey]] = {}
+        """The blobs each put stores or references, by (thread, namespace, checkpoint id):
+        a fenced child of the put need only reference them (stored with its parent, or
+        the child is refused: its parent is not the head)."""
         self._put_params: list[dict[str, Any]] = []
         self._write_rows: list[list[Any]] = []
         self._group_ends: list[int] = []
@@ -102,6 +107,8 @@ class BatchRows:
         """A put and its parameters (``SaverCore.encode_put``)."""
         self.puts.append(put)
         self._put_params.append(params)
+        key = (params["thread_id"], params["checkpoint_ns"], params["checkpoint_id"])
+        self.blobs[key] = put.keys
 
     def params(self, relaxed: bool) -> dict[str, Any]:
         """The statement's parameters; ``relaxed``: its commit need not wait for the WAL.

@@ -68,7 +68,9 @@ class PipeBatch:
         """Keep a put (encoded now); its verdict is judged by :meth:`finish`."""
         core = self._saver._core
         base = core.put_base(config, checkpoint, metadata, fenced)
-        params, keys = core.encode_put(base, checkpoint, new_versions, ())
+        parent = (base["thread_id"], base["checkpoint_ns"], base["parent_checkpoint_id"])
+        sent = self._rows.blobs.get(parent, ()) if fenced else ()
+        params, keys = core.encode_put(base, checkpoint, new_versions, (), sent)
         put = BatchPut(config, checkpoint, metadata, new_versions, fenced, keys)
         self._rows.add_put(put, params)
         return checkpoint_config(base["thread_id"], base["checkpoint_ns"], checkpoint["id"])

@@ -25,7 +25,7 @@ from checkpoint_pg._arrays import (
     register_arrays,
 )
 from graphruntime._internal._constants import INTERRUPT
-from graphruntime.checkpoint import Checkpoint
+from graphruntime.checkpoint import Checkpoint, JsonSerializer
 from graphruntime.config import RunnableConfig
 from graphruntime.pregel.driver import PutCheckpoint, PutWrites, SaverRequest, perform_now
 from tests.integration.checkpoint_pg.helpers import child, config, count_rows, meta, thread
@@ -221,6 +221,38 @@ def test_a_blob_deleted_before_the_block_is_sent_again_after_it(
     found = saver.get_tuple(c2)
     assert found is not None
     assert found.checkpoint["channel_values"] == {"big": ["x" * 500], "n": 1}
+
+
+class _CountingSerde(JsonSerializer):
+    """Keeps every value it serializes (a subclass: every channel value is a blob)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dumped: list[Any] = []
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        self.dumped.append(obj)
+        return super().dumps_typed(obj)
+
+
+def test_a_value_sent_by_a_put_of_the_block_is_only_referenced_by_the_later_ones(
+    pool: ConnectionPool[Any], pg_conn: psycopg.Connection[Any]
+) -> None:
+    serde = _CountingSerde()
+    saver = PostgresSaver(pool, serde=serde)
+    t = thread()
+    big = ["b" * 600]
+    first, versions = child(saver, None, {"big": big}, step=-1)
+    second, second_versions = child(saver, first, {"n": 1})  # "big" unchanged
+    with saver.pipelined(durable=False) as batch:
+        c1 = batch.fenced().put(config(t), first, meta(-1), versions)
+        c2 = batch.fenced().put(c1, second, meta(0), second_versions)
+    assert batch.refused == {}
+    assert sum(1 for value in serde.dumped if value is big) == 1
+    assert count_rows(pg_conn, "blobs", t) == 2  # big, n
+    found = saver.get_tuple(c2)
+    assert found is not None
+    assert found.checkpoint["channel_values"] == {"big": big, "n": 1}
 
 
 def test_array_parameters_arrive_as_sent(pg_conn: psycopg.Connection[Any]) -> None:
