@@ -76,9 +76,9 @@ Reading the figures:
   read after the lease row is locked.
 - **Distributed step**: per task job `get_run`, then the claim, writes and completion
   transactions (`claim_task`, `get_task_writes`, the job's tasks' writes in one
-  `put_batch`, `complete_task`, `count_down_step`) with their transaction control; the step's own statements are the
-  fenced put, `register_tasks`, `touch_run` and the re-opening job's barrier read
-  (`step_tasks`).
+  `put_batch`, `complete_task`, `count_down_step`) with their transaction control; the
+  step's own statements are its checkpoint's `put_batch`, `register_tasks`, `touch_run`
+  and the re-opening job's barrier read (`step_tasks`).
 - **Loads of the step's checkpoint**, per distributed step of 8 tasks: 2 full loads
   (`get_checkpoint`) and 7 writes-only reads (`get_task_writes`). The first task job
   loads the checkpoint; the other jobs in the same worker process find it decoded in
