@@ -71,9 +71,9 @@ Reading the figures:
   listener stays listening between runs: `LISTEN` happens once per client, in the
   warm-up); the worker's `claim_run` (the message's run, the
   thread's lease and the next run marked running, in one statement), the checkpoint
-  load, and the run's end: `finish_run` (which sets the thread's inbox in the same
-  statement) with the lease freed in the same transaction, then the thread's next run
-  read after the lease row is locked.
+  load, and the run's end in one statement, `end_runs`: the epoch check, the run ended
+  with its thread's inbox and its notification, the lease freed, and the thread's next
+  run read after the lease row is locked (a volatile function's fresh snapshot).
 - **Distributed step**: per task job `get_run`, then the claim, writes and completion
   transactions (`claim_task`, `get_task_writes`, the job's tasks' writes in one
   `put_batch`, `complete_task`, `count_down_step`) with their transaction control; the

@@ -22,7 +22,7 @@ from graphruntime.checkpoint import SerializerProtocol
 from graphruntime.errors import CheckpointError
 from workers.store import Run, RunStatus
 
-# NOTIFY channels of workers/sql/queries.sql (finish_run, add_event); payload: the run id,
+# NOTIFY channels of workers/sql/queries.sql (end_runs, add_event); payload: the run id,
 # on graphruntime_runs followed by how the run ended when that is small (RunOutcome).
 RUNS_CHANNEL = "graphruntime_runs"
 EVENTS_CHANNEL = "graphruntime_events"
@@ -33,7 +33,7 @@ ENDED = ("interrupted", "success", "error", "cancelled")
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """How a run ended, as finish_run's notification says it: its status, its result as
+    """How a run ended, as end_runs' notification says it: its status, its result as
     the serde stored it (type and bytes), its error."""
 
     status: RunStatus

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import LiteralString
 
 from checkpoint_pg.named_queries import NamedQueries
@@ -9,13 +11,19 @@ from checkpoint_pg.schema import Migrations
 
 QUERIES = NamedQueries("workers", "sql/queries.sql")
 
+_COMMENT_LINES = re.compile(r"^[ \t]*--[^\n]*\n?", re.MULTILINE)
+
 
 def queries() -> NamedQueries:
     return QUERIES
 
 
+@functools.cache
 def query(name: str) -> LiteralString:
-    return QUERIES[name]
+    """The statement as sent: without its comment lines. psycopg caches the parse of a
+    statement's text only up to 4,096 bytes (``MAX_CACHED_STATEMENT_LENGTH``); a longer
+    one is parsed again at every execution, and the comments would make some that long."""
+    return _COMMENT_LINES.sub("", QUERIES[name])
 
 
 # The workers' tables (runs, step barrier, stream events): numbered files in

@@ -250,21 +250,48 @@ async def aperform(core: Generator[Any, Any, R]) -> R:
     return cores.result  # type: ignore[no-any-return]
 
 
-def iterate(core: Generator[Any, Any, None]) -> Generator[Any, None, None]:
-    """A core's items, its requests performed at once.
+def iterate(
+    core: Generator[Any, Any, R], shown: Callable[[Any], Any] | None = None
+) -> Generator[Any, None, R]:
+    """A core's items (through ``shown``, if given), its requests performed at once; it
+    returns what the core returns.
 
     What interrupts the caller at an item (``close()``: GeneratorExit) is thrown into the
     core at the same point, so its ``finally``/``except`` run, and may still make requests.
+    A nested core runs in a shell of its own, delegated to with ``yield from``: an item
+    crosses one Python loop however deep it was nested, and closing this shell closes
+    that one first, which throws GeneratorExit into its core.
     """
-    cores = _Cores(core)
-    while (item := cores.next()) is not _FINISHED:
+    send, throw = core.send, core.throw
+    value: Any = None
+    error: BaseException | None = None
+    while True:
         try:
-            if isinstance(item, Request):
-                cores.value = item.now()
+            item = send(value) if error is None else throw(error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        value = error = None
+        try:
+            if not isinstance(item, _NOT_ITEMS):
+                yield item if shown is None else shown(item)
+            elif isinstance(item, Nested):
+                value = yield from iterate(item.core, _then(item.shown, shown))
             else:
-                yield cores.show(item) if cores.shows else item
+                value = item.now()
         except BaseException as exc:  # noqa: BLE001 - thrown into the core, at its yield
-            cores.error = exc
+            error = exc
+
+
+_NOT_ITEMS = (Request, Nested)
+
+
+def _then(
+    inner: Callable[[Any], Any] | None, outer: Callable[[Any], Any] | None
+) -> Callable[[Any], Any] | None:
+    """``inner`` then ``outer``: how a nested core's items are shown."""
+    if inner is None or outer is None:
+        return inner or outer
+    return lambda item: outer(inner(item))
 
 
 async def aiterate(core: Generator[Any, Any, None]) -> AsyncGenerator[Any, None]:

@@ -167,8 +167,7 @@ def _unperformed(loop: PregelLoop) -> tuple[list[SaverRequest], BaseCheckpointSa
     requests = loop.take_saves()
     saver = loop.checkpointer
     assert saver is not None, "a loop without a saver makes no saver requests"
-    io = loop.options.saver_io
-    if io is not None:
+    if (io := loop.options.saver_io) is not None:
         io.perform(saver, requests)
         return None
     return requests, saver
@@ -226,11 +225,12 @@ def driving(
     )
     _attach(loop, executor)
     try:
-        yield from _performed(loop, is_async=is_async)  # what first() made
+        yield from _performed(loop, is_async)  # what first() made
         yield from sink.drain()
         tasks = next(body)
         while True:
-            yield from _performed(loop, is_async=is_async)
+            if loop.outbox:
+                yield from _performed(loop, is_async)
             if sink.chunks:
                 yield from sink.drain()
             results: list[TaskResult] = []
@@ -244,9 +244,11 @@ def driving(
                     elif isinstance(item, TaskResult):
                         if not item.recorded:
                             loop.record(item.task, item.outcome)
-                            yield from _performed(loop, is_async=is_async)
+                            if loop.outbox:
+                                yield from _performed(loop, is_async)
                         results.append(item)
-                        _submit_handler(loop, executor, item)
+                        if item.outcome is not None:
+                            _submit_handler(loop, executor, item)
                         if sink.chunks:
                             yield from sink.drain()
                         if is_async and _fails_step(loop, item):
@@ -262,33 +264,37 @@ def driving(
             tasks = body.send(results)
     except StopIteration:
         loop.exit(None)
-        yield from _performed(loop, is_async=is_async)
+        yield from _performed(loop, is_async)
     except GraphInterrupt as interrupt:
         loop.exit(interrupt)
-        yield from _performed(loop, is_async=is_async)
+        yield from _performed(loop, is_async)
         paused(loop)
     except GeneratorExit as closed:
         loop.exit(closed)
-        yield from _performed(loop, is_async=is_async)
+        yield from _performed(loop, is_async)
         raise
     except BaseException as error:
         loop.exit(error)
-        yield from _performed(loop, is_async=is_async)
+        yield from _performed(loop, is_async)
         if not (is_async and isinstance(error, asyncio.CancelledError)):
             yield from sink.drain()  # what the run streamed before it failed
         raise
     yield from sink.drain()
 
 
-def _performed(loop: PregelLoop, *, is_async: bool) -> Generator[Request, Any, None]:
+def _performed(loop: PregelLoop, is_async: bool) -> tuple[Request, ...]:
     """The saver requests the loop made so far: performed here in a sync run (as its
-    shell would), an awaited request in an async one."""
+    shell would: nothing is left to yield), one request to await in an async one.
+
+    A tuple, not a generator: ``yield from`` it costs no frame, and the sync drive calls
+    it after every step and every task's result.
+    """
     if not loop.outbox:
-        return
+        return ()
     if is_async:
-        yield Call(perform_saves, aperform_saves, loop)
-    else:
-        perform_saves(loop)
+        return (Call(perform_saves, aperform_saves, loop),)
+    perform_saves(loop)
+    return ()
 
 
 def _astart(executor: AsyncStepExecutor) -> Callable[[PregelLoop, Sequence[PreparedTask]], Any]:

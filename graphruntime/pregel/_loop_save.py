@@ -60,14 +60,14 @@ class LoopSave(LoopState):
     def saves_performed(
         self, requests: Sequence[SaverRequest], results: Sequence[RunnableConfig | None]
     ) -> None:
-        """What a saver returned for requests performed: the loop goes on under the
-        config its put returned for the current checkpoint (as LangGraph's loop does)."""
-        for request, result in zip(requests, results, strict=True):
-            if (
-                isinstance(request, PutCheckpoint)
-                and result is not None
-                and result[CONF].get(CONFIG_KEY_CHECKPOINT_ID) == self.checkpoint["id"]
-            ):
+        """What a saver returned for requests performed (one result per request, None for
+        a :class:`PutWrites`): the loop goes on under the config its put returned for the
+        current checkpoint (as LangGraph's loop does)."""
+        current = self.checkpoint["id"]
+        # only puts return a config: the requests need not be looked at (a sync run calls
+        # this for every request its driver performs)
+        for result in results:
+            if result is not None and result[CONF].get(CONFIG_KEY_CHECKPOINT_ID) == current:
                 self.checkpoint_config = result
 
     # --- pending writes -----------------------------------------------------------------

@@ -34,7 +34,9 @@ from graphruntime.pregel._saved import takes_task_path
 __all__ = ("PutCheckpoint", "PutWrites", "SaverIO", "SaverRequest", "aperform", "perform_now")
 
 
-@dataclass(frozen=True, slots=True)
+# not frozen (treat them as immutable): the loop makes one per task and per step, and
+# a frozen dataclass's fields cost several times more to set
+@dataclass(slots=True)
 class PutWrites:
     """Request: ``saver.put_writes(config, writes, task_id, task_path)``."""
 
@@ -44,7 +46,7 @@ class PutWrites:
     task_path: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PutCheckpoint:
     """Request: ``saver.put(config, checkpoint, metadata, new_versions)``.
 
@@ -80,6 +82,7 @@ def perform_now(
 ) -> list[RunnableConfig | None]:
     """Perform ``requests`` with the saver's sync methods; what each returned."""
     results: list[RunnableConfig | None] = []
+    with_path: bool | None = None
     for request in requests:
         if isinstance(request, PutCheckpoint):
             results.append(
@@ -87,12 +90,14 @@ def perform_now(
                     request.config, request.checkpoint, request.metadata, request.new_versions
                 )
             )
-        elif takes_task_path(type(saver)):
+            continue
+        if with_path is None:
+            with_path = takes_task_path(type(saver))
+        if with_path:
             saver.put_writes(request.config, request.writes, request.task_id, request.task_path)
-            results.append(None)
         else:  # a saver written against the older three-argument contract
             saver.put_writes(request.config, request.writes, request.task_id)
-            results.append(None)
+        results.append(None)
     return results
 
 

@@ -15,6 +15,7 @@ from collections.abc import (
 from contextlib import aclosing
 from dataclasses import dataclass, fields
 from functools import partial
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 from graphruntime._internal._config import RunnableConfig, merge_configs
@@ -474,7 +475,7 @@ class Pregel(PregelEvents, PregelThreads):
             yield item
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen (treat it as immutable): one per call, cheaper to set
 class _RunArgs:
     """The options of a run call (``stream``, ``invoke`` and their twins)."""
 
@@ -491,10 +492,10 @@ class _RunArgs:
     @classmethod
     def of(cls, call: Mapping[str, Any]) -> _RunArgs:
         """The options among a run method's arguments (its ``locals()``)."""
-        return cls(**{name: call[name] for name in _RUN_ARGS})
+        return cls(*_run_args(call))
 
 
-_RUN_ARGS = tuple(field.name for field in fields(_RunArgs))
+_run_args = itemgetter(*(field.name for field in fields(_RunArgs)))
 
 
 class _Each:

@@ -107,54 +107,101 @@ UPDATE graphruntime_runs SET updated_at = now()
 WHERE run_id = %(run_id)s
   AND set_config('synchronous_commit', 'off', true) IS NOT NULL;
 
--- name: finish_run
--- Ends a queued or running run: one row when this call ended it. Waiting clients LISTEN
--- on graphruntime_runs; the notification is delivered at commit. Its payload is the run
--- id, then, when they are small (NOTIFY payloads stop at 8000 bytes), how it ended:
--- ' <status> <result_type or -> <result in base64 or -> <error JSON>' (workers/_listener.py),
--- so a waiting client needs no read of the run.
--- With %(set_inbox)s, the thread's inbox is set to what it waits on now, in the same
--- statement: the ended run's thread (only when this call ended it), or, with no run to
--- end (%(run_id)s NULL: an edit of its state), %(thread_id)s. A wait still pending keeps
--- its row, its created_at and its claim; the others go. The inbox rows come as parallel
--- arrays.
-WITH done AS (
-    UPDATE graphruntime_runs
-    SET status = %(status)s, result_type = %(result_type)s, result = %(result)s,
-        error = %(error)s, updated_at = now()
-    WHERE run_id = %(run_id)s AND status IN ('queued', 'running')
-    RETURNING run_id, thread_id, status, result_type, result, error
+-- name: end_runs
+-- A coordinator job's round ends, in one statement and so one durable commit (the
+-- connection's autocommit; never asynchronous: a release lost in a crash would give the
+-- lease back to a live worker sure it had freed it, and the thread would wait for that
+-- worker's next heartbeat): the runs of %(ends)s end, the threads %(threads)s are
+-- freed, the runs of %(requeue)s that a claim marked running and nothing advanced are
+-- queued again, and each thread's next run is read after its lease row is locked.
+--
+-- The epoch check comes first: with %(epoch)s (the server's when the runs were claimed)
+-- the statement is refused (SQLSTATE GRCRA) if Postgres recovered from a crash since,
+-- which may have taken the job's asynchronous commits back; nothing is written.
+--
+-- An end ends a queued or running run. Ends and waits come as JSON arrays of objects
+-- (one parameter each, not an array per column: cheaper for the driver to send); bytes
+-- in base64, JSON values as JSON text. Waiting
+-- clients LISTEN on graphruntime_runs; the notification is delivered at commit. Its
+-- payload is the run id, then, when they are small (NOTIFY payloads stop at 8000 bytes),
+-- how it ended: ' <status> <result_type or -> <result in base64 or -> <error JSON>'
+-- (workers/_listener.py), so a waiting client needs no read of the run.
+-- With set_inbox, the thread's inbox is set to what it waits on now, in the same
+-- statement (only when this call ended the run); %(inbox_thread)s: a thread whose inbox
+-- is set with no run to end (an edit of its state). A wait still pending keeps its row,
+-- its created_at and its claim; the others go. Each wait (%(waits)s) names its thread.
+--
+-- Rows: one per run this call ended (ended true), then one per thread with a next run
+-- (ended false; graphruntime_next_runs, migration 0009, called once the leases are freed
+-- and the runs ended: a run queued while the lease was held, whose own job found the
+-- lease taken, so the caller sends it on).
+WITH checked AS (
+    SELECT graphruntime_check_epoch(%(epoch)s::uuid) AS ok
+), ending AS (
+    SELECT e.* FROM jsonb_to_recordset(%(ends)s::jsonb)
+        AS e(run_id uuid, status text, result_type text, result text, error text,
+             set_inbox boolean)
+    WHERE (SELECT ok FROM checked)
+), done AS (
+    UPDATE graphruntime_runs r
+    SET status = e.status, result_type = e.result_type,
+        result = decode(e.result, 'base64'), error = e.error::jsonb, updated_at = now()
+    FROM ending e
+    WHERE r.run_id = e.run_id AND r.status IN ('queued', 'running')
+    RETURNING r.run_id, r.thread_id, r.status, r.result_type, r.result, r.error, e.set_inbox
 ), thread AS (
-    SELECT thread_id FROM done WHERE %(set_inbox)s
+    SELECT thread_id FROM done WHERE set_inbox
     UNION ALL
-    SELECT %(thread_id)s::text WHERE %(set_inbox)s AND %(run_id)s::uuid IS NULL
+    SELECT %(inbox_thread)s::text WHERE %(inbox_thread)s::text IS NOT NULL
+), waits AS (
+    SELECT x.thread_id, x.interrupt_id, x.graph, x.run_id, x.checkpoint_id, x.node,
+           x.namespace, x.value::jsonb, x.deadline, x.default_type,
+           decode(x.default_value, 'base64'), x.response_schema::jsonb
+    FROM jsonb_to_recordset(%(waits)s::jsonb)
+        AS x(thread_id text, interrupt_id text, graph text, run_id uuid, checkpoint_id text,
+             node text, namespace text, value text, deadline timestamptz,
+             default_type text, default_value text, response_schema text)
+    WHERE x.thread_id IN (SELECT thread_id FROM thread)
 ), cleared AS (
     DELETE FROM graphruntime_interrupts i USING thread
     WHERE i.thread_id = thread.thread_id
-      AND i.interrupt_id <> ALL(coalesce(%(interrupt_ids)s::text[], '{}'))
+      AND NOT EXISTS (SELECT 1 FROM waits w
+                      WHERE w.thread_id = i.thread_id AND w.interrupt_id = i.interrupt_id)
 ), added AS (
     INSERT INTO graphruntime_interrupts
         (thread_id, interrupt_id, graph, run_id, checkpoint_id, node, namespace, value,
          deadline, default_type, default_value, response_schema)
-    SELECT thread.thread_id, x.*
-    FROM thread, unnest(%(interrupt_ids)s::text[], %(graphs)s::text[], %(run_ids)s::uuid[],
-                        %(checkpoint_ids)s::text[], %(nodes)s::text[], %(namespaces)s::text[],
-                        %(values)s::jsonb[], %(deadlines)s::timestamptz[],
-                        %(default_types)s::text[], %(default_values)s::bytea[],
-                        %(response_schemas)s::jsonb[]) AS x
+    SELECT * FROM waits
     ON CONFLICT (thread_id, interrupt_id) DO UPDATE
     SET graph = EXCLUDED.graph, run_id = EXCLUDED.run_id,
         checkpoint_id = EXCLUDED.checkpoint_id, node = EXCLUDED.node,
         namespace = EXCLUDED.namespace, value = EXCLUDED.value, deadline = EXCLUDED.deadline,
         default_type = EXCLUDED.default_type, default_value = EXCLUDED.default_value,
         response_schema = EXCLUDED.response_schema
+), requeued AS (
+    UPDATE graphruntime_runs SET status = 'queued'
+    WHERE run_id = ANY(%(requeue)s::uuid[]) AND status = 'running'
+), released AS (
+    UPDATE graphruntime_threads
+    SET lease_holder = NULL, leased_at = NULL, lease_token = NULL
+    WHERE thread_id = ANY(%(threads)s::text[]) AND lease_holder = %(worker)s
+    RETURNING thread_id
+), notified AS (
+    SELECT run_id, thread_id, pg_notify('graphruntime_runs', run_id::text || CASE
+        WHEN coalesce(octet_length(result), 0) + coalesce(octet_length(error::text), 0) <= 5000
+        THEN ' ' || status || ' ' || coalesce(result_type, '-') || ' '
+             || coalesce(encode(result, 'base64'), '-') || ' ' || coalesce(error::text, '')
+        ELSE '' END) AS notify
+    FROM done
 )
-SELECT pg_notify('graphruntime_runs', run_id::text || CASE
-    WHEN coalesce(octet_length(result), 0) + coalesce(octet_length(error::text), 0) <= 5000
-    THEN ' ' || status || ' ' || coalesce(result_type, '-') || ' '
-         || coalesce(encode(result, 'base64'), '-') || ' ' || coalesce(error::text, '')
-    ELSE '' END)
-FROM done;
+SELECT thread_id, run_id, true AS ended FROM notified
+UNION ALL
+-- its argument reads every row the next runs must follow (and the epoch check, which
+-- runs even when no run ends): the call comes after them
+SELECT n.thread_id, n.run_id, false FROM graphruntime_next_runs(
+    %(threads)s::text[],
+    (SELECT count(*) FROM released) + (SELECT count(*) FROM notified)
+    + (SELECT count(*) FROM checked)) AS n;
 
 -- name: bind_thread
 -- The thread's graph: the given one if the thread is new (it is bound to it now).
@@ -173,7 +220,7 @@ LIMIT 1;
 -- Take the thread's lease if it is free, ours, or held by a dead worker, for the job
 -- %(token)s. Taking a lease is soft state: committed without waiting for the WAL flush
 -- (see set_running); a lease lost in a crash is simply taken again. Releases are durable
--- (release_leases), and a lease a crash gives back to a live holder all the same is
+-- (end_runs), and a lease a crash gives back to a live holder all the same is
 -- freed by the holder's next heartbeat (its job token is not the current one).
 UPDATE graphruntime_threads t
 SET lease_holder = %(worker)s, leased_at = now(), lease_token = %(token)s
@@ -185,36 +232,11 @@ WHERE t.thread_id = %(thread_id)s
   AND set_config('synchronous_commit', 'off', true) IS NOT NULL
 RETURNING thread_id;
 
--- name: release_leases
--- Frees the threads' leases. Followed, in the same transaction, by next_runs_of_threads:
--- a statement of its own, so that its snapshot is taken once the lease rows are locked.
--- A run whose job found a lease taken was committed before that job looked, so before
--- the lock: the next statement sees it. A job that looks after the lock waits for this
--- transaction, then leases. Always a durable commit: a release lost in a crash would
--- give the lease back to a live worker sure it had freed it, and the thread would wait
--- for that worker's next heartbeat.
-UPDATE graphruntime_threads SET lease_holder = NULL, leased_at = NULL, lease_token = NULL
-WHERE thread_id = ANY(%(threads)s::text[]) AND lease_holder = %(worker)s;
-
--- name: next_runs_of_threads
--- Each thread's next run: runs of a thread go in order, its oldest still to finish first,
--- but a cancel before any other (it ends them). If any (queued while the lease was held: its
--- own job found the lease taken, so the caller re-sends it); one row per thread.
-SELECT DISTINCT ON (thread_id) thread_id, run_id FROM graphruntime_runs
-WHERE thread_id = ANY(%(threads)s::text[]) AND status IN ('queued', 'running')
-ORDER BY thread_id, kind <> 'cancel', created_at, run_id;
-
--- name: requeue_runs
--- Runs a coordinator job claimed (marked running) but handed back untouched: queued
--- again, as they were, in the transaction that frees their threads' leases.
-UPDATE graphruntime_runs SET status = 'queued'
-WHERE run_id = ANY(%(run_ids)s::uuid[]) AND status = 'running';
-
 -- name: claim_run
 -- A coordinator job's start, in one statement: the message's run; if it is still to
 -- finish, its thread's lease (soft state, see acquire_thread) and, under it, the
--- thread's next run (see next_runs_of_threads), marked running (the row shows its status as it
--- was). One row: target_status (NULL: no such run), leased, then the run's columns.
+-- thread's next run (see graphruntime_next_runs, migration 0009), marked running (the row
+-- shows its status as it was). One row: target_status (NULL: no such run), leased, then the run's columns.
 WITH target AS (
     SELECT thread_id, status FROM graphruntime_runs WHERE run_id = %(run_id)s
 ), lease AS (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
@@ -176,21 +176,6 @@ class Wait:
     claimed_by: str | None = None
     """The approver whose claim on the wait has not lapsed (see :class:`WaitClaim`)."""
     claimed_until: datetime | None = None
-
-
-INBOX_COLUMNS: tuple[str, ...] = (
-    *(
-        f.name
-        for f in fields(Wait)
-        if f.name
-        not in ("thread_id", "default", "created_at", "resuming", "claimed_by", "claimed_until")
-    ),
-    "default_type",
-    "default_value",
-)
-"""The inbox's columns a run's end sets from its waits (``finish_run`` takes each as the
-array named after it plus "s"); the thread is the statement's, the rest (when it was
-asked, a run under way, an approver's claim) the store's."""
 
 
 @dataclass(frozen=True)

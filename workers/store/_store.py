@@ -10,6 +10,7 @@ waits for anything else, so one store can be shared by any number of threads.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
@@ -19,9 +20,8 @@ from typing import Any
 from graphruntime.errors import CheckpointError, InvalidResumeError
 from workers.errors import RunNotFoundError, WorkerError
 from workers.store._barrier import StepBarrier
-from workers.store._connector import Params, Row, one
+from workers.store._connector import Row, one
 from workers.store._model import (
-    INBOX_COLUMNS,
     Claim,
     InboxQuery,
     NewRun,
@@ -162,33 +162,58 @@ class RunStore(StepBarrier):
     def touch_run(self, run_id: str) -> None:
         self._all("touch_run", {"run_id": run_id})
 
-    def _finish_params(
-        self,
-        run_id: str | None,
-        status: RunStatus | None,
-        result: Any = None,
-        error: Mapping[str, Any] | None = None,
-        inbox: Sequence[Wait] | None = None,
-        thread_id: str | None = None,
-    ) -> Row:
-        """The finish_run statement's parameters: the run's end, and the inbox rows of
-        its thread as parallel arrays (all NULL: no row, every wait goes)."""
-        result_type, result_bytes = (
-            self.serde.dumps_typed(result) if result is not None else (None, None)
+    def _stored_end(self, end: RunEnd) -> Row:
+        """One end as the end_runs statement takes it (an object of its ``ends``, and
+        ``waits``: its inbox rows); :class:`CheckpointError` if the serde refuses its
+        result."""
+        result_type, result = (
+            self.serde.dumps_typed(end.result) if end.result is not None else (None, None)
         )
-        rows = [_columns(w) for w in inbox or ()]
-        # as parallel arrays; NULL ones (no array dumps) when there is no row
-        arrays = {f"{c}s": [r[c] for r in rows] if rows else None for c in INBOX_COLUMNS}
-        return {
-            "run_id": run_id,
-            "status": status,
+        stored = {
+            "run_id": end.run_id,
+            "status": end.status,
             "result_type": result_type,
-            "result": result_bytes,
-            "error": json.dumps(dict(error)) if error is not None else None,
-            "set_inbox": inbox is not None,
-            "thread_id": thread_id,
-            **arrays,
+            "result": _base64(result),
+            "error": json.dumps(dict(end.error)) if end.error is not None else None,
+            "set_inbox": end.inbox is not None,
         }
+        return {"end": stored, "waits": [_columns(w) for w in end.inbox or ()]}
+
+    def _end_runs(
+        self,
+        ends: Sequence[Row],
+        *,
+        worker: str | None = None,
+        free: Sequence[str] = (),
+        requeue: Sequence[str] = (),
+        epoch: str | None = None,
+        inbox_of: tuple[str, Sequence[Wait]] | None = None,
+    ) -> tuple[set[str], dict[str, str]]:
+        """The end_runs statement: ``ends`` (:meth:`_stored_end`) ended, the threads
+        ``free`` freed (``worker``'s leases), ``requeue`` queued again, and ``inbox_of``'s
+        thread given its waits; one statement, one durable commit. Returns the runs it
+        ended and, per freed thread, its next run."""
+        waits = [w for end in ends for w in end["waits"]]
+        if inbox_of is not None:
+            waits += [_columns(w) for w in inbox_of[1]]
+        # NULL (nothing to dump) where there is no element
+        params = {
+            "ends": json.dumps([end["end"] for end in ends]) if ends else None,
+            "waits": json.dumps(waits) if waits else None,
+            "inbox_thread": inbox_of[0] if inbox_of is not None else None,
+            "threads": list(free) or None,
+            "worker": worker,
+            "requeue": list(requeue) or None,
+            "epoch": epoch,
+        }
+        ended: set[str] = set()
+        following: dict[str, str] = {}
+        for row in self._all("end_runs", params):
+            if row["ended"]:
+                ended.add(str(row["run_id"]))
+            else:
+                following[row["thread_id"]] = str(row["run_id"])
+        return ended, following
 
     def finish_run(
         self,
@@ -204,12 +229,14 @@ class RunStore(StepBarrier):
         ``inbox``: what the thread waits on now; its rows replace the thread's, in the
         same transaction (and only if this call ended the run).
         """
-        params = self._finish_params(run_id, status, result, error, inbox)
-        return bool(self._all("finish_run", params))
+        # the end's thread is the run's: only the lease release needs it
+        end = RunEnd(run_id, "", status, result, error, inbox)
+        ended, _ = self._end_runs([self._stored_end(end)])
+        return run_id in ended
 
     def replace_inbox(self, thread_id: str, waits: Sequence[Wait] = ()) -> None:
         """Set the thread's inbox rows (after an edit of its state)."""
-        self._all("finish_run", self._finish_params(None, None, inbox=waits, thread_id=thread_id))
+        self._end_runs([], inbox_of=(thread_id, waits))
 
     def finish_and_release_many(
         self,
@@ -221,15 +248,15 @@ class RunStore(StepBarrier):
         epoch: str | None = None,
     ) -> list[Released]:
         """End runs of distinct threads and free their leases, and :meth:`release_thread`
-        for the threads ``free`` (no run of theirs ended), all in one transaction in one
-        round trip: one durable commit for every run it ends, also when it ends none.
+        for the threads ``free`` (no run of theirs ended), all in one statement: one
+        round trip and one durable commit for every run it ends, also when it ends none.
         ``requeue``: runs of the freed threads that a claim marked running and nothing
         advanced, queued again.
 
         One :class:`Released` per end, then per freed thread, in order. An end whose
         result cannot be stored only frees its lease (its ``Released`` says why); the
-        others are not held back by it. The threads' next runs are read by a statement
-        of its own after the lease rows are locked (see release_leases in queries.sql).
+        others are not held back by it. The threads' next runs are read after the lease
+        rows are locked (see end_runs in queries.sql).
 
         ``epoch``: the server's when the runs were claimed (:attr:`Claim.epoch`). Ending
         runs makes their earlier asynchronous commits durable, so it is refused
@@ -238,35 +265,33 @@ class RunStore(StepBarrier):
         """
         if not ends and not free:
             return []
-        statements: list[tuple[str, Params]] = []
-        if ends and epoch is not None:  # freeing a lease alone vouches for nothing
-            statements.append(("check_epoch", {"epoch": epoch}))
-        if requeue:
-            statements.append(("requeue_runs", {"run_ids": list(requeue)}))
-        heads: list[int | None] = []  # per end, the index of its finish_run statement
+        stored: list[Row] = []
         refusals: list[Exception | None] = []
         for end in ends:
             try:
-                params = self._finish_params(
-                    end.run_id, end.status, end.result, end.error, end.inbox
-                )
+                stored.append(self._stored_end(end))
             except CheckpointError as exc:  # a result the serde refuses: the lease still goes
-                heads.append(None)
                 refusals.append(exc)
             else:
-                heads.append(len(statements))
                 refusals.append(None)
-                statements.append(("finish_run", params))
         threads = [end.thread_id for end in ends] + list(free)
-        leases = {"threads": threads, "worker": worker}
-        statements += [("release_leases", leases), ("next_runs_of_threads", leases)]
-        results = self.db.batch("finish_and_release", statements)
-        next_of = {row["thread_id"]: str(row["run_id"]) for row in results[-1]}
-        heads += [None] * len(free)
+        ended, next_of = self._end_runs(
+            stored,
+            worker=worker,
+            free=threads,
+            requeue=requeue,
+            # freeing a lease alone vouches for nothing
+            epoch=epoch if ends else None,
+        )
+        finished = [
+            end.run_id in ended and refused is None
+            for end, refused in zip(ends, refusals, strict=True)
+        ]
+        finished += [False] * len(free)
         refusals += [None] * len(free)
         return [
-            Released(head is not None and bool(results[head]), next_of.get(thread), refused)
-            for head, thread, refused in zip(heads, threads, refusals, strict=True)
+            Released(done, next_of.get(thread), refused)
+            for done, thread, refused in zip(finished, threads, refusals, strict=True)
         ]
 
     def cancel_thread(
@@ -403,12 +428,15 @@ class RunStore(StepBarrier):
         transaction, committed without waiting for the WAL flush (claims are soft state);
         an unknown run's claim is ended and not ``found``. Two jobs claiming the same
         threads in other orders may deadlock: Postgres aborts one, a transient error its
-        job retries."""
+        job retries. One run (a single submit's job) is claimed by one plain statement:
+        no pipeline to enter and leave."""
         if not run_ids:
             return []
         params = [{"run_id": r, "worker": worker, "stale": stale, "token": token} for r in run_ids]
         with self.db.session("claim_runs") as s:
-            rows = s.many("claim_run", params)
+            rows = (
+                s.many("claim_run", params) if len(params) > 1 else [s.all("claim_run", params[0])]
+            )
         return [self._claim(one(found)) for found in rows]
 
     def claim_queued_runs(
@@ -485,13 +513,25 @@ class RunStore(StepBarrier):
 
 
 def _columns(wait: Wait) -> Row:
-    """A wait as the inbox's columns (see INBOX_COLUMNS)."""
+    """A wait as the inbox's columns a run's end sets (end_runs' ``waits``), JSON-ready:
+    bytes in base64, JSON values as JSON text, the deadline in ISO 8601."""
     default_type, default_value = wait.default or (None, None)
     schema = wait.response_schema
     return {
-        **vars(wait),
+        "thread_id": wait.thread_id,
+        "interrupt_id": wait.interrupt_id,
+        "graph": wait.graph,
+        "run_id": wait.run_id,
+        "checkpoint_id": wait.checkpoint_id,
+        "node": wait.node,
+        "namespace": wait.namespace,
         "value": json.dumps(wait.value),
         "response_schema": None if schema is None else json.dumps(schema, default=str),
+        "deadline": None if wait.deadline is None else wait.deadline.isoformat(),
         "default_type": default_type,
-        "default_value": default_value,
+        "default_value": _base64(default_value),
     }
+
+
+def _base64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")

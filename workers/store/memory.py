@@ -12,6 +12,7 @@ test moves by hand (``workers.testing.ManualClock``). No database driver is impo
 
 from __future__ import annotations
 
+import base64
 import copy
 import itertools
 import json
@@ -25,7 +26,6 @@ from typing import Any
 from graphruntime.checkpoint import SerializerProtocol
 from workers.errors import StoreRecoveredError
 from workers.store._connector import Row
-from workers.store._model import INBOX_COLUMNS
 from workers.store._refusals import refusal
 from workers.store._store import RunStore
 
@@ -101,6 +101,21 @@ def _contains(value: Any, where: Any) -> bool:
             any(_contains(item, want) for item in value) for want in where
         )
     return bool(value == where and type(value) is type(where))
+
+
+def _waits(p: P) -> list[Row]:
+    """end_runs' waits, as the table's columns."""
+    rows: list[Row] = json.loads(p["waits"] or "[]")
+    for row in rows:
+        row |= {column: _json(row[column]) for column in ("value", "response_schema")}
+        row["default_value"] = _bytes(row["default_value"])
+        if row["deadline"] is not None:
+            row["deadline"] = datetime.fromisoformat(row["deadline"])
+    return rows
+
+
+def _bytes(text: str | None) -> bytes | None:
+    return None if text is None else base64.b64decode(text)
 
 
 def _nothing(self: InMemoryConnector, p: P) -> None:
@@ -189,15 +204,13 @@ class InMemoryConnector:
     def _active_threads(self) -> set[str]:
         return {r["thread_id"] for r in _where(self.runs.values(), status=ACTIVE)}
 
-    def _set_inbox(self, thread: str, p: P) -> None:
-        """finish_run's inbox: the thread's waits are ``p``'s; a wait kept keeps its
-        created_at and claim."""
-        ids = p["interrupt_ids"] or []
-        for key in [k for k in self.interrupts if k[0] == thread and k[1] not in ids]:
+    def _set_inbox(self, thread: str, waits: Sequence[Row]) -> None:
+        """end_runs' inbox: the thread's waits are those of ``waits`` (rows of
+        :func:`_waits`) of the thread; a wait kept keeps its created_at and claim."""
+        rows = {w["interrupt_id"]: w for w in waits if w["thread_id"] == thread}
+        for key in [k for k in self.interrupts if k[0] == thread and k[1] not in rows]:
             del self.interrupts[key]
-        for n, interrupt_id in enumerate(ids):
-            row = {column: p[column + "s"][n] for column in INBOX_COLUMNS} | {"thread_id": thread}
-            row |= {column: _json(row[column]) for column in ("value", "response_schema")}
+        for interrupt_id, row in rows.items():
             new = {"created_at": self.clock(), **NO_WAIT_CLAIM}
             key = (thread, interrupt_id)
             self.interrupts[key] = self.interrupts.get(key, new) | row
@@ -247,27 +260,38 @@ class InMemoryConnector:
     def touch_run(self, p: P) -> None:
         _set(self.get_run(p), updated_at=self.clock())
 
-    def finish_run(self, p: P) -> list[Row]:
-        run = self.runs.get(p["run_id"] or "")
-        thread = p["thread_id"] if p["run_id"] is None else None
-        if run is not None and run["status"] in ACTIVE:
-            run.update(status=p["status"], result_type=p["result_type"], result=p["result"])
-            run.update(error=_json(p["error"]), updated_at=self.clock())
-            thread = run["thread_id"]
-        if p["set_inbox"] and thread is not None:
-            self._set_inbox(thread, p)
-        return [{"pg_notify": run["run_id"]}] if run is not None and thread else []
-
-    def requeue_runs(self, p: P) -> None:
-        runs = (self.runs[r] for r in p["run_ids"] if r in self.runs)
-        _set(_where(runs, status="running"), status="queued")
+    def end_runs(self, p: P) -> list[Row]:
+        self.check_epoch(p)  # first: a refusal writes nothing
+        ended: list[Row] = []
+        waits = _waits(p)
+        for end in json.loads(p["ends"] or "[]"):
+            run = self.runs.get(end["run_id"])
+            if run is None or run["status"] not in ACTIVE:
+                continue
+            run.update(status=end["status"], result_type=end["result_type"])
+            run.update(result=_bytes(end["result"]), error=_json(end["error"]))
+            run.update(updated_at=self.clock())
+            ended.append(run)
+            if end["set_inbox"]:
+                self._set_inbox(run["thread_id"], waits)
+        if p["inbox_thread"] is not None:
+            self._set_inbox(p["inbox_thread"], waits)
+        requeued = (self.runs[r] for r in p["requeue"] or () if r in self.runs)
+        _set(_where(requeued, status="running"), status="queued")
+        threads = p["threads"] or []
+        leased = (self.threads[t] for t in threads if t in self.threads)
+        _set(_where(leased, lease_holder=p["worker"]), **NO_LEASE)
+        nexts = [n for n in (self._next(t) for t in dict.fromkeys(threads)) if n]
+        return [
+            {"thread_id": r["thread_id"], "run_id": r["run_id"], "ended": True} for r in ended
+        ] + [{"thread_id": r["thread_id"], "run_id": r["run_id"], "ended": False} for r in nexts]
 
     def cancel_thread(self, p: P) -> list[Row]:
         made, runs = _order(self.runs[p["cancel_run"]]), self.active_runs_of_thread(p)
         cancelled = [r for r in runs if r["kind"] != "cancel" and _order(r) < made]
         _set(cancelled, status="cancelled", error=_json(p["error"]), updated_at=self.clock())
         self.running_cancelled_tasks({**p, "run_ids": [r["run_id"] for r in cancelled]})
-        self._set_inbox(p["thread_id"], {"interrupt_ids": None})
+        self._set_inbox(p["thread_id"], [])
         return [{"run_id": r["run_id"]} for r in cancelled]
 
     def running_cancelled_tasks(self, p: P) -> list[Row]:
@@ -358,14 +382,6 @@ class InMemoryConnector:
             return []
         thread.update(lease_holder=p["worker"], leased_at=self.clock(), lease_token=p["token"])
         return [{"thread_id": p["thread_id"]}]
-
-    def release_leases(self, p: P) -> None:
-        threads = (self.threads[t] for t in p["threads"] if t in self.threads)
-        _set(_where(threads, lease_holder=p["worker"]), **NO_LEASE)
-
-    def next_runs_of_threads(self, p: P) -> list[Row]:
-        nexts = (self._next(t) for t in dict.fromkeys(p["threads"]))
-        return [{"thread_id": r["thread_id"], "run_id": r["run_id"]} for r in nexts if r]
 
     def claim_queued_runs(self, p: P) -> list[Row]:
         """claim_run of each thread's next run that is queued, of the graphs, not skipped,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import re
 import uuid
 from collections.abc import Sequence
 
@@ -17,7 +18,7 @@ from graphruntime.types import Command
 from tests.unit.workers.graphs import Calls, chain
 from workers import _queue_runs
 from workers._queue_runs import queue_runs
-from workers._sql import queries
+from workers._sql import queries, query
 from workers.errors import NotDispatchedError, StoreRecoveredError
 from workers.store import CancelRequest, InMemoryRunStore, NewRun, Run, RunEnd, RunPayload
 from workers.store.memory import InMemoryConnector
@@ -32,6 +33,18 @@ def test_the_in_memory_store_has_a_method_for_each_named_query_and_no_other() ->
         if not name.startswith("_") and name not in plumbing
     }
     assert mirrored == set(queries())
+
+
+def test_every_statement_is_short_enough_for_psycopg_to_cache_its_parse() -> None:
+    """A longer text (or one with more parameters) is parsed again at each execution: a
+    cost per statement in every coordinator job."""
+    from psycopg._queries import MAX_CACHED_STATEMENT_LENGTH, MAX_CACHED_STATEMENT_PARAMS
+
+    for name in queries():
+        sent = query(name).encode()
+        assert len(sent) <= MAX_CACHED_STATEMENT_LENGTH, name
+        params = set(re.findall(rb"%\((\w+)\)s", sent))
+        assert len(params) <= MAX_CACHED_STATEMENT_PARAMS, name
 
 
 def test_a_payload_is_stored_as_the_untyped_dict_was_and_keeps_its_digest() -> None:
@@ -79,7 +92,8 @@ def test_a_submit_dumps_its_payload_once_and_stores_the_dump_it_checked(
     handle = cluster.client.submit("chain", {"log": ["a"]}, {"configurable": {"thread_id": "t"}})
     assert len(dumped) == 1  # the round-trip check's dump is the one stored and digested
     run = cluster.store.get_run(handle.run_id)
-    assert run is not None and run.payload.input == {"log": ["a"]}
+    assert run is not None
+    assert run.payload.input == {"log": ["a"]}
 
 
 def test_the_kind_of_a_run_comes_from_its_payload() -> None:

@@ -1,0 +1,241 @@
+"""A coordinator round's end on Postgres (and its in-memory mirror): one statement, so one
+round trip and one durable commit; each thread's next run read after its lease row is
+locked; refused whole under a changed epoch."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+
+from graphruntime.checkpoint import JsonSerializer
+from workers.errors import StoreRecoveredError
+from workers.store import (
+    InboxQuery,
+    InMemoryRunStore,
+    NewRun,
+    PostgresRunStore,
+    Released,
+    RunEnd,
+    RunPayload,
+    RunStore,
+    Wait,
+    make_pool,
+)
+from workers.store._connector import Connector, Params, Row
+
+pytestmark = pytest.mark.integration
+
+
+class _Recorded:
+    """A connector that records what its store sends: per session or batch, whether it is
+    an explicit transaction and the named statements in it."""
+
+    def __init__(self, db: Connector) -> None:
+        self.db = db
+        self.sent: list[tuple[str, bool, list[str]]] = []
+
+    @contextmanager
+    def session(self, operation: str, *, transaction: bool = False) -> Iterator[Any]:
+        names: list[str] = []
+        self.sent.append(("session", transaction, names))
+        with self.db.session(operation, transaction=transaction) as session:
+            yield _RecordedSession(session, names)
+
+    def batch(self, operation: str, statements: Sequence[tuple[str, Params]]) -> list[list[Row]]:
+        self.sent.append(("batch", True, [name for name, _ in statements]))
+        return self.db.batch(operation, statements)
+
+
+class _RecordedSession:
+    def __init__(self, session: Any, names: list[str]) -> None:
+        self.session = session
+        self.names = names
+
+    def all(self, name: str, params: Params | None = None) -> list[Row]:
+        self.names.append(name)
+        return self.session.all(name, params)  # type: ignore[no-any-return]
+
+    def many(
+        self, name: str, params: Sequence[Params], *, returning: bool = True
+    ) -> list[list[Row]]:
+        self.names += [name] * len(params)
+        return self.session.many(name, params, returning=returning)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def pg_store(pg_url: str) -> Iterator[PostgresRunStore]:
+    pool = make_pool(pg_url)
+    store = PostgresRunStore(pool, JsonSerializer())
+    store.setup()
+    yield store
+    pool.close()
+
+
+@pytest.fixture(params=["memory", "postgres"])
+def store(request: pytest.FixtureRequest) -> RunStore:
+    if request.param == "memory":
+        return InMemoryRunStore(JsonSerializer())
+    return request.getfixturevalue("pg_store")  # type: ignore[no-any-return]
+
+
+def _queued(store: RunStore, thread: str) -> str:
+    new = NewRun.of("g", thread, RunPayload(input={"n": 1}), store.serde)
+    run, created = store.create_run(new)
+    assert created
+    return run.run_id
+
+
+def _claimed(store: RunStore, worker: str = "w") -> tuple[str, str, str | None]:
+    """A thread whose run ``worker``'s job claimed: (thread, run, epoch)."""
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    run_id = _queued(store, thread)
+    (claim,) = store.claim_runs([run_id], worker, stale=30, token="job")
+    assert claim.leased
+    assert claim.run is not None
+    assert claim.run.run_id == run_id
+    return thread, run_id, claim.epoch
+
+
+def _wait(thread: str, run_id: str, interrupt_id: str) -> Wait:
+    return Wait(
+        graph="g",
+        thread_id=thread,
+        interrupt_id=interrupt_id,
+        node="review",
+        namespace="review:1",
+        value={"question": interrupt_id},
+        run_id=run_id,
+        checkpoint_id="c1",
+    )
+
+
+def _lease_holder(store: RunStore, thread: str) -> str | None:
+    if isinstance(store, InMemoryRunStore):
+        return store.memory.threads[thread]["lease_holder"]  # type: ignore[no-any-return]
+    assert isinstance(store, PostgresRunStore)
+    with store.pool.connection() as conn:
+        row = conn.execute(
+            "SELECT lease_holder FROM graphruntime_threads WHERE thread_id = %s", (thread,)
+        ).fetchone()
+    assert row is not None
+    return row["lease_holder"]  # type: ignore[no-any-return]
+
+
+def test_a_rounds_end_is_one_statement_in_its_own_transaction(store: RunStore) -> None:
+    """Two runs end (one with its inbox), a third thread is only freed and a claimed run
+    is queued again: one statement, no transaction around it (autocommit: the statement is
+    its transaction, one round trip, one durable commit)."""
+    a, run_a, epoch = _claimed(store)
+    b, run_b, _ = _claimed(store)
+    c, run_c, _ = _claimed(store)
+    next_of_a = _queued(store, a)
+    recorded = _Recorded(store.db)
+    store.db = recorded
+    ends = [
+        RunEnd(run_a, a, "success", result={"ok": 1}, inbox=[]),
+        RunEnd(run_b, b, "interrupted", result={}, inbox=[_wait(b, run_b, "i1")]),
+    ]
+    released = store.finish_and_release_many(
+        ends, worker="w", free=[c], requeue=[run_c], epoch=epoch
+    )
+    assert recorded.sent == [("session", False, ["end_runs"])]
+    assert released == [Released(True, next_of_a), Released(True, None), Released(False, run_c)]
+    store.db = recorded.db
+    assert store.get_run(run_a).status == "success"
+    assert store.get_run(run_a).result == {"ok": 1}
+    assert store.get_run(run_b).status == "interrupted"
+    assert store.get_run(run_c).status == "queued"
+    assert [(w.thread_id, w.interrupt_id) for w in store.inbox(InboxQuery(thread_id=b))] == [
+        (b, "i1")
+    ]
+    assert [_lease_holder(store, t) for t in (a, b, c)] == [None, None, None]
+
+
+def test_an_end_under_a_changed_epoch_writes_nothing(store: RunStore) -> None:
+    """Refused whole, though one of its runs had ended already (the check does not hang on
+    a run being ended): no run ends, no inbox changes, no lease is freed, nothing is
+    queued again."""
+    a, run_a, epoch = _claimed(store)
+    b, run_b, _ = _claimed(store)
+    c, run_c, _ = _claimed(store)
+    store.replace_inbox(a, [_wait(a, run_a, "kept")])
+    assert store.finish_run(run_b, "success", result={"done": True})
+    _recover(store)
+    ends = [
+        RunEnd(run_a, a, "success", result={"ok": 1}, inbox=[]),
+        RunEnd(run_b, b, "error", error={"type": "late"}),
+    ]
+    with pytest.raises(StoreRecoveredError):
+        store.finish_and_release_many(ends, worker="w", free=[c], requeue=[run_c], epoch=epoch)
+    assert [store.get_run(r).status for r in (run_a, run_b, run_c)] == [
+        "running",
+        "success",
+        "running",
+    ]
+    assert store.get_run(run_b).error is None
+    assert [w.interrupt_id for w in store.inbox(InboxQuery(thread_id=a))] == ["kept"]
+    assert [_lease_holder(store, t) for t in (a, b, c)] == ["w", "w", "w"]
+    # an end of a run that already ended, alone, is refused as well
+    with pytest.raises(StoreRecoveredError):
+        store.finish_and_release_many([ends[1]], worker="w", epoch=epoch)
+    assert _lease_holder(store, b) == "w"
+
+
+def _recover(store: RunStore) -> None:
+    """What crash recovery does to the server's epoch (migration 0007)."""
+    if isinstance(store, InMemoryRunStore):
+        store.memory.server_epoch = str(uuid.uuid4())
+        return
+    assert isinstance(store, PostgresRunStore)
+    with store.pool.connection() as conn:
+        conn.execute("UPDATE graphruntime_epoch SET epoch = gen_random_uuid()")
+
+
+def test_a_run_queued_while_the_end_waits_for_the_lease_row_is_its_next(
+    pg_store: PostgresRunStore, pg_url: str
+) -> None:
+    """The end's snapshot is taken when its statement starts; a run committed after that,
+    while the statement waits for the thread's row, before it frees the lease (a job that
+    looked at the lease before the lock and left its run to the holder), is still read as
+    the thread's next run: the next runs are read once the lease rows are locked."""
+    thread, run_id, epoch = _claimed(pg_store)
+    ended: list[list[Released]] = []
+    with psycopg.connect(pg_url, autocommit=True) as holder:
+        with holder.transaction():
+            holder.execute(
+                "SELECT 1 FROM graphruntime_threads WHERE thread_id = %s FOR UPDATE", (thread,)
+            )
+            end = RunEnd(run_id, thread, "success", result={"ok": 1}, inbox=[])
+            ending = threading.Thread(
+                target=lambda: ended.append(
+                    pg_store.finish_and_release_many([end], worker="w", epoch=epoch)
+                )
+            )
+            ending.start()
+            _wait_for_lock(holder, thread)
+            later = _queued(pg_store, thread)
+        ending.join(timeout=30)
+    assert not ending.is_alive()
+    assert ended == [[Released(True, later)]]
+    assert pg_store.get_run(run_id).status == "success"
+
+
+def _wait_for_lock(conn: psycopg.Connection[Any], thread: str) -> None:
+    """Until a statement of another backend waits for a lock (the end, on the row held)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            " AND datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()
+        if row is not None and row[0] > 0:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the end of thread {thread}'s run never waited for its row")
