@@ -61,10 +61,11 @@ APPROVAL_DOCS = 8
 NOTES = """
 Reading the figures:
 
-- **Inline step** (a single-task step run by the coordinator): the step's pending writes
-  and its fenced checkpoint put, sent together in one pipelined round trip
-  (`put_checkpoint_fenced_lazy` carries the writes ahead of it). An invoked run stores
-  no stream events; a streamed one stores each step's.
+- **Inline step** (a single-task step run by the coordinator): its pending writes and
+  its fenced checkpoint put are held with the round's others and stored when the round
+  ends, all of them in one `put_batch` statement (the writes and puts of every run of
+  the round, whatever their number). An invoked run stores no stream events; a streamed
+  one stores each step's.
 - **Fixed cost per run** (chain1 = the run plus one step): the client's `create_run`
   alone (`invoke` LISTENs before it queues, takes the end from the notification, and its
   listener stays listening between runs: `LISTEN` happens once per client, in the
@@ -74,10 +75,10 @@ Reading the figures:
   with its thread's inbox and its notification, the lease freed, and the thread's next
   run read after the lease row is locked (a volatile function's fresh snapshot).
 - **Distributed step**: per task job `get_run`, then the claim, writes and completion
-  transactions (`claim_task`, `get_task_writes`, `insert_writes`, `complete_task`,
-  `count_down_step`) with their transaction control; the step's own statements are the
-  fenced put, `register_tasks`, `touch_run` and the re-opening job's barrier read
-  (`step_tasks`).
+  transactions (`claim_task`, `get_task_writes`, the job's tasks' writes in one
+  `put_batch`, `complete_task`, `count_down_step`) with their transaction control; the
+  step's own statements are its checkpoint's `put_batch`, `register_tasks`, `touch_run`
+  and the re-opening job's barrier read (`step_tasks`).
 - **Loads of the step's checkpoint**, per distributed step of 8 tasks: 2 full loads
   (`get_checkpoint`) and 7 writes-only reads (`get_task_writes`). The first task job
   loads the checkpoint; the other jobs in the same worker process find it decoded in
@@ -88,7 +89,7 @@ Reading the figures:
   written. The Command's writes are saved with a mark naming the run, which makes a
   second `first()` of the same run re-open the step instead of applying it again.
 - Every figure is a count of statements, not of round trips: pipelined transactions
-  send their `BEGIN`, `SET LOCAL`, statements and `COMMIT` together. Counts are the
+  send their `BEGIN`, statements and `COMMIT` together. Counts are the
   same in every repetition but for ±1 in the fan-out runs (a pool check, or one more
   `get_run`); worker heartbeats and sweeps (not counted) land in some windows.
 """
@@ -117,6 +118,7 @@ _BY_NAME = {
     "put_checkpoint": "checkpoint put",
     "put_checkpoint_row": "checkpoint put",
     "put_checkpoint_fenced": "checkpoint put",
+    "put_batch": "checkpoint put",
     "insert_writes": "pending-write insert",
     "upsert_writes": "pending-write insert",
     "async_commit": "BEGIN/COMMIT",

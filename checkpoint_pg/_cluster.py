@@ -11,10 +11,11 @@ from __future__ import annotations
 import copy
 from collections.abc import Collection, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 from checkpoint_pg import _queries as q
 from checkpoint_pg._codec import task_key
+from checkpoint_pg._connection import ConnectionSource
 from checkpoint_pg._requests import Many, Op, Stmt, single
 from checkpoint_pg._saver_core import SaverCore, as_uuid
 from graphruntime.checkpoint import (
@@ -28,32 +29,43 @@ from graphruntime.checkpoint import (
 from graphruntime.checkpoint.base import config_key
 from graphruntime.config import RunnableConfig
 
-__all__ = ("ClusterMethods",)
+__all__ = ("ClusterMethods", "SaverShell")
 
 T = TypeVar("T")
 
 
-class ClusterMethods:
-    """The ClusterSaver extension, for a saver with ``_core``, ``_run`` and ``put``."""
+class SaverShell(Protocol):
+    """What the sync saver's helpers (this mixin, ``_pipe_batch``) use of
+    :class:`~checkpoint_pg.PostgresSaver`: its core, its connections, its I/O, its put."""
 
     _core: SaverCore
+    _source: ConnectionSource
+
+    def _run(self, operation: str, op: Op[T]) -> T: ...
+
+    def _errors(self, operation: str) -> AbstractContextManager[None]: ...
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        *,
+        fenced: bool = False,
+    ) -> RunnableConfig: ...
+
+
+if TYPE_CHECKING:
+    _Shell = SaverShell
+else:
+    _Shell = object
+
+
+class ClusterMethods(_Shell):
+    """The ClusterSaver extension, for a saver with ``_core``, ``_run`` and ``put``."""
+
     _fence_all: bool
-
-    if TYPE_CHECKING:
-
-        def _run(self, operation: str, op: Op[T]) -> T: ...
-
-        def _errors(self, operation: str) -> AbstractContextManager[None]: ...
-
-        def put(
-            self,
-            config: RunnableConfig,
-            checkpoint: Checkpoint,
-            metadata: CheckpointMetadata,
-            new_versions: ChannelVersions,
-            *,
-            fenced: bool = False,
-        ) -> RunnableConfig: ...
 
     def _init_cluster(self) -> None:
         self._fence_all = False

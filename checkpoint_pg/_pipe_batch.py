@@ -1,66 +1,51 @@
-"""Puts sent into the caller's pipeline without waiting for their verdicts
-(``PostgresSaver.batched``): judged together once the caller's pipeline syncs."""
+"""The puts and writes of a ``batched()`` or ``pipelined()`` block: kept, encoded, until
+the block ends (or reads), then stored with one ``put_batch`` statement, whose rows are
+the verdicts of the puts not stored cleanly, judged once the block has committed."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
 
 from checkpoint_pg import _queries as q
-from checkpoint_pg._caches import BlobKey
-from checkpoint_pg._connection import ConnectionSource
-from checkpoint_pg._saver_core import SaverCore, raise_unless_retry
-from checkpoint_pg._statements import Statement, composed, plain_put, returns_row
+from checkpoint_pg._arrays import register_arrays
+from checkpoint_pg._batch_rows import BatchPut, BatchRows
+from checkpoint_pg._cluster import SaverShell
+from checkpoint_pg._saver_core import raise_unless_retry
 from graphruntime.checkpoint import ChannelVersions, Checkpoint, CheckpointMetadata
 from graphruntime.checkpoint.base import checkpoint_config
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointConflict
 
-
-class _Saver(Protocol):
-    """What a batch needs of its saver (a PostgresSaver view)."""
-
-    _core: SaverCore
-    _source: ConnectionSource
-
-    def _errors(self, operation: str) -> AbstractContextManager[None]: ...
-
-    def put(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-        *,
-        fenced: bool = False,
-    ) -> RunnableConfig: ...
-
-
 __all__ = ("PipeBatch",)
 
 
-class _Sent(NamedTuple):
-    cursor: Cursor[DictRow]
-    config: RunnableConfig
-    checkpoint: Checkpoint
-    metadata: CheckpointMetadata
-    new_versions: ChannelVersions
-    fenced: bool
-    keys: list[BlobKey]
-
-
 class PipeBatch:
-    """The puts of one ``batched()`` block, sent and awaiting their rows."""
+    """The puts and writes of one block, and the statements sent for them.
 
-    def __init__(self, saver: _Saver) -> None:
+    ``relaxed``: the statements' transaction commits without waiting for the WAL flush.
+    ``begin``: called before a statement that is not the block's last (a read follows it),
+    to open the transaction that makes the block all or nothing; without it, the caller's
+    transaction does. ``operation``: the block's name in errors.
+    """
+
+    def __init__(
+        self,
+        saver: SaverShell,
+        *,
+        relaxed: bool = False,
+        begin: Callable[[], object] | None = None,
+        operation: str = "batched",
+    ) -> None:
         self._saver = saver
-        self._sent: list[_Sent] = []
-        self._inserts: list[list[Any]] = []
-        """Rows of insert-only writes not sent yet: the block's tasks share statements."""
+        self._operation = operation
+        self._relaxed = relaxed
+        self._begin = begin
+        self._rows = BatchRows()
+        self._sent: list[tuple[Cursor[DictRow], list[BatchPut]]] = []
 
     def put_writes(
         self,
@@ -69,29 +54,8 @@ class PipeBatch:
         task_id: str,
         task_path: str,
     ) -> None:
-        """Keep a task's writes: insert-only rows go with the block's other tasks' in
-        multi-row statements (sent before the next put, read or sync); control writes
-        (upserts) go on their own, in order, as one statement cannot upsert a row twice."""
-        upsert, rows = self._saver._core.write_params(config, writes, task_id, task_path)
-        if upsert:
-            self.send_writes()
-            self._send(composed(True, rows))
-        else:
-            self._inserts.extend(rows)
-
-    def send_writes(self) -> None:
-        """Send the insert-only rows kept so far (no round trip: into the pipeline)."""
-        rows, self._inserts = self._inserts, []
-        self._send(composed(False, rows))
-
-    def _send(self, statements: Sequence[Statement]) -> None:
-        if not statements:
-            return
-        with self._saver._errors("put_writes"), self._saver._source.connection() as conn:
-            prepare = None if conn.prepare_threshold is None else True
-            for query, values in statements:
-                with conn.cursor(binary=True) as cur:
-                    cur.execute(query, values, prepare=prepare)
+        """Keep a task's writes (encoded now)."""
+        self._rows.add_writes(*self._saver._core.write_params(config, writes, task_id, task_path))
 
     def put(
         self,
@@ -101,68 +65,79 @@ class PipeBatch:
         new_versions: ChannelVersions,
         fenced: bool,
     ) -> RunnableConfig:
-        """Queue the put's statement; its verdict is read by :meth:`finish`."""
-        self.send_writes()  # the writes made before it go first
+        """Keep a put (encoded now); its verdict is judged by :meth:`finish`."""
         core = self._saver._core
         base = core.put_base(config, checkpoint, metadata, fenced)
-        params, keys = core.encode_put(base, checkpoint, new_versions, ())
-        query = q.PUT_CHECKPOINT_FENCED if fenced else plain_put(params)
-        with self._saver._errors("put"), self._saver._source.connection() as conn:
-            cur = conn.cursor(binary=True, row_factory=dict_row)
-            cur.execute(query, params, prepare=None if conn.prepare_threshold is None else True)
-        if returns_row(query):
-            self._sent.append(_Sent(cur, config, checkpoint, metadata, new_versions, fenced, keys))
-        else:
-            cur.close()
-            for key in keys:
-                core.known.add(key)
+        parent = (base["thread_id"], base["checkpoint_ns"], base["parent_checkpoint_id"])
+        sent = self._rows.blobs.get(parent, ()) if fenced else ()
+        params, keys = core.encode_put(base, checkpoint, new_versions, (), sent)
+        put = BatchPut(config, checkpoint, metadata, new_versions, fenced, keys)
+        self._rows.add_put(put, params)
         return checkpoint_config(base["thread_id"], base["checkpoint_ns"], checkpoint["id"])
 
+    def before_read(self) -> None:
+        """Send what is kept (a read in the block sees it), in the block's transaction."""
+        if self._rows and self._begin is not None:
+            begin, self._begin = self._begin, None
+            begin()
+        self.send()
+
+    def send(self) -> None:
+        """Send what is kept as one statement (in a caller's pipeline: without waiting)."""
+        rows, self._rows = self._rows, BatchRows()
+        if not rows:
+            return
+        with self._saver._errors(self._operation), self._saver._source.connection() as conn:
+            register_arrays(conn)  # before the cursor, which copies the adapters
+            cur = conn.cursor(binary=True, row_factory=dict_row)
+            self._sent.append((cur, rows.puts))
+            prepare = None if conn.prepare_threshold is None else True
+            cur.execute(q.PUT_BATCH, rows.params(self._relaxed), prepare=prepare)
+
     def finish(self, refused: dict[str, CheckpointConflict] | None = None) -> None:
-        """Judge every put once the pipeline has synced: raise the first conflict (with
+        """Judge every put once the block has committed: raise the first conflict (with
         ``refused``: keep each thread's first there instead); a put that found a
         referenced blob gone (deleted meanwhile) is put again, sending it."""
         sent, self._sent = self._sent, []
+        verdicts: list[tuple[BatchPut, DictRow | None]] = []
+        with self._saver._errors(self._operation):
+            for cur, puts in sent:
+                rows = {row["put_index"]: row for row in cur.fetchall()}
+                cur.close()
+                verdicts.extend((put, rows.get(i)) for i, put in enumerate(puts, 1))
+        known = self._saver._core.known
         conflict: CheckpointConflict | None = None
-        again: list[_Sent] = []
-        with self._saver._errors("batched"):
-            rows: list[Any] = []
-            for item in sent:
-                rows.append(item.cursor.fetchone())
-                item.cursor.close()
-        for item, row in zip(sent, rows, strict=True):
-            configurable = item.config["configurable"]
-            if row is not None and not row["ok"]:
+        again: list[BatchPut] = []
+        for put, row in verdicts:
+            if row is None:
+                for key in put.keys:
+                    known.add(key)
+                continue
+            configurable = put.config["configurable"]
+            if not row["ok"]:
                 try:
                     raise_unless_retry(
                         row,
                         str(configurable["thread_id"]),
                         str(configurable.get("checkpoint_ns", "") or ""),
                         configurable.get("checkpoint_id") or None,
-                        item.checkpoint["id"],
+                        put.checkpoint["id"],
                     )
                 except CheckpointConflict as exc:
                     conflict = conflict or exc
                     if refused is not None:
                         refused.setdefault(str(configurable["thread_id"]), exc)
-            elif row is not None and row["missing"]:
-                again.append(item)
             else:
-                for key in item.keys:
-                    self._saver._core.known.add(key)
-        for item in again:
-            for key in item.keys:
-                self._saver._core.known.discard(key)
-            thread_id = str(item.config["configurable"]["thread_id"])
+                again.append(put)
+        for put in again:
+            for key in put.keys:
+                known.discard(key)
+            thread_id = str(put.config["configurable"]["thread_id"])
             if refused is not None and thread_id in refused:
                 continue  # an earlier put of the thread was refused: so is this one
             try:
                 self._saver.put(
-                    item.config,
-                    item.checkpoint,
-                    item.metadata,
-                    item.new_versions,
-                    fenced=item.fenced,
+                    put.config, put.checkpoint, put.metadata, put.new_versions, fenced=put.fenced
                 )
             except CheckpointConflict as exc:
                 if refused is None:
@@ -172,6 +147,6 @@ class PipeBatch:
             raise conflict
 
     def close(self) -> None:
-        for item in self._sent:
-            item.cursor.close()
+        for cur, _ in self._sent:
+            cur.close()
         self._sent = []

@@ -20,6 +20,7 @@ __all__ = (
     "LOCK_MIGRATIONS",
     "MIGRATIONS_TABLE_EXISTS",
     "PRUNE_THREAD",
+    "PUT_BATCH",
     "PUT_CHECKPOINT",
     "PUT_CHECKPOINT_FENCED",
     "PUT_CHECKPOINT_ROW",
@@ -44,6 +45,7 @@ LIST_CHECKPOINTS = _QUERIES["list_checkpoints"]
 PUT_CHECKPOINT = _QUERIES["put_checkpoint"]
 PUT_CHECKPOINT_ROW = _QUERIES["put_checkpoint_row"]
 PUT_CHECKPOINT_FENCED = _QUERIES["put_checkpoint_fenced"]
+PUT_BATCH = _QUERIES["put_batch"]
 INSERT_WRITES = _QUERIES["insert_writes"]
 UPSERT_WRITES = _QUERIES["upsert_writes"]
 WRITE_ROW = _QUERIES["write_row"]

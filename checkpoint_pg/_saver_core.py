@@ -322,12 +322,18 @@ class SaverCore:
         checkpoint: Checkpoint,
         new_versions: ChannelVersions,
         resend: Collection[str],
+        sent: Collection[BlobKey] = (),
     ) -> tuple[dict[str, Any], list[BlobKey]]:
-        """The put's parameters, and the blobs it stores or references (its known keys)."""
+        """The put's parameters, and the blobs it stores or references (its known keys).
+        ``sent``: blobs the statement's earlier put of the parent stores (referenced, not
+        sent again: the statement stores its puts in order)."""
         thread_id, checkpoint_ns = base["thread_id"], base["checkpoint_ns"]
 
         def stored(channel: str, key: str) -> bool:
-            return channel not in resend and (thread_id, checkpoint_ns, channel, key) in self.known
+            if channel in resend:
+                return False
+            blob = (thread_id, checkpoint_ns, channel, key)
+            return blob in self.known or blob in sent
 
         encoded = encode_checkpoint(
             checkpoint,

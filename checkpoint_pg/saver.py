@@ -13,7 +13,7 @@ import asyncio
 import builtins
 import copy
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, ClassVar, Literal, TypeVar
 
 import psycopg
@@ -23,7 +23,7 @@ from psycopg.rows import DictRow, dict_row
 from checkpoint_pg._cluster import ClusterMethods
 from checkpoint_pg._connection import Conn, ConnectionSource, check_conn
 from checkpoint_pg._pipe_batch import PipeBatch
-from checkpoint_pg._requests import ASYNC_COMMIT, Op, run
+from checkpoint_pg._requests import Op, run
 from checkpoint_pg._saver_core import LIST_PAGE, PruneResult, SaverCore, store_error
 from checkpoint_pg.schema import CHECKPOINT_MIGRATIONS, check_migration_texts, migrate
 from graphruntime.checkpoint import (
@@ -178,7 +178,7 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
     ) -> None:
         """Store a task's writes. ``get_tuple`` returns them in insertion order;
         ``task_path`` orders a step's writes in DeltaChannel history."""
-        if self._batch is not None:  # batched: rows share statements with other tasks'
+        if self._batch is not None:  # kept for the block's one statement
             self._batch.put_writes(config, writes, task_id, task_path)
             return
         op = self._core.put_writes(config, writes, task_id, task_path)
@@ -214,8 +214,9 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
 
     @contextmanager
     def batched(self) -> Iterator[PostgresSaver]:
-        """A view of this saver whose puts and writes go into the caller's pipeline
-        without a round trip each: one sync at the end of the block sends them all.
+        """A view of this saver whose puts and writes of any number of threads are kept,
+        encoded, and sent as one statement into the caller's pipeline when the block ends,
+        with one sync.
 
         Needs ``pipe=``. Wrap it in the connection's transaction to store all or none::
 
@@ -228,7 +229,8 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
 
         At the end every put's verdict is read: a refused fenced put raises
         :class:`~graphruntime.errors.CheckpointConflict` (the transaction then stores
-        none of the block). Reads inside the block wait for their own results.
+        none of the block). A read inside the block sends what is kept first, then waits
+        for its own result.
         """
         if self.pipe is None:
             raise CheckpointError(
@@ -239,7 +241,7 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
         batch = view._batch = PipeBatch(view)
         try:
             yield view
-            batch.send_writes()
+            batch.send()
             with self._errors("batched"):
                 self.pipe.sync()
             view._batch = None
@@ -250,11 +252,11 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
 
     @contextmanager
     def pipelined(self, *, durable: bool = True) -> Iterator[PostgresSaver]:
-        """:meth:`batched` on a connection the block owns: this saver on one connection of
-        its pool (or its connection), in pipeline mode and one transaction; the block's
-        puts and writes, of any number of threads, go with one round trip at its end.
+        """This saver on one connection of its pool (or its connection) for the block,
+        whose puts and writes, of any number of threads, are kept, encoded, and stored
+        when it ends with one statement: one round trip, atomic on its own.
 
-        ``durable=False``: the transaction commits without waiting for the WAL flush
+        ``durable=False``: the statement commits without waiting for the WAL flush
         (visible at once; durable with the next commit that waits, the WAL being
         sequential): for a caller that makes it durable with a commit of its own before
         anything outside the database depends on it, and redoes the work otherwise.
@@ -262,30 +264,32 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
         A refused fenced put writes nothing and does not stop the others: after the
         block, the view's :attr:`refused` has its conflict, by thread (a later put of that
         thread, whose parent it was, is refused too). A statement that fails (or an
-        error in the block) stores none of the block and raises. Reads inside the block
-        wait for their own results and see its writes.
+        error in the block) stores none of the block and raises. A read inside the block
+        opens a transaction, stores what is kept so far and reads in it (it sees the
+        block's writes); the block's end then commits it.
         """
         if self.pipe is not None:
             raise CheckpointError(
                 "PostgresSaver.pipelined() opens a pipeline of its own: a saver made with "
                 "pipe= sends into the caller's, use batched()"
             )
-        with self._errors("pipelined"), self._source.connection() as conn:
+        with self._errors("pipelined"), self._source.connection() as conn, ExitStack() as tx:
             view = copy.copy(self)
             view.conn, view._source, view.refused = conn, ConnectionSource(conn), {}
-            batch = view._batch = PipeBatch(view)
+            batch = view._batch = PipeBatch(
+                view,
+                relaxed=not durable,
+                begin=lambda: tx.enter_context(conn.transaction()),
+                operation="pipelined",
+            )
             try:
-                with conn.pipeline() as pipe, conn.transaction():
-                    view.pipe = pipe
-                    if not durable:
-                        conn.execute(ASYNC_COMMIT)
-                    yield view
-                    batch.send_writes()
-                # committed with the pipeline's sync: each put's verdict arrived with it
-                view._batch = view.pipe = None
+                yield view
+                batch.send()
+                tx.close()  # commits the transaction a read in the block opened
+                view._batch = None
                 batch.finish(view.refused)
             finally:
-                view._batch = view.pipe = None
+                view._batch = None
                 batch.close()
 
     # -- async twins: the sync methods on a worker thread (AsyncPostgresSaver is the
@@ -358,7 +362,7 @@ class PostgresSaver(ClusterMethods, ClusterSaver):
         """Perform ``op`` on one borrowed connection; in pipe mode, sync the caller's
         pipeline after it (unless a :meth:`batched` block defers that)."""
         if self._batch is not None:
-            self._batch.send_writes()  # a read sees the block's writes
+            self._batch.before_read()  # a read sees the block's writes
         with self._errors(operation), self._source.connection() as conn:
             result = run(conn, op)
             if self.pipe is not None and self._batch is None:

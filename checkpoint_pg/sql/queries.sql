@@ -195,6 +195,22 @@ SELECT * FROM graphruntime_put_checkpoint_fenced(
     %(blob_channels)s::text[], %(blob_keys)s::text[], %(blob_types)s::text[],
     %(blob_values)s::bytea[]);
 
+-- name: put_batch
+-- A block's writes and puts (of any number of threads) in one statement (migration
+-- 0004): one row per put not stored cleanly (refused, or missing a referenced blob).
+SELECT * FROM graphruntime_put_batch(
+    %(relaxed)s::boolean, %(group_ends)s::integer[], %(group_upsert)s::boolean[],
+    %(write_thread_ids)s::text[], %(write_checkpoint_nss)s::text[],
+    %(write_checkpoint_ids)s::uuid[], %(write_task_ids)s::uuid[],
+    %(write_task_names)s::text[], %(write_task_paths)s::text[], %(write_idxs)s::integer[],
+    %(write_channels)s::text[], %(write_types)s::text[], %(write_values)s::bytea[],
+    %(thread_ids)s::text[], %(checkpoint_nss)s::text[], %(checkpoint_ids)s::uuid[],
+    %(parent_ids)s::uuid[], %(bodies)s::bytea[], %(blob_versions)s::jsonb[],
+    %(metadata)s::jsonb[], %(fenced)s::boolean[],
+    %(ref_ends)s::integer[], %(ref_channels)s::text[], %(ref_keys)s::text[],
+    %(blob_ends)s::integer[], %(blob_channels)s::text[], %(blob_keys)s::text[],
+    %(blob_types)s::text[], %(blob_values)s::bytea[]);
+
 -- name: async_commit
 -- First statement of a transaction whose commit need not wait for the WAL flush.
 SET LOCAL synchronous_commit TO OFF;

@@ -60,6 +60,31 @@ class PrivatePostgres:
         pid = self.postmaster_pid()
         return set() if pid is None else {pid} | _children(pid)
 
+    @contextmanager
+    def wal_writer_held(self) -> Iterator[None]:
+        """The WAL writer frozen (SIGSTOP) for the block: an async commit's WAL then stays
+        in shared memory until a durable commit writes it, or a crash takes it back. (A
+        running WAL writer also writes it whenever a WAL page fills or it wakes with
+        nothing else to do, so what a crash takes back would depend on the WAL's layout.)
+        """
+        pid = self.postmaster_pid()
+        if pid is None:
+            raise RuntimeError("no postgres server runs")
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE backend_type = 'walwriter'"
+            ).fetchone()
+        if row is None:
+            raise RuntimeError("the server runs no WAL writer")
+        writer = int(row[0])
+        _signal(writer, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            stat = _proc_stat(str(writer))
+            if stat is not None and stat[1] == pid:  # not crashed meanwhile: thaw it
+                _signal(writer, signal.SIGCONT)
+
     def restart(self) -> None:
         """``pg_ctl restart -m fast``: every connection is cut, the server comes back on the
         same socket with the same data (pg_ctl reuses the options it was started with)."""

@@ -1,8 +1,8 @@
 """A Postgres crash between a job's async commits and the durable commit that vouches
 for them: what the crash took back must be redone, never reported done.
 
-A private server (tests/integration/private_postgres.py) with ``wal_writer_delay`` at its
-maximum, so an async commit stays in shared memory until the next durable commit: a run
+A private server (tests/integration/private_postgres.py) whose WAL writer is held while the
+job runs, so an async commit stays in shared memory until the next durable commit: a run
 store that crashes the server (every process killed, then crash recovery) just before
 one of those durable commits loses the async commits made before it, as a power cut or
 an OOM kill would. The job then goes on, as a worker does, on new connections.
@@ -157,7 +157,8 @@ def test_work_a_crash_took_back_is_redone_not_reported_done(
     payload = {"log": []} if moment == "end" else {"items": ["a", "b"]}
     handle = cluster.client.submit("g", payload, cfg)
     store.crash_before = moment
-    deliver_as_celery(cluster)
+    with store.server.wal_writer_held():
+        deliver_as_celery(cluster)
     assert store.lost, f"the crash took nothing back ({store.lost}): the test proves nothing"
     run = store.get_run(handle.run_id)
     values = cluster.client.get_state("g", cfg).values
