@@ -252,7 +252,7 @@ How a single submit travels (issue #19):
 - **A resident per coordinator queue** (`workers/_drain.py`): a coordinator job that
   finds nothing queued stays (1 s idle, 5 s in all) asleep on a Redis wake-up list, its
   flag up; a client that finds the flag up pushes a wake-up in the same round trip as its
-  read and sends no message. Woken, the resident lowers its flag, claims and advances;
+  read (lowering the resident's flag) and sends no message. Woken, the resident claims and advances;
   runs queued while it works go out as messages to the other processes. One resident in
   the cluster (a Redis key), so the flag is one job's. At 1 client thread a
   run costs no Celery message and no broker hop.
@@ -263,15 +263,20 @@ How a single submit travels (issue #19):
   invokes one run after another LISTENs once; a retry schedule's first try runs outside
   tenacity (building its loop cost 0.14 ms a call).
 
-Where the CPU still goes (cProfile of a coordinator in-process, thread CPU time, one
-run at a time): psycopg's per-statement work (about 12 statements and 30 waits a run in
-pipelined blocks) is a third; the round's end (the held checkpoints stored in one
-pipelined block, then the run's end and its lease freed in one durable transaction) a
-half of the coordinator's time; opening the run's loop on its checkpoint and the claim
-the rest. `python -m bench.run_cpu` (load 4): graphruntime's own in-process `invoke` of
-this graph on checkpoint_pg costs 2.04 ms of thread CPU against LangGraph's 2.89 ms (its
-puts run in a background thread in "async" durability, not counted there); the cluster's
-`submit` 0.74 ms and the coordinator's job 4.56 ms, about 2.5 ms more than the invoke.
+Where the CPU goes now. A run's coordinator statements are: the claim (one
+statement), the checkpoint's load (one), the round's checkpoints, blobs and writes
+(one `put_batch` statement, checkpoint_pg migration 4) and the run's end (`end_runs`:
+epoch check, end, inbox, NOTIFY, lease, next run; one statement in its own durable
+commit, workers migration 9); `bench.statement_count`: a resume 15 -> 5 statements.
+The client dumps a run's payload once (the round-trip check's dump is the one stored).
+`python -m bench.run_cpu`, thread CPU ms per run, alternating fe0ba07 and this code
+(load 0.2-1.1): graphruntime's own in-process `invoke` on checkpoint_pg 3.06 / 3.00 vs
+2.64 / 3.09 (LangGraph's 3.53-4.06, its puts in a background thread not counted);
+`submit` 0.85 / 0.86 -> 0.62 / 0.65; the coordinator's job 5.57 / 5.53 -> 3.46 / 3.65,
+now 0.5-0.9 ms above the in-process invoke. At 8 client threads the Celery worker's main
+processes (receiving, acking and logging the coordinator messages, 0.3-0.4 a run) cost
+about 1.5 ms a run (per-process CPU at 7bce6cc), a quarter of the workers' CPU: fewer
+messages per run is what is left to win there.
 """
 
 
