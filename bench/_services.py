@@ -95,6 +95,29 @@ def fresh_database(server: str, label: str) -> contextlib.AbstractContextManager
     return scratch_database(server, f"bench_{label}")
 
 
+class PostgresStores:
+    """``InlineCluster(stores=...)`` on the Postgres run store and saver at ``url``, the
+    tables set up; :meth:`close` closes the pools it made."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.pools: list[Any] = []
+
+    def __call__(self, serde: Any) -> tuple[Any, Any]:
+        from checkpoint_pg import PostgresSaver
+        from workers.store import PostgresRunStore, make_pool
+
+        pool = make_pool(self.url)
+        self.pools.append(pool)
+        store = PostgresRunStore(pool, serde)
+        store.setup()
+        return store, PostgresSaver(pool, serde=serde)
+
+    def close(self) -> None:
+        for pool in self.pools:
+            pool.close()
+
+
 class RawCluster(LocalCluster):
     """Plain ``celery worker`` processes of :data:`bench.workers_graphs.raw_app`."""
 

@@ -275,8 +275,8 @@ The client dumps a run's payload once (the round-trip check's dump is the one st
 `submit` 0.85 / 0.86 -> 0.62 / 0.65; the coordinator's job 5.57 / 5.53 -> 3.46 / 3.65,
 now 0.5-0.9 ms above the in-process invoke. At 8 client threads the Celery worker's main
 processes (receiving, acking and logging the coordinator messages, 0.3-0.4 a run) cost
-about 1.5 ms a run (per-process CPU at 7bce6cc), a quarter of the workers' CPU: fewer
-messages per run is what is left to win there.
+about 0.8 ms a run, a fifth of the workers' CPU (per-thread CPU from /proc over 10 s of
+a 2,000-thread run, 2c57857): fewer messages per run is what is left to win there.
 """
 
 

@@ -119,10 +119,10 @@ def measure() -> tuple[Counter[str], Counter[tuple[str, str]], list[str]]:
     import psycopg
 
     import workers.tasks
-    from checkpoint_pg import PostgresSaver, migrate
+    from bench._services import PostgresStores
+    from checkpoint_pg import migrate
     from checkpoint_pg.embedded import database_url, scratch_database
     from graphruntime.types import Command
-    from workers.store import PostgresRunStore, make_pool
     from workers.testing import InlineCluster
 
     modules: Counter[str] = Counter()
@@ -131,15 +131,7 @@ def measure() -> tuple[Counter[str], Counter[tuple[str, str]], list[str]]:
     with scratch_database(database_url(), "graphruntime_boundaries") as url:
         with psycopg.connect(url, autocommit=True) as conn:
             migrate(conn)
-        pools = []
-
-        def stores(serde: Any) -> Any:
-            pool = make_pool(url)
-            pools.append(pool)
-            store = PostgresRunStore(pool, serde)
-            store.setup()
-            return store, PostgresSaver(pool, serde=serde)
-
+        stores = PostgresStores(url)
         try:
             cluster = InlineCluster({"approve": _graph()}, stores=stores, workers=1)
             config = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex}"}}
@@ -161,8 +153,7 @@ def measure() -> tuple[Counter[str], Counter[tuple[str, str]], list[str]]:
             state = cluster.client.get_state("approve", config)
             assert state.values == {"answer": "yes", "done": True}, state.values
         finally:
-            for pool in pools:
-                pool.close()
+            stores.close()
     return modules, calls, deepest[0]
 
 

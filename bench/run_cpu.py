@@ -89,20 +89,11 @@ def cluster_halves(url: str, runs: int, profile: str | None) -> tuple[float, flo
     """CPU ms per run of ``submit`` and of the coordinator's job."""
     import graphruntime.graph as g
     import graphruntime.types as t
-    from checkpoint_pg import PostgresSaver
+    from bench._services import PostgresStores
     from workers.coordinator import coordinate_many
-    from workers.store import PostgresRunStore, make_pool
     from workers.testing import InlineCluster
 
-    pools: list[Any] = []
-
-    def stores(serde: Any) -> Any:
-        pool = make_pool(url)
-        pools.append(pool)
-        store = PostgresRunStore(pool, serde)
-        store.setup()
-        return store, PostgresSaver(pool, serde=serde)
-
+    stores = PostgresStores(url)
     cluster = InlineCluster({"a": build_approval(g, t).compile()}, stores=stores, workers=1)
     ctx, client = cluster.workers[0], cluster.client
     prof = cProfile.Profile(time.thread_time) if profile else None
@@ -116,7 +107,7 @@ def cluster_halves(url: str, runs: int, profile: str | None) -> tuple[float, flo
         cluster.broker.coordinator.clear()
         if prof:
             prof.enable()
-        with pools[0].pinned():
+        with stores.pools[0].pinned():
             for job in jobs:
                 coordinate_many(ctx, list(job.run_ids))
         if prof:
@@ -136,8 +127,7 @@ def cluster_halves(url: str, runs: int, profile: str | None) -> tuple[float, flo
         state = client.get_state("a", _cfg(tid))
         assert str(state.values.get("result", "")).endswith(": yes"), state.values
     finally:
-        for pool in pools:
-            pool.close()
+        stores.close()
     if prof and profile:
         prof.dump_stats(profile)
     return 1000 * spent["submit"] / (2 * runs), 1000 * spent["coordinate"] / (2 * runs)

@@ -178,14 +178,14 @@ def perform_saves(loop: PregelLoop) -> None:
     ``SaverIO``, or call the saver at once (see ``_saves.py``)."""
     if (unperformed := _unperformed(loop)) is not None:
         requests, saver = unperformed
-        loop.saves_performed(requests, perform_now(saver, requests))
+        loop.saves_performed(perform_now(saver, requests))
 
 
 async def aperform_saves(loop: PregelLoop) -> None:
     """Async twin of :func:`perform_saves`: the saver's async methods, awaited in order."""
     if (unperformed := _unperformed(loop)) is not None:
         requests, saver = unperformed
-        loop.saves_performed(requests, await aperform(saver, requests))
+        loop.saves_performed(await aperform(saver, requests))
 
 
 def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:

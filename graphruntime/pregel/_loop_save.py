@@ -57,15 +57,11 @@ class LoopSave(LoopState):
             requests, self.outbox = self.outbox, []
         return requests
 
-    def saves_performed(
-        self, requests: Sequence[SaverRequest], results: Sequence[RunnableConfig | None]
-    ) -> None:
-        """What a saver returned for requests performed (one result per request, None for
-        a :class:`PutWrites`): the loop goes on under the config its put returned for the
-        current checkpoint (as LangGraph's loop does)."""
+    def saves_performed(self, results: Sequence[RunnableConfig | None]) -> None:
+        """What a saver returned for requests performed (None for a :class:`PutWrites`:
+        only a put returns a config): the loop goes on under the config its put returned
+        for the current checkpoint (as LangGraph's loop does)."""
         current = self.checkpoint["id"]
-        # only puts return a config: the requests need not be looked at (a sync run calls
-        # this for every request its driver performs)
         for result in results:
             if result is not None and result[CONF].get(CONFIG_KEY_CHECKPOINT_ID) == current:
                 self.checkpoint_config = result
