@@ -184,20 +184,26 @@ def _measure(root: str, reps: int) -> dict[str, Any]:
     return out
 
 
-def _run_checkout(root: Path, reps: int) -> dict[str, Any]:
+def _in_checkout(root: Path, *args: str) -> str:
+    """The output of the checkout's Python (its .venv's, else this one) run with ``args``
+    in the checkout, its packages first."""
     python = root / ".venv" / "bin" / "python"
-    if not python.exists():
-        python = Path(sys.executable)
-    command = [str(python), str(HERE / "round_store.py"), "--measure", "--root", str(root)]
     done = subprocess.run(
-        [*command, "--reps", str(reps)],
+        [str(python if python.exists() else sys.executable), *args],
         cwd=root,
         capture_output=True,
         text=True,
         check=True,
         env={**os.environ, "PYTHONPATH": str(root)},
     )
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return done.stdout
+
+
+def _run_checkout(root: Path, reps: int) -> dict[str, Any]:
+    out = _in_checkout(
+        root, str(HERE / "round_store.py"), "--measure", "--root", str(root), "--reps", str(reps)
+    )
+    figures: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return figures
 
 
@@ -212,19 +218,10 @@ _RUN_CPU = re.compile(
 def _run_cpu(root: Path, runs: int) -> dict[str, float]:
     """``bench/run_cpu.py`` of the checkout: thread CPU ms per run of LangGraph's invoke
     (the anchor), graphruntime's, the cluster's submit and the coordinator's job."""
-    python = root / ".venv" / "bin" / "python"
-    command = [str(python if python.exists() else sys.executable), "-m", "bench.run_cpu"]
-    done = subprocess.run(
-        [*command, "--runs", str(runs)],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONPATH": str(root)},
-    )
-    found = _RUN_CPU.search(done.stdout)
+    out = _in_checkout(root, "-m", "bench.run_cpu", "--runs", str(runs))
+    found = _RUN_CPU.search(out)
     if found is None:
-        raise RuntimeError(f"bench.run_cpu printed no figures: {done.stdout!r}")
+        raise RuntimeError(f"bench.run_cpu printed no figures: {out!r}")
     langgraph, invoke, submit, coordinator = (float(g) for g in found.groups())
     return {"langgraph": langgraph, "invoke": invoke, "submit": submit, "job": coordinator}
 

@@ -122,7 +122,9 @@ class _Int4Dumper(_ArrayDumper):
 
     def dump(self, obj: ArrayParam) -> bytes:
         items = obj.items
-        return _HEAD(1, 0, 23, len(items), 1) + b"".join([_INT4(4, item) for item in items])
+        return _HEAD(1, 0, self.element_oid, len(items), 1) + b"".join(
+            [_INT4(4, item) for item in items]
+        )
 
 
 class _BoolDumper(_ArrayDumper):
@@ -130,7 +132,7 @@ class _BoolDumper(_ArrayDumper):
 
     def dump(self, obj: ArrayParam) -> bytes:
         items = obj.items
-        return _HEAD(1, 0, 16, len(items), 1) + b"".join(
+        return _HEAD(1, 0, self.element_oid, len(items), 1) + b"".join(
             [_TRUE if item else _FALSE for item in items]
         )
 

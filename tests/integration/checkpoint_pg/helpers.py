@@ -76,6 +76,20 @@ def count_rows(conn: psycopg.Connection[Any], table: str, thread_id: str) -> int
     return int(row["n"])
 
 
+def blob_deleted_behind_the_saver(
+    saver: PostgresSaver, conn: psycopg.Connection[Any]
+) -> tuple[RunnableConfig, Checkpoint, dict[str, Any]]:
+    """A new thread's first checkpoint stored with a big value (a blob), that blob then
+    deleted behind the saver's back; and a child leaving the value unchanged (only
+    referenced, as the saver knows it stored), with its ``new_versions``."""
+    t = thread()
+    first, versions = child(saver, None, {"big": ["x" * 500]}, step=-1)
+    stored = saver.put(config(t), first, meta(-1), versions)
+    conn.execute("DELETE FROM graphruntime_blobs WHERE thread_id = %s", (t,))
+    second, versions = child(saver, first, {"n": 1})
+    return stored, second, versions
+
+
 # -- run in child processes --------------------------------------------------------------
 
 

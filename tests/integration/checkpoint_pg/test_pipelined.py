@@ -4,7 +4,6 @@ thread."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -17,18 +16,6 @@ from graphruntime.errors import CheckpointConflict, CheckpointError
 from tests.integration.checkpoint_pg.helpers import child, config, count_rows, meta, thread
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def pool(pg_url: str) -> Iterator[ConnectionPool[Any]]:
-    # one connection: the test sees the session the blocks ran on
-    with ConnectionPool(pg_url, min_size=1, max_size=1, kwargs={"autocommit": True}) as pool:
-        yield pool
-
-
-@pytest.fixture
-def saver(pool: ConnectionPool[Any]) -> PostgresSaver:
-    return PostgresSaver(pool)
 
 
 def test_puts_and_writes_of_several_threads_are_stored_together(

@@ -28,22 +28,17 @@ from graphruntime._internal._constants import INTERRUPT
 from graphruntime.checkpoint import Checkpoint, JsonSerializer
 from graphruntime.config import RunnableConfig
 from graphruntime.pregel.driver import PutCheckpoint, PutWrites, SaverRequest, perform_now
-from tests.integration.checkpoint_pg.helpers import child, config, count_rows, meta, thread
+from tests.integration.checkpoint_pg.helpers import (
+    blob_deleted_behind_the_saver,
+    child,
+    config,
+    count_rows,
+    meta,
+    thread,
+)
 from tests.integration.private_postgres import PrivatePostgres, private_postgres
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def pool(pg_url: str) -> Iterator[ConnectionPool[Any]]:
-    # one connection: the tests trace the session the blocks run on
-    with ConnectionPool(pg_url, min_size=1, max_size=1, kwargs={"autocommit": True}) as pool:
-        yield pool
-
-
-@pytest.fixture
-def saver(pool: ConnectionPool[Any]) -> PostgresSaver:
-    return PostgresSaver(pool)
 
 
 def _run(saver: PostgresSaver, thread_id: str, ns: str = "") -> list[SaverRequest]:
@@ -210,11 +205,7 @@ def test_a_read_in_the_block_sees_its_writes_and_an_error_after_it_stores_none(
 def test_a_blob_deleted_before_the_block_is_sent_again_after_it(
     saver: PostgresSaver, pg_conn: psycopg.Connection[Any]
 ) -> None:
-    t = thread()
-    first, versions = child(saver, None, {"big": ["x" * 500]}, step=-1)
-    c1 = saver.put(config(t), first, meta(-1), versions)
-    pg_conn.execute("DELETE FROM graphruntime_blobs WHERE thread_id = %s", (t,))
-    second, versions = child(saver, first, {"n": 1})  # "big" unchanged: only referenced
+    c1, second, versions = blob_deleted_behind_the_saver(saver, pg_conn)
     with saver.pipelined() as batch:
         c2 = batch.fenced().put(c1, second, meta(0), versions)
     assert batch.refused == {}

@@ -11,7 +11,14 @@ from psycopg_pool import ConnectionPool
 
 from checkpoint_pg import CheckpointStoreError, PostgresSaver
 from graphruntime.errors import CheckpointConflict, CheckpointError
-from tests.integration.checkpoint_pg.helpers import child, config, count_rows, meta, thread
+from tests.integration.checkpoint_pg.helpers import (
+    blob_deleted_behind_the_saver,
+    child,
+    config,
+    count_rows,
+    meta,
+    thread,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -176,11 +183,7 @@ def test_values_survive_too_few_new_versions(pg_url: str) -> None:
 def test_a_blob_deleted_behind_the_savers_back_is_resent(
     saver: PostgresSaver, pg_conn: psycopg.Connection[Any]
 ) -> None:
-    t = thread()
-    first, versions = child(saver, None, {"big": ["x" * 500]}, step=-1)
-    c1 = saver.put(config(t), first, meta(-1), versions)
-    pg_conn.execute("DELETE FROM graphruntime_blobs WHERE thread_id = %s", (t,))
-    second, versions = child(saver, first, {"n": 1})  # "big" unchanged: only referenced
+    c1, second, versions = blob_deleted_behind_the_saver(saver, pg_conn)
     c2 = saver.put(c1, second, meta(0), versions)
     found = saver.get_tuple(c2)
     assert found is not None
