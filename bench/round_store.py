@@ -195,6 +195,7 @@ def _in_checkout(root: Path, *args: str) -> str:
         text=True,
         check=True,
         env={**os.environ, "PYTHONPATH": str(root)},
+        timeout=3600,  # a hung child fails the bench rather than holding it for ever
     )
     return done.stdout
 

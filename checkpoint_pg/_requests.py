@@ -17,14 +17,14 @@ from typing import Any, Literal, NamedTuple, TypeAlias, TypeVar
 from psycopg import AsyncConnection, AsyncCursor, Capabilities, Connection, Cursor, sql
 from psycopg.rows import DictRow, dict_row
 
+from checkpoint_pg._queries import ASYNC_COMMIT
+
 __all__ = ("Batch", "Fetch", "Many", "Op", "Request", "Stmt", "arun", "run", "single")
 
 T = TypeVar("T")
 Query: TypeAlias = "str | bytes | sql.SQL | sql.Composed"
 Fetch = Literal["none", "one", "all"]
 
-# First statement of a transaction whose commit need not wait for the WAL flush.
-ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
 _PIPELINE = Capabilities().has_pipeline()
 
 
