@@ -297,7 +297,7 @@ def _drain(
             idle_until = time.monotonic() + STAY_IDLE
             while True:
                 if claims:
-                    run_ids = [c.run.run_id for c in claims if c.run is not None]
+                    run_ids = _run_ids(claims)
                     seen.extend(run_ids)
                     failures += coordinate(ctx, run_ids, claims)
                     idle_until = time.monotonic() + STAY_IDLE
@@ -340,7 +340,7 @@ def _drain(
             if stay is None:
                 _hand_back(ctx, claims)
             else:  # a resident's last look finds a run or two: advanced here, not sent again
-                failures += coordinate(ctx, [c.run.run_id for c in claims if c.run], claims)
+                failures += coordinate(ctx, _run_ids(claims), claims)
             return failures
 
 
@@ -354,3 +354,8 @@ def _hand_back(ctx: WorkerContext, claims: Sequence[Claim]) -> None:
     )
     ctx.job_token = None
     ctx.broker.send_coordinates(run_ids, per_message=ctx.settings.coordinate_batch)
+
+
+def _run_ids(claims: Sequence[Claim]) -> list[str]:
+    """The claimed runs' ids (a claim of an unknown run has none)."""
+    return [c.run.run_id for c in claims if c.run is not None]

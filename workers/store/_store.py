@@ -428,15 +428,12 @@ class RunStore(StepBarrier):
         transaction, committed without waiting for the WAL flush (claims are soft state);
         an unknown run's claim is ended and not ``found``. Two jobs claiming the same
         threads in other orders may deadlock: Postgres aborts one, a transient error its
-        job retries. One run (a single submit's job) is claimed by one plain statement:
-        no pipeline to enter and leave."""
+        job retries."""
         if not run_ids:
             return []
         params = [{"run_id": r, "worker": worker, "stale": stale, "token": token} for r in run_ids]
         with self.db.session("claim_runs") as s:
-            rows = (
-                s.many("claim_run", params) if len(params) > 1 else [s.all("claim_run", params[0])]
-            )
+            rows = s.many("claim_run", params)
         return [self._claim(one(found)) for found in rows]
 
     def claim_queued_runs(

@@ -53,6 +53,9 @@ class _Session:
     ) -> list[list[Row]]:
         if not params:
             return []
+        if len(params) == 1:  # one plain statement: no pipeline to enter and leave
+            rows = self.all(name, params[0])
+            return [rows] if returning else []
         with self.conn.cursor() as cur:
             cur.executemany(query(name), params, returning=returning)
             if not returning:

@@ -278,13 +278,19 @@ def test_a_resident_takes_runs_submitted_while_it_sleeps_and_no_message_is_sent(
     assert drained.messages() == [late]
 
 
-def test_a_resident_leaves_when_task_messages_wait(
-    drained: Drained, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _asleep(drained: Drained, monkeypatch: pytest.MonkeyPatch) -> Resident:
+    """A resident that would stay a minute, asleep under its flag."""
     monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
     monkeypatch.setattr(_drain, "DRAIN_SECONDS", 60.0)
     resident = Resident(drained)
     assert _until(drained.flag_up)
+    return resident
+
+
+def test_a_resident_leaves_when_task_messages_wait(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resident = _asleep(drained, monkeypatch)
     drained.cluster.broker.tasks.append(Job("execute", "some-run"))  # a task job waits
     assert resident.gone(30.0)  # well before its time: the process is the task's
     assert not drained.flag_up()
@@ -349,10 +355,7 @@ def test_a_run_queued_while_the_resident_works_goes_out_as_a_message(
 def test_a_resident_that_wakes_to_several_runs_stops_being_one(
     drained: Drained, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
-    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 60.0)
-    resident = Resident(drained)
-    assert _until(drained.flag_up)
+    resident = _asleep(drained, monkeypatch)
     client = drained.cluster.client
     runs = [  # queued without a wake-up each, then one wake-up for both
         client.store.create_run(client._new_run("chain", {"log": []}, _cfg(t)))[0].run_id
