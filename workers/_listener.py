@@ -83,12 +83,13 @@ def ended_as(run: Run, ended: RunOutcome, serde: SerializerProtocol) -> Run:
 class RunListener:
     """Wake-ups for the runs a client waits on, from Postgres LISTEN/NOTIFY.
 
-    One dedicated autocommit connection per client, opened on the first wait. It
-    LISTENs only while someone waits, and ``linger`` seconds after (an idle listener
-    would hold back the server's notification queue), and is used by one thread at a
-    time: a waiting thread takes the connection, reads notifications and wakes the
-    threads whose runs they name; the others wait on a condition. A notification can
-    always be lost (a broken connection, a pooler that does not forward them), so
+    One dedicated autocommit connection per client, opened on the first wait, and one
+    reader thread on it while it LISTENs: the reader takes each notification and wakes
+    only the waiters of the run it names (each on its own lock), so waiting threads
+    never take turns on the connection or wake one another. The connection LISTENs
+    only while someone waits, and ``linger`` seconds after (a client that waits on one
+    run after another LISTENs once); then the reader UNLISTENs and ends. A notification
+    can always be lost (a broken connection, a pooler that does not forward them), so
     waiters re-read their run at least every ``fallback`` seconds; without a connection
     they poll as before and the next wait connects again.
     """
@@ -97,37 +98,38 @@ class RunListener:
     linger = 1.0  # seconds the connection keeps listening after the last waiter left
     retry_after = 5.0  # seconds to poll only, after a failed connect
     connect_timeout = 5  # seconds (libpq's connect_timeout), unless the URL sets one
+    read_span = 0.5  # seconds the reader waits for notifications before it looks at linger
 
     def __init__(self, pool: ConnectionPool[Any]) -> None:
         self._pool = pool
         self._cond = threading.Condition()  # guards everything below
         self._conn: psycopg.Connection[Any] | None = None
         self._generation = 0  # bumped whenever the connection is dropped
-        self._busy = False  # one thread uses the connection (reads, LISTEN, UNLISTEN)
-        self._listening = False  # the connection LISTENs on both channels
+        self._busy = False  # a thread runs LISTEN or UNLISTEN on the connection
+        self._listening = False  # the connection LISTENs on both channels; a reader reads
+        self._reader: threading.Thread | None = None
         self._watchers = 0
-        self._seen: dict[tuple[str, str], int] = {}  # (channel, run id) → notifications
+        self._watches: dict[tuple[str, str], list[RunWatch]] = {}  # (channel, run id) → waiters
         self._outcomes: dict[str, RunOutcome] = {}  # run id → how it ended, if notified
-        self._refs: dict[tuple[str, str], int] = {}
         self._retry_at = 0.0
         self._closed = False
         self._idle_since: float | None = None  # when the last waiter left, while listening
-        self._lingering: threading.Thread | None = None
 
     @contextmanager
     def watch(self, run_id: str, channels: Sequence[str]) -> Iterator[RunWatch]:
         """LISTEN for ``run_id`` on ``channels``; read the run only once this is entered."""
         run_id = _canonical_run_id(run_id)
-        keys = [(channel, run_id) for channel in channels]
+        watch = RunWatch(self, [(channel, run_id) for channel in channels])
         with self._cond:
             self._watchers += 1
-            for key in keys:
-                self._refs[key] = self._refs.get(key, 0) + 1
-                self._seen.setdefault(key, 0)
+            self._idle_since = None
+            for key in watch._keys:
+                self._watches.setdefault(key, []).append(watch)
         try:
-            yield RunWatch(self, keys, self._listen())
+            watch._generation = self._listen()
+            yield watch
         finally:
-            self._unwatch(keys)
+            self._unwatch(watch)
 
     def close(self) -> None:
         with self._cond:
@@ -135,26 +137,12 @@ class RunListener:
             conn = self._conn
             if conn is not None:
                 self._drop(conn)
+            self._wake_all()
             self._cond.notify_all()
         if conn is not None:
-            conn.close()  # a thread reading on it gets an error and polls
+            conn.close()  # a reader on it gets an error and ends
 
-    # --- the connection: used only by the thread that set _busy -------------------------
-
-    def _take(self) -> None:
-        """Wait for the connection to be free and take it (call with _cond held)."""
-        while self._busy:
-            self._cond.wait()
-        self._busy = True
-
-    def _give_back(self, broken: psycopg.Connection[Any] | None = None) -> None:
-        with self._cond:
-            if broken is not None:
-                self._drop(broken)
-            self._busy = False
-            self._cond.notify_all()
-        if broken is not None:
-            broken.close()
+    # --- the connection ----------------------------------------------------------------
 
     def _drop(self, conn: psycopg.Connection[Any]) -> None:
         """Forget a broken connection (call with _cond held); its watchers poll."""
@@ -162,9 +150,17 @@ class RunListener:
             self._conn = None
             self._listening = False
             self._generation += 1
+            self._wake_all()
+
+    def _wake_all(self) -> None:
+        """Wake every waiter (call with _cond held): they see the connection is gone."""
+        for watches in self._watches.values():
+            for watch in watches:
+                watch._wake()
 
     def _listen(self) -> int | None:
-        """Make sure the connection LISTENs; returns its generation, or None to poll."""
+        """Make sure the connection LISTENs and a reader reads it; returns its
+        generation, or None to poll."""
         with self._cond:
             while True:
                 if self._closed:
@@ -192,9 +188,17 @@ class RunListener:
         finally:
             with self._cond:
                 if listening and not self._closed:
+                    assert conn is not None
                     self._conn = conn
                     self._listening = True
                     generation = self._generation
+                    self._reader = threading.Thread(
+                        target=self._read,
+                        args=(conn, generation),
+                        name="graphruntime-listener",
+                        daemon=True,
+                    )
+                    self._reader.start()
                 elif conn is not None:
                     self._drop(conn)
                 self._busy = False
@@ -203,55 +207,17 @@ class RunListener:
                 conn.close()
         return generation
 
-    def _unwatch(self, keys: Sequence[tuple[str, str]]) -> None:
+    def _unwatch(self, watch: RunWatch) -> None:
         with self._cond:
             self._watchers -= 1
-            for key in keys:
-                self._refs[key] -= 1
-                if not self._refs[key]:
-                    del self._refs[key], self._seen[key]
+            for key in watch._keys:
+                watches = self._watches[key]
+                watches.remove(watch)
+                if not watches:
+                    del self._watches[key]
                     self._outcomes.pop(key[1], None)
-            if self._watchers or not self._listening:
-                return
-            self._idle_since = time.monotonic()
-            if self._lingering is None or not self._lingering.is_alive():
-                self._lingering = threading.Thread(
-                    target=self._linger, name="graphruntime-listener-linger", daemon=True
-                )
-                self._lingering.start()
-            self._cond.notify_all()
-
-    def _linger(self) -> None:
-        """UNLISTEN once nobody has waited for ``linger`` seconds (then end): a client
-        that waits on one run after another LISTENs once, not for every run."""
-        with self._cond:
-            while True:
-                if self._closed or not self._listening or self._idle_since is None:
-                    return
-                if self._watchers:
-                    self._cond.wait(1.0)  # woken by the last waiter's leaving; bounded anyway
-                    continue
-                remaining = self._idle_since + self.linger - time.monotonic()
-                if remaining > 0:
-                    self._cond.wait(remaining)
-                    continue
-                break
-            self._take()
-            conn = self._conn
-            if self._watchers or not self._listening or conn is None:
-                self._busy = False  # someone came meanwhile: keep listening for them
-                self._cond.notify_all()
-                return
-            self._listening = False
-            self._idle_since = None
-        broken: psycopg.Connection[Any] | None = conn
-        try:
-            conn.execute("UNLISTEN *", prepare=False)
-            broken = None
-        except psycopg.Error:
-            pass
-        finally:
-            self._give_back(broken)
+            if not self._watchers:
+                self._idle_since = time.monotonic()
 
     def _connect(self) -> psycopg.Connection[Any] | None:
         """A new autocommit connection to the pool's database, or None (then poll a while)."""
@@ -270,63 +236,92 @@ class RunListener:
                 self._retry_at = time.monotonic() + self.retry_after
             return None
 
-    def _read(self, conn: psycopg.Connection[Any], timeout: float) -> None:
-        """Read notifications for up to ``timeout`` s (until one arrives); wake waiters."""
-        received: list[psycopg.Notify] = []
-        broken: psycopg.Connection[Any] | None = conn
+    # --- the reader thread: the only user of the connection while it LISTENs ------------
+
+    def _read(self, conn: psycopg.Connection[Any], generation: int) -> None:
+        """Read notifications and wake their runs' waiters until nobody has waited for
+        ``linger`` seconds (then UNLISTEN), the connection breaks or the client closes."""
         try:
-            received.extend(conn.notifies(timeout=timeout, stop_after=1))
-            broken = None
+            while self._reading(generation):
+                for note in conn.notifies(timeout=self.read_span):
+                    self._deliver(note.channel, note.payload)
         except psycopg.Error:
-            pass
+            with self._cond:
+                self._drop(conn)
+                self._cond.notify_all()
+            conn.close()
+            return
+        try:
+            conn.execute("UNLISTEN *", prepare=False)
+        except psycopg.Error:
+            with self._cond:
+                self._drop(conn)
+            conn.close()
         finally:
             with self._cond:
-                for note in received:
-                    run_id, _, rest = note.payload.partition(" ")
-                    key = (note.channel, run_id)
-                    if key in self._seen:
-                        self._seen[key] += 1
-                        outcome = RunOutcome.parse(rest) if rest else None
-                        if outcome is not None:
-                            self._outcomes[run_id] = outcome
-            self._give_back(broken)
+                self._busy = False
+                self._cond.notify_all()
+
+    def _reading(self, generation: int) -> bool:
+        """Whether the reader goes on; False with _busy set when it is to UNLISTEN."""
+        with self._cond:
+            if self._closed or generation != self._generation:
+                raise psycopg.OperationalError("the listener was closed")
+            idle = self._idle_since
+            if self._watchers or idle is None or time.monotonic() - idle < self.linger:
+                return True
+            self._listening = False
+            self._idle_since = None
+            self._reader = None
+            self._busy = True  # UNLISTEN next; a new waiter LISTENs again after it
+            return False
+
+    def _deliver(self, channel: str, payload: str) -> None:
+        """Wake the waiters of the run a notification names, with how it ended if it says."""
+        run_id, _, rest = payload.partition(" ")
+        key = (channel, run_id)
+        if key not in self._watches:  # someone else's run: most notifications
+            return
+        outcome = RunOutcome.parse(rest) if rest else None
+        with self._cond:
+            watches = self._watches.get(key)
+            if not watches:
+                return
+            if outcome is not None:
+                self._outcomes[run_id] = outcome
+            for watch in watches:
+                watch._wake()
 
 
 class RunWatch:
     """One waiter's view of a :class:`RunListener`: block until its run may have changed."""
 
-    def __init__(
-        self, listener: RunListener, keys: Iterable[tuple[str, str]], generation: int | None
-    ) -> None:
+    def __init__(self, listener: RunListener, keys: Iterable[tuple[str, str]]) -> None:
         self._listener = listener
         self._keys = list(keys)
-        self._generation = generation
-        self._count = self._total()
+        self._generation: int | None = None
+        # released by the reader for each notification of the run (a binary semaphore:
+        # held means nothing new); only the listener releases it, holding its _cond
+        self._signal = threading.Lock()
+        self._signal.acquire()
         self._delay = 0.002  # the polling back-off, when there is no listening connection
+
+    def _wake(self) -> None:
+        """(The listener, holding its _cond.) Something happened to the run."""
+        if self._signal.locked():
+            self._signal.release()
 
     @property
     def listening(self) -> bool:
         listener = self._listener
         return self._generation is not None and self._generation == listener._generation
 
-    def _total(self) -> int:
-        seen = self._listener._seen
-        return sum(seen.get(key, 0) for key in self._keys)
-
-    def _notified(self) -> bool:
-        count = self._total()
-        if count != self._count:
-            self._count = count
-            return True
-        return False
-
     def outcome(self) -> RunOutcome | None:
         """How the watched run ended, if a notification said so."""
-        listener = self._listener
-        with listener._cond:
-            for _channel, run_id in self._keys:
-                if (found := listener._outcomes.get(run_id)) is not None:
-                    return found
+        outcomes = self._listener._outcomes
+        for _channel, run_id in self._keys:
+            if (found := outcomes.get(run_id)) is not None:
+                return found
         return None
 
     def progressed(self) -> None:
@@ -335,33 +330,14 @@ class RunWatch:
 
     def wait(self, timeout: float | None) -> None:
         """Return after a notification for the run, ``fallback`` s, or ``timeout`` s."""
-        listener = self._listener
         if timeout is not None and timeout <= 0:
             return
         if not self.listening:
             time.sleep(self._delay if timeout is None else min(self._delay, timeout))
             self._delay = min(self._delay * 1.5, 0.05)
             return
-        span = listener.fallback if timeout is None else min(listener.fallback, timeout)
-        deadline = time.monotonic() + span
-        cond = listener._cond
-        while True:
-            with cond:
-                while True:
-                    if self._notified() or not self.listening:
-                        return
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        return
-                    if not listener._busy:
-                        break
-                    cond.wait(remaining)  # another waiter reads and wakes us
-                listener._busy = True
-                conn = listener._conn
-            if conn is None:  # cannot happen while listening; be safe
-                listener._give_back()
-                return
-            listener._read(conn, remaining)
+        fallback = self._listener.fallback
+        self._signal.acquire(timeout=fallback if timeout is None else min(fallback, timeout))
 
 
 def _canonical_run_id(run_id: str) -> str:

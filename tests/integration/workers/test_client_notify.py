@@ -229,8 +229,10 @@ def test_a_broken_listen_connection_falls_back_and_reconnects(
 
     waiter = threading.Thread(target=wait)
     waiter.start()
-    # the waiter listens and reads notifications
-    assert eventually(lambda: _listener(client)._busy and _listener(client)._listening)
+    # the waiter listens; the reader thread reads notifications
+    assert eventually(
+        lambda: _listener(client)._listening and _listener(client)._reader is not None
+    )
     conn = _listener(client)._conn
     assert conn is not None
     with psycopg.connect(pg_url, autocommit=True) as admin:
@@ -344,7 +346,5 @@ def test_waits_one_after_another_listen_once_and_unlisten_after_the_linger(
         listened.append(listener._generation if listener._listening else None)
     assert listened[0] is not None
     assert listened == [listened[0]] * 2  # still listening between: one LISTEN for both
-    listener.linger = 0.0
-    with listener._cond:
-        listener._cond.notify_all()  # the lingering thread sees the shorter linger
+    listener.linger = 0.0  # the reader sees it at its next look
     assert eventually(lambda: not listener._listening, within=10)
