@@ -12,6 +12,9 @@ list the transport reads for priority 0, the queue's own name. A test compares t
 what ``send_task`` pushes, field by field, for the installed Celery and kombu
 (tests/integration/workers/test_celery_wire.py). Delayed messages (an ETA) still go
 through Celery.
+
+A client that queued one run reads its graph's drain flag and, when no job drains,
+sends the run's message: :class:`WakeOrPush` does both in one script, one round trip.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import socket
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from workers._drain import _WAKE, RESIDENT, DrainFlag
 
 TASK = "graphruntime.coordinate"
 
@@ -85,6 +90,39 @@ def push(redis: Any, queue: str, messages: Sequence[Mapping[str, Any]]) -> None:
     for kwargs in messages:
         pipe.lpush(queue, envelope(kwargs, queue, origin=origin))
     pipe.execute()
+
+
+# The drain flag's wake-up (workers/_drain.py, the protocol's one text) and, when no job
+# drains the graph (the flag is down), the run's coordinator message pushed instead.
+_WAKE_OR_PUSH = f"""
+local function wake()
+{_WAKE}
+end
+if wake() == 1 then
+  return 1
+end
+redis.call('lpush', KEYS[3], ARGV[2])
+return 0
+"""
+
+
+class WakeOrPush:
+    """After a single run's commit, in one round trip: if a job drains its graph (the
+    flag is up; a sleeping resident is woken), nothing more; otherwise the run's
+    coordinator message is pushed (see workers/_drain.py for why the order is safe)."""
+
+    def __init__(self, redis: Any, flag: DrainFlag) -> None:
+        self.flag = flag
+        self.queue = flag.queue
+        self._script = redis.register_script(_WAKE_OR_PUSH)  # EVALSHA: no script text sent
+        self._origin = f"gen{os.getpid()}@{_HOST}"
+
+    def __call__(self, graph: str, kwargs: Mapping[str, Any]) -> bool:
+        """Whether a drainer takes the run (True) or its message was pushed (False)."""
+        flag = self.flag
+        keys = [flag.key(graph), flag.wake_key(graph), self.queue]
+        message = envelope(kwargs, self.queue, origin=self._origin)
+        return bool(self._script(keys=keys, args=[RESIDENT, message]))
 
 
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}

@@ -16,6 +16,8 @@ from typing import Any, Self
 
 from graphruntime.checkpoint import ClusterSaver
 from graphruntime.pregel import Pregel
+from workers._celery_wire import WakeOrPush
+from workers._drain import DrainFlag
 from workers._listener import RunListener
 from workers.dispatch import Broker
 from workers.errors import NotDispatchedError, is_transient
@@ -47,6 +49,13 @@ class ClientCore:
         self.known_graphs: set[str] = set()
         """Graphs this client takes as served without asking (graphrun serve's config)."""
         redis = getattr(broker, "redis", None)
+        self.wake_or_push = (
+            WakeOrPush(redis, DrainFlag(redis, settings.coordinator_queue))
+            if redis is not None and getattr(broker, "lean", False)
+            else None
+        )
+        """A single run's drain-flag read and message in one round trip (Celery's broker
+        with messages written straight to Redis); None: :meth:`send_coordinates`."""
         self.requests = (
             GraphRequests(redis, settings.coordinator_queue, saver.serde)
             if redis is not None

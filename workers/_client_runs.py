@@ -163,9 +163,24 @@ class Runs(ClientCore):
 
     def _queue(self, new: NewRun) -> RunHandle:
         run, created = self.store.create_run(new)
-        if created and not self._drained(new.graph):  # after the commit: see workers/_drain.py
-            self.send_coordinates([run.run_id], "submit it again (or reuse the same key)")
+        if created:  # after the commit: see workers/_drain.py
+            self._dispatch(new.graph, run.run_id)
         return RunHandle(self, run.run_id, new.thread_id, created=created, queued=run)
+
+    def _dispatch(self, graph: str, run_id: str) -> None:
+        """Leave a committed run to the job draining its graph, or send its message."""
+        wake_or_push = self.wake_or_push
+        if wake_or_push is not None:
+            from workers.app import _coordinate_kwargs  # a lean broker is Celery's
+
+            try:
+                wake_or_push(graph, _coordinate_kwargs([run_id]))
+                return
+            except Exception as exc:  # noqa: BLE001 - the message then goes as without
+                log.debug("the drain flag and message script failed: %s", exc)
+        elif self._drained(graph):
+            return
+        self.send_coordinates([run_id], "submit it again (or reuse the same key)")
 
     def submit_many(
         self,

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from workers import _celery_wire as celery_wire
+from workers._drain import RESIDENT, DrainFlag
 from workers.app import CeleryBroker, create_app
 from workers.settings import Settings
 
@@ -75,3 +76,123 @@ def test_a_key_prefix_or_priority_steps_keep_the_messages_on_celery() -> None:
     assert celery_wire.supported({"visibility_timeout": 3600})
     assert not celery_wire.supported({"global_keyprefix": "app:"})
     assert not celery_wire.supported({"priority_steps": [0, 5]})
+
+
+def _flag_state(broker: CeleryBroker, flag: DrainFlag, graph: str) -> tuple[Any, ...]:
+    redis = broker.redis
+    return (
+        redis.get(flag.key(graph)),
+        redis.lrange(flag.wake_key(graph), 0, -1),
+        redis.llen(flag.queue),
+    )
+
+
+@pytest.mark.parametrize("flag_value", [None, "1", RESIDENT])
+@pytest.mark.parametrize("pending_wake", [False, True])
+def test_wake_or_push_wakes_as_the_drain_flag_does_and_else_pushes_the_message(
+    broker: CeleryBroker, flag_value: str | None, pending_wake: bool
+) -> None:
+    queue = broker.settings.coordinator_queue
+    flag = DrainFlag(broker.redis, queue)
+    wake_or_push = celery_wire.WakeOrPush(broker.redis, flag)
+    ends = []
+    for graph, act in (("by-flag", flag.wake), ("by-script", None)):
+        if flag_value is not None:
+            broker.redis.set(flag.key(graph), flag_value)
+        if pending_wake:
+            broker.redis.lpush(flag.wake_key(graph), "1")
+        if act is not None:
+            drained = act(graph)
+            if not drained:  # what the client then does: the run's message
+                broker.send_coordinates(["r1"])
+        else:
+            drained = wake_or_push(graph, {"run_id": "r1", "v": 1})
+        ends.append((drained, *_flag_state(broker, flag, graph)))
+        pushed = [json.loads(m) for m in broker.redis.lrange(queue, 0, -1)]
+        broker.redis.delete(queue, flag.key(graph), flag.wake_key(graph))
+        if not drained:
+            assert len(pushed) == 1
+            assert json.loads(base64.b64decode(pushed[0]["body"]))[1] == {"run_id": "r1", "v": 1}
+    assert ends[0] == ends[1]
+    assert ends[1][0] is (flag_value is not None)
+
+
+def test_a_single_submit_reads_the_flag_and_sends_its_message_in_one_script(
+    broker: CeleryBroker, pg_url: str
+) -> None:
+    from graphruntime.checkpoint.memory import InMemorySaver
+    from workers.client import GraphClient
+    from workers.registry import GraphRegistry
+    from workers.store import PostgresRunStore, make_pool
+
+    pool = make_pool(pg_url)
+    store = PostgresRunStore(pool)
+    store.setup()
+    client = GraphClient(
+        settings=broker.settings,
+        registry=GraphRegistry.parse("chain=tests.e2e.graphs:chain_graph"),
+        saver=InMemorySaver(),
+        store=store,
+        broker=broker,
+    )
+    queue = broker.settings.coordinator_queue
+    flag = DrainFlag(broker.redis, queue)
+    sent = _count_calls(broker, "send_coordinates")
+    try:
+        assert client.wake_or_push is not None  # Celery's broker, messages written here
+        config: Any = {"configurable": {"thread_id": f"wire-{uuid.uuid4()}"}}
+        first = client.submit("chain", {"log": []}, config)
+        pushed = [json.loads(m) for m in broker.redis.lrange(queue, 0, -1)]
+        body = json.loads(base64.b64decode(pushed[0]["body"]))
+        assert len(pushed) == 1 and body[1] == {"run_id": first.run_id, "v": 1}
+        broker.redis.delete(queue)
+        flag.raise_(["chain"])  # a job drains the graph: no message, a wake-up instead
+        client.submit("chain", {"log": []}, {"configurable": {"thread_id": f"w-{uuid.uuid4()}"}})
+        assert broker.redis.llen(queue) == 0
+        assert broker.redis.lrange(flag.wake_key("chain"), 0, -1) == [b"1"]
+        assert sent == []  # the broker's own path was never needed
+    finally:
+        broker.redis.delete(flag.key("chain"), flag.wake_key("chain"))
+        client.close()
+
+
+def test_a_single_submit_whose_script_fails_sends_its_message_as_before(
+    broker: CeleryBroker, pg_url: str
+) -> None:
+    from graphruntime.checkpoint.memory import InMemorySaver
+    from workers.client import GraphClient
+    from workers.registry import GraphRegistry
+    from workers.store import PostgresRunStore, make_pool
+
+    store = PostgresRunStore(make_pool(pg_url))
+    store.setup()
+    client = GraphClient(
+        settings=broker.settings,
+        registry=GraphRegistry.parse("chain=tests.e2e.graphs:chain_graph"),
+        saver=InMemorySaver(),
+        store=store,
+        broker=broker,
+    )
+    assert client.wake_or_push is not None
+    client.wake_or_push._script.script = "return redis.call('no_such_command')"
+    client.wake_or_push._script.sha = "0" * 40
+    sent = _count_calls(broker, "send_coordinates")
+    try:
+        config: Any = {"configurable": {"thread_id": f"wire-{uuid.uuid4()}"}}
+        handle = client.submit("chain", {"log": []}, config)
+        assert sent == [[handle.run_id]]  # the script failed: the message went by the broker
+        assert broker.redis.llen(broker.settings.coordinator_queue) == 1
+    finally:
+        client.close()
+
+
+def _count_calls(broker: CeleryBroker, name: str) -> list[Any]:
+    calls: list[Any] = []
+    method = getattr(broker, name)
+
+    def counted(run_ids: Any, **kwargs: Any) -> Any:
+        calls.append(list(run_ids))
+        return method(run_ids, **kwargs)
+
+    setattr(broker, name, counted)
+    return calls
