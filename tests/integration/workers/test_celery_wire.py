@@ -143,8 +143,11 @@ def test_a_single_submit_reads_the_flag_and_sends_its_message_in_one_script(
         config: Any = {"configurable": {"thread_id": f"wire-{uuid.uuid4()}"}}
         first = client.submit("chain", {"log": []}, config)
         pushed = [json.loads(m) for m in broker.redis.lrange(queue, 0, -1)]
-        body = json.loads(base64.b64decode(pushed[0]["body"]))
-        assert len(pushed) == 1 and body[1] == {"run_id": first.run_id, "v": 1}
+        assert len(pushed) == 1
+        assert json.loads(base64.b64decode(pushed[0]["body"]))[1] == {
+            "run_id": first.run_id,
+            "v": 1,
+        }
         broker.redis.delete(queue)
         flag.raise_(["chain"])  # a job drains the graph: no message, a wake-up instead
         client.submit("chain", {"log": []}, {"configurable": {"thread_id": f"w-{uuid.uuid4()}"}})
