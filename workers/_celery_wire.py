@@ -20,12 +20,17 @@ sends the run's message: :class:`WakeOrPush` does both in one script, one round 
 from __future__ import annotations
 
 import base64
+import functools
+import hashlib
 import json
 import os
 import socket
 import uuid
 from collections.abc import Mapping, Sequence
+from queue import Empty, SimpleQueue
 from typing import Any
+
+from redis.exceptions import NoScriptError
 
 from workers._drain import _WAKE, RESIDENT, DrainFlag
 
@@ -45,14 +50,30 @@ def envelope(kwargs: Mapping[str, Any], queue: str, *, origin: str) -> bytes:
     stores it."""
     task_id = str(uuid.uuid4())
     body = json.dumps([[], dict(kwargs), _EMBED]).encode()
+    tag = str(uuid.uuid4())
+    b64 = base64.b64encode(body).decode("ascii")
+    p = _template(queue, origin)  # the values between: JSON literals of their own
+    return (
+        f'{p[0]}"{b64}"{p[1]}"{task_id}"{p[2]}"{task_id}"{p[3]}{json.dumps(repr(dict(kwargs)))}'
+        f'{p[4]}"{task_id}"{p[5]}"{tag}"{p[6]}'
+    ).encode()
+
+
+_SLOTS = ("@body@", "@id@", "@root_id@", "@kwargsrepr@", "@correlation_id@", "@delivery_tag@")
+
+
+@functools.lru_cache(maxsize=64)
+def _template(queue: str, origin: str) -> tuple[str, ...]:
+    """The message's JSON text around its per-message values, in :data:`_SLOTS` order
+    (the fixed fields are encoded once per queue and process, not per message)."""
     message = {
-        "body": base64.b64encode(body).decode("ascii"),
+        "body": _SLOTS[0],
         "content-encoding": "utf-8",
         "content-type": "application/json",
         "headers": {
             "lang": "py",
             "task": TASK,
-            "id": task_id,
+            "id": _SLOTS[1],
             "shadow": None,
             "eta": None,
             "expires": None,
@@ -60,10 +81,10 @@ def envelope(kwargs: Mapping[str, Any], queue: str, *, origin: str) -> bytes:
             "group_index": None,
             "retries": 0,
             "timelimit": [None, None],
-            "root_id": task_id,
+            "root_id": _SLOTS[2],
             "parent_id": None,
             "argsrepr": "()",
-            "kwargsrepr": repr(dict(kwargs)),
+            "kwargsrepr": _SLOTS[3],
             "origin": origin,
             "ignore_result": None,
             "replaced_task_nesting": 0,
@@ -71,16 +92,22 @@ def envelope(kwargs: Mapping[str, Any], queue: str, *, origin: str) -> bytes:
             "stamps": {},
         },
         "properties": {
-            "correlation_id": task_id,
+            "correlation_id": _SLOTS[4],
             "reply_to": _REPLY_TO,
             "delivery_mode": 2,
             "delivery_info": {"exchange": "", "routing_key": queue},
             "priority": 0,
             "body_encoding": "base64",
-            "delivery_tag": str(uuid.uuid4()),
+            "delivery_tag": _SLOTS[5],
         },
     }
-    return json.dumps(message).encode()
+    text = json.dumps(message)
+    parts = []
+    for slot in _SLOTS:
+        before, text = text.split(json.dumps(slot), 1)
+        parts.append(before)
+    parts.append(text)
+    return tuple(parts)
 
 
 def push(redis: Any, queue: str, messages: Sequence[Mapping[str, Any]]) -> None:
@@ -109,22 +136,71 @@ return 0
 class WakeOrPush:
     """After a single run's commit, in one round trip: if a job drains its graph (the
     flag is up; a sleeping resident is woken), nothing more; otherwise the run's
-    coordinator message is pushed (see workers/_drain.py for why the order is safe)."""
+    coordinator message is pushed (see workers/_drain.py for why the order is safe).
+
+    The script goes by ``EVALSHA`` on connections of this object's own (made by the
+    broker's redis-py pool, with its settings), one per calling thread at a time:
+    redis-py's command path (the pool's checkout and checks, retries, instrumentation)
+    costs a client three times the round trip itself, on every run. Any error drops the
+    connection and is raised: the caller then sends the message as without this.
+    """
 
     def __init__(self, redis: Any, flag: DrainFlag) -> None:
         self.flag = flag
         self.queue = flag.queue
-        self._script = redis.register_script(_WAKE_OR_PUSH)  # EVALSHA: no script text sent
-        self._origin = f"gen{os.getpid()}@{_HOST}"
+        self._pool = redis.connection_pool
+        self._sha = hashlib.sha1(_WAKE_OR_PUSH.encode()).hexdigest().encode()  # its id
+        self._idle: SimpleQueue[Any] = SimpleQueue()
+        self._pid = os.getpid()
 
     def __call__(self, graph: str, kwargs: Mapping[str, Any]) -> bool:
         """Whether a drainer takes the run (True) or its message was pushed (False)."""
+        pid = os.getpid()
+        if pid != self._pid:  # forked: the parent's connections are not ours
+            self._idle, self._pid = SimpleQueue(), pid
         flag = self.flag
-        keys = [flag.key(graph), flag.wake_key(graph), self.queue]
-        message = envelope(kwargs, self.queue, origin=self._origin)
-        return bool(self._script(keys=keys, args=[RESIDENT, message]))
+        args = (
+            b"3",
+            flag.key(graph).encode(),
+            flag.wake_key(graph).encode(),
+            self.queue.encode(),
+            _RESIDENT,
+            envelope(kwargs, self.queue, origin=f"gen{pid}@{_HOST}"),
+        )
+        try:
+            conn = self._idle.get_nowait()
+        except Empty:
+            pool = self._pool
+            conn = pool.connection_class(**pool.connection_kwargs)
+        try:
+            try:
+                conn.send_packed_command([_command(b"EVALSHA", self._sha, *args)])
+                drained = conn.read_response()
+            except NoScriptError:  # a restarted or flushed Redis: load it with this call
+                conn.send_packed_command([_command(b"EVAL", _WAKE_OR_PUSH.encode(), *args)])
+                drained = conn.read_response()
+        except BaseException:
+            conn.disconnect()
+            raise
+        self._idle.put(conn)
+        return bool(drained)
+
+    def close(self) -> None:
+        """Disconnect the idle connections."""
+        while True:
+            try:
+                self._idle.get_nowait().disconnect()
+            except Empty:
+                return
 
 
+def _command(*args: bytes) -> bytes:
+    """A command in the Redis protocol (RESP): redis-py's own packer costs 20 µs a call,
+    most of a round trip, checking and encoding argument by argument."""
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+
+
+_RESIDENT = RESIDENT.encode()
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 _HOST = socket.gethostname()
 _REPLY_TO = str(uuid.uuid4())  # Celery's too is one per process (no reply is ever sent)

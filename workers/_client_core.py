@@ -80,6 +80,8 @@ class ClientCore:
     def close(self) -> None:
         if self.listener is not None:
             self.listener.close()
+        if self.wake_or_push is not None:
+            self.wake_or_push.close()
         close = getattr(self.store, "close", None)
         if callable(close):
             close()

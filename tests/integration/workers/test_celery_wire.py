@@ -120,21 +120,7 @@ def test_wake_or_push_wakes_as_the_drain_flag_does_and_else_pushes_the_message(
 def test_a_single_submit_reads_the_flag_and_sends_its_message_in_one_script(
     broker: CeleryBroker, pg_url: str
 ) -> None:
-    from graphruntime.checkpoint.memory import InMemorySaver
-    from workers.client import GraphClient
-    from workers.registry import GraphRegistry
-    from workers.store import PostgresRunStore, make_pool
-
-    pool = make_pool(pg_url)
-    store = PostgresRunStore(pool)
-    store.setup()
-    client = GraphClient(
-        settings=broker.settings,
-        registry=GraphRegistry.parse("chain=tests.e2e.graphs:chain_graph"),
-        saver=InMemorySaver(),
-        store=store,
-        broker=broker,
-    )
+    client = _client(broker, pg_url)
     queue = broker.settings.coordinator_queue
     flag = DrainFlag(broker.redis, queue)
     sent = _count_calls(broker, "send_coordinates")
@@ -160,25 +146,12 @@ def test_a_single_submit_reads_the_flag_and_sends_its_message_in_one_script(
 
 
 def test_a_single_submit_whose_script_fails_sends_its_message_as_before(
-    broker: CeleryBroker, pg_url: str
+    broker: CeleryBroker, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from graphruntime.checkpoint.memory import InMemorySaver
-    from workers.client import GraphClient
-    from workers.registry import GraphRegistry
-    from workers.store import PostgresRunStore, make_pool
-
-    store = PostgresRunStore(make_pool(pg_url))
-    store.setup()
-    client = GraphClient(
-        settings=broker.settings,
-        registry=GraphRegistry.parse("chain=tests.e2e.graphs:chain_graph"),
-        saver=InMemorySaver(),
-        store=store,
-        broker=broker,
-    )
+    client = _client(broker, pg_url)
     assert client.wake_or_push is not None
-    client.wake_or_push._script.script = "return redis.call('no_such_command')"
-    client.wake_or_push._script.sha = "0" * 40
+    monkeypatch.setattr(celery_wire, "_WAKE_OR_PUSH", "return redis.call('no_such_command')")
+    monkeypatch.setattr(client.wake_or_push, "_sha", "0" * 40)  # not loaded: EVAL runs it
     sent = _count_calls(broker, "send_coordinates")
     try:
         config: Any = {"configurable": {"thread_id": f"wire-{uuid.uuid4()}"}}
@@ -187,6 +160,36 @@ def test_a_single_submit_whose_script_fails_sends_its_message_as_before(
         assert broker.redis.llen(broker.settings.coordinator_queue) == 1
     finally:
         client.close()
+
+
+def test_wake_or_push_loads_its_script_again_after_a_flush(broker: CeleryBroker) -> None:
+    flag = DrainFlag(broker.redis, broker.settings.coordinator_queue)
+    wake_or_push = celery_wire.WakeOrPush(broker.redis, flag)
+    try:
+        assert wake_or_push("g", {"run_id": "r1", "v": 1}) is False
+        broker.redis.script_flush()
+        assert wake_or_push("g", {"run_id": "r2", "v": 1}) is False
+        assert broker.redis.llen(flag.queue) == 2
+        assert broker.redis.script_exists(wake_or_push._sha) == [True]
+    finally:
+        wake_or_push.close()
+
+
+def _client(broker: CeleryBroker, pg_url: str) -> Any:
+    from graphruntime.checkpoint.memory import InMemorySaver
+    from workers.client import GraphClient
+    from workers.registry import GraphRegistry
+    from workers.store import PostgresRunStore, make_pool
+
+    store = PostgresRunStore(make_pool(pg_url))
+    store.setup()
+    return GraphClient(
+        settings=broker.settings,
+        registry=GraphRegistry.parse("chain=tests.e2e.graphs:chain_graph"),
+        saver=InMemorySaver(),
+        store=store,
+        broker=broker,
+    )
 
 
 def _count_calls(broker: CeleryBroker, name: str) -> list[Any]:
