@@ -6,6 +6,7 @@ import base64
 import binascii
 import dataclasses
 import json
+import selectors
 import threading
 import time
 import uuid
@@ -240,12 +241,27 @@ class RunListener:
 
     def _read(self, conn: psycopg.Connection[Any], generation: int) -> None:
         """Read notifications and wake their runs' waiters until nobody has waited for
-        ``linger`` seconds (then UNLISTEN), the connection breaks or the client closes."""
+        ``linger`` seconds (then UNLISTEN), the connection breaks or the client closes.
+
+        It reads at libpq's level (wait for the socket, consume input, take the
+        notifications): ``Connection.notifies`` costs twice as much a notification, in
+        its generator, wait and lock machinery; no other thread uses the connection.
+        """
+        pgconn = conn.pgconn
+        encoding = conn.info.encoding
         try:
-            while self._reading(generation):
-                for note in conn.notifies(timeout=self.read_span):
-                    self._deliver(note.channel, note.payload)
-        except psycopg.Error:
+            # those psycopg kept while LISTEN ran (the end of a run read right after)
+            for note in conn.notifies(timeout=0):
+                self._deliver(note.channel, note.payload)
+            with selectors.DefaultSelector() as selector:
+                selector.register(pgconn.socket, selectors.EVENT_READ)
+                while self._reading(generation):
+                    if not selector.select(self.read_span):
+                        continue
+                    pgconn.consume_input()
+                    while (note := pgconn.notifies()) is not None:
+                        self._deliver(note.relname.decode(encoding), note.extra.decode(encoding))
+        except (psycopg.Error, OSError, ValueError):
             with self._cond:
                 self._drop(conn)
                 self._cond.notify_all()
