@@ -251,8 +251,8 @@ class RunListener:
         encoding = conn.info.encoding
         try:
             # those psycopg kept while LISTEN ran (the end of a run read right after)
-            for note in conn.notifies(timeout=0):
-                self._deliver(note.channel, note.payload)
+            for kept in conn.notifies(timeout=0):
+                self._deliver(kept.channel, kept.payload)
             with selectors.DefaultSelector() as selector:
                 selector.register(pgconn.socket, selectors.EVENT_READ)
                 while self._reading(generation):

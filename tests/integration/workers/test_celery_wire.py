@@ -170,7 +170,7 @@ def test_wake_or_push_loads_its_script_again_after_a_flush(broker: CeleryBroker)
         broker.redis.script_flush()
         assert wake_or_push("g", {"run_id": "r2", "v": 1}) is False
         assert broker.redis.llen(flag.queue) == 2
-        assert broker.redis.script_exists(wake_or_push._sha) == [True]
+        assert broker.redis.script_exists(wake_or_push._sha.decode()) == [True]
     finally:
         wake_or_push.close()
 
