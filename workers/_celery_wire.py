@@ -32,7 +32,7 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
-from workers._drain import _WAKE, RESIDENT, DrainFlag
+from workers._drain import _WAKE, DrainFlag
 
 TASK = "graphruntime.coordinate"
 
@@ -128,7 +128,7 @@ end
 if wake() == 1 then
   return 1
 end
-redis.call('lpush', KEYS[3], ARGV[2])
+redis.call('lpush', KEYS[3], ARGV[#ARGV])
 return 0
 """
 
@@ -164,7 +164,6 @@ class WakeOrPush:
             flag.key(graph).encode(),
             flag.wake_key(graph).encode(),
             self.queue.encode(),
-            _RESIDENT,
             envelope(kwargs, self.queue, origin=f"gen{pid}@{_HOST}"),
         )
         try:
@@ -200,7 +199,6 @@ def _command(*args: bytes) -> bytes:
     return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
 
 
-_RESIDENT = RESIDENT.encode()
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 _HOST = socket.gethostname()
 _REPLY_TO = str(uuid.uuid4())  # Celery's too is one per process (no reply is ever sent)

@@ -93,7 +93,9 @@ def coordinate_task(self: Any, **kwargs: Any) -> None:
             # free now: take the runs queued meanwhile (single submits skip their messages);
             # a retried job drains in any case (a crash may have taken back what it drained)
             retried = bool(self.request.retries)
-            failures += drain(ctx, coordinate_many, when_idle=retried, stay=_may_stay())
+            failures += drain(
+                ctx, coordinate_many, when_idle=retried, stay=_may_stay(), home=_node_name() or ""
+            )
     _fail_visibly(failures)
 
 

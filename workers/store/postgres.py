@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg import pq
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -47,7 +46,8 @@ class _Session:
     def all(self, name: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         prepare = False if name in UNPREPARED else None
         cur = self.conn.execute(query(name), params, prepare=prepare)
-        return cur.fetchall() if _has_rows(cur) else []
+        # rownumber is None for a result without rows (description would build columns)
+        return cur.fetchall() if cur.rownumber is not None else []
 
     def many(
         self, name: str, params: Sequence[Mapping[str, Any]], *, returning: bool = True
@@ -65,16 +65,6 @@ class _Session:
             while cur.nextset():
                 out.append(cur.fetchall())
             return out
-
-
-_ROWS = frozenset({pq.ExecStatus.TUPLES_OK, pq.ExecStatus.SINGLE_TUPLE, pq.ExecStatus.TUPLES_CHUNK})
-
-
-def _has_rows(cur: psycopg.Cursor[Any]) -> bool:
-    """``cur.description is not None``, without building a Column per column (the run
-    store's rows have up to 17: a fifth of a submit's CPU went there)."""
-    res = cur.pgresult
-    return res is not None and bool(res.nfields or res.status in _ROWS)
 
 
 class PostgresConnector:
@@ -98,7 +88,7 @@ class PostgresConnector:
         with self._conn(operation) as conn:
             with conn.pipeline(), conn.transaction():
                 cursors = [conn.execute(query(name), params) for name, params in statements]
-            return [cur.fetchall() if _has_rows(cur) else [] for cur in cursors]
+            return [cur.fetchall() if cur.rownumber is not None else [] for cur in cursors]
 
     @contextmanager
     def _conn(self, operation: str) -> Iterator[psycopg.Connection[Any]]:

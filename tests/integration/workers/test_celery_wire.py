@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from workers import _celery_wire as celery_wire
-from workers._drain import RESIDENT, DrainFlag
+from workers._drain import DrainFlag
 from workers.app import CeleryBroker, create_app
 from workers.settings import Settings
 
@@ -87,7 +87,7 @@ def _flag_state(broker: CeleryBroker, flag: DrainFlag, graph: str) -> tuple[Any,
     )
 
 
-@pytest.mark.parametrize("flag_value", [None, "1", RESIDENT])
+@pytest.mark.parametrize("flag_value", [None, "1"])
 @pytest.mark.parametrize("pending_wake", [False, True])
 def test_wake_or_push_wakes_as_the_drain_flag_does_and_else_pushes_the_message(
     broker: CeleryBroker, flag_value: str | None, pending_wake: bool
