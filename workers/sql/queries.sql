@@ -59,7 +59,8 @@ WHERE (SELECT graph FROM thread) = %(graph)s
               IN ('interrupted', 'queued', 'running')
       END)
 ON CONFLICT DO NOTHING
-RETURNING *;
+-- what the client did not send: the rest of the row is its own request
+RETURNING status, resumes_run, created_at, updated_at;
 
 -- name: explain_refused_run
 -- Why create_run inserted nothing: the thread's graph, the run with the same key, the

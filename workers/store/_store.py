@@ -102,6 +102,29 @@ class RunStore(StepBarrier):
             "answers": new.answers,
         }
 
+    @staticmethod
+    def _queued(new: NewRun, row: Row) -> Run:
+        """The run create_run just queued: ``new`` as sent, with what the statement set
+        (its status, the pause it answers, its times): nothing sent is read back."""
+        resumes = row["resumes_run"]
+        return Run(
+            run_id=new.run_id,
+            thread_id=new.thread_id,
+            graph=new.graph,
+            status=row["status"],
+            kind=new.kind,
+            payload=new.payload,
+            stop=None,
+            result=None,
+            error=None,
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            idempotency_key=new.idempotency_key,
+            request_digest=new.request_digest,
+            resumes_run=str(resumes) if resumes else None,
+            origin=new.origin,
+        )
+
     def create_run(self, new: NewRun) -> tuple[Run, bool]:
         """Queue a run; returns (run, created).
 
@@ -116,7 +139,7 @@ class RunStore(StepBarrier):
             row = one(s.all("create_run", params))
             why = None if row is not None else one(s.all("explain_refused_run", params))
         if row is not None:
-            return self._run(row, new.payload), True
+            return self._queued(new, row), True
         assert why is not None
         return self.get_run(refused_as(params, why)), False
 
@@ -132,8 +155,8 @@ class RunStore(StepBarrier):
             rows = s.many("create_run", [self._new_run_params(new) for new in news])
         out: list[tuple[Run | None, bool, Exception | None]] = []
         for new, found in zip(news, rows, strict=True):
-            if found:  # its payload is the one just stored
-                out.append((self._run(found[0], new.payload), True, None))
+            if found:
+                out.append((self._queued(new, found[0]), True, None))
                 continue
             try:
                 run, created = self.create_run(new)

@@ -239,3 +239,27 @@ def _wait_for_lock(conn: psycopg.Connection[Any], thread: str) -> None:
             return
         time.sleep(0.02)
     raise AssertionError(f"the end of thread {thread}'s run never waited for its row")
+
+
+def test_a_queued_run_is_the_run_a_read_gives(store: RunStore) -> None:
+    """create_run reads back only what its statement set (status, pause, times); the run
+    it returns, made of the request, is the one a read of the row gives."""
+    from graphruntime.types import Command
+
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    origin = {"route": "client", "actor": "ann", "note": "n"}
+    new = NewRun.of(
+        "g", thread, RunPayload(input={"n": 1}), store.serde, idempotency_key="k", origin=origin
+    )
+    run, created = store.create_run(new)
+    assert created
+    assert run == store.get_run(run.run_id)
+    assert (run.status, run.resumes_run, run.origin) == ("queued", None, origin)
+    # a resume queued behind it answers the pause that run makes: the statement says so
+    resume = NewRun.of("g", thread, RunPayload(input=Command(resume="yes")), store.serde)
+    ((queued, fresh, error),) = store.create_runs([resume])
+    assert fresh
+    assert error is None
+    assert queued is not None
+    assert queued.resumes_run == run.run_id
+    assert queued == store.get_run(queued.run_id)
