@@ -45,6 +45,12 @@ def supported(transport_options: Mapping[str, Any]) -> bool:
     )
 
 
+def single(run_id: str) -> dict[str, Any]:
+    """One run's coordinator message fields: version 1, as every worker reads them (what
+    the broker's ``send_coordinates`` sends for one run, without building the model)."""
+    return {"run_id": run_id, "v": 1}
+
+
 def envelope(kwargs: Mapping[str, Any], queue: str, *, origin: str) -> bytes:
     """One Celery task message for ``kwargs`` on ``queue``, as kombu's Redis transport
     stores it."""

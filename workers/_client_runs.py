@@ -23,6 +23,7 @@ from graphruntime.errors import CheckpointError, InvalidArgumentTypeError
 from graphruntime.pregel.driver import run_options
 from graphruntime.types import Durability
 from workers import approvals
+from workers._celery_wire import single
 from workers._client_core import ClientCore
 from workers._drain import drain_flag
 from workers._listener import EVENTS_CHANNEL, RUNS_CHANNEL, RunWatch, ended_as
@@ -171,10 +172,8 @@ class Runs(ClientCore):
         """Leave a committed run to the job draining its graph, or send its message."""
         wake_or_push = self.wake_or_push
         if wake_or_push is not None:
-            from workers.app import _coordinate_kwargs  # a lean broker is Celery's
-
             try:
-                wake_or_push(graph, _coordinate_kwargs([run_id]))
+                wake_or_push(graph, single(run_id))
                 return
             except Exception as exc:  # noqa: BLE001 - the message then goes as without
                 log.debug("the drain flag and message script failed: %s", exc)

@@ -71,6 +71,13 @@ def test_a_lean_message_is_the_message_celery_sends(
     assert len({m["properties"]["delivery_tag"] for m in lean}) == len(lean)
 
 
+def test_a_single_runs_fields_are_the_brokers() -> None:
+    from workers.app import _coordinate_kwargs
+
+    run_id = str(uuid.uuid4())
+    assert celery_wire.single(run_id) == _coordinate_kwargs([run_id])
+
+
 def test_a_key_prefix_or_priority_steps_keep_the_messages_on_celery() -> None:
     assert celery_wire.supported({})
     assert celery_wire.supported({"visibility_timeout": 3600})
