@@ -22,7 +22,8 @@ job drains again; a run queued meanwhile without a message is otherwise found by
 sweeper as a stalled run (or by the next resident, which its wake-up wakes).
 
 A job that finds nothing to do can stay a while (:data:`STAY_IDLE` seconds without a
-run, at most :data:`DRAIN_SECONDS`) as its worker's **resident**: it keeps the flag
+run, at most :data:`RESIDENT_SECONDS`, and not once its worker is shutting down) as its
+worker's **resident**: it keeps the flag
 raised and sleeps on a Redis wake-up list per graph (``BLPOP``, the flag refreshed in the
 same round trip), and a client that finds the flag up pushes to it in the same round
 trip as its read (:meth:`DrainFlag.wake`) when no wake-up is pending. Woken, it claims
@@ -62,6 +63,12 @@ FLAG_TTL = 2.0
 
 DRAIN_SECONDS = 5.0
 """Seconds a job goes on taking queued runs; what is left then goes out as messages."""
+
+RESIDENT_SECONDS = 60.0
+"""Seconds a resident stays at most. It leaves sooner when idle, when task messages wait,
+or when its worker is shutting down (:meth:`DrainFlag.leave`): a warm shutdown waits for
+it. Staying long keeps a resident in every worker: a new one starts only from a
+coordinator message, and while another worker's resident keeps the flag up, none is sent."""
 
 STAY_IDLE = 1.0
 """Seconds a resident waits for a run before it leaves."""
@@ -126,6 +133,18 @@ class DrainFlag:
     def key(self, graph: str) -> str:
         return f"graphruntime:draining:{self.queue}:{graph}"
 
+    def leaving_key(self) -> str:
+        return f"graphruntime:leaving:{self.queue}:{self.home}"
+
+    def leave(self) -> None:
+        """:attr:`home` is shutting down: its resident leaves (within :data:`WAKE_POLL`
+        seconds if it sleeps, after its batch if it works)."""
+        self.redis.set(self.leaving_key(), "1", px=int(RESIDENT_SECONDS * 1000))
+
+    def stay(self) -> None:
+        """:attr:`home` starts: a mark of its last shutdown is gone."""
+        self.redis.delete(self.leaving_key())
+
     def resident_key(self) -> str:
         """The key of :attr:`home`'s resident: one resident per worker."""
         suffix = f":{self.home}" if self.home else ""
@@ -157,22 +176,28 @@ class DrainFlag:
             return False
         return bool(woke)
 
-    def sleep(self, graphs: Sequence[str], timeout: float) -> bool:
+    def sleep(self, graphs: Sequence[str], timeout: float) -> tuple[bool, bool]:
         """Wait up to ``timeout`` seconds for a client's wake-up (the claim that follows
         must come after it), the flags raised first, in the same round trip; whether one
-        came."""
+        came, and whether :attr:`home` is shutting down."""
         pipe = self.redis.pipeline(transaction=False)
         self._raise(pipe, graphs)
+        pipe.exists(self.leaving_key())
         pipe.blpop([self.wake_key(graph) for graph in graphs], timeout=timeout)
-        return pipe.execute()[-1] is not None
+        *_, leaving, popped = pipe.execute()
+        return popped is not None, bool(leaving)
 
-    def raise_(self, graphs: Sequence[str]) -> None:
-        if len(graphs) == 1:  # most workers serve one graph: no pipeline object
+    def raise_(self, graphs: Sequence[str], *, resident: bool = False) -> bool:
+        """Raise the flags; with ``resident``, whether :attr:`home` is shutting down (read
+        in the same round trip)."""
+        if len(graphs) == 1 and not resident:  # a drainer of one graph: no pipeline object
             self.redis.set(self.key(graphs[0]), "1", px=int(FLAG_TTL * 1000))
-            return
+            return False
         pipe = self.redis.pipeline(transaction=False)
         self._raise(pipe, graphs)
-        pipe.execute()
+        if resident:
+            pipe.exists(self.leaving_key())
+        return resident and bool(pipe.execute()[-1])
 
     def _raise(self, pipe: Any, graphs: Sequence[str]) -> None:
         for graph in graphs:
@@ -244,6 +269,7 @@ def _drain(
     raised = [-FLAG_TTL]  # when the flag was last raised (monotonic)
     looked = [-WAKE_POLL]  # when the broker's task queue was last read (monotonic)
     kept = [time.monotonic()]  # when the resident's key was last refreshed
+    leaving = [False]  # the resident's worker is shutting down
 
     def take() -> list[Claim]:
         ctx.job_token = uuid.uuid4().hex
@@ -262,7 +288,8 @@ def _drain(
     def keep_up() -> None:  # raised again only after REFRESH seconds
         now = time.monotonic()
         if now - raised[0] > REFRESH:
-            flag.raise_(graphs)
+            if flag.raise_(graphs, resident=stay is not None):
+                leaving[0] = True
             raised[0] = now
 
     def may_wait(idle_until: float) -> bool:  # a resident leaves the process to task jobs
@@ -282,7 +309,11 @@ def _drain(
     if not claims and stay is None:
         return []
     failures: list[str] = []
-    give_up = time.monotonic() + DRAIN_SECONDS
+    give_up = time.monotonic() + (DRAIN_SECONDS if stay is None else RESIDENT_SECONDS)
+
+    def time_up() -> bool:
+        return leaving[0] or time.monotonic() >= give_up
+
     while True:
         try:
             keep_up()
@@ -299,14 +330,14 @@ def _drain(
                         continue
                 elif may_wait(idle_until):
                     raised[0] = time.monotonic()
-                    woken = flag.sleep(graphs, WAKE_POLL)  # the flag raised with it
+                    woken, leaving[0] = flag.sleep(graphs, WAKE_POLL)  # the flag raised too
                     if not woken:
-                        if time.monotonic() >= give_up:
+                        if time_up():
                             break
                         continue  # no wake-up, nothing for it: a run's client pushes one
                 else:
                     break
-                if time.monotonic() >= give_up:
+                if time_up():
                     break
                 keep_up()  # before the claim: a run a client queues after it is ours
                 claims = take()
@@ -316,7 +347,7 @@ def _drain(
         claims = take()  # the last look, after lowering: a client that saw the flag is here
         if not claims:
             return failures
-        if time.monotonic() >= give_up:
+        if time_up():
             if stay is None:
                 _hand_back(ctx, claims)
             else:  # a resident's last look finds a run or two: advanced here, not sent again

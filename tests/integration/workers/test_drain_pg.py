@@ -263,7 +263,7 @@ def test_a_resident_takes_runs_submitted_while_it_sleeps_and_no_message_is_sent(
     drained: Drained, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_drain, "STAY_IDLE", 30.0)  # it leaves only with its time
-    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 3.0)
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 3.0)
     resident = Resident(drained)
     runs = []
     for thread in ("one", "two"):
@@ -281,7 +281,7 @@ def test_a_resident_takes_runs_submitted_while_it_sleeps_and_no_message_is_sent(
 def _asleep(drained: Drained, monkeypatch: pytest.MonkeyPatch) -> Resident:
     """A resident that would stay a minute, asleep under its flag."""
     monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
-    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 60.0)
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 60.0)
     resident = Resident(drained)
     assert _until(drained.flag_up)
     return resident
@@ -294,6 +294,29 @@ def test_a_resident_leaves_when_task_messages_wait(
     drained.cluster.broker.tasks.append(Job("execute", "some-run"))  # a task job waits
     assert resident.gone(30.0)  # well before its time: the process is the task's
     assert not drained.flag_up()
+
+
+def test_a_resident_stays_past_a_drainers_time_and_leaves_when_its_worker_shuts_down(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
+    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 0.1)  # a drainer's time: not the resident's
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 60.0)
+    drained.flag.stay()
+    resident = Resident(drained)
+    assert _until(drained.flag_up)
+    time.sleep(0.5)
+    run = drained.submit("after a drainer's time")
+    assert _until(lambda: drained.status(run) == "success")
+    assert drained.messages() == []  # the resident took it
+    drained.flag.leave()  # what the worker's main process does when it shuts down
+    assert resident.gone(30.0)  # well before its time
+    assert not drained.flag_up()
+    drained.flag.stay()  # the worker started again: its next resident stays
+    resident = _asleep(drained, monkeypatch)
+    assert not resident.gone(0.5)
+    drained.flag.leave()
+    assert resident.gone(30.0)
 
 
 def test_a_worker_has_one_resident(drained: Drained) -> None:
@@ -327,7 +350,7 @@ def _working(
     """A resident that stays a minute; at its first work, ``queue_late`` runs are
     submitted (their ids into ``late``)."""
     monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
-    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 60.0)
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 60.0)
 
     def coordinate(
         ctx: WorkerContext, run_ids: Sequence[str], claims: Sequence[Claim] | None = None
@@ -408,9 +431,9 @@ def test_a_wake_up_is_pushed_only_while_the_flag_is_up(drained: Drained) -> None
     assert drained.flag.wake("chain") is True
     assert drained.flag.wake("chain") is True  # one pending is enough
     assert drained.flag.redis.llen(wakes) == 1
-    assert drained.flag.sleep(["chain"], 0.1) is True  # a resident takes it
+    assert drained.flag.sleep(["chain"], 0.1) == (True, False)  # a resident takes it
     assert drained.flag.redis.llen(wakes) == 0
     assert drained.flag_up()  # the flag stays up: the resident looks again after its work
-    assert drained.flag.sleep(["chain"], 0.05) is False
+    assert drained.flag.sleep(["chain"], 0.05) == (False, False)
     assert drained.flag.wake("chain") is True  # after the pop: a new run pushes again
     assert drained.flag.redis.llen(wakes) == 1
