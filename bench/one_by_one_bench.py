@@ -269,7 +269,7 @@ How a single submit travels (issue #19):
   bytes), and `invoke` LISTENs before it queues its run: it takes the result from the
   notification and never reads the run (a bigger result is read once).
 - **A resident per worker** (`workers/_drain.py`): a coordinator job that finds
-  nothing queued stays (1 s idle, 5 s in all) asleep on a Redis wake-up list, its flag
+  nothing queued stays (1 s idle, 60 s in all, less if its worker shuts down) asleep on a Redis wake-up list, its flag
   up; a client that finds the flag up pushes a wake-up in the same round trip as its
   read and sends no message. Woken, the resident claims and advances, its flag still
   up, and sleeps again: a wake-up pushed meanwhile wakes it (or another worker's

@@ -21,7 +21,8 @@ from graphruntime.config import RunnableConfig
 from tests.integration.workers.test_approvals_pg import db, make_cluster
 from tests.unit.workers.graphs import Calls, chain
 from workers import _drain
-from workers._drain import FLAG_TTL, DrainFlag, drain
+from workers._drain import drain
+from workers._drain_flag import FLAG_TTL, DrainFlag
 from workers.context import WorkerContext
 from workers.coordinator import coordinate_many
 from workers.settings import Settings
@@ -141,11 +142,11 @@ class LowerThen(DrainFlag):
         super().__init__(flag.redis, flag.queue)
         self.hook, self.before, self.lowered = hook, before, 0
 
-    def lower(self, graphs: Sequence[str]) -> None:
+    def lower(self, graphs: Sequence[str], token: str | None = None) -> None:
         self.lowered += 1
         if self.lowered == 1 and self.before:
             self.hook()
-        super().lower(graphs)
+        super().lower(graphs, token)
         if self.lowered == 1 and not self.before:
             self.hook()
 
@@ -263,7 +264,7 @@ def test_a_resident_takes_runs_submitted_while_it_sleeps_and_no_message_is_sent(
     drained: Drained, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_drain, "STAY_IDLE", 30.0)  # it leaves only with its time
-    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 3.0)
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 3.0)
     resident = Resident(drained)
     runs = []
     for thread in ("one", "two"):
@@ -281,7 +282,7 @@ def test_a_resident_takes_runs_submitted_while_it_sleeps_and_no_message_is_sent(
 def _asleep(drained: Drained, monkeypatch: pytest.MonkeyPatch) -> Resident:
     """A resident that would stay a minute, asleep under its flag."""
     monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
-    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 60.0)
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 60.0)
     resident = Resident(drained)
     assert _until(drained.flag_up)
     return resident
@@ -294,6 +295,29 @@ def test_a_resident_leaves_when_task_messages_wait(
     drained.cluster.broker.tasks.append(Job("execute", "some-run"))  # a task job waits
     assert resident.gone(30.0)  # well before its time: the process is the task's
     assert not drained.flag_up()
+
+
+def test_a_resident_stays_past_a_drainers_time_and_leaves_when_its_worker_shuts_down(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
+    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 0.1)  # a drainer's time: not the resident's
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 60.0)
+    drained.flag.stay()
+    resident = Resident(drained)
+    assert _until(drained.flag_up)
+    time.sleep(0.5)
+    run = drained.submit("after a drainer's time")
+    assert _until(lambda: drained.status(run) == "success")
+    assert drained.messages() == []  # the resident took it
+    drained.flag.leave(60.0)  # what the worker's main process does when it shuts down
+    assert resident.gone(30.0)  # well before its time
+    assert not drained.flag_up()
+    drained.flag.stay()  # the worker started again: its next resident stays
+    resident = _asleep(drained, monkeypatch)
+    assert not resident.gone(0.5)
+    drained.flag.leave(60.0)
+    assert resident.gone(30.0)
 
 
 def test_a_worker_has_one_resident(drained: Drained) -> None:
@@ -327,7 +351,7 @@ def _working(
     """A resident that stays a minute; at its first work, ``queue_late`` runs are
     submitted (their ids into ``late``)."""
     monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
-    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 60.0)
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 60.0)
 
     def coordinate(
         ctx: WorkerContext, run_ids: Sequence[str], claims: Sequence[Claim] | None = None
@@ -400,17 +424,36 @@ def test_lowering_the_flag_drops_the_pending_wake_up(drained: Drained) -> None:
     assert not drained.flag_up()
 
 
-def test_a_wake_up_is_pushed_only_while_the_flag_is_up(drained: Drained) -> None:
-    wakes = drained.flag.wake_key("chain")
-    assert drained.flag.wake("chain") is False
-    assert drained.flag.redis.llen(wakes) == 0
-    drained.flag.raise_(["chain"])
-    assert drained.flag.wake("chain") is True
-    assert drained.flag.wake("chain") is True  # one pending is enough
-    assert drained.flag.redis.llen(wakes) == 1
-    assert drained.flag.sleep(["chain"], 0.1) is True  # a resident takes it
-    assert drained.flag.redis.llen(wakes) == 0
+def test_a_wake_up_goes_to_the_last_sleeper_else_to_the_shared_list(drained: Drained) -> None:
+    flag, redis = drained.flag, drained.flag.redis
+    shared, sleepers = flag.wake_key("chain"), flag.sleepers_key("chain")
+    assert flag.wake("chain") is False  # flag down: the client sends its message
+    assert redis.llen(shared) == 0
+    flag.raise_(["chain"])
+    assert flag.wake("chain") is True  # nobody asleep: a wake-up on the shared list
+    assert flag.wake("chain") is True
+    assert redis.llen(shared) == 1  # one pending is enough
+    assert flag.sleep(["chain"], "a", 0.1) == (True, False)  # a resident takes it
+    assert redis.llen(shared) == 0
+    assert redis.zscore(sleepers, "a") is None  # working, it is nobody's sleeper
     assert drained.flag_up()  # the flag stays up: the resident looks again after its work
-    assert drained.flag.sleep(["chain"], 0.05) is False
-    assert drained.flag.wake("chain") is True  # after the pop: a new run pushes again
-    assert drained.flag.redis.llen(wakes) == 1
+    assert flag.sleep(["chain"], "a", 0.05) == (False, False)
+    assert redis.zscore(sleepers, "a") is None  # out of the sleepers after each wait
+    seconds, micros = redis.time()
+    now = seconds * 1000 + micros // 1000
+    redis.zadd(sleepers, {"a": now - 1, "b": now})  # as two residents asleep: b went last
+    assert flag.wake("chain") is True
+    assert [redis.llen(flag.own_key(t)) for t in ("a", "b")] == [0, 1]
+    assert flag.wake("chain") is True  # b is taken out: a is woken next
+    assert [redis.llen(flag.own_key(t)) for t in ("a", "b")] == [1, 1]
+    assert flag.wake("chain") is True  # nobody asleep any more
+    assert redis.llen(shared) == 1
+    assert flag.sleep(["chain"], "b", 0.1) == (True, False)  # its own wake-up first
+    assert redis.llen(shared) == 1
+    redis.delete(shared, flag.own_key("a"), flag.own_key("b"))
+    redis.zadd(sleepers, {"killed": 1})  # a sleeper not heard of for long: dead
+    assert flag.wake("chain") is True
+    assert redis.llen(flag.own_key("killed")) == 0
+    assert redis.llen(shared) == 1
+    flag.lower(["chain"], "b")
+    assert redis.exists(shared, flag.own_key("b"), flag.key("chain")) == 0

@@ -1,0 +1,208 @@
+"""The Redis side of draining (workers/_drain.py): the flag, the wake-ups, the residents.
+
+Keys, per coordinator queue (and graph where it says so):
+
+* ``draining:{queue}:{graph}``: the flag. Up (with a TTL) while a job will look at the
+  run table again: a client that sees it up sends no coordinator message.
+* ``sleepers:{queue}:{graph}``: the residents asleep, each scored with when it went to
+  sleep (Redis' clock), refreshed every :data:`WAKE_POLL` seconds while it sleeps.
+* ``wake:{queue}:job:{token}``: a resident's own wake-up list; ``wake:{queue}:{graph}``:
+  the shared one, for a wake-up no sleeping resident took.
+* ``resident:{queue}:{home}`` (one resident per worker) and ``leaving:{queue}:{home}``
+  (the worker is shutting down: its resident leaves).
+
+A client wakes the resident that went to sleep last: under a moderate load the work
+stays with the fewest residents (bigger batches, warm processes) and the others sleep.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+FLAG_TTL = 2.0
+"""Seconds a raised flag lasts unless raised again."""
+
+WAKE_POLL = 0.25
+"""Seconds a resident sleeps on its wake-up lists before it looks at the broker's task queue."""
+
+FRESH = 4 * WAKE_POLL
+"""Seconds after which a sleeper not heard of is taken for dead (a killed resident)."""
+
+# One round trip for a client. Flag down: nothing (it sends its message). Else the
+# sleeper that went to sleep last is taken out of the set and woken on its own list; with
+# none asleep, a wake-up on the shared list unless one is pending there. The job that
+# pops a wake-up claims after the pop, so it takes every run committed before the push
+# (a full batch's resident claims again); a run committed after the pop wakes another
+# sleeper or pushes again.
+_WAKE = """
+if redis.call('exists', KEYS[1]) == 0 then
+  return 0
+end
+local now = redis.call('time')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+redis.call('zremrangebyscore', KEYS[3], '-inf', ms - tonumber(ARGV[2]))
+local last = redis.call('zpopmax', KEYS[3])
+if last[1] then
+  redis.call('lpush', ARGV[1] .. last[1], '1')
+elseif redis.call('llen', KEYS[2]) == 0 then
+  redis.call('lpush', KEYS[2], '1')
+end
+return 1
+"""
+
+# A resident going to sleep: the flags raised, itself in each graph's sleepers (scored by
+# Redis' clock, as the clients read it), and whether its worker is shutting down.
+# KEYS: the flags, then the sleepers sets, then the leaving key; ARGV: token, flag TTL ms.
+_SLEEP = """
+local n = (#KEYS - 1) / 2
+local now = redis.call('time')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+for i = 1, n do
+  redis.call('set', KEYS[i], '1', 'px', ARGV[2])
+  redis.call('zadd', KEYS[n + i], ms, ARGV[1])
+end
+return redis.call('exists', KEYS[#KEYS])
+"""
+
+# the resident's key: refreshed, or freed, only by the job that holds it
+_KEEP = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('pexpire', KEYS[1], ARGV[2])
+end
+return 0
+"""
+_FREE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('del', KEYS[1])
+end
+return 0
+"""
+
+
+class DrainFlag:
+    """The Redis keys of one coordinator queue's drainers and residents."""
+
+    def __init__(self, redis: Any, queue: str, home: str = "") -> None:
+        self.redis = redis
+        self.queue = queue
+        self.home = home
+        """The worker whose resident this job may be ("": one for the whole queue)."""
+
+    # --- keys ------------------------------------------------------------------------
+
+    def key(self, graph: str) -> str:
+        return f"graphruntime:draining:{self.queue}:{graph}"
+
+    def wake_key(self, graph: str) -> str:
+        return f"graphruntime:wake:{self.queue}:{graph}"
+
+    def own_key(self, token: str) -> str:
+        return f"graphruntime:wake:{self.queue}:job:{token}"
+
+    def sleepers_key(self, graph: str) -> str:
+        return f"graphruntime:sleepers:{self.queue}:{graph}"
+
+    def leaving_key(self) -> str:
+        return f"graphruntime:leaving:{self.queue}:{self.home}"
+
+    def resident_key(self) -> str:
+        """The key of :attr:`home`'s resident: one resident per worker."""
+        suffix = f":{self.home}" if self.home else ""
+        return f"graphruntime:resident:{self.queue}{suffix}"
+
+    # --- a client --------------------------------------------------------------------
+
+    def wake(self, graph: str) -> bool:
+        """Whether a job drains ``graph``'s runs now, waking a resident if one sleeps, in
+        one round trip; False when Redis cannot say (the caller sends its message)."""
+        try:
+            woke = self.redis.eval(
+                _WAKE,
+                3,
+                self.key(graph),
+                self.wake_key(graph),
+                self.sleepers_key(graph),
+                self.own_key(""),
+                int(FRESH * 1000),
+            )
+        except Exception as exc:  # noqa: BLE001 - the caller sends its message then
+            log.debug("reading the drain flag failed: %s", exc)
+            return False
+        return bool(woke)
+
+    # --- a drainer -------------------------------------------------------------------
+
+    def raise_(self, graphs: Sequence[str], *, resident: bool = False) -> bool:
+        """Raise the flags; with ``resident``, whether :attr:`home` is shutting down (read
+        in the same round trip)."""
+        if len(graphs) == 1 and not resident:  # a drainer of one graph: no pipeline object
+            self.redis.set(self.key(graphs[0]), "1", px=int(FLAG_TTL * 1000))
+            return False
+        pipe = self.redis.pipeline(transaction=False)
+        for graph in graphs:
+            pipe.set(self.key(graph), "1", px=int(FLAG_TTL * 1000))
+        if resident:
+            pipe.exists(self.leaving_key())
+        return resident and bool(pipe.execute()[-1])
+
+    def lower(self, graphs: Sequence[str], token: str | None = None) -> None:
+        """The flags down and their pending wake-ups dropped (a resident's, ``token``,
+        too, and it out of the sleepers): the caller's claim that follows is the look
+        those wake-ups asked for."""
+        keys = [self.key(graph) for graph in graphs] + [self.wake_key(g) for g in graphs]
+        if token is None:
+            self.redis.delete(*keys)
+            return
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.delete(*keys, self.own_key(token))
+        for graph in graphs:
+            pipe.zrem(self.sleepers_key(graph), token)
+        pipe.execute()
+
+    # --- a resident ------------------------------------------------------------------
+
+    def sleep(self, graphs: Sequence[str], token: str, timeout: float) -> tuple[bool, bool]:
+        """Wait up to ``timeout`` seconds for a client's wake-up (the claim that follows
+        must come after it), the flags raised and this resident among the sleepers first,
+        in the same round trip; whether one came, and whether :attr:`home` is shutting
+        down. It is nobody's sleeper when this returns (taken out after the wait, in the
+        same round trip): woken, it works; else it sleeps again or leaves."""
+        sleepers = [self.sleepers_key(graph) for graph in graphs]
+        keys = [self.key(graph) for graph in graphs] + sleepers + [self.leaving_key()]
+        lists = [self.own_key(token)] + [self.wake_key(graph) for graph in graphs]
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.eval(_SLEEP, len(keys), *keys, token, int(FLAG_TTL * 1000))
+        pipe.blpop(lists, timeout=timeout)
+        for key in sleepers:
+            pipe.zrem(key, token)
+        leaving, popped, *_ = pipe.execute()
+        return popped is not None, bool(leaving)
+
+    def hold(self, token: str) -> bool:
+        """Become :attr:`home`'s resident, unless a live one is."""
+        ttl = int(FLAG_TTL * 1000)
+        return bool(self.redis.set(self.resident_key(), token, nx=True, px=ttl))
+
+    def keep(self, token: str) -> bool:
+        """Stay the resident a while longer; False if this job no longer is."""
+        ttl = int(FLAG_TTL * 1000)
+        return bool(self.redis.eval(_KEEP, 1, self.resident_key(), token, ttl))
+
+    def free(self, token: str) -> None:
+        self.redis.eval(_FREE, 1, self.resident_key(), token)
+
+    # --- the worker's main process ---------------------------------------------------
+
+    def leave(self, within: float) -> None:
+        """:attr:`home` is shutting down: its resident leaves (within :data:`WAKE_POLL`
+        seconds if it sleeps, after its batch if it works); the mark lasts ``within``
+        seconds (a resident's longest stay)."""
+        self.redis.set(self.leaving_key(), "1", px=int(within * 1000))
+
+    def stay(self) -> None:
+        """:attr:`home` starts: a mark of its last shutdown is gone."""
+        self.redis.delete(self.leaving_key())
