@@ -32,7 +32,7 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
-from workers._drain import _WAKE, DrainFlag
+from workers._drain_flag import _WAKE, DrainFlag
 
 TASK = "graphruntime.coordinate"
 
@@ -125,8 +125,9 @@ def push(redis: Any, queue: str, messages: Sequence[Mapping[str, Any]]) -> None:
     pipe.execute()
 
 
-# The drain flag's wake-up (workers/_drain.py, the protocol's one text) and, when no job
-# drains the graph (the flag is down), the run's coordinator message pushed instead.
+# The drain flag's wake-up (workers/_drain_flag.py, the protocol's one text, its keys and
+# arguments first) and, when no job drains the graph (the flag is down), the run's
+# coordinator message (the last argument) pushed on the queue (the last key) instead.
 _WAKE_OR_PUSH = f"""
 local function wake()
 {_WAKE}
@@ -134,7 +135,7 @@ end
 if wake() == 1 then
   return 1
 end
-redis.call('lpush', KEYS[3], ARGV[#ARGV])
+redis.call('lpush', KEYS[#KEYS], ARGV[#ARGV])
 return 0
 """
 
@@ -164,13 +165,14 @@ class WakeOrPush:
         pid = os.getpid()
         if pid != self._pid:  # forked: the parent's connections are not ours
             self._idle, self._pid = SimpleQueue(), pid
-        flag = self.flag
-        args = (
-            b"3",
-            flag.key(graph).encode(),
-            flag.wake_key(graph).encode(),
+        keys, args = self.flag.wake_call(graph)
+        message = envelope(kwargs, self.queue, origin=f"gen{pid}@{_HOST}")
+        call = (
+            b"%d" % (len(keys) + 1),
+            *(key.encode() for key in keys),
             self.queue.encode(),
-            envelope(kwargs, self.queue, origin=f"gen{pid}@{_HOST}"),
+            *(str(arg).encode() for arg in args),
+            message,
         )
         try:
             conn = self._idle.get_nowait()
@@ -179,10 +181,10 @@ class WakeOrPush:
             conn = pool.connection_class(**pool.connection_kwargs)
         try:
             try:
-                conn.send_packed_command([_command(b"EVALSHA", self._sha, *args)])
+                conn.send_packed_command([_command(b"EVALSHA", self._sha, *call)])
                 drained = conn.read_response()
             except NoScriptError:  # a restarted or flushed Redis: load it with this call
-                conn.send_packed_command([_command(b"EVAL", _WAKE_OR_PUSH.encode(), *args)])
+                conn.send_packed_command([_command(b"EVAL", _WAKE_OR_PUSH.encode(), *call)])
                 drained = conn.read_response()
         except BaseException:
             conn.disconnect()

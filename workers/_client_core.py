@@ -17,7 +17,7 @@ from typing import Any, Self
 from graphruntime.checkpoint import ClusterSaver
 from graphruntime.pregel import Pregel
 from workers._celery_wire import WakeOrPush
-from workers._drain import DrainFlag
+from workers._drain_flag import DrainFlag
 from workers._listener import RunListener
 from workers.dispatch import Broker
 from workers.errors import NotDispatchedError, is_transient

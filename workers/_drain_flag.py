@@ -116,19 +116,18 @@ class DrainFlag:
 
     # --- a client --------------------------------------------------------------------
 
+    def wake_call(self, graph: str) -> tuple[list[str], list[str | int]]:
+        """The keys and arguments of :data:`_WAKE` for ``graph`` (the client's submit
+        extends the script with its message: workers/_celery_wire.py)."""
+        keys = [self.key(graph), self.wake_key(graph), self.sleepers_key(graph)]
+        return keys, [self.own_key(""), int(FRESH * 1000)]
+
     def wake(self, graph: str) -> bool:
         """Whether a job drains ``graph``'s runs now, waking a resident if one sleeps, in
         one round trip; False when Redis cannot say (the caller sends its message)."""
+        keys, args = self.wake_call(graph)
         try:
-            woke = self.redis.eval(
-                _WAKE,
-                3,
-                self.key(graph),
-                self.wake_key(graph),
-                self.sleepers_key(graph),
-                self.own_key(""),
-                int(FRESH * 1000),
-            )
+            woke = self.redis.eval(_WAKE, len(keys), *keys, *args)
         except Exception as exc:  # noqa: BLE001 - the caller sends its message then
             log.debug("reading the drain flag failed: %s", exc)
             return False

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from workers import _celery_wire as celery_wire
-from workers._drain import DrainFlag
+from workers._drain_flag import DrainFlag
 from workers.app import CeleryBroker, create_app
 from workers.settings import Settings
 
@@ -85,43 +85,64 @@ def test_a_key_prefix_or_priority_steps_keep_the_messages_on_celery() -> None:
     assert not celery_wire.supported({"priority_steps": [0, 5]})
 
 
-def _flag_state(broker: CeleryBroker, flag: DrainFlag, graph: str) -> tuple[Any, ...]:
-    redis = broker.redis
-    return (
-        redis.get(flag.key(graph)),
-        redis.lrange(flag.wake_key(graph), 0, -1),
-        redis.llen(flag.queue),
-    )
+def _flag_state(broker: CeleryBroker, queue: str, graph: str) -> dict[str, Any]:
+    """Every key of ``queue``'s drain flags that names ``graph`` (the graph's name made
+    ``G``), with its value: whatever keys the protocol uses."""
+    redis: Any = broker.redis
+    out: dict[str, Any] = {}
+    for raw in redis.scan_iter(match=f"*{queue}*"):
+        name = raw.decode()
+        if name == queue or graph not in name:
+            continue
+        kind = redis.type(raw).decode()
+        if kind == "string":
+            value: Any = redis.get(raw)
+        elif kind == "list":
+            value = redis.lrange(raw, 0, -1)
+        elif kind == "zset":
+            value = [member.decode().replace(graph, "G") for member in redis.zrange(raw, 0, -1)]
+        else:
+            value = kind
+        out[name.replace(graph, "G")] = value
+    return out
 
 
-@pytest.mark.parametrize("flag_value", [None, "1"])
+@pytest.mark.parametrize("flag_up", [False, True])
 @pytest.mark.parametrize("pending_wake", [False, True])
+@pytest.mark.parametrize("sleeper", [False, True])
 def test_wake_or_push_wakes_as_the_drain_flag_does_and_else_pushes_the_message(
-    broker: CeleryBroker, flag_value: str | None, pending_wake: bool
+    broker: CeleryBroker, flag_up: bool, pending_wake: bool, sleeper: bool
 ) -> None:
     queue = broker.settings.coordinator_queue
     flag = DrainFlag(broker.redis, queue)
     wake_or_push = celery_wire.WakeOrPush(broker.redis, flag)
     ends = []
-    for graph, act in (("by-flag", flag.wake), ("by-script", None)):
-        if flag_value is not None:
-            broker.redis.set(flag.key(graph), flag_value)
+    for graph, by_flag in (("by-flag", True), ("by-script", False)):
+        if flag_up:
+            broker.redis.set(flag.key(graph), "1")
         if pending_wake:
             broker.redis.lpush(flag.wake_key(graph), "1")
-        if act is not None:
-            drained = act(graph)
+        if sleeper:  # a resident asleep on its own wake-up list, just now
+            now, _ = broker.redis.time()
+            broker.redis.zadd(flag.sleepers_key(graph), {f"res-{graph}": now * 1000})
+        if by_flag:
+            drained = flag.wake(graph)
             if not drained:  # what the client then does: the run's message
                 broker.send_coordinates(["r1"])
         else:
             drained = wake_or_push(graph, {"run_id": "r1", "v": 1})
-        ends.append((drained, *_flag_state(broker, flag, graph)))
         pushed = [json.loads(m) for m in broker.redis.lrange(queue, 0, -1)]
-        broker.redis.delete(queue, flag.key(graph), flag.wake_key(graph))
+        ends.append((drained, _flag_state(broker, queue, graph)))
+        broker.redis.delete(queue)
+        for key in broker.redis.scan_iter(match=f"*{queue}*"):
+            broker.redis.delete(key)
         if not drained:
             assert len(pushed) == 1
             assert json.loads(base64.b64decode(pushed[0]["body"]))[1] == {"run_id": "r1", "v": 1}
+        else:
+            assert pushed == []
     assert ends[0] == ends[1]
-    assert ends[1][0] is (flag_value is not None)
+    assert ends[1][0] is flag_up
 
 
 def test_a_single_submit_reads_the_flag_and_sends_its_message_in_one_script(
