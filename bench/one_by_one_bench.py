@@ -179,9 +179,9 @@ def graphruntime_side(env: Env, n: int, clients: int, workers: int, log: Any) ->
 
 
 def _deliveries(redis: Any) -> int:
-    """Messages Celery's Redis transport delivered so far: each delivery adds its tag to
-    kombu's unacked index (one ZADD; nothing else of the run uses ZADD)."""
-    stats = redis.info("commandstats").get("cmdstat_zadd")
+    """Messages Celery's Redis transport delivered and acked so far: each ack takes the
+    message out of kombu's unacked hash (one HDEL; a run uses HDEL for nothing else)."""
+    stats = redis.info("commandstats").get("cmdstat_hdel")
     return int(stats["calls"]) if stats else 0
 
 

@@ -31,8 +31,10 @@ resident that went to sleep last, in the same round trip as its read
 shared list unless one is pending there. Woken, the resident claims and advances what it
 claimed, its flag still up; then it sleeps again, and a wake-up left while it worked
 wakes it at once (or another resident). A resident whose claim
-was a full batch claims again before it sleeps: one pending wake-up may stand for more
-runs than a batch. At one run at a time, a run then costs no Celery message at all: no
+was a full batch claims again before it sleeps (one pending wake-up may stand for more
+runs than a batch), and hands half of that batch back as a coordinator message: it is
+behind, and a free process takes those (and drains, or stays as its worker's
+resident). At one run at a time, a run then costs no Celery message at all: no
 publish, no delivery, prefork hand-off or ack, and no broker hop in its latency; under
 load the residents take the runs in batches, still without messages. One resident per
 worker (a Redis key per node, which the resident refreshes and which expires as the flag
@@ -200,11 +202,19 @@ def _drain(
             idle_until = time.monotonic() + STAY_IDLE
             while True:
                 if claims:
+                    full = len(claims) >= ctx.settings.coordinate_batch
+                    if stay is not None and full and len(claims) > 1:
+                        # behind: half the batch goes out as a message, to a free process
+                        # (which drains, or stays as its worker's resident)
+                        half = len(claims) // 2
+                        seen.extend(_run_ids(claims[half:]))
+                        _hand_back(ctx, claims[half:], done=False)
+                        claims = claims[:half]
                     run_ids = _run_ids(claims)
                     seen.extend(run_ids)
                     failures += coordinate(ctx, run_ids, claims)
                     idle_until = time.monotonic() + STAY_IDLE
-                    if stay is not None and len(claims) < ctx.settings.coordinate_batch:
+                    if stay is not None and not full:
                         # a run queued meanwhile saw the flag up: its wake-up is pending
                         claims = []
                         continue
@@ -235,15 +245,16 @@ def _drain(
             return failures
 
 
-def _hand_back(ctx: WorkerContext, claims: Sequence[Claim]) -> None:
+def _hand_back(ctx: WorkerContext, claims: Sequence[Claim], *, done: bool = True) -> None:
     """Give claimed runs back to any worker: queued again, their threads freed, and
-    coordinator messages sent for them."""
+    coordinator messages sent for them; ``done``: the job holds no other claim now."""
     runs = [c.run for c in claims if c.run is not None]
     run_ids = [run.run_id for run in runs]
     ctx.store.finish_and_release_many(
         [], worker=ctx.worker_name, free=[run.thread_id for run in runs], requeue=run_ids
     )
-    ctx.job_token = None
+    if done:
+        ctx.job_token = None
     ctx.broker.send_coordinates(run_ids, per_message=ctx.settings.coordinate_batch)
 
 

@@ -8,8 +8,13 @@ Keys, per coordinator queue (and graph where it says so):
   sleep (Redis' clock), refreshed every :data:`WAKE_POLL` seconds while it sleeps.
 * ``wake:{queue}:job:{token}``: a resident's own wake-up list; ``wake:{queue}:{graph}``:
   the shared one, for a wake-up no sleeping resident took.
-* ``resident:{queue}:{home}`` (one resident per worker) and ``leaving:{queue}:{home}``
-  (the worker is shutting down: its resident leaves).
+* ``resident:{queue}:{home}`` (one resident per worker), ``residents:{queue}`` (the live
+  residents, each scored with when it counts as dead unless it is heard of again) and
+  ``leaving:{queue}:{home}`` (the worker is shutting down: its resident leaves).
+
+A job that stops taking runs (a drainer done, a resident leaving) lowers the flag only if
+no other resident lives: one that does keeps it up and takes the pending wake-ups; the
+last one lowers it (and drops them), then takes its last look.
 
 A client wakes the resident that went to sleep last: under a moderate load the work
 stays with the fewest residents (bigger batches, warm processes) and the others sleep.
@@ -68,19 +73,69 @@ end
 return redis.call('exists', KEYS[#KEYS])
 """
 
+_NOW = """
+local now = redis.call('time')
+local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+"""
+
+# KEYS: the worker's resident key, the live residents; ARGV: token, TTL ms
+_HOLD = (
+    _NOW
+    + """
+if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then
+  redis.call('zadd', KEYS[2], ms + tonumber(ARGV[2]), ARGV[1])
+  return 1
+end
+return 0
+"""
+)
 # the resident's key: refreshed, or freed, only by the job that holds it
-_KEEP = """
+_KEEP = (
+    _NOW
+    + """
 if redis.call('get', KEYS[1]) == ARGV[1] then
+  redis.call('zadd', KEYS[2], ms + tonumber(ARGV[2]), ARGV[1])
   return redis.call('pexpire', KEYS[1], ARGV[2])
 end
 return 0
 """
+)
 _FREE = """
+redis.call('zrem', KEYS[2], ARGV[1])
 if redis.call('get', KEYS[1]) == ARGV[1] then
   return redis.call('del', KEYS[1])
 end
 return 0
 """
+
+# A job stops taking runs. KEYS: the live residents, the resident's own wake-up list (or
+# any key), then per graph its flag, shared wake-up list and sleepers; ARGV: the
+# resident's token ('' for a drainer). The flags and shared lists go only if no other
+# resident lives. 1: lowered.
+_LOWER = (
+    _NOW
+    + """
+local n = (#KEYS - 2) / 3
+if ARGV[1] ~= '' then
+  redis.call('del', KEYS[2])
+  for i = 1, n do
+    redis.call('zrem', KEYS[2 + 2 * n + i], ARGV[1])
+  end
+end
+redis.call('zremrangebyscore', KEYS[1], '-inf', ms)
+local others = redis.call('zcard', KEYS[1])
+if ARGV[1] ~= '' and redis.call('zscore', KEYS[1], ARGV[1]) then
+  others = others - 1
+end
+if others > 0 then
+  return 0
+end
+for i = 1, 2 * n do
+  redis.call('del', KEYS[2 + i])
+end
+return 1
+"""
+)
 
 
 class DrainFlag:
@@ -108,6 +163,9 @@ class DrainFlag:
 
     def leaving_key(self) -> str:
         return f"graphruntime:leaving:{self.queue}:{self.home}"
+
+    def residents_key(self) -> str:
+        return f"graphruntime:residents:{self.queue}"
 
     def resident_key(self) -> str:
         """The key of :attr:`home`'s resident: one resident per worker."""
@@ -148,19 +206,16 @@ class DrainFlag:
             pipe.exists(self.leaving_key())
         return resident and bool(pipe.execute()[-1])
 
-    def lower(self, graphs: Sequence[str], token: str | None = None) -> None:
-        """The flags down and their pending wake-ups dropped (a resident's, ``token``,
-        too, and it out of the sleepers): the caller's claim that follows is the look
-        those wake-ups asked for."""
-        keys = [self.key(graph) for graph in graphs] + [self.wake_key(g) for g in graphs]
-        if token is None:
-            self.redis.delete(*keys)
-            return
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.delete(*keys, self.own_key(token))
-        for graph in graphs:
-            pipe.zrem(self.sleepers_key(graph), token)
-        pipe.execute()
+    def lower(self, graphs: Sequence[str], token: str | None = None) -> bool:
+        """This job stops taking runs: a resident's (``token``) own wake-ups dropped and
+        it out of the sleepers; the flags down and their pending wake-ups dropped unless
+        another resident lives (whether they were). The caller's claim that follows is
+        the look the dropped wake-ups asked for."""
+        keys = [self.residents_key(), self.own_key(token or "")]
+        keys += [self.key(graph) for graph in graphs]
+        keys += [self.wake_key(graph) for graph in graphs]
+        keys += [self.sleepers_key(graph) for graph in graphs]
+        return bool(self.redis.eval(_LOWER, len(keys), *keys, token or ""))
 
     # --- a resident ------------------------------------------------------------------
 
@@ -183,16 +238,16 @@ class DrainFlag:
 
     def hold(self, token: str) -> bool:
         """Become :attr:`home`'s resident, unless a live one is."""
-        ttl = int(FLAG_TTL * 1000)
-        return bool(self.redis.set(self.resident_key(), token, nx=True, px=ttl))
+        keys = (self.resident_key(), self.residents_key())
+        return bool(self.redis.eval(_HOLD, 2, *keys, token, int(FLAG_TTL * 1000)))
 
     def keep(self, token: str) -> bool:
         """Stay the resident a while longer; False if this job no longer is."""
-        ttl = int(FLAG_TTL * 1000)
-        return bool(self.redis.eval(_KEEP, 1, self.resident_key(), token, ttl))
+        keys = (self.resident_key(), self.residents_key())
+        return bool(self.redis.eval(_KEEP, 2, *keys, token, int(FLAG_TTL * 1000)))
 
     def free(self, token: str) -> None:
-        self.redis.eval(_FREE, 1, self.resident_key(), token)
+        self.redis.eval(_FREE, 2, self.resident_key(), self.residents_key(), token)
 
     # --- the worker's main process ---------------------------------------------------
 

@@ -142,13 +142,14 @@ class LowerThen(DrainFlag):
         super().__init__(flag.redis, flag.queue)
         self.hook, self.before, self.lowered = hook, before, 0
 
-    def lower(self, graphs: Sequence[str], token: str | None = None) -> None:
+    def lower(self, graphs: Sequence[str], token: str | None = None) -> bool:
         self.lowered += 1
         if self.lowered == 1 and self.before:
             self.hook()
-        super().lower(graphs, token)
+        lowered = super().lower(graphs, token)
         if self.lowered == 1 and not self.before:
             self.hook()
+        return lowered
 
 
 def _submit_as_it_lowers(drained: Drained, *, before: bool) -> tuple[str, str]:
@@ -392,16 +393,30 @@ def test_a_run_queued_while_the_resident_works_is_taken_after_its_work_without_a
     assert not drained.flag_up()
 
 
-def test_a_resident_whose_claim_was_a_full_batch_claims_again_before_it_sleeps(
+def test_a_resident_whose_claim_was_a_full_batch_hands_half_back_and_claims_again(
     drained: Drained, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     drained.ctx.settings = drained.ctx.settings.model_copy(update={"coordinate_batch": 2})
     late: list[str] = []
     resident = _working(drained, monkeypatch, late, queue_late=5)
     first = drained.submit("first")
-    # five runs behind one wake-up (one pending is enough): batches of two, then one
-    assert _until(lambda: [drained.status(r) for r in [first, *late]] == ["success"] * 6)
-    assert drained.messages() == []
+    # five runs behind one wake-up (one pending is enough): full batches of two, each
+    # claimed after the last (no wake-up for them), and half of each handed back
+
+    def settled() -> bool:
+        sent = drained.messages()
+        runs = [first, *late]
+        return len(late) == 5 and all(drained.status(r) == "success" or r in sent for r in runs)
+
+    assert _until(settled)
+    handed = drained.messages()
+    assert drained.status(first) == "success"
+    assert handed  # it was behind: some went out as messages
+    assert len(handed) == len(set(handed)) < len(late)
+    assert [drained.status(r) for r in handed] == ["queued"] * len(handed)
+    drained.cluster.deliver()  # a free process takes them
+    assert [drained.status(r) for r in late] == ["success"] * len(late)
+    assert drained.calls.counts == {"n0": 6, "n1": 6, "n2": 6}  # nothing ran twice
     _let_go(drained, resident)
 
 
@@ -414,6 +429,32 @@ def test_each_worker_has_a_resident_of_its_own(drained: Drained) -> None:
     assert not DrainFlag(drained.flag.redis, queue, "w1@a").hold("another job of w1")
     one.free("job of w1")
     two.free("job of w2")
+
+
+def test_the_flag_stays_up_while_another_resident_lives(drained: Drained) -> None:
+    redis, queue = drained.flag.redis, drained.flag.queue
+    one, two = (DrainFlag(redis, queue, home) for home in ("w1@a", "w2@b"))
+    assert one.hold("one")
+    assert two.hold("two")
+    one.raise_(["chain"])
+    assert one.wake("chain")  # nobody asleep: pending on the shared list
+    assert one.lower(["chain"], "one") is False  # "two" lives: it takes the wake-up
+    one.free("one")
+    assert drained.flag_up()
+    assert redis.llen(one.wake_key("chain")) == 1
+    assert drained.flag.lower(["chain"]) is False  # a drainer done: the same
+    assert two.lower(["chain"], "two") is True  # the last one lowers it and drops them
+    two.free("two")
+    assert not drained.flag_up()
+    assert redis.llen(one.wake_key("chain")) == 0
+
+
+def test_a_dead_residents_entry_does_not_keep_the_flag_up(drained: Drained) -> None:
+    redis = drained.flag.redis
+    redis.zadd(drained.flag.residents_key(), {"killed": 1})  # its time ran out long ago
+    drained.flag.raise_(["chain"])
+    assert drained.flag.lower(["chain"]) is True
+    assert not drained.flag_up()
 
 
 def test_lowering_the_flag_drops_the_pending_wake_up(drained: Drained) -> None:
