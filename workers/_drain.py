@@ -50,6 +50,8 @@ run is found by the sweeper as a stalled run.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 import uuid
 from collections import deque
@@ -93,9 +95,13 @@ class Coordinate(Protocol):
 
 
 def drain_flag(broker: Broker, settings: Settings, home: str = "") -> DrainFlag | None:
-    """The broker's drain flag; None for a broker without Redis (no job drains then)."""
+    """The broker's drain flag; None for a broker without Redis (no job drains then).
+    ``home``: the worker's node name; its host may have a resident per two cores."""
     redis = getattr(broker, "redis", None)
-    return None if redis is None else DrainFlag(redis, settings.coordinator_queue, home)
+    if redis is None:
+        return None
+    slots = max(1, len(os.sched_getaffinity(0)) // 2)
+    return DrainFlag(redis, settings.coordinator_queue, home, socket.gethostname(), slots)
 
 
 def drain(

@@ -8,8 +8,10 @@ Keys, per coordinator queue (and graph where it says so):
   sleep (Redis' clock), refreshed every :data:`WAKE_POLL` seconds while it sleeps.
 * ``wake:{queue}:job:{token}``: a resident's own wake-up list; ``wake:{queue}:{graph}``:
   the shared one, for a wake-up no sleeping resident took.
-* ``resident:{queue}:{home}`` (one resident per worker), ``residents:{queue}`` (the live
-  residents, each scored with when it counts as dead unless it is heard of again) and
+* ``resident:{queue}:{home}`` (one resident per worker) and ``resident:{queue}:{host}:{i}``
+  (a host's slots: as many residents as half its cores, so that more workers on a host
+  do not mean more, smaller batches), ``residents:{queue}`` (the live residents, each
+  scored with when it counts as dead unless it is heard of again) and
   ``leaving:{queue}:{home}`` (the worker is shutting down: its resident leaves).
 
 A job that stops taking runs (a drainer done, a resident leaving) lowers the flag only if
@@ -78,32 +80,42 @@ local now = redis.call('time')
 local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 """
 
-# KEYS: the worker's resident key, the live residents; ARGV: token, TTL ms
+# KEYS: the live residents, the worker's resident key, then its host's slots; ARGV:
+# token, TTL ms. The slot taken (1-based), or 0.
 _HOLD = (
     _NOW
     + """
-if redis.call('set', KEYS[1], ARGV[1], 'nx', 'px', ARGV[2]) then
-  redis.call('zadd', KEYS[2], ms + tonumber(ARGV[2]), ARGV[1])
-  return 1
+if not redis.call('set', KEYS[2], ARGV[1], 'nx', 'px', ARGV[2]) then
+  return 0
 end
+for i = 3, #KEYS do
+  if redis.call('set', KEYS[i], ARGV[1], 'nx', 'px', ARGV[2]) then
+    redis.call('zadd', KEYS[1], ms + tonumber(ARGV[2]), ARGV[1])
+    return i - 2
+  end
+end
+redis.call('del', KEYS[2])
 return 0
 """
 )
-# the resident's key: refreshed, or freed, only by the job that holds it
+# the resident's keys (the worker's, its slot): refreshed, or freed, only by their holder
 _KEEP = (
     _NOW
     + """
-if redis.call('get', KEYS[1]) == ARGV[1] then
-  redis.call('zadd', KEYS[2], ms + tonumber(ARGV[2]), ARGV[1])
-  return redis.call('pexpire', KEYS[1], ARGV[2])
+if redis.call('get', KEYS[2]) ~= ARGV[1] or redis.call('get', KEYS[3]) ~= ARGV[1] then
+  return 0
 end
-return 0
+redis.call('zadd', KEYS[1], ms + tonumber(ARGV[2]), ARGV[1])
+redis.call('pexpire', KEYS[2], ARGV[2])
+return redis.call('pexpire', KEYS[3], ARGV[2])
 """
 )
 _FREE = """
-redis.call('zrem', KEYS[2], ARGV[1])
-if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('del', KEYS[1])
+redis.call('zrem', KEYS[1], ARGV[1])
+for i = 2, #KEYS do
+  if redis.call('get', KEYS[i]) == ARGV[1] then
+    redis.call('del', KEYS[i])
+  end
 end
 return 0
 """
@@ -141,11 +153,17 @@ return 1
 class DrainFlag:
     """The Redis keys of one coordinator queue's drainers and residents."""
 
-    def __init__(self, redis: Any, queue: str, home: str = "") -> None:
+    def __init__(
+        self, redis: Any, queue: str, home: str = "", host: str = "", slots: int = 1
+    ) -> None:
         self.redis = redis
         self.queue = queue
         self.home = home
-        """The worker whose resident this job may be ("": one for the whole queue)."""
+        """The worker whose resident this job may be."""
+        self.host = host
+        self.slots = slots
+        """How many residents :attr:`host` has at most."""
+        self._slot = 0  # the slot this job holds (1-based; 0: none)
 
     # --- keys ------------------------------------------------------------------------
 
@@ -169,8 +187,11 @@ class DrainFlag:
 
     def resident_key(self) -> str:
         """The key of :attr:`home`'s resident: one resident per worker."""
-        suffix = f":{self.home}" if self.home else ""
-        return f"graphruntime:resident:{self.queue}{suffix}"
+        return f"graphruntime:resident:{self.queue}:{self.home}"
+
+    def slot_keys(self) -> list[str]:
+        """The keys of :attr:`host`'s resident slots."""
+        return [f"graphruntime:resident:{self.queue}:{self.host}:{i}" for i in range(self.slots)]
 
     # --- a client --------------------------------------------------------------------
 
@@ -237,17 +258,25 @@ class DrainFlag:
         return popped is not None, bool(leaving)
 
     def hold(self, token: str) -> bool:
-        """Become :attr:`home`'s resident, unless a live one is."""
-        keys = (self.resident_key(), self.residents_key())
-        return bool(self.redis.eval(_HOLD, 2, *keys, token, int(FLAG_TTL * 1000)))
+        """Become :attr:`home`'s resident, unless a live one is or :attr:`host` has
+        all the residents it may have."""
+        keys = [self.residents_key(), self.resident_key(), *self.slot_keys()]
+        ttl = int(FLAG_TTL * 1000)
+        self._slot = int(self.redis.eval(_HOLD, len(keys), *keys, token, ttl))
+        return self._slot > 0
+
+    def _held(self) -> list[str]:
+        slot = self.slot_keys()[self._slot - 1] if self._slot else self.resident_key()
+        return [self.residents_key(), self.resident_key(), slot]
 
     def keep(self, token: str) -> bool:
         """Stay the resident a while longer; False if this job no longer is."""
-        keys = (self.resident_key(), self.residents_key())
-        return bool(self.redis.eval(_KEEP, 2, *keys, token, int(FLAG_TTL * 1000)))
+        ttl = int(FLAG_TTL * 1000)
+        return bool(self.redis.eval(_KEEP, 3, *self._held(), token, ttl))
 
     def free(self, token: str) -> None:
-        self.redis.eval(_FREE, 2, self.resident_key(), self.residents_key(), token)
+        self.redis.eval(_FREE, 3, *self._held(), token)
+        self._slot = 0
 
     # --- the worker's main process ---------------------------------------------------
 

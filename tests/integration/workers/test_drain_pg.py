@@ -322,7 +322,8 @@ def test_a_resident_stays_past_a_drainers_time_and_leaves_when_its_worker_shuts_
 
 
 def test_a_worker_has_one_resident(drained: Drained) -> None:
-    assert drained.flag.hold("another job")  # a live resident holds the worker's key
+    other = DrainFlag(drained.flag.redis, drained.flag.queue)  # another process's job
+    assert other.hold("another job")  # a live resident holds the worker's key
     # this job leaves at once, the flag left to that resident
     assert drain(drained.ctx, coordinate_many, drained.flag, stay=True) == []
     assert not drained.flag_up()
@@ -330,8 +331,8 @@ def test_a_worker_has_one_resident(drained: Drained) -> None:
     assert 0 < ttl <= FLAG_TTL * 1000  # a killed resident's key expires as its flag does
     assert not drained.flag.keep("this job")
     drained.flag.free("this job")  # only its holder frees it
-    assert drained.flag.keep("another job")
-    drained.flag.free("another job")
+    assert other.keep("another job")
+    other.free("another job")
     assert drained.flag.hold("this job")
     drained.flag.free("this job")
 
@@ -420,20 +421,27 @@ def test_a_resident_whose_claim_was_a_full_batch_hands_half_back_and_claims_agai
     _let_go(drained, resident)
 
 
-def test_each_worker_has_a_resident_of_its_own(drained: Drained) -> None:
-    queue = drained.flag.queue
-    one, two = (DrainFlag(drained.flag.redis, queue, home) for home in ("w1@a", "w2@b"))
-    assert one.resident_key() != two.resident_key()
-    assert one.hold("job of w1")
-    assert two.hold("job of w2")
-    assert not DrainFlag(drained.flag.redis, queue, "w1@a").hold("another job of w1")
-    one.free("job of w1")
-    two.free("job of w2")
+def test_a_host_has_a_resident_per_slot_and_a_worker_one(drained: Drained) -> None:
+    redis, queue = drained.flag.redis, drained.flag.queue
+
+    def flag(worker: str, host: str, slots: int = 1) -> DrainFlag:
+        return DrainFlag(redis, queue, worker, host, slots)
+
+    held = [flag("w1@a", "a"), flag("w2@b", "b")]  # one host each: one resident each
+    assert held[0].hold("job of w1")
+    assert held[1].hold("job of w2")
+    assert not flag("w3@a", "a").hold("job of w3")  # host a's one slot is taken
+    assert not flag("w1@a", "a", slots=2).hold("another job of w1")  # w1 has one
+    held.append(flag("w3@a", "a", slots=2))  # a host of four cores: two slots
+    assert held[2].hold("job of w3")
+    for f, token in zip(held, ("job of w1", "job of w2", "job of w3"), strict=True):
+        f.free(token)
+    assert redis.exists(*held[2].slot_keys(), held[0].resident_key()) == 0
 
 
 def test_the_flag_stays_up_while_another_resident_lives(drained: Drained) -> None:
     redis, queue = drained.flag.redis, drained.flag.queue
-    one, two = (DrainFlag(redis, queue, home) for home in ("w1@a", "w2@b"))
+    one, two = (DrainFlag(redis, queue, f"w@{host}", host) for host in ("a", "b"))
     assert one.hold("one")
     assert two.hold("two")
     one.raise_(["chain"])
