@@ -136,7 +136,11 @@ WHERE run_id = %(run_id)s
 -- and the runs ended: a run queued while the lease was held, whose own job found the
 -- lease taken, so the caller sends it on).
 WITH checked AS (
-    SELECT graphruntime_check_epoch(%(epoch)s::uuid) AS ok
+    -- the function (migration 0007) only when the epoch row is not the one seen: a
+    -- PL/pgSQL call costs more than the lookup
+    SELECT CASE WHEN %(epoch)s::uuid IS NULL
+                  OR %(epoch)s::uuid = (SELECT e.epoch FROM graphruntime_epoch e)
+                THEN true ELSE graphruntime_check_epoch(%(epoch)s::uuid) END AS ok
 ), ending AS (
     SELECT e.* FROM jsonb_to_recordset(%(ends)s::jsonb)
         AS e(run_id uuid, status text, result_type text, result text, error text,
@@ -259,7 +263,10 @@ WITH target AS (
     FROM next WHERE r.run_id = next.run_id AND r.status = 'queued'
 )
 SELECT target.status AS target_status, EXISTS (SELECT FROM lease) AS leased,
-       graphruntime_epoch() AS epoch, r.*
+       -- graphruntime_epoch() (migration 0007) only when the row is missing: a PL/pgSQL
+       -- call costs more than the lookup
+       coalesce((SELECT e.epoch FROM graphruntime_epoch e), graphruntime_epoch()) AS epoch,
+       r.*
 FROM target
 LEFT JOIN next ON true
 LEFT JOIN graphruntime_runs r ON r.run_id = next.run_id;
@@ -298,7 +305,8 @@ WITH picked AS (
     FROM picked JOIN lease ON lease.thread_id = picked.thread_id
     WHERE r.run_id = picked.run_id
 )
-SELECT r.status AS target_status, true AS leased, graphruntime_epoch() AS epoch, r.*
+SELECT r.status AS target_status, true AS leased,
+       coalesce((SELECT e.epoch FROM graphruntime_epoch e), graphruntime_epoch()) AS epoch, r.*
 FROM picked JOIN lease ON lease.thread_id = picked.thread_id
 JOIN graphruntime_runs r ON r.run_id = picked.run_id
 ORDER BY r.updated_at;
