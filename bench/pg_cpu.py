@@ -142,8 +142,29 @@ class StatementMeter:
             psycopg.Cursor.executemany = orig_many  # type: ignore[method-assign]
 
 
+def _plans(stores: Any) -> list[str]:
+    """Each prepared statement's generic and custom plans so far, per connection."""
+    out = []
+    for pool in stores.pools:
+        rows = []
+        for conn in list(pool._pool):  # every idle connection: prepared statements are per session
+            rows += conn.execute(
+                "SELECT generic_plans, custom_plans, statement FROM pg_prepared_statements"
+            ).fetchall()
+        for row in rows:
+            text = " ".join(str(row["statement"]).split())[:70]
+            out.append(
+                f"  plans: generic {row['generic_plans']} custom {row['custom_plans']}: {text}"
+            )
+    return out
+
+
 def measure(
-    url: str, postmaster: int, prefill: int, runs: int, say: Callable[[str], None],
+    url: str,
+    postmaster: int,
+    prefill: int,
+    runs: int,
+    say: Callable[[str], None],
     perf_file: str | None = None,
 ) -> None:
     import graphruntime.graph as g
@@ -209,8 +230,11 @@ def measure(
                     by_kind[_kind(title)] += _oncpu(pid) - before.get(pid, 0)
                 except OSError:
                     pass
+        plans = _plans(stores) if os.environ.get("PG_CPU_PLANS") else []
     finally:
         stores.close()
+    for line in plans:
+        say(line)
     n = 2 * runs
     total = sum(by_kind.values())
     say(f"{runs} threads ({n} runs) in {wall:.1f} s; Postgres CPU per run {total / n / 1e6:.3f} ms")

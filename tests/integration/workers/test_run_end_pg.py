@@ -188,6 +188,37 @@ def test_an_end_under_a_changed_epoch_writes_nothing(store: RunStore) -> None:
     assert _lease_holder(store, b) == "w"
 
 
+def test_after_recovery_emptied_the_epoch_an_end_is_refused_and_a_claim_starts_anew(
+    pg_store: PostgresRunStore,
+) -> None:
+    """Crash recovery empties the UNLOGGED epoch table (migration 0007). An end under the
+    epoch seen before is refused, though no epoch row is there to differ; the next claim
+    writes a new epoch, under which its run ends."""
+    thread, run_id, epoch = _claimed(pg_store)
+    assert epoch is not None
+    with pg_store.pool.connection() as conn:
+        conn.execute("TRUNCATE graphruntime_epoch")
+    end = RunEnd(run_id, thread, "success", result={"ok": 1}, inbox=[])
+    with pytest.raises(StoreRecoveredError):
+        pg_store.finish_and_release_many([end], worker="w", epoch=epoch)
+    assert pg_store.get_run(run_id).status == "running"
+    assert _lease_holder(pg_store, thread) == "w"
+    with pg_store.pool.connection() as conn:
+        conn.execute("TRUNCATE graphruntime_epoch")
+    other, other_run, fresh = _claimed(pg_store)
+    assert fresh is not None
+    assert fresh != epoch
+    with pg_store.pool.connection() as conn:
+        row = conn.execute("SELECT epoch::text AS epoch FROM graphruntime_epoch").fetchone()
+    assert row is not None
+    assert row["epoch"] == fresh
+    ended = RunEnd(other_run, other, "success", result={"ok": 2}, inbox=[])
+    assert pg_store.finish_and_release_many([ended], worker="w", epoch=fresh) == [
+        Released(True, None)
+    ]
+    assert pg_store.get_run(other_run).status == "success"
+
+
 def _recover(store: RunStore) -> None:
     """What crash recovery does to the server's epoch (migration 0007)."""
     if isinstance(store, InMemoryRunStore):

@@ -1,12 +1,14 @@
--- graphruntime_next_runs (migration 0009) in PL/pgSQL: a SQL function that is not
--- inlined is parsed and planned again at every call (a fifth of a run's end), while
--- PL/pgSQL keeps its statement's plan for the session. The rest is as before: VOLATILE,
+-- graphruntime_next_runs (migration 0009) in PL/pgSQL, on a generic plan: a SQL
+-- function that is not inlined is parsed and planned again at every call (a fifth of a
+-- run's end), and PL/pgSQL keeps its statement's plan for the session only when it is
+-- generic (planned with the array's actual length, a custom plan always looks cheaper,
+-- so it would be planned again at every call too). The rest is as before: VOLATILE,
 -- so its query runs with a fresh snapshot (it sees every run committed before the
 -- calling statement locked the threads' lease rows, and that statement's own changes
 -- so far); never inlined; after_locks only orders the call after those rows.
 CREATE OR REPLACE FUNCTION graphruntime_next_runs(threads text[], after_locks bigint)
 RETURNS TABLE (thread_id text, run_id uuid)
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
