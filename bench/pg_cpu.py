@@ -28,8 +28,8 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +166,7 @@ def measure(
     runs: int,
     say: Callable[[str], None],
     perf_file: str | None = None,
+    extra_sql: Sequence[str] = (),
 ) -> None:
     import graphruntime.graph as g
     import graphruntime.types as t
@@ -177,6 +178,12 @@ def measure(
     cluster = InlineCluster({"a": build_approval(g, t).compile()}, stores=stores, workers=1)
     ctx, client = cluster.workers[0], cluster.client
     meter = StatementMeter()
+    if extra_sql:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            for text in extra_sql:
+                conn.execute(text)
 
     def one(value: Any, tid: str) -> None:
         client.submit("a", value, {"configurable": {"thread_id": tid}})
@@ -226,16 +233,22 @@ def measure(
             after_procs = _children(postmaster)
             by_kind: dict[str, int] = defaultdict(int)
             for pid, title in after_procs.items():
-                try:
+                with suppress(OSError):
                     by_kind[_kind(title)] += _oncpu(pid) - before.get(pid, 0)
-                except OSError:
-                    pass
         plans = _plans(stores) if os.environ.get("PG_CPU_PLANS") else []
+        with stores.pools[0].connection() as conn:
+            analyzed = conn.execute(
+                "SELECT coalesce(sum(autoanalyze_count), 0) AS analyze,"
+                " coalesce(sum(autovacuum_count), 0) AS vacuum FROM pg_stat_user_tables"
+            ).fetchone()
     finally:
         stores.close()
     for line in plans:
         say(line)
     n = 2 * runs
+    say(
+        f"autoanalyze runs {analyzed['analyze']}, autovacuum runs {analyzed['vacuum']} (all tables, since the start)"
+    )
     total = sum(by_kind.values())
     say(f"{runs} threads ({n} runs) in {wall:.1f} s; Postgres CPU per run {total / n / 1e6:.3f} ms")
     for kind, ns in sorted(by_kind.items(), key=lambda kv: -kv[1]):
@@ -258,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefill", type=int, default=2000, help="threads before measuring")
     parser.add_argument("--runs", type=int, default=300, help="threads measured")
     parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--sql", action="append", default=[], help="run after the migrations")
     parser.add_argument("--perf", metavar="FILE", help="perf record the backends into FILE")
     parser.add_argument("--keep", action="store_true", help="print the data folder, keep it")
     args = parser.parse_args(argv)
@@ -285,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         import workers
 
         say(f"load {os.getloadavg()}; postmaster {postmaster}; code {workers.__file__}")
-        measure(url, postmaster, args.prefill, args.runs, say, args.perf)
+        measure(url, postmaster, args.prefill, args.runs, say, args.perf, args.sql)
         say(f"load {os.getloadavg()}")
     finally:
         if not args.keep:

@@ -151,7 +151,11 @@ WITH checked AS (
     SET status = e.status, result_type = e.result_type,
         result = decode(e.result, 'base64'), error = e.error::jsonb, updated_at = now()
     FROM ending e
-    WHERE r.run_id = e.run_id AND r.status IN ('queued', 'running')
+    WHERE r.run_id = e.run_id
+      -- found by run id: on `status IN (...)` as such, the planner would scan every
+      -- queued or running run, and each one's versions not yet vacuumed, at every end
+      AND r.run_id = ANY (ARRAY(SELECT run_id FROM ending))
+      AND CASE WHEN r.status IN ('queued', 'running') THEN true ELSE false END
     RETURNING r.run_id, r.thread_id, r.status, r.result_type, r.result, r.error, e.set_inbox
 ), thread AS (
     SELECT thread_id FROM done WHERE set_inbox
@@ -184,7 +188,8 @@ WITH checked AS (
         response_schema = EXCLUDED.response_schema
 ), requeued AS (
     UPDATE graphruntime_runs SET status = 'queued'
-    WHERE run_id = ANY(%(requeue)s::uuid[]) AND status = 'running'
+    WHERE run_id = ANY(%(requeue)s::uuid[])
+      AND CASE WHEN status = 'running' THEN true ELSE false END  -- by run id, as done
 ), released AS (
     UPDATE graphruntime_threads
     SET lease_holder = NULL, leased_at = NULL, lease_token = NULL
