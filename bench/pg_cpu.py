@@ -13,6 +13,11 @@ Each statement's CPU is its backend's on-CPU time (``/proc/<pid>/schedstat``, ns
 the statement, commit included (autocommit), named after the workers' and the saver's
 named queries. The server's other processes (WAL writer, checkpointer, autovacuum, ...)
 are counted over the whole measured window, by process title. Printed only.
+
+``--setting NAME=VALUE`` (ALTER SYSTEM) and ``--sql TEXT`` (after the migrations) try a
+server setting or a schema change; ``--perf FILE`` records the backends with ``perf``
+(call graphs) over the measured window; ``--plans`` lists each prepared statement's
+generic and custom plans.
 """
 
 from __future__ import annotations
@@ -62,12 +67,15 @@ def _children(postmaster: int) -> dict[int, str]:
 
 
 def _kind(title: str) -> str:
+    """A server process's kind from its title: backends, walwriter, autovacuum worker..."""
     if "postgres:" not in title:
         return "postmaster"
     rest = title.split("postgres:", 1)[1].strip()
     if "[local]" in rest or "idle" in rest or "SELECT" in rest:
         return "backends"
-    return re.sub(r"\s+.*", "", rest) if rest.startswith("autovacuum") is False else rest[:30]
+    if rest.startswith("autovacuum"):
+        return " ".join(rest.split()[:2])
+    return re.sub(r"\s+.*", "", rest)
 
 
 def _name_of(sql: str, names: dict[str, str]) -> str:
@@ -134,7 +142,7 @@ class StatementMeter:
                 meter.count[name] += 1
 
         psycopg.Cursor.execute = execute  # type: ignore[method-assign]
-        psycopg.Cursor.executemany = executemany  # type: ignore[method-assign]
+        psycopg.Cursor.executemany = executemany  # type: ignore[method-assign,assignment]
         try:
             yield
         finally:
@@ -146,8 +154,8 @@ def _plans(stores: Any) -> list[str]:
     """Each prepared statement's generic and custom plans so far, per connection."""
     out = []
     for pool in stores.pools:
-        rows = []
-        for conn in list(pool._pool):  # every idle connection: prepared statements are per session
+        rows: list[Any] = []
+        for conn in list(pool._pool):  # the idle connections: statements are per session
             rows += conn.execute(
                 "SELECT generic_plans, custom_plans, statement FROM pg_prepared_statements"
             ).fetchall()
@@ -167,7 +175,10 @@ def measure(
     say: Callable[[str], None],
     perf_file: str | None = None,
     extra_sql: Sequence[str] = (),
-) -> None:
+    plans: bool = False,
+) -> StatementMeter:
+    """Prefill, then measure ``runs`` threads; prints the figures, returns the meter (its
+    ``samples``: each statement's first parameters, for ad hoc A/B scripts)."""
     import graphruntime.graph as g
     import graphruntime.types as t
     from bench._services import PostgresStores
@@ -235,7 +246,7 @@ def measure(
             for pid, title in after_procs.items():
                 with suppress(OSError):
                     by_kind[_kind(title)] += _oncpu(pid) - before.get(pid, 0)
-        plans = _plans(stores) if os.environ.get("PG_CPU_PLANS") else []
+        plan_lines = _plans(stores) if plans else []
         with stores.pools[0].connection() as conn:
             analyzed = conn.execute(
                 "SELECT coalesce(sum(autoanalyze_count), 0) AS analyze,"
@@ -243,11 +254,12 @@ def measure(
             ).fetchone()
     finally:
         stores.close()
-    for line in plans:
+    for line in plan_lines:
         say(line)
     n = 2 * runs
+    assert analyzed is not None
     say(
-        f"autoanalyze runs {analyzed['analyze']}, autovacuum runs {analyzed['vacuum']} (all tables, since the start)"
+        f"autoanalyze runs {analyzed['analyze']}, autovacuum runs {analyzed['vacuum']} (all tables)"
     )
     total = sum(by_kind.values())
     say(f"{runs} threads ({n} runs) in {wall:.1f} s; Postgres CPU per run {total / n / 1e6:.3f} ms")
@@ -260,10 +272,7 @@ def measure(
         c = meter.count[name]
         say(f"  {name:60s} {ns / n / 1e6:7.3f}  {c / n:5.2f}  {ns / c / 1e6:7.3f}")
     say(f"  {'(all measured statements)':60s} {stmt_total / n / 1e6:7.3f}")
-    if os.environ.get("PG_CPU_PARAMS"):
-        for name, samples in meter.samples.items():
-            for sample in samples:
-                say(f"{name}: {sample!r}"[:3000])
+    return meter
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--sql", action="append", default=[], help="run after the migrations")
     parser.add_argument("--perf", metavar="FILE", help="perf record the backends into FILE")
-    parser.add_argument("--keep", action="store_true", help="print the data folder, keep it")
+    parser.add_argument("--plans", action="store_true", help="generic/custom plans per statement")
     args = parser.parse_args(argv)
     os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:9/0")  # the app is never used
     import psycopg
@@ -286,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
 
     folder = Path(tempfile.mkdtemp(prefix="gr-pgcpu-"))
-    pg = get_server(folder / "pg", cleanup_mode=None if args.keep else "delete")
+    pg = get_server(folder / "pg", cleanup_mode="delete")
     try:
         url = pg.get_uri()
         with psycopg.connect(url, autocommit=True) as conn:
@@ -299,12 +308,11 @@ def main(argv: list[str] | None = None) -> int:
         import workers
 
         say(f"load {os.getloadavg()}; postmaster {postmaster}; code {workers.__file__}")
-        measure(url, postmaster, args.prefill, args.runs, say, args.perf, args.sql)
+        measure(url, postmaster, args.prefill, args.runs, say, args.perf, args.sql, args.plans)
         say(f"load {os.getloadavg()}")
     finally:
-        if not args.keep:
-            pg.cleanup()
-            shutil.rmtree(folder, ignore_errors=True)
+        pg.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 
