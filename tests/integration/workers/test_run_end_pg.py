@@ -249,10 +249,14 @@ def test_an_end_finds_its_runs_by_run_id_on_its_generic_plan(fresh_db: str) -> N
     reads = [  # how graphruntime_runs is read: the index, or None for the whole table
         node.get("Index Name")
         for node in _nodes(plan[0]["Plan"])
-        if node.get("Relation Name") == "graphruntime_runs"
-        and node["Node Type"] in ("Seq Scan", "Index Scan", "Index Only Scan")
-        or str(node.get("Index Name", "")).startswith("graphruntime_runs_")
-        and node["Node Type"] == "Bitmap Index Scan"
+        if (
+            node.get("Relation Name") == "graphruntime_runs"
+            and node["Node Type"] in ("Seq Scan", "Index Scan", "Index Only Scan")
+        )
+        or (
+            str(node.get("Index Name", "")).startswith("graphruntime_runs_")
+            and node["Node Type"] == "Bitmap Index Scan"
+        )
     ]
     assert reads == ["graphruntime_runs_pkey"] * 2, reads  # the ends, the runs queued again
 
