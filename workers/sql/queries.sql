@@ -121,7 +121,8 @@ WHERE run_id = %(run_id)s
 --
 -- An end ends a queued or running run. Ends and waits come as JSON arrays of objects
 -- (one parameter each, not an array per column: cheaper for the driver to send); bytes
--- in base64, JSON values as JSON text. Waiting
+-- in base64, JSON values as JSON text; read as json, not jsonb (parsed once, not
+-- parsed then converted to jsonb's binary form). Waiting
 -- clients LISTEN on graphruntime_runs; the notification is delivered at commit. Its
 -- payload is the run id, then, when they are small (NOTIFY payloads stop at 8000 bytes),
 -- how it ended: ' <status> <result_type or -> <result in base64 or -> <error JSON>'
@@ -142,7 +143,7 @@ WITH checked AS (
                   OR %(epoch)s::uuid = (SELECT e.epoch FROM graphruntime_epoch e)
                 THEN true ELSE graphruntime_check_epoch(%(epoch)s::uuid) END AS ok
 ), ending AS (
-    SELECT e.* FROM jsonb_to_recordset(%(ends)s::jsonb)
+    SELECT e.* FROM json_to_recordset(%(ends)s::json)
         AS e(run_id uuid, status text, result_type text, result text, error text,
              set_inbox boolean)
     WHERE (SELECT ok FROM checked)
@@ -165,7 +166,7 @@ WITH checked AS (
     SELECT x.thread_id, x.interrupt_id, x.graph, x.run_id, x.checkpoint_id, x.node,
            x.namespace, x.value::jsonb, x.deadline, x.default_type,
            decode(x.default_value, 'base64'), x.response_schema::jsonb
-    FROM jsonb_to_recordset(%(waits)s::jsonb)
+    FROM json_to_recordset(%(waits)s::json)
         AS x(thread_id text, interrupt_id text, graph text, run_id uuid, checkpoint_id text,
              node text, namespace text, value text, deadline timestamptz,
              default_type text, default_value text, response_schema text)
