@@ -21,7 +21,7 @@ from graphruntime.config import RunnableConfig
 from tests.integration.workers.test_approvals_pg import db, make_cluster
 from tests.unit.workers.graphs import Calls, chain
 from workers import _drain
-from workers._drain import FLAG_TTL, RESIDENT, DrainFlag, drain
+from workers._drain import FLAG_TTL, DrainFlag, drain
 from workers.context import WorkerContext
 from workers.coordinator import coordinate_many
 from workers.settings import Settings
@@ -263,7 +263,7 @@ def test_a_resident_takes_runs_submitted_while_it_sleeps_and_no_message_is_sent(
     drained: Drained, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_drain, "STAY_IDLE", 30.0)  # it leaves only with its time
-    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 3.0)
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 3.0)
     resident = Resident(drained)
     runs = []
     for thread in ("one", "two"):
@@ -281,7 +281,7 @@ def test_a_resident_takes_runs_submitted_while_it_sleeps_and_no_message_is_sent(
 def _asleep(drained: Drained, monkeypatch: pytest.MonkeyPatch) -> Resident:
     """A resident that would stay a minute, asleep under its flag."""
     monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
-    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 60.0)
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 60.0)
     resident = Resident(drained)
     assert _until(drained.flag_up)
     return resident
@@ -296,8 +296,31 @@ def test_a_resident_leaves_when_task_messages_wait(
     assert not drained.flag_up()
 
 
-def test_a_queue_has_one_resident(drained: Drained) -> None:
-    assert drained.flag.hold("another job")  # a live resident holds the queue's key
+def test_a_resident_stays_past_a_drainers_time_and_leaves_when_its_worker_shuts_down(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
+    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 0.1)  # a drainer's time: not the resident's
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 60.0)
+    drained.flag.stay()
+    resident = Resident(drained)
+    assert _until(drained.flag_up)
+    time.sleep(0.5)
+    run = drained.submit("after a drainer's time")
+    assert _until(lambda: drained.status(run) == "success")
+    assert drained.messages() == []  # the resident took it
+    drained.flag.leave()  # what the worker's main process does when it shuts down
+    assert resident.gone(30.0)  # well before its time
+    assert not drained.flag_up()
+    drained.flag.stay()  # the worker started again: its next resident stays
+    resident = _asleep(drained, monkeypatch)
+    assert not resident.gone(0.5)
+    drained.flag.leave()
+    assert resident.gone(30.0)
+
+
+def test_a_worker_has_one_resident(drained: Drained) -> None:
+    assert drained.flag.hold("another job")  # a live resident holds the worker's key
     # this job leaves at once, the flag left to that resident
     assert drain(drained.ctx, coordinate_many, drained.flag, stay=True) == []
     assert not drained.flag_up()
@@ -321,51 +344,83 @@ def test_a_resident_frees_the_queue_when_it_leaves(
     assert drained.flag.hold("next job")  # the next free job may stay
 
 
-def test_a_run_queued_while_the_resident_works_goes_out_as_a_message(
-    drained: Drained, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_drain, "STAY_IDLE", 30.0)
-    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 3.0)
-    late: list[str] = []
+def _working(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch, late: list[str], *, queue_late: int = 1
+) -> threading.Thread:
+    """A resident that stays a minute; at its first work, ``queue_late`` runs are
+    submitted (their ids into ``late``)."""
+    monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 60.0)
 
     def coordinate(
         ctx: WorkerContext, run_ids: Sequence[str], claims: Sequence[Claim] | None = None
     ) -> list[str]:
-        if not late:  # woken, it works with its flag down: the worker's others take this
-            assert not drained.flag_up()
-            late.append(drained.submit("late"))
+        if not late:  # its flag stays up while it works: these clients send no message
+            assert drained.flag_up()
+            late.extend(drained.submit(f"late{i}") for i in range(queue_late))
         return coordinate_many(ctx, run_ids, claims)
 
     resident = threading.Thread(
-        target=drain,
-        args=(drained.ctx, coordinate, drained.flag),
-        kwargs={"stay": True},
+        target=drain, args=(drained.ctx, coordinate, drained.flag), kwargs={"stay": True}
     )
     resident.start()
     assert _until(drained.flag_up)
-    first = drained.submit("first")
+    return resident
+
+
+def _let_go(drained: Drained, resident: threading.Thread) -> None:
+    drained.cluster.broker.tasks.append(Job("execute", "some-run"))  # it leaves for it
     resident.join(30)
     assert not resident.is_alive()
-    assert drained.messages() == late  # only the run queued while it worked
-    assert drained.status(first) == "success"
-    drained.cluster.deliver()
-    assert drained.status(late[0]) == "success"
 
 
-def test_a_resident_that_wakes_to_several_runs_stops_being_one(
+def test_a_run_queued_while_the_resident_works_is_taken_after_its_work_without_a_message(
     drained: Drained, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    resident = _asleep(drained, monkeypatch)
-    client = drained.cluster.client
-    runs = [  # queued without a wake-up each, then one wake-up for both
-        client.store.create_run(client._new_run("chain", {"log": []}, _cfg(t)))[0].run_id
-        for t in ("one", "two")
-    ]
-    assert drained.flag.wake("chain")
-    assert resident.gone(30.0)  # well before its time: runs come in numbers
-    assert [drained.status(r) for r in runs] == ["success", "success"]
-    assert drained.flag.redis.exists(drained.flag.resident_key()) == 0
+    late: list[str] = []
+    resident = _working(drained, monkeypatch, late)
+    first = drained.submit("first")
+    assert _until(lambda: [drained.status(r) for r in [first, *late]] == ["success"] * 2)
     assert drained.messages() == []
+    # done, it sleeps again as the worker's resident, the wake-up it was pushed taken
+    assert _until(lambda: drained.flag.redis.llen(drained.flag.wake_key("chain")) == 0)
+    assert resident.is_alive()
+    assert drained.flag_up()
+    assert drained.flag.redis.exists(drained.flag.resident_key()) == 1
+    _let_go(drained, resident)
+    assert not drained.flag_up()
+
+
+def test_a_resident_whose_claim_was_a_full_batch_claims_again_before_it_sleeps(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    drained.ctx.settings = drained.ctx.settings.model_copy(update={"coordinate_batch": 2})
+    late: list[str] = []
+    resident = _working(drained, monkeypatch, late, queue_late=5)
+    first = drained.submit("first")
+    # five runs behind one wake-up (one pending is enough): batches of two, then one
+    assert _until(lambda: [drained.status(r) for r in [first, *late]] == ["success"] * 6)
+    assert drained.messages() == []
+    _let_go(drained, resident)
+
+
+def test_each_worker_has_a_resident_of_its_own(drained: Drained) -> None:
+    queue = drained.flag.queue
+    one, two = (DrainFlag(drained.flag.redis, queue, home) for home in ("w1@a", "w2@b"))
+    assert one.resident_key() != two.resident_key()
+    assert one.hold("job of w1")
+    assert two.hold("job of w2")
+    assert not DrainFlag(drained.flag.redis, queue, "w1@a").hold("another job of w1")
+    one.free("job of w1")
+    two.free("job of w2")
+
+
+def test_lowering_the_flag_drops_the_pending_wake_up(drained: Drained) -> None:
+    drained.flag.raise_(["chain"])
+    assert drained.flag.wake("chain") is True
+    drained.flag.lower(["chain"])  # the lowerer's last look comes next: it is that look
+    assert drained.flag.redis.llen(drained.flag.wake_key("chain")) == 0
+    assert not drained.flag_up()
 
 
 def test_a_wake_up_is_pushed_only_while_the_flag_is_up(drained: Drained) -> None:
@@ -376,24 +431,9 @@ def test_a_wake_up_is_pushed_only_while_the_flag_is_up(drained: Drained) -> None
     assert drained.flag.wake("chain") is True
     assert drained.flag.wake("chain") is True  # one pending is enough
     assert drained.flag.redis.llen(wakes) == 1
-    # a resident takes it; a drainer's flag stays up, so the resident lowers it itself
-    assert drained.flag.sleep(["chain"], 0.1, raise_flag=False) is False
+    assert drained.flag.sleep(["chain"], 0.1) == (True, False)  # a resident takes it
     assert drained.flag.redis.llen(wakes) == 0
-    assert drained.flag.sleep(["chain"], 0.05, raise_flag=False) is None
+    assert drained.flag_up()  # the flag stays up: the resident looks again after its work
+    assert drained.flag.sleep(["chain"], 0.05) == (False, False)
     assert drained.flag.wake("chain") is True  # after the pop: a new run pushes again
     assert drained.flag.redis.llen(wakes) == 1
-
-
-def test_a_wake_up_lowers_a_resident_flag_so_the_next_run_sends_its_message(
-    drained: Drained,
-) -> None:
-    flag, wakes = drained.flag, drained.flag.wake_key("chain")
-    # the resident raises its flag and sleeps in one round trip; no wake-up comes
-    assert flag.sleep(["chain"], 0.05, raise_flag=True) is None
-    assert flag.redis.get(flag.key("chain")) == RESIDENT.encode()
-    assert flag.wake("chain") is True  # this run's client wakes it and lowers its flag
-    assert flag.redis.exists(flag.key("chain")) == 0
-    assert flag.wake("chain") is False  # the next run's client sends its message
-    assert flag.redis.llen(wakes) == 1
-    assert flag.sleep(["chain"], 0.1, raise_flag=False) is True  # woken, flag already down
-    assert flag.redis.exists(flag.key("chain")) == 0
