@@ -179,9 +179,9 @@ def graphruntime_side(env: Env, n: int, clients: int, workers: int, log: Any) ->
 
 
 def _deliveries(redis: Any) -> int:
-    """Messages Celery's Redis transport delivered so far: each delivery adds its tag to
-    kombu's unacked index (one ZADD; nothing else of the run uses ZADD)."""
-    stats = redis.info("commandstats").get("cmdstat_zadd")
+    """Messages Celery's Redis transport delivered and acked so far: each ack takes the
+    message out of kombu's unacked hash (one HDEL; a run uses HDEL for nothing else)."""
+    stats = redis.info("commandstats").get("cmdstat_hdel")
     return int(stats["calls"]) if stats else 0
 
 
@@ -268,13 +268,15 @@ How a single submit travels (issue #19):
 - **The run's end notifies how it ended** (status, stored result, error, when under 5000
   bytes), and `invoke` LISTENs before it queues its run: it takes the result from the
   notification and never reads the run (a bigger result is read once).
-- **A resident per worker** (`workers/_drain.py`): a coordinator job that finds
-  nothing queued stays (1 s idle, 60 s in all, less if its worker shuts down) asleep on a Redis wake-up list, its flag
-  up; a client that finds the flag up pushes a wake-up in the same round trip as its
-  read and sends no message. Woken, the resident claims and advances, its flag still
-  up, and sleeps again: a wake-up pushed meanwhile wakes it (or another worker's
-  resident) at once. At 1 client thread a run costs no Celery message and no broker
-  hop; at 8, the residents take runs in batches (Celery deliveries per run: printed).
+- **Residents** (`workers/_drain.py`, `workers/_drain_flag.py`): a coordinator job that
+  finds nothing queued stays (1 s idle, 60 s in all, less if its worker shuts down)
+  asleep on Redis wake-up lists, its flag up; a client that finds the flag up wakes the
+  resident that went to sleep last in the same round trip as its read and sends no
+  message. Woken, the resident claims and advances, its flag still up, and sleeps again.
+  A host has a resident per two cores (one per worker): at 1 client thread a run costs
+  no Celery message and no broker hop; at 8, the resident takes runs in batches, still
+  without messages (Celery deliveries per run: printed), and 4 workers make no more
+  residents than 2.
 - **One connection per job** (`workers/_pinned_pool.py`): the run store's, the saver's,
   the store's and the cache's borrows in a job reuse the one connection the job pinned,
   instead of a pool checkout each (about 0.1 ms each, 8 a run).

@@ -23,43 +23,48 @@ sweeper as a stalled run (or by the next resident, which its wake-up wakes).
 
 A job that finds nothing to do can stay a while (:data:`STAY_IDLE` seconds without a
 run, at most :data:`RESIDENT_SECONDS`, and not once its worker is shutting down) as its
-worker's **resident**: it keeps the flag
-raised and sleeps on a Redis wake-up list per graph (``BLPOP``, the flag refreshed in the
-same round trip), and a client that finds the flag up pushes to it in the same round
-trip as its read (:meth:`DrainFlag.wake`) when no wake-up is pending. Woken, it claims
-and advances what it claimed, its flag still up; then it sleeps again, and a wake-up
-pushed while it worked wakes it at once (or another resident). A resident whose claim
-was a full batch claims again before it sleeps: one pending wake-up may stand for more
-runs than a batch. At one run at a time, a run then costs no Celery message at all: no
+worker's **resident**: it keeps the flag raised and sleeps on a Redis wake-up list of its
+own and the graphs' shared ones (``BLPOP``, the flag refreshed and the resident listed
+among the sleepers in the same round trip). A client that finds the flag up wakes the
+resident that went to sleep last, in the same round trip as its read
+(:meth:`~workers._drain_flag.DrainFlag.wake`), or, none asleep, leaves a wake-up on the
+shared list unless one is pending there. Woken, the resident claims and advances what it
+claimed, its flag still up; then it sleeps again, and a wake-up left while it worked
+wakes it at once (or another resident). A resident whose claim
+was a full batch claims again before it sleeps (one pending wake-up may stand for more
+runs than a batch), and hands half of that batch back as a coordinator message: it is
+behind, and a free process takes those (and drains, or stays as its worker's
+resident). At one run at a time, a run then costs no Celery message at all: no
 publish, no delivery, prefork hand-off or ack, and no broker hop in its latency; under
 load the residents take the runs in batches, still without messages. One resident per
 worker (a Redis key per node, which the resident refreshes and which expires as the flag
 does if it is killed); only a worker whose pool has two processes or more hosts one, so
 that task jobs always find a free process; a resident leaves as soon as task messages
 wait on the broker, and after its time, as any drainer does (flag down, then the last
-look). The residents of a queue share its flag and wake-up lists: any of them may take
-a wake-up, and one that leaves lowers the flag for a moment, the others raise it again
-within :data:`REFRESH` seconds (messages go out meanwhile).
+look). The residents of a queue share its flag: one that leaves lowers it for a
+moment, the others raise it again within :data:`REFRESH` seconds (messages go out
+meanwhile). A resident killed after a client woke it takes that wake-up with it: the
+run is found by the sweeper as a stalled run.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 import uuid
 from collections import deque
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
+from workers._drain_flag import FLAG_TTL, WAKE_POLL, DrainFlag
 from workers.context import WorkerContext
 from workers.dispatch import Broker
 from workers.settings import Settings
 from workers.store import Claim
 
 log = logging.getLogger(__name__)
-
-FLAG_TTL = 2.0
-"""Seconds a raised flag lasts unless raised again."""
 
 DRAIN_SECONDS = 5.0
 """Seconds a job goes on taking queued runs; what is left then goes out as messages."""
@@ -73,44 +78,9 @@ coordinator message, and while another worker's resident keeps the flag up, none
 STAY_IDLE = 1.0
 """Seconds a resident waits for a run before it leaves."""
 
-WAKE_POLL = 0.25
-"""Seconds a resident sleeps on its wake-up lists before it looks at the broker's task queue."""
-
 REFRESH = 0.25
 """Seconds after which a job that keeps the flag up raises it again (its TTL is longer:
 a flag another resident lowered on leaving is up again this soon)."""
-
-SEEN_KEEP = 256
-"""Runs a drainer remembers having taken (see ``skip`` of ``claim_queued_runs``)."""
-
-# One round trip for a client: a wake-up if the flag is up and none is pending, else
-# nothing (flag down: it sends its message). One pending wake-up is enough: the job
-# that pops it claims after the pop, so it takes every run committed before the push
-# check (a full batch's resident claims again); a run committed after the pop finds the
-# list empty and pushes again.
-_WAKE = """
-if redis.call('exists', KEYS[1]) == 0 then
-  return 0
-end
-if redis.call('llen', KEYS[2]) == 0 then
-  redis.call('lpush', KEYS[2], '1')
-end
-return 1
-"""
-
-# the resident's key: refreshed, or freed, only by the job that holds it
-_KEEP = """
-if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('pexpire', KEYS[1], ARGV[2])
-end
-return 0
-"""
-_FREE = """
-if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('del', KEYS[1])
-end
-return 0
-"""
 
 
 class Coordinate(Protocol):
@@ -121,99 +91,14 @@ class Coordinate(Protocol):
     ) -> list[str]: ...
 
 
-class DrainFlag:
-    """Redis keys, one per graph and coordinator queue: a job is taking queued runs."""
-
-    def __init__(self, redis: Any, queue: str, home: str = "") -> None:
-        self.redis = redis
-        self.queue = queue
-        self.home = home
-        """The worker whose resident this job may be ("": one for the whole queue)."""
-
-    def key(self, graph: str) -> str:
-        return f"graphruntime:draining:{self.queue}:{graph}"
-
-    def leaving_key(self) -> str:
-        return f"graphruntime:leaving:{self.queue}:{self.home}"
-
-    def leave(self) -> None:
-        """:attr:`home` is shutting down: its resident leaves (within :data:`WAKE_POLL`
-        seconds if it sleeps, after its batch if it works)."""
-        self.redis.set(self.leaving_key(), "1", px=int(RESIDENT_SECONDS * 1000))
-
-    def stay(self) -> None:
-        """:attr:`home` starts: a mark of its last shutdown is gone."""
-        self.redis.delete(self.leaving_key())
-
-    def resident_key(self) -> str:
-        """The key of :attr:`home`'s resident: one resident per worker."""
-        suffix = f":{self.home}" if self.home else ""
-        return f"graphruntime:resident:{self.queue}{suffix}"
-
-    def hold(self, token: str) -> bool:
-        """Become :attr:`home`'s resident, unless a live one is."""
-        ttl = int(FLAG_TTL * 1000)
-        return bool(self.redis.set(self.resident_key(), token, nx=True, px=ttl))
-
-    def keep(self, token: str) -> bool:
-        """Stay the resident a while longer; False if this job no longer is."""
-        ttl = int(FLAG_TTL * 1000)
-        return bool(self.redis.eval(_KEEP, 1, self.resident_key(), token, ttl))
-
-    def free(self, token: str) -> None:
-        self.redis.eval(_FREE, 1, self.resident_key(), token)
-
-    def wake_key(self, graph: str) -> str:
-        return f"graphruntime:wake:{self.queue}:{graph}"
-
-    def wake(self, graph: str) -> bool:
-        """Whether a job drains ``graph``'s runs now, waking a resident if one sleeps, in
-        one round trip; False when Redis cannot say (the caller sends its message)."""
-        try:
-            woke = self.redis.eval(_WAKE, 2, self.key(graph), self.wake_key(graph))
-        except Exception as exc:  # noqa: BLE001 - the caller sends its message then
-            log.debug("reading the drain flag failed: %s", exc)
-            return False
-        return bool(woke)
-
-    def sleep(self, graphs: Sequence[str], timeout: float) -> tuple[bool, bool]:
-        """Wait up to ``timeout`` seconds for a client's wake-up (the claim that follows
-        must come after it), the flags raised first, in the same round trip; whether one
-        came, and whether :attr:`home` is shutting down."""
-        pipe = self.redis.pipeline(transaction=False)
-        self._raise(pipe, graphs)
-        pipe.exists(self.leaving_key())
-        pipe.blpop([self.wake_key(graph) for graph in graphs], timeout=timeout)
-        *_, leaving, popped = pipe.execute()
-        return popped is not None, bool(leaving)
-
-    def raise_(self, graphs: Sequence[str], *, resident: bool = False) -> bool:
-        """Raise the flags; with ``resident``, whether :attr:`home` is shutting down (read
-        in the same round trip)."""
-        if len(graphs) == 1 and not resident:  # a drainer of one graph: no pipeline object
-            self.redis.set(self.key(graphs[0]), "1", px=int(FLAG_TTL * 1000))
-            return False
-        pipe = self.redis.pipeline(transaction=False)
-        self._raise(pipe, graphs)
-        if resident:
-            pipe.exists(self.leaving_key())
-        return resident and bool(pipe.execute()[-1])
-
-    def _raise(self, pipe: Any, graphs: Sequence[str]) -> None:
-        for graph in graphs:
-            pipe.set(self.key(graph), "1", px=int(FLAG_TTL * 1000))
-
-    def lower(self, graphs: Sequence[str]) -> None:
-        """The flags down and their pending wake-ups dropped: the caller's claim that
-        follows is the look those wake-ups asked for."""
-        keys = [self.key(graph) for graph in graphs]
-        self.redis.delete(*keys, *[self.wake_key(graph) for graph in graphs])
-
-
 def drain_flag(broker: Broker, settings: Settings, home: str = "") -> DrainFlag | None:
-    """The broker's drain flag; None for a broker without Redis (no job drains then)."""
+    """The broker's drain flag; None for a broker without Redis (no job drains then).
+    ``home``: the worker's node name; its host may have a resident per two cores."""
     redis = getattr(broker, "redis", None)
-    return None if redis is None else DrainFlag(redis, settings.coordinator_queue, home)
+    if redis is None:
+        return None
+    slots = max(1, len(os.sched_getaffinity(0)) // 2)
+    return DrainFlag(redis, settings.coordinator_queue, home, socket.gethostname(), slots)
 
 
 def drain(
@@ -264,8 +149,11 @@ def _drain(
     stay: str | None,
 ) -> list[str]:
     """:func:`drain`'s loop; ``stay``: the resident's token, if the job is the resident."""
-    # runs this job took lately: one handed back or requeued is not taken here again at once
-    seen: deque[str] = deque(maxlen=SEEN_KEEP)
+    # the runs of this job's last claim (one it requeued is not taken here again at once)
+    # and the last it handed back (they are another job's): a longer memory would cost
+    # every claim, the list being a parameter
+    last: list[str] = []
+    handed: deque[str] = deque(maxlen=ctx.settings.coordinate_batch)
     raised = [-FLAG_TTL]  # when the flag was last raised (monotonic)
     looked = [-WAKE_POLL]  # when the broker's task queue was last read (monotonic)
     kept = [time.monotonic()]  # when the resident's key was last refreshed
@@ -278,11 +166,12 @@ def _drain(
             ctx.worker_name,
             ctx.stale,
             ctx.job_token,
-            skip=sorted(seen),
+            skip=[*last, *handed],
             limit=ctx.settings.coordinate_batch,
         )
         if not claims:
             ctx.job_token = None
+        last[:] = _run_ids(claims)
         return claims
 
     def keep_up() -> None:  # raised again only after REFRESH seconds
@@ -320,17 +209,24 @@ def _drain(
             idle_until = time.monotonic() + STAY_IDLE
             while True:
                 if claims:
+                    full = len(claims) >= ctx.settings.coordinate_batch
+                    if stay is not None and full and len(claims) > 1:
+                        # behind: half the batch goes out as a message, to a free process
+                        # (which drains, or stays as its worker's resident)
+                        half = len(claims) // 2
+                        handed.extend(_run_ids(claims[half:]))
+                        _hand_back(ctx, claims[half:], done=False)
+                        claims = claims[:half]
                     run_ids = _run_ids(claims)
-                    seen.extend(run_ids)
                     failures += coordinate(ctx, run_ids, claims)
                     idle_until = time.monotonic() + STAY_IDLE
-                    if stay is not None and len(claims) < ctx.settings.coordinate_batch:
+                    if stay is not None and not full:
                         # a run queued meanwhile saw the flag up: its wake-up is pending
                         claims = []
                         continue
-                elif may_wait(idle_until):
+                elif stay is not None and may_wait(idle_until):
                     raised[0] = time.monotonic()
-                    woken, leaving[0] = flag.sleep(graphs, WAKE_POLL)  # the flag raised too
+                    woken, leaving[0] = flag.sleep(graphs, stay, WAKE_POLL)  # flag raised too
                     if not woken:
                         if time_up():
                             break
@@ -342,7 +238,7 @@ def _drain(
                 keep_up()  # before the claim: a run a client queues after it is ours
                 claims = take()
         finally:
-            flag.lower(graphs)
+            flag.lower(graphs, stay)
             raised[0] = -FLAG_TTL
         claims = take()  # the last look, after lowering: a client that saw the flag is here
         if not claims:
@@ -355,15 +251,16 @@ def _drain(
             return failures
 
 
-def _hand_back(ctx: WorkerContext, claims: Sequence[Claim]) -> None:
+def _hand_back(ctx: WorkerContext, claims: Sequence[Claim], *, done: bool = True) -> None:
     """Give claimed runs back to any worker: queued again, their threads freed, and
-    coordinator messages sent for them."""
+    coordinator messages sent for them; ``done``: the job holds no other claim now."""
     runs = [c.run for c in claims if c.run is not None]
     run_ids = [run.run_id for run in runs]
     ctx.store.finish_and_release_many(
         [], worker=ctx.worker_name, free=[run.thread_id for run in runs], requeue=run_ids
     )
-    ctx.job_token = None
+    if done:
+        ctx.job_token = None
     ctx.broker.send_coordinates(run_ids, per_message=ctx.settings.coordinate_batch)
 
 

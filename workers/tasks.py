@@ -23,7 +23,8 @@ from celery.signals import (
 from celery.utils.log import get_multiprocessing_logger
 
 from workers import observability as observe
-from workers._drain import DrainFlag, drain
+from workers._drain import RESIDENT_SECONDS, drain
+from workers._drain_flag import DrainFlag
 from workers._retrying import JOB_OUTAGE
 from workers.app import CeleryBroker, get_app
 from workers.context import WorkerContext
@@ -274,7 +275,7 @@ def _send_the_resident_away(**_: Any) -> None:
     """A warm shutdown waits for the running jobs: the worker's resident leaves now."""
     for residency in _residency:
         try:
-            residency.leave()
+            residency.leave(RESIDENT_SECONDS)
         except Exception as exc:  # noqa: BLE001 - it leaves after RESIDENT_SECONDS then
             log.warning("could not tell the resident to leave: %s", exc)
 
