@@ -1,7 +1,7 @@
 """A block's puts and writes as the parameters of one ``put_batch`` statement (no I/O).
 
 Each column is one array parameter, so the statement's text and its prepared plan are the
-same whatever the number of puts and writes (migration 0004 takes them apart).
+same whatever the number of puts and writes (migrations 0004 and 0005 take them apart).
 """
 
 from __future__ import annotations

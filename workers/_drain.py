@@ -82,9 +82,6 @@ REFRESH = 0.25
 """Seconds after which a job that keeps the flag up raises it again (its TTL is longer:
 a flag another resident lowered on leaving is up again this soon)."""
 
-SEEN_KEEP = 256
-"""Runs a drainer remembers having taken (see ``skip`` of ``claim_queued_runs``)."""
-
 
 class Coordinate(Protocol):
     """:func:`workers.coordinator.coordinate_many`: advance runs already claimed."""
@@ -152,8 +149,11 @@ def _drain(
     stay: str | None,
 ) -> list[str]:
     """:func:`drain`'s loop; ``stay``: the resident's token, if the job is the resident."""
-    # runs this job took lately: one handed back or requeued is not taken here again at once
-    seen: deque[str] = deque(maxlen=SEEN_KEEP)
+    # the runs of this job's last claim (one it requeued is not taken here again at once)
+    # and the last it handed back (they are another job's): a longer memory would cost
+    # every claim, the list being a parameter
+    last: list[str] = []
+    handed: deque[str] = deque(maxlen=ctx.settings.coordinate_batch)
     raised = [-FLAG_TTL]  # when the flag was last raised (monotonic)
     looked = [-WAKE_POLL]  # when the broker's task queue was last read (monotonic)
     kept = [time.monotonic()]  # when the resident's key was last refreshed
@@ -166,11 +166,12 @@ def _drain(
             ctx.worker_name,
             ctx.stale,
             ctx.job_token,
-            skip=sorted(seen),
+            skip=[*last, *handed],
             limit=ctx.settings.coordinate_batch,
         )
         if not claims:
             ctx.job_token = None
+        last[:] = _run_ids(claims)
         return claims
 
     def keep_up() -> None:  # raised again only after REFRESH seconds
@@ -213,11 +214,10 @@ def _drain(
                         # behind: half the batch goes out as a message, to a free process
                         # (which drains, or stays as its worker's resident)
                         half = len(claims) // 2
-                        seen.extend(_run_ids(claims[half:]))
+                        handed.extend(_run_ids(claims[half:]))
                         _hand_back(ctx, claims[half:], done=False)
                         claims = claims[:half]
                     run_ids = _run_ids(claims)
-                    seen.extend(run_ids)
                     failures += coordinate(ctx, run_ids, claims)
                     idle_until = time.monotonic() + STAY_IDLE
                     if stay is not None and not full:

@@ -197,7 +197,7 @@ SELECT * FROM graphruntime_put_checkpoint_fenced(
 
 -- name: put_batch
 -- A block's writes and puts (of any number of threads) in one statement (migration
--- 0004): one row per put not stored cleanly (refused, or missing a referenced blob).
+-- 0004, 0005): one row per put not stored cleanly (refused, or missing a referenced blob).
 SELECT * FROM graphruntime_put_batch(
     %(relaxed)s::boolean, %(group_ends)s::integer[], %(group_upsert)s::boolean[],
     %(write_thread_ids)s::text[], %(write_checkpoint_nss)s::text[],

@@ -122,7 +122,8 @@ WHERE run_id = %(run_id)s
 --
 -- An end ends a queued or running run. Ends and waits come as JSON arrays of objects
 -- (one parameter each, not an array per column: cheaper for the driver to send); bytes
--- in base64, JSON values as JSON text. Waiting
+-- in base64, JSON values as JSON text; read as json, not jsonb (parsed once, not
+-- parsed then converted to jsonb's binary form). Waiting
 -- clients LISTEN on graphruntime_runs; the notification is delivered at commit. Its
 -- payload is the run id, then, when they are small (NOTIFY payloads stop at 8000 bytes),
 -- how it ended: ' <status> <result_type or -> <result in base64 or -> <error JSON>'
@@ -137,9 +138,13 @@ WHERE run_id = %(run_id)s
 -- and the runs ended: a run queued while the lease was held, whose own job found the
 -- lease taken, so the caller sends it on).
 WITH checked AS (
-    SELECT graphruntime_check_epoch(%(epoch)s::uuid) AS ok
+    -- the function (migration 0007) only when the epoch row is not the one seen: a
+    -- PL/pgSQL call costs more than the lookup
+    SELECT CASE WHEN %(epoch)s::uuid IS NULL
+                  OR %(epoch)s::uuid = (SELECT e.epoch FROM graphruntime_epoch e)
+                THEN true ELSE graphruntime_check_epoch(%(epoch)s::uuid) END AS ok
 ), ending AS (
-    SELECT e.* FROM jsonb_to_recordset(%(ends)s::jsonb)
+    SELECT e.* FROM json_to_recordset(%(ends)s::json)
         AS e(run_id uuid, status text, result_type text, result text, error text,
              set_inbox boolean)
     WHERE (SELECT ok FROM checked)
@@ -148,7 +153,11 @@ WITH checked AS (
     SET status = e.status, result_type = e.result_type,
         result = decode(e.result, 'base64'), error = e.error::jsonb, updated_at = now()
     FROM ending e
-    WHERE r.run_id = e.run_id AND r.status IN ('queued', 'running')
+    WHERE r.run_id = e.run_id
+      -- found by run id: on `status IN (...)` as such, the planner would scan every
+      -- queued or running run, and each one's versions not yet vacuumed, at every end
+      AND r.run_id = ANY (ARRAY(SELECT run_id FROM ending))
+      AND CASE WHEN r.status IN ('queued', 'running') THEN true ELSE false END
     RETURNING r.run_id, r.thread_id, r.status, r.result_type, r.result, r.error, e.set_inbox
 ), thread AS (
     SELECT thread_id FROM done WHERE set_inbox
@@ -158,7 +167,7 @@ WITH checked AS (
     SELECT x.thread_id, x.interrupt_id, x.graph, x.run_id, x.checkpoint_id, x.node,
            x.namespace, x.value::jsonb, x.deadline, x.default_type,
            decode(x.default_value, 'base64'), x.response_schema::jsonb
-    FROM jsonb_to_recordset(%(waits)s::jsonb)
+    FROM json_to_recordset(%(waits)s::json)
         AS x(thread_id text, interrupt_id text, graph text, run_id uuid, checkpoint_id text,
              node text, namespace text, value text, deadline timestamptz,
              default_type text, default_value text, response_schema text)
@@ -181,7 +190,8 @@ WITH checked AS (
         response_schema = EXCLUDED.response_schema
 ), requeued AS (
     UPDATE graphruntime_runs SET status = 'queued'
-    WHERE run_id = ANY(%(requeue)s::uuid[]) AND status = 'running'
+    WHERE run_id = ANY(%(requeue)s::uuid[])
+      AND CASE WHEN status = 'running' THEN true ELSE false END  -- by run id, as done
 ), released AS (
     UPDATE graphruntime_threads
     SET lease_holder = NULL, leased_at = NULL, lease_token = NULL
@@ -260,7 +270,10 @@ WITH target AS (
     FROM next WHERE r.run_id = next.run_id AND r.status = 'queued'
 )
 SELECT target.status AS target_status, EXISTS (SELECT FROM lease) AS leased,
-       graphruntime_epoch() AS epoch, r.*
+       -- graphruntime_epoch() (migration 0007) only when the row is missing: a PL/pgSQL
+       -- call costs more than the lookup
+       coalesce((SELECT e.epoch FROM graphruntime_epoch e), graphruntime_epoch()) AS epoch,
+       r.*
 FROM target
 LEFT JOIN next ON true
 LEFT JOIN graphruntime_runs r ON r.run_id = next.run_id;
@@ -299,7 +312,8 @@ WITH picked AS (
     FROM picked JOIN lease ON lease.thread_id = picked.thread_id
     WHERE r.run_id = picked.run_id
 )
-SELECT r.status AS target_status, true AS leased, graphruntime_epoch() AS epoch, r.*
+SELECT r.status AS target_status, true AS leased,
+       coalesce((SELECT e.epoch FROM graphruntime_epoch e), graphruntime_epoch()) AS epoch, r.*
 FROM picked JOIN lease ON lease.thread_id = picked.thread_id
 JOIN graphruntime_runs r ON r.run_id = picked.run_id
 ORDER BY r.updated_at;

@@ -74,6 +74,43 @@ def test_a_refused_thread_does_not_stop_the_others(
     assert count_rows(pg_conn, "checkpoints", fine) == 1
 
 
+def test_fenced_puts_of_threads_taking_turns_are_judged_each_against_its_own_head(
+    saver: PostgresSaver, pg_conn: psycopg.Connection[Any]
+) -> None:
+    """Puts of three threads in turns (a, b, a, b, c): each fenced put is judged against
+    its thread's head as the block left it; a retried put that already won is no
+    conflict; a stale one is refused with its child, and the others are stored."""
+    a, b, c = thread(), thread(), thread()
+    b_root, versions = child(saver, None, {"b": 1}, step=-1)
+    b_head = saver.put(config(b), b_root, meta(-1), versions)
+    b_winner, winner_versions = child(saver, b_root, {"b": 9})
+    saver.put(b_head, b_winner, meta(0), winner_versions)  # b moved on
+    b_stale, stale_versions = child(saver, b_root, {"b": 2})
+    b_later, later_versions = child(saver, b_stale, {"b": 3})
+    a_first, a_versions = child(saver, None, {"a": 1}, step=-1)
+    a_second, a_second_versions = child(saver, a_first, {"a": 2, "big": ["y" * 600]})
+    c_first, c_versions = child(saver, None, {"c": 1}, step=-1)
+    retried = saver.put(config(c), c_first, meta(-1), c_versions)
+    with saver.pipelined(durable=False) as batch:
+        fenced = batch.fenced()
+        a_saved = fenced.put(config(a), a_first, meta(-1), a_versions)
+        refused = fenced.put(b_head, b_stale, meta(0), stale_versions)
+        a_head = fenced.put(a_saved, a_second, meta(0), a_second_versions)
+        fenced.put(refused, b_later, meta(1), later_versions)
+        assert fenced.put(config(c), c_first, meta(-1), c_versions) == retried
+    assert set(batch.refused) == {b}
+    assert isinstance(batch.refused[b], CheckpointConflict)
+    assert str(b_winner["id"]) in str(batch.refused[b])  # the head it saw
+    latest = saver.get_tuple(config(a))
+    assert latest is not None
+    assert latest.config == a_head
+    assert latest.checkpoint["channel_values"] == {"a": 2, "big": ["y" * 600]}
+    assert [count_rows(pg_conn, "checkpoints", t) for t in (a, b, c)] == [2, 2, 1]
+    b_latest = saver.get_tuple(config(b))
+    assert b_latest is not None
+    assert b_latest.checkpoint["id"] == b_winner["id"]
+
+
 def test_an_error_in_the_block_stores_none_of_it(
     saver: PostgresSaver, pg_conn: psycopg.Connection[Any]
 ) -> None:

@@ -4,6 +4,7 @@ locked; refused whole under a changed epoch."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
@@ -15,6 +16,7 @@ import psycopg
 import pytest
 
 from graphruntime.checkpoint import JsonSerializer
+from workers._sql import query
 from workers.errors import StoreRecoveredError
 from workers.store import (
     InboxQuery,
@@ -186,6 +188,96 @@ def test_an_end_under_a_changed_epoch_writes_nothing(store: RunStore) -> None:
     with pytest.raises(StoreRecoveredError):
         store.finish_and_release_many([ends[1]], worker="w", epoch=epoch)
     assert _lease_holder(store, b) == "w"
+
+
+def test_after_recovery_emptied_the_epoch_an_end_is_refused_and_a_claim_starts_anew(
+    pg_store: PostgresRunStore,
+) -> None:
+    """Crash recovery empties the UNLOGGED epoch table (migration 0007). An end under the
+    epoch seen before is refused, though no epoch row is there to differ; the next claim
+    writes a new epoch, under which its run ends."""
+    thread, run_id, epoch = _claimed(pg_store)
+    assert epoch is not None
+    with pg_store.pool.connection() as conn:
+        conn.execute("TRUNCATE graphruntime_epoch")
+    end = RunEnd(run_id, thread, "success", result={"ok": 1}, inbox=[])
+    with pytest.raises(StoreRecoveredError):
+        pg_store.finish_and_release_many([end], worker="w", epoch=epoch)
+    assert pg_store.get_run(run_id).status == "running"
+    assert _lease_holder(pg_store, thread) == "w"
+    with pg_store.pool.connection() as conn:
+        conn.execute("TRUNCATE graphruntime_epoch")
+    other, other_run, fresh = _claimed(pg_store)
+    assert fresh is not None
+    assert fresh != epoch
+    with pg_store.pool.connection() as conn:
+        row = conn.execute("SELECT epoch::text AS epoch FROM graphruntime_epoch").fetchone()
+    assert row is not None
+    assert row["epoch"] == fresh
+    ended = RunEnd(other_run, other, "success", result={"ok": 2}, inbox=[])
+    assert pg_store.finish_and_release_many([ended], worker="w", epoch=fresh) == [
+        Released(True, None)
+    ]
+    assert pg_store.get_run(other_run).status == "success"
+
+
+def test_an_end_finds_its_runs_by_run_id_on_its_generic_plan(fresh_db: str) -> None:
+    """The end's prepared (generic) plan reads graphruntime_runs by run id only, as the
+    tables' statistics show a long history and few live runs: a plan that scanned the
+    queued and running runs (and their versions not yet vacuumed) to join them with the
+    ends cost every end as much as the queue is long."""
+    pool = make_pool(fresh_db)
+    try:
+        store = PostgresRunStore(pool, JsonSerializer())
+        store.setup()
+        for n in range(3):
+            _queued(store, f"live-{n}")
+        with pool.connection() as conn:
+            conn.execute(
+                "INSERT INTO graphruntime_runs (run_id, thread_id, graph, status, kind,"
+                " payload_type, payload) SELECT gen_random_uuid(), 'done-' || n, 'g',"
+                " 'success', 'input', 'json', '\\x00' FROM generate_series(1, 5000) AS n"
+            )
+            conn.execute("ANALYZE graphruntime_runs")
+            row = conn.execute(
+                "EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + _numbered(query("end_runs"))
+            ).fetchone()
+    finally:
+        pool.close()
+    assert row is not None
+    plan = row["QUERY PLAN"]
+    reads = [  # how graphruntime_runs is read: the index, or None for the whole table
+        node.get("Index Name")
+        for node in _nodes(plan[0]["Plan"])
+        if (
+            node.get("Relation Name") == "graphruntime_runs"
+            and node["Node Type"] in ("Seq Scan", "Index Scan", "Index Only Scan")
+        )
+        or (
+            str(node.get("Index Name", "")).startswith("graphruntime_runs_")
+            and node["Node Type"] == "Bitmap Index Scan"
+        )
+    ]
+    assert reads == ["graphruntime_runs_pkey"] * 2, reads  # the ends, the runs queued again
+
+
+def _numbered(text: str) -> str:
+    """A named query with $1, $2... for its parameters (EXPLAIN (GENERIC_PLAN) plans it
+    as a prepared statement is planned, without values)."""
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    return re.sub(r"%\((\w+)\)s", number, text)
+
+
+def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for sub in node.get("Plans", ()):
+        yield from _nodes(sub)
 
 
 def _recover(store: RunStore) -> None:
