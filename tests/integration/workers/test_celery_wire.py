@@ -123,8 +123,10 @@ def test_wake_or_push_wakes_as_the_drain_flag_does_and_else_pushes_the_message(
         if pending_wake:
             broker.redis.lpush(flag.wake_key(graph), "1")
         if sleeper:  # a resident asleep on its own wake-up list, just now
-            now, _ = broker.redis.time()
-            broker.redis.zadd(flag.sleepers_key(graph), {f"res-{graph}": now * 1000})
+            seconds, micros = broker.redis.time()  # Redis' clock, as the residents score
+            broker.redis.zadd(
+                flag.sleepers_key(graph), {f"res-{graph}": seconds * 1000 + micros // 1000}
+            )
         if by_flag:
             drained = flag.wake(graph)
             if not drained:  # what the client then does: the run's message
