@@ -57,14 +57,14 @@ class LoopSave(LoopState):
             requests, self.outbox = self.outbox, []
         return requests
 
-    def saves_performed(self, results: Sequence[RunnableConfig | None]) -> None:
-        """What a saver returned for requests performed (None for a :class:`PutWrites`:
-        only a put returns a config): the loop goes on under the config its put returned
-        for the current checkpoint (as LangGraph's loop does)."""
+    def saves_performed(self, puts: Sequence[RunnableConfig | None]) -> None:
+        """What a saver's puts returned, in order (``perform_now``): the loop goes on
+        under the config its put returned for the current checkpoint (as LangGraph's
+        loop does)."""
         current = self.checkpoint["id"]
-        for result in results:
-            if result is not None and result[CONF].get(CONFIG_KEY_CHECKPOINT_ID) == current:
-                self.checkpoint_config = result
+        for put in puts:
+            if put is not None and put[CONF].get(CONFIG_KEY_CHECKPOINT_ID) == current:
+                self.checkpoint_config = put
 
     # --- pending writes -----------------------------------------------------------------
 

@@ -314,7 +314,7 @@ def running(
             if not loop.loaded:
                 yield Call(None, loop.aload)  # a sync run's loop read its checkpoint
             loop.first(input)
-            yield Nested(driving(loop, executor, is_async=is_async))
+            yield Nested(driving(loop, executor, is_async=is_async), requests=is_async)
             return
         try:
             yield Call(hooks.start, hooks.astart, input)
@@ -322,7 +322,7 @@ def running(
                 yield Call(None, loop.aload)
             loop.first(input)
             yield Call(hooks.started, hooks.astarted)
-            yield Nested(driving(loop, executor, is_async=is_async))
+            yield Nested(driving(loop, executor, is_async=is_async), requests=is_async)
             yield Call(hooks.end, hooks.aend)
         except BaseException as exc:
             yield Call(hooks.error, _shielded(hooks.aerror), exc)
