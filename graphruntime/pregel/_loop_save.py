@@ -210,8 +210,9 @@ class LoopSave(LoopState):
                 for k, v in self.checkpoint["channel_versions"].items()
                 if self.saved_versions.get(k) != v
             }
+            thread_id = self.config[CONF].get(CONFIG_KEY_THREAD_ID)
             parent: dict[str, Any] = {
-                CONFIG_KEY_THREAD_ID: self.config[CONF].get(CONFIG_KEY_THREAD_ID),
+                CONFIG_KEY_THREAD_ID: thread_id,
                 CONFIG_KEY_CHECKPOINT_NS: self.ns,
             }
             if self.saved and self._saved_id is not None:
@@ -227,7 +228,11 @@ class LoopSave(LoopState):
             )
             # what the saver returns for it (see saves_performed)
             self.checkpoint_config = {
-                CONF: {**parent, CONFIG_KEY_CHECKPOINT_ID: self.checkpoint["id"]}
+                CONF: {
+                    CONFIG_KEY_THREAD_ID: thread_id,
+                    CONFIG_KEY_CHECKPOINT_NS: self.ns,
+                    CONFIG_KEY_CHECKPOINT_ID: self.checkpoint["id"],
+                }
             }
             self.saved = True
             self._saved_id = self.checkpoint["id"]
