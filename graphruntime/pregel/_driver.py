@@ -204,7 +204,8 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
     waits for every task, a failed one's siblings too: a thread cannot be cancelled, and
     the writes of siblings that finish are kept (as on the workers).
     """
-    return driving(loop, executor, is_async=False)  # a sync run's driving makes no requests
+    # a sync run's driving performs its requests itself: it yields chunks only
+    return cast(Iterator[StreamChunk], driving(loop, executor, is_async=False))
 
 
 def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncGenerator[StreamChunk, None]:

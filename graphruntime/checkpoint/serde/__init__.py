@@ -95,21 +95,22 @@ _json_encoder_ascii = json.JSONEncoder(
 
 
 def _chunks_of(encoder: json.JSONEncoder) -> Callable[[Any, int], Sequence[str]]:
-    """What ``encoder.encode`` joins: its C encoder, built once.
+    """What ``encoder.encode`` joins, for an encoder without ``check_circular`` or
+    ``indent``: its C encoder, built once.
 
     ``JSONEncoder.encode`` builds a new C encoder on every call (two Python frames and
-    a call with nine arguments); with ``check_circular=False`` that encoder keeps no
+    a call with nine arguments); without ``check_circular`` that encoder keeps no
     state, so one serves every call and gives the same text.
     """
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None or encoder.check_circular or encoder.indent is not None:
+    make: Any = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: the Python encoder
         return lambda tree, _level: (encoder.encode(tree),)
     basestring = (
         json.encoder.encode_basestring_ascii
         if encoder.ensure_ascii
         else json.encoder.encode_basestring
     )
-    return make(  # type: ignore[no-any-return]
+    chunks: Callable[[Any, int], Sequence[str]] = make(
         None,
         encoder.default,
         basestring,
@@ -120,6 +121,7 @@ def _chunks_of(encoder: json.JSONEncoder) -> Callable[[Any, int], Sequence[str]]
         encoder.skipkeys,
         encoder.allow_nan,
     )
+    return chunks
 
 
 _json_chunks = _chunks_of(_json_encoder)
