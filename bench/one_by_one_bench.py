@@ -39,7 +39,14 @@ from typing import Any
 
 from bench._report import command_line, git_revision, loadavg, machine, write_section
 from bench.approvals_bench import CpuMeter, build_approval, postmaster_pid
-from bench.workers_bench import Env, PrivateRedis, fresh_database, graph_client, versions
+from bench.workers_bench import (
+    Env,
+    PrivateRedis,
+    fresh_database,
+    graph_client,
+    redis_client,
+    versions,
+)
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HEADING = "## Approvals one at a time (issue #19)"
@@ -59,6 +66,7 @@ class Side:
     wall: float = 0.0
     cpu: dict[str, float] = field(default_factory=dict)  # process kind -> CPU seconds
     resume_ms: list[float] = field(default_factory=list)
+    deliveries: int = 0  # Celery messages delivered to the workers (graphruntime)
 
     @property
     def per_second(self) -> float:
@@ -150,9 +158,12 @@ def graphruntime_side(env: Env, n: int, clients: int, workers: int, log: Any) ->
             warm = [f"warm-{uuid.uuid4()}" for _ in range(16)]
             _drive(warm, clients, start, resume)
             ids = [f"t-{i}-{uuid.uuid4().hex[:8]}" for i in range(n)]
+            redis = redis_client(env)
+            delivered = _deliveries(redis)
             cpu = _Cpu([w.pid for w in cluster.workers])  # this run's, not the machine's
             wall, resumes = _drive(ids, clients, start, resume)
-            side = Side(n, wall, cpu.spent(), resumes)
+            side = Side(n, wall, cpu.spent(), resumes, _deliveries(redis) - delivered)
+            redis.close()
         finally:
             client.close()
             if isinstance(prof, cProfile.Profile) and env.profile_dir:
@@ -161,9 +172,17 @@ def graphruntime_side(env: Env, n: int, clients: int, workers: int, log: Any) ->
         f"  graphruntime, {clients} client threads, {workers} workers: {side.per_second:.1f} "
         f"threads/s, CPU/run {side.cpu_per_run_ms('client', 'workers'):.2f} ms "
         f"(client {side.cpu_per_run_ms('client'):.2f}, workers "
-        f"{side.cpu_per_run_ms('workers'):.2f}, postgres {side.cpu_per_run_ms('postgres'):.2f})"
+        f"{side.cpu_per_run_ms('workers'):.2f}, postgres {side.cpu_per_run_ms('postgres'):.2f}), "
+        f"Celery deliveries per run {side.deliveries / (2 * n):.2f}"
     )
     return side
+
+
+def _deliveries(redis: Any) -> int:
+    """Messages Celery's Redis transport delivered and acked so far: each ack takes the
+    message out of kombu's unacked hash (one HDEL; a run uses HDEL for nothing else)."""
+    stats = redis.info("commandstats").get("cmdstat_hdel")
+    return int(stats["calls"]) if stats else 0
 
 
 def _client_profiler(env: Env, clients: int) -> AbstractContextManager[Any]:
@@ -249,13 +268,15 @@ How a single submit travels (issue #19):
 - **The run's end notifies how it ended** (status, stored result, error, when under 5000
   bytes), and `invoke` LISTENs before it queues its run: it takes the result from the
   notification and never reads the run (a bigger result is read once).
-- **A resident per coordinator queue** (`workers/_drain.py`): a coordinator job that
-  finds nothing queued stays (1 s idle, 5 s in all) asleep on a Redis wake-up list, its
-  flag up; a client that finds the flag up pushes a wake-up in the same round trip as its
-  read (lowering the resident's flag) and sends no message. Woken, the resident claims and advances;
-  runs queued while it works go out as messages to the other processes. One resident in
-  the cluster (a Redis key), so the flag is one job's. At 1 client thread a
-  run costs no Celery message and no broker hop.
+- **Residents** (`workers/_drain.py`, `workers/_drain_flag.py`): a coordinator job that
+  finds nothing queued stays (1 s idle, 60 s in all, less if its worker shuts down)
+  asleep on Redis wake-up lists, its flag up; a client that finds the flag up wakes the
+  resident that went to sleep last in the same round trip as its read and sends no
+  message. Woken, the resident claims and advances, its flag still up, and sleeps again.
+  A host has a resident per two cores (one per worker): at 1 client thread a run costs
+  no Celery message and no broker hop; at 8, the resident takes runs in batches, still
+  without messages (Celery deliveries per run: printed), and 4 workers make no more
+  residents than 2.
 - **One connection per job** (`workers/_pinned_pool.py`): the run store's, the saver's,
   the store's and the cache's borrows in a job reuse the one connection the job pinned,
   instead of a pool checkout each (about 0.1 ms each, 8 a run).
@@ -274,9 +295,9 @@ The client dumps a run's payload once (the round-trip check's dump is the one st
 2.64 / 3.09 (LangGraph's 3.53-4.06, its puts in a background thread not counted);
 `submit` 0.85 / 0.86 -> 0.62 / 0.65; the coordinator's job 5.57 / 5.53 -> 3.46 / 3.65,
 now 0.5-0.9 ms above the in-process invoke. At 8 client threads the Celery worker's main
-processes (receiving, acking and logging the coordinator messages, 0.3-0.4 a run) cost
-about 0.8 ms a run, a fifth of the workers' CPU (per-thread CPU from /proc over 10 s of
-a 2,000-thread run, 2c57857): fewer messages per run is what is left to win there.
+processes cost about 0.8 ms a run when a resident's flag went down while it worked (0.33
+coordinator messages a run, 2c57857); with the residents' flags up while they work,
+0.04 messages a run.
 """
 
 

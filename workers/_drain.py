@@ -22,33 +22,43 @@ job drains again; a run queued meanwhile without a message is otherwise found by
 sweeper as a stalled run (or by the next resident, which its wake-up wakes).
 
 A job that finds nothing to do can stay a while (:data:`STAY_IDLE` seconds without a
-run, at most :data:`DRAIN_SECONDS`) as the queue's **resident**: it raises the flag and
-sleeps on a Redis wake-up list per graph (``BLPOP``), in one round trip, and a client
-that finds the flag up pushes to it in the same round trip as its read
-(:meth:`DrainFlag.wake`), lowering a resident's flag with the push. Woken, it claims
-(its last look) and advances what it claimed; runs queued while
-it works go out as messages, to the worker's other processes. At one run at a time, a
-run then costs no Celery message at all: no publish, no delivery, prefork hand-off or
-ack, and no broker hop in its latency. A resident that claims more than one run at a
-wake-up stops being one (it drains on as any job): runs that come faster than one at a
-time spread better over the processes as messages and drainers. One resident per
-coordinator queue in the whole
-cluster (a Redis key it holds and refreshes, which expires as the flag does if it is
-killed), so that the flag is one resident's; only a worker whose pool has two processes
-or more hosts it, so that task jobs always find a free process; a resident leaves as
-soon as task messages wait on the broker, and after its time, as any drainer does (flag
-down, then the last look).
+run, at most :data:`RESIDENT_SECONDS`, and not once its worker is shutting down) as its
+worker's **resident**: it keeps the flag raised and sleeps on a Redis wake-up list of its
+own and the graphs' shared ones (``BLPOP``, the flag refreshed and the resident listed
+among the sleepers in the same round trip). A client that finds the flag up wakes the
+resident that went to sleep last, in the same round trip as its read
+(:meth:`~workers._drain_flag.DrainFlag.wake`), or, none asleep, leaves a wake-up on the
+shared list unless one is pending there. Woken, the resident claims and advances what it
+claimed, its flag still up; then it sleeps again, and a wake-up left while it worked
+wakes it at once (or another resident). A resident whose claim
+was a full batch claims again before it sleeps (one pending wake-up may stand for more
+runs than a batch), and hands half of that batch back as a coordinator message: it is
+behind, and a free process takes those (and drains, or stays as its worker's
+resident). At one run at a time, a run then costs no Celery message at all: no
+publish, no delivery, prefork hand-off or ack, and no broker hop in its latency; under
+load the residents take the runs in batches, still without messages. One resident per
+worker (a Redis key per node, which the resident refreshes and which expires as the flag
+does if it is killed); only a worker whose pool has two processes or more hosts one, so
+that task jobs always find a free process; a resident leaves as soon as task messages
+wait on the broker, and after its time, as any drainer does (flag down, then the last
+look). The residents of a queue share its flag: one that leaves lowers it for a
+moment, the others raise it again within :data:`REFRESH` seconds (messages go out
+meanwhile). A resident killed after a client woke it takes that wake-up with it: the
+run is found by the sweeper as a stalled run.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 import uuid
 from collections import deque
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
+from workers._drain_flag import FLAG_TTL, WAKE_POLL, DrainFlag
 from workers.context import WorkerContext
 from workers.dispatch import Broker
 from workers.settings import Settings
@@ -56,60 +66,21 @@ from workers.store import Claim
 
 log = logging.getLogger(__name__)
 
-FLAG_TTL = 2.0
-"""Seconds a raised flag lasts unless raised again."""
-
 DRAIN_SECONDS = 5.0
 """Seconds a job goes on taking queued runs; what is left then goes out as messages."""
+
+RESIDENT_SECONDS = 60.0
+"""Seconds a resident stays at most. It leaves sooner when idle, when task messages wait,
+or when its worker is shutting down (:meth:`DrainFlag.leave`): a warm shutdown waits for
+it. Staying long keeps a resident in every worker: a new one starts only from a
+coordinator message, and while another worker's resident keeps the flag up, none is sent."""
 
 STAY_IDLE = 1.0
 """Seconds a resident waits for a run before it leaves."""
 
-WAKE_POLL = 0.25
-"""Seconds a resident sleeps on its wake-up lists before it looks at the broker's task queue."""
-
-RESIDENT = "resident"
-"""The flag's value while a resident sleeps under it (a draining job's is "1")."""
-
-SEEN_KEEP = 256
-"""Runs a drainer remembers having taken (see ``skip`` of ``claim_queued_runs``)."""
-
-# One round trip for a client: a wake-up if the flag is up and none is pending, else
-# nothing (flag down: it sends its message). One pending wake-up is enough: the resident
-# that pops it claims after the pop, so it takes every run committed before the push
-# check; a run committed after the pop finds the list empty and pushes again. A
-# resident's flag (its value RESIDENT) is lowered with the push, so the runs queued
-# while it works go out as messages without the resident lowering it; the wake-up says
-# so ('lowered'), and a resident woken by any other lowers its flag itself.
-_WAKE = """
-local flag = redis.call('get', KEYS[1])
-if not flag then
-  return 0
-end
-if redis.call('llen', KEYS[2]) == 0 then
-  if flag == ARGV[1] then
-    redis.call('del', KEYS[1])
-    redis.call('lpush', KEYS[2], 'lowered')
-  else
-    redis.call('lpush', KEYS[2], '1')
-  end
-end
-return 1
-"""
-
-# the resident's key: refreshed, or freed, only by the job that holds it
-_KEEP = """
-if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('pexpire', KEYS[1], ARGV[2])
-end
-return 0
-"""
-_FREE = """
-if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('del', KEYS[1])
-end
-return 0
-"""
+REFRESH = 0.25
+"""Seconds after which a job that keeps the flag up raises it again (its TTL is longer:
+a flag another resident lowered on leaving is up again this soon)."""
 
 
 class Coordinate(Protocol):
@@ -120,82 +91,14 @@ class Coordinate(Protocol):
     ) -> list[str]: ...
 
 
-class DrainFlag:
-    """Redis keys, one per graph and coordinator queue: a job is taking queued runs."""
-
-    def __init__(self, redis: Any, queue: str) -> None:
-        self.redis = redis
-        self.queue = queue
-
-    def key(self, graph: str) -> str:
-        return f"graphruntime:draining:{self.queue}:{graph}"
-
-    def resident_key(self) -> str:
-        return f"graphruntime:resident:{self.queue}"
-
-    def hold(self, token: str) -> bool:
-        """Become the queue's resident, unless a live one is."""
-        ttl = int(FLAG_TTL * 1000)
-        return bool(self.redis.set(self.resident_key(), token, nx=True, px=ttl))
-
-    def keep(self, token: str) -> bool:
-        """Stay the resident a while longer; False if this job no longer is."""
-        ttl = int(FLAG_TTL * 1000)
-        return bool(self.redis.eval(_KEEP, 1, self.resident_key(), token, ttl))
-
-    def free(self, token: str) -> None:
-        self.redis.eval(_FREE, 1, self.resident_key(), token)
-
-    def wake_key(self, graph: str) -> str:
-        return f"graphruntime:wake:{self.queue}:{graph}"
-
-    def wake(self, graph: str) -> bool:
-        """Whether a job drains ``graph``'s runs now, waking a resident if one sleeps, in
-        one round trip; False when Redis cannot say (the caller sends its message)."""
-        try:
-            woke = self.redis.eval(_WAKE, 2, self.key(graph), self.wake_key(graph), RESIDENT)
-        except Exception as exc:  # noqa: BLE001 - the caller sends its message then
-            log.debug("reading the drain flag failed: %s", exc)
-            return False
-        return bool(woke)
-
-    def sleep(self, graphs: Sequence[str], timeout: float, *, raise_flag: bool) -> bool | None:
-        """Wait up to ``timeout`` seconds for a client's wake-up (the claim that follows
-        must come after it), the flag raised first as the resident's if ``raise_flag``, in
-        the same round trip. None: no wake-up came; True: one came and lowered the flag
-        (one graph's); False: one came and the flag may still be up."""
-        keys = [self.wake_key(graph) for graph in graphs]
-        if raise_flag:
-            pipe = self.redis.pipeline(transaction=False)
-            self._raise(pipe, graphs, RESIDENT)
-            pipe.blpop(keys, timeout=timeout)
-            popped = pipe.execute()[-1]
-        else:
-            popped = self.redis.blpop(keys, timeout=timeout)
-        if popped is None:
-            return None
-        return len(graphs) == 1 and popped[1] == b"lowered"
-
-    def raise_(self, graphs: Sequence[str]) -> None:
-        if len(graphs) == 1:  # most workers serve one graph: no pipeline object
-            self.redis.set(self.key(graphs[0]), "1", px=int(FLAG_TTL * 1000))
-            return
-        pipe = self.redis.pipeline(transaction=False)
-        self._raise(pipe, graphs, "1")
-        pipe.execute()
-
-    def _raise(self, pipe: Any, graphs: Sequence[str], value: str) -> None:
-        for graph in graphs:
-            pipe.set(self.key(graph), value, px=int(FLAG_TTL * 1000))
-
-    def lower(self, graphs: Sequence[str]) -> None:
-        self.redis.delete(*[self.key(graph) for graph in graphs])
-
-
-def drain_flag(broker: Broker, settings: Settings) -> DrainFlag | None:
-    """The broker's drain flag; None for a broker without Redis (no job drains then)."""
+def drain_flag(broker: Broker, settings: Settings, home: str = "") -> DrainFlag | None:
+    """The broker's drain flag; None for a broker without Redis (no job drains then).
+    ``home``: the worker's node name; its host may have a resident per two cores."""
     redis = getattr(broker, "redis", None)
-    return None if redis is None else DrainFlag(redis, settings.coordinator_queue)
+    if redis is None:
+        return None
+    slots = max(1, len(os.sched_getaffinity(0)) // 2)
+    return DrainFlag(redis, settings.coordinator_queue, home, socket.gethostname(), slots)
 
 
 def drain(
@@ -205,6 +108,7 @@ def drain(
     *,
     when_idle: bool = False,
     stay: bool = False,
+    home: str = "",
 ) -> list[str]:
     """Take the runs queued in the table until none is left (or :data:`DRAIN_SECONDS`),
     up to ``coordinate_batch`` at a time, each batch claimed in one statement and advanced
@@ -217,10 +121,10 @@ def drain(
     nothing about runs without a message: those are the last look's of the job whose
     flag their client saw. One statement when nothing is queued, the flag not touched.
 
-    ``stay``: the job may stay as the queue's resident, if no live job is (see the
-    module's docstring).
+    ``stay``: the job may stay as the resident of its worker, ``home`` (its node's
+    name), if no live job is (see the module's docstring).
     """
-    flag = flag if flag is not None else drain_flag(ctx.broker, ctx.settings)
+    flag = flag if flag is not None else drain_flag(ctx.broker, ctx.settings, home)
     graphs = ctx.registry.names()
     if flag is None or not graphs:
         return []
@@ -245,12 +149,15 @@ def _drain(
     stay: str | None,
 ) -> list[str]:
     """:func:`drain`'s loop; ``stay``: the resident's token, if the job is the resident."""
-    # runs this job took lately: one handed back or requeued is not taken here again at once
-    seen: deque[str] = deque(maxlen=SEEN_KEEP)
+    # the runs of this job's last claim (one it requeued is not taken here again at once)
+    # and the last it handed back (they are another job's): a longer memory would cost
+    # every claim, the list being a parameter
+    last: list[str] = []
+    handed: deque[str] = deque(maxlen=ctx.settings.coordinate_batch)
     raised = [-FLAG_TTL]  # when the flag was last raised (monotonic)
     looked = [-WAKE_POLL]  # when the broker's task queue was last read (monotonic)
     kept = [time.monotonic()]  # when the resident's key was last refreshed
-    resident = [stay is not None]  # still the resident: not once runs come in numbers
+    leaving = [False]  # the resident's worker is shutting down
 
     def take() -> list[Claim]:
         ctx.job_token = uuid.uuid4().hex
@@ -259,22 +166,24 @@ def _drain(
             ctx.worker_name,
             ctx.stale,
             ctx.job_token,
-            skip=sorted(seen),
+            skip=[*last, *handed],
             limit=ctx.settings.coordinate_batch,
         )
         if not claims:
             ctx.job_token = None
+        last[:] = _run_ids(claims)
         return claims
 
-    def keep_up() -> None:  # raised again only when half its time has gone
+    def keep_up() -> None:  # raised again only after REFRESH seconds
         now = time.monotonic()
-        if now - raised[0] > FLAG_TTL / 2:
-            flag.raise_(graphs)
+        if now - raised[0] > REFRESH:
+            if flag.raise_(graphs, resident=stay is not None):
+                leaving[0] = True
             raised[0] = now
 
     def may_wait(idle_until: float) -> bool:  # a resident leaves the process to task jobs
         now = time.monotonic()
-        if stay is None or not resident[0] or now >= idle_until:
+        if stay is None or now >= idle_until:
             return False
         if now - kept[0] > FLAG_TTL / 2:  # refreshed as the flag is
             if not flag.keep(stay):
@@ -289,54 +198,52 @@ def _drain(
     if not claims and stay is None:
         return []
     failures: list[str] = []
-    give_up = time.monotonic() + DRAIN_SECONDS
+    give_up = time.monotonic() + (DRAIN_SECONDS if stay is None else RESIDENT_SECONDS)
+
+    def time_up() -> bool:
+        return leaving[0] or time.monotonic() >= give_up
+
     while True:
         try:
-            if not resident[0]:
-                keep_up()
+            keep_up()
             idle_until = time.monotonic() + STAY_IDLE
             while True:
                 if claims:
+                    full = len(claims) >= ctx.settings.coordinate_batch
+                    if stay is not None and full and len(claims) > 1:
+                        # behind: half the batch goes out as a message, to a free process
+                        # (which drains, or stays as its worker's resident)
+                        half = len(claims) // 2
+                        handed.extend(_run_ids(claims[half:]))
+                        _hand_back(ctx, claims[half:], done=False)
+                        claims = claims[:half]
                     run_ids = _run_ids(claims)
-                    seen.extend(run_ids)
                     failures += coordinate(ctx, run_ids, claims)
                     idle_until = time.monotonic() + STAY_IDLE
-                    if resident[0] and len(run_ids) > 1:
-                        # runs arrive faster than one at a time: messages and drainers
-                        # spread them over the processes better than one resident
-                        resident[0] = False
-                        break
-                    if resident[0]:  # runs queued meanwhile had their messages
+                    if stay is not None and not full:
+                        # a run queued meanwhile saw the flag up: its wake-up is pending
                         claims = []
                         continue
-                elif may_wait(idle_until):
-                    # a resident's flag is up only while it sleeps: while it works, runs
-                    # go out as messages to the worker's other processes
-                    now = time.monotonic()
-                    stale = now - raised[0] > FLAG_TTL / 2
-                    raised[0] = now if stale else raised[0]
-                    woken = flag.sleep(graphs, WAKE_POLL, raise_flag=stale)
-                    if woken is None:
-                        if time.monotonic() >= give_up:
+                elif stay is not None and may_wait(idle_until):
+                    raised[0] = time.monotonic()
+                    woken, leaving[0] = flag.sleep(graphs, stay, WAKE_POLL)  # flag raised too
+                    if not woken:
+                        if time_up():
                             break
                         continue  # no wake-up, nothing for it: a run's client pushes one
-                    if not woken:
-                        flag.lower(graphs)  # the claim below is the last look for it
-                    raised[0] = -FLAG_TTL
                 else:
                     break
-                if time.monotonic() >= give_up:
+                if time_up():
                     break
-                if not resident[0]:
-                    keep_up()  # before the claim: a run a client queues after it is ours
+                keep_up()  # before the claim: a run a client queues after it is ours
                 claims = take()
         finally:
-            flag.lower(graphs)
+            flag.lower(graphs, stay)
             raised[0] = -FLAG_TTL
         claims = take()  # the last look, after lowering: a client that saw the flag is here
         if not claims:
             return failures
-        if time.monotonic() >= give_up:
+        if time_up():
             if stay is None:
                 _hand_back(ctx, claims)
             else:  # a resident's last look finds a run or two: advanced here, not sent again
@@ -344,15 +251,16 @@ def _drain(
             return failures
 
 
-def _hand_back(ctx: WorkerContext, claims: Sequence[Claim]) -> None:
+def _hand_back(ctx: WorkerContext, claims: Sequence[Claim], *, done: bool = True) -> None:
     """Give claimed runs back to any worker: queued again, their threads freed, and
-    coordinator messages sent for them."""
+    coordinator messages sent for them; ``done``: the job holds no other claim now."""
     runs = [c.run for c in claims if c.run is not None]
     run_ids = [run.run_id for run in runs]
     ctx.store.finish_and_release_many(
         [], worker=ctx.worker_name, free=[run.thread_id for run in runs], requeue=run_ids
     )
-    ctx.job_token = None
+    if done:
+        ctx.job_token = None
     ctx.broker.send_coordinates(run_ids, per_message=ctx.settings.coordinate_batch)
 
 

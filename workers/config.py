@@ -223,12 +223,17 @@ def _loaded(path: str) -> LoadedConfig:
     return loaded
 
 
+def apply_config(path: str | os.PathLike[str]) -> LoadedConfig:
+    """The config at ``path``, applied once per process (dependencies on sys.path, env)."""
+    return _loaded(str(Path(path).expanduser().resolve()))
+
+
 def config_graphs(path: str | None) -> dict[str, str]:
     """The graph targets of the config at ``path`` (GRAPHRUNTIME_CONFIG), applied once per
     process (dependencies on sys.path, env); none without a path."""
     if not path:
         return {}
-    return _loaded(str(Path(path).expanduser().resolve())).graph_targets()
+    return apply_config(path).graph_targets()
 
 
 def registry_for(settings: Settings) -> GraphRegistry:

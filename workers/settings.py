@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
@@ -256,7 +257,16 @@ class Settings(BaseSettings):
 
 def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment; a bad value is a :class:`ConfigurationError` that
-    names the variable and what is wrong with it."""
+    names the variable and what is wrong with it.
+
+    The env of the langgraph.json that GRAPHRUNTIME_CONFIG names is applied first (once
+    per process; a variable already set keeps its value), so that its settings count.
+    """
+    config = overrides.get("config") or os.environ.get("GRAPHRUNTIME_CONFIG")
+    if config:
+        from workers.config import apply_config
+
+        apply_config(config)
     try:
         return Settings(**overrides)
     except ValidationError as exc:

@@ -18,11 +18,13 @@ from celery.signals import (
     worker_process_shutdown,
     worker_ready,
     worker_shutdown,
+    worker_shutting_down,
 )
 from celery.utils.log import get_multiprocessing_logger
 
 from workers import observability as observe
-from workers._drain import drain
+from workers._drain import RESIDENT_SECONDS, drain
+from workers._drain_flag import DrainFlag
 from workers._retrying import JOB_OUTAGE
 from workers.app import CeleryBroker, get_app
 from workers.context import WorkerContext
@@ -44,6 +46,7 @@ app = get_app()
 _background: list[Any] = []
 _node: list[str] = []  # this worker's Celery node name, set before its pool starts
 _pool_size: list[int] = []  # its pool's processes, set before its pool starts
+_residency: list[DrainFlag] = []  # the main process's handle on its resident's flag
 
 
 @cache
@@ -93,7 +96,9 @@ def coordinate_task(self: Any, **kwargs: Any) -> None:
             # free now: take the runs queued meanwhile (single submits skip their messages);
             # a retried job drains in any case (a crash may have taken back what it drained)
             retried = bool(self.request.retries)
-            failures += drain(ctx, coordinate_many, when_idle=retried, stay=_may_stay())
+            failures += drain(
+                ctx, coordinate_many, when_idle=retried, stay=_may_stay(), home=_node_name() or ""
+            )
     _fail_visibly(failures)
 
 
@@ -260,6 +265,19 @@ def _start_background(**_: Any) -> None:
     requests.start()
     _background.extend([listener, requests, sweeper, heartbeat])
     observe.watch_cluster(ctx)
+    residency = DrainFlag(broker.redis, settings.coordinator_queue, _node_name() or "")
+    residency.stay()  # a mark its last shutdown left would send its resident away at once
+    _residency.append(residency)
+
+
+@worker_shutting_down.connect  # type: ignore[untyped-decorator]
+def _send_the_resident_away(**_: Any) -> None:
+    """A warm shutdown waits for the running jobs: the worker's resident leaves now."""
+    for residency in _residency:
+        try:
+            residency.leave(RESIDENT_SECONDS)
+        except Exception as exc:  # noqa: BLE001 - it leaves after RESIDENT_SECONDS then
+            log.warning("could not tell the resident to leave: %s", exc)
 
 
 @worker_shutdown.connect  # type: ignore[untyped-decorator]

@@ -36,13 +36,13 @@ def serve(
         )
     from checkpoint_pg import CheckpointStoreError
     from workers.cli._output import reach_services
-    from workers.config import load_config
+    from workers.config import apply_config
     from workers.settings import load_settings
 
     try:
+        apply_config(config)  # its env first: the settings read next count it
         settings = load_settings()
         check_bind(host, settings.api_token)  # before connecting to anything
-        load_config(config)
     except WorkerError as exc:
         fail(f"{type(exc).__name__}: {exc}", 2)
     # each answers, or exit 3 naming its setting (as `graphrun worker`)

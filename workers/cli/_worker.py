@@ -46,14 +46,14 @@ def embedded_mode(embedded: bool) -> None:
 
 
 def use_config(config: str | None) -> None:
-    """Check the langgraph.json now (exit 2 saying what is wrong) and pass it on to the
-    processes started from here."""
+    """Check the langgraph.json now (exit 2 saying what is wrong), apply its env (the
+    settings read next count it) and pass it on to the processes started from here."""
     if config is None:
         return
-    from workers.config import load_config
+    from workers.config import apply_config
 
     try:
-        loaded = load_config(config)
+        loaded = apply_config(config)
     except WorkerError as exc:
         fail(f"{type(exc).__name__}: {exc}", 2)
     os.environ["GRAPHRUNTIME_CONFIG"] = str(loaded.path)

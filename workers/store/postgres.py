@@ -46,7 +46,8 @@ class _Session:
     def all(self, name: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         prepare = False if name in UNPREPARED else None
         cur = self.conn.execute(query(name), params, prepare=prepare)
-        return cur.fetchall() if cur.description is not None else []
+        # rownumber is None for a result without rows (description would build columns)
+        return cur.fetchall() if cur.rownumber is not None else []
 
     def many(
         self, name: str, params: Sequence[Mapping[str, Any]], *, returning: bool = True

@@ -21,7 +21,8 @@ from graphruntime.config import RunnableConfig
 from tests.integration.workers.test_approvals_pg import db, make_cluster
 from tests.unit.workers.graphs import Calls, chain
 from workers import _drain
-from workers._drain import FLAG_TTL, RESIDENT, DrainFlag, drain
+from workers._drain import drain
+from workers._drain_flag import FLAG_TTL, DrainFlag
 from workers.context import WorkerContext
 from workers.coordinator import coordinate_many
 from workers.settings import Settings
@@ -141,13 +142,14 @@ class LowerThen(DrainFlag):
         super().__init__(flag.redis, flag.queue)
         self.hook, self.before, self.lowered = hook, before, 0
 
-    def lower(self, graphs: Sequence[str]) -> None:
+    def lower(self, graphs: Sequence[str], token: str | None = None) -> bool:
         self.lowered += 1
         if self.lowered == 1 and self.before:
             self.hook()
-        super().lower(graphs)
+        lowered = super().lower(graphs, token)
         if self.lowered == 1 and not self.before:
             self.hook()
+        return lowered
 
 
 def _submit_as_it_lowers(drained: Drained, *, before: bool) -> tuple[str, str]:
@@ -263,7 +265,7 @@ def test_a_resident_takes_runs_submitted_while_it_sleeps_and_no_message_is_sent(
     drained: Drained, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_drain, "STAY_IDLE", 30.0)  # it leaves only with its time
-    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 3.0)
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 3.0)
     resident = Resident(drained)
     runs = []
     for thread in ("one", "two"):
@@ -281,7 +283,7 @@ def test_a_resident_takes_runs_submitted_while_it_sleeps_and_no_message_is_sent(
 def _asleep(drained: Drained, monkeypatch: pytest.MonkeyPatch) -> Resident:
     """A resident that would stay a minute, asleep under its flag."""
     monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
-    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 60.0)
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 60.0)
     resident = Resident(drained)
     assert _until(drained.flag_up)
     return resident
@@ -296,8 +298,32 @@ def test_a_resident_leaves_when_task_messages_wait(
     assert not drained.flag_up()
 
 
-def test_a_queue_has_one_resident(drained: Drained) -> None:
-    assert drained.flag.hold("another job")  # a live resident holds the queue's key
+def test_a_resident_stays_past_a_drainers_time_and_leaves_when_its_worker_shuts_down(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
+    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 0.1)  # a drainer's time: not the resident's
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 60.0)
+    drained.flag.stay()
+    resident = Resident(drained)
+    assert _until(drained.flag_up)
+    time.sleep(0.5)
+    run = drained.submit("after a drainer's time")
+    assert _until(lambda: drained.status(run) == "success")
+    assert drained.messages() == []  # the resident took it
+    drained.flag.leave(60.0)  # what the worker's main process does when it shuts down
+    assert resident.gone(30.0)  # well before its time
+    assert not drained.flag_up()
+    drained.flag.stay()  # the worker started again: its next resident stays
+    resident = _asleep(drained, monkeypatch)
+    assert not resident.gone(0.5)
+    drained.flag.leave(60.0)
+    assert resident.gone(30.0)
+
+
+def test_a_worker_has_one_resident(drained: Drained) -> None:
+    other = DrainFlag(drained.flag.redis, drained.flag.queue)  # another process's job
+    assert other.hold("another job")  # a live resident holds the worker's key
     # this job leaves at once, the flag left to that resident
     assert drain(drained.ctx, coordinate_many, drained.flag, stay=True) == []
     assert not drained.flag_up()
@@ -305,8 +331,8 @@ def test_a_queue_has_one_resident(drained: Drained) -> None:
     assert 0 < ttl <= FLAG_TTL * 1000  # a killed resident's key expires as its flag does
     assert not drained.flag.keep("this job")
     drained.flag.free("this job")  # only its holder frees it
-    assert drained.flag.keep("another job")
-    drained.flag.free("another job")
+    assert other.keep("another job")
+    other.free("another job")
     assert drained.flag.hold("this job")
     drained.flag.free("this job")
 
@@ -321,79 +347,162 @@ def test_a_resident_frees_the_queue_when_it_leaves(
     assert drained.flag.hold("next job")  # the next free job may stay
 
 
-def test_a_run_queued_while_the_resident_works_goes_out_as_a_message(
-    drained: Drained, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_drain, "STAY_IDLE", 30.0)
-    monkeypatch.setattr(_drain, "DRAIN_SECONDS", 3.0)
-    late: list[str] = []
+def _working(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch, late: list[str], *, queue_late: int = 1
+) -> threading.Thread:
+    """A resident that stays a minute; at its first work, ``queue_late`` runs are
+    submitted (their ids into ``late``)."""
+    monkeypatch.setattr(_drain, "STAY_IDLE", 60.0)
+    monkeypatch.setattr(_drain, "RESIDENT_SECONDS", 60.0)
 
     def coordinate(
         ctx: WorkerContext, run_ids: Sequence[str], claims: Sequence[Claim] | None = None
     ) -> list[str]:
-        if not late:  # woken, it works with its flag down: the worker's others take this
-            assert not drained.flag_up()
-            late.append(drained.submit("late"))
+        if not late:  # its flag stays up while it works: these clients send no message
+            assert drained.flag_up()
+            late.extend(drained.submit(f"late{i}") for i in range(queue_late))
         return coordinate_many(ctx, run_ids, claims)
 
     resident = threading.Thread(
-        target=drain,
-        args=(drained.ctx, coordinate, drained.flag),
-        kwargs={"stay": True},
+        target=drain, args=(drained.ctx, coordinate, drained.flag), kwargs={"stay": True}
     )
     resident.start()
     assert _until(drained.flag_up)
-    first = drained.submit("first")
+    return resident
+
+
+def _let_go(drained: Drained, resident: threading.Thread) -> None:
+    drained.cluster.broker.tasks.append(Job("execute", "some-run"))  # it leaves for it
     resident.join(30)
     assert not resident.is_alive()
-    assert drained.messages() == late  # only the run queued while it worked
-    assert drained.status(first) == "success"
-    drained.cluster.deliver()
-    assert drained.status(late[0]) == "success"
 
 
-def test_a_resident_that_wakes_to_several_runs_stops_being_one(
+def test_a_run_queued_while_the_resident_works_is_taken_after_its_work_without_a_message(
     drained: Drained, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    resident = _asleep(drained, monkeypatch)
-    client = drained.cluster.client
-    runs = [  # queued without a wake-up each, then one wake-up for both
-        client.store.create_run(client._new_run("chain", {"log": []}, _cfg(t)))[0].run_id
-        for t in ("one", "two")
-    ]
-    assert drained.flag.wake("chain")
-    assert resident.gone(30.0)  # well before its time: runs come in numbers
-    assert [drained.status(r) for r in runs] == ["success", "success"]
-    assert drained.flag.redis.exists(drained.flag.resident_key()) == 0
+    late: list[str] = []
+    resident = _working(drained, monkeypatch, late)
+    first = drained.submit("first")
+    assert _until(lambda: [drained.status(r) for r in [first, *late]] == ["success"] * 2)
     assert drained.messages() == []
+    # done, it sleeps again as the worker's resident, the wake-up it was pushed taken
+    assert _until(lambda: drained.flag.redis.llen(drained.flag.wake_key("chain")) == 0)
+    assert resident.is_alive()
+    assert drained.flag_up()
+    assert drained.flag.redis.exists(drained.flag.resident_key()) == 1
+    _let_go(drained, resident)
+    assert not drained.flag_up()
 
 
-def test_a_wake_up_is_pushed_only_while_the_flag_is_up(drained: Drained) -> None:
-    wakes = drained.flag.wake_key("chain")
-    assert drained.flag.wake("chain") is False
-    assert drained.flag.redis.llen(wakes) == 0
+def test_a_resident_whose_claim_was_a_full_batch_hands_half_back_and_claims_again(
+    drained: Drained, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    drained.ctx.settings = drained.ctx.settings.model_copy(update={"coordinate_batch": 2})
+    late: list[str] = []
+    resident = _working(drained, monkeypatch, late, queue_late=5)
+    first = drained.submit("first")
+    # five runs behind one wake-up (one pending is enough): full batches of two, each
+    # claimed after the last (no wake-up for them), and half of each handed back
+
+    def settled() -> bool:
+        sent = drained.messages()
+        runs = [first, *late]
+        return len(late) == 5 and all(drained.status(r) == "success" or r in sent for r in runs)
+
+    assert _until(settled)
+    handed = drained.messages()
+    assert drained.status(first) == "success"
+    assert handed  # it was behind: some went out as messages
+    assert len(handed) == len(set(handed)) < len(late)
+    assert [drained.status(r) for r in handed] == ["queued"] * len(handed)
+    drained.cluster.deliver()  # a free process takes them
+    assert [drained.status(r) for r in late] == ["success"] * len(late)
+    assert drained.calls.counts == {"n0": 6, "n1": 6, "n2": 6}  # nothing ran twice
+    _let_go(drained, resident)
+
+
+def test_a_host_has_a_resident_per_slot_and_a_worker_one(drained: Drained) -> None:
+    redis, queue = drained.flag.redis, drained.flag.queue
+
+    def flag(worker: str, host: str, slots: int = 1) -> DrainFlag:
+        return DrainFlag(redis, queue, worker, host, slots)
+
+    held = [flag("w1@a", "a"), flag("w2@b", "b")]  # one host each: one resident each
+    assert held[0].hold("job of w1")
+    assert held[1].hold("job of w2")
+    assert not flag("w3@a", "a").hold("job of w3")  # host a's one slot is taken
+    assert not flag("w1@a", "a", slots=2).hold("another job of w1")  # w1 has one
+    held.append(flag("w3@a", "a", slots=2))  # a host of four cores: two slots
+    assert held[2].hold("job of w3")
+    for f, token in zip(held, ("job of w1", "job of w2", "job of w3"), strict=True):
+        f.free(token)
+    assert redis.exists(*held[2].slot_keys(), held[0].resident_key()) == 0
+
+
+def test_the_flag_stays_up_while_another_resident_lives(drained: Drained) -> None:
+    redis, queue = drained.flag.redis, drained.flag.queue
+    one, two = (DrainFlag(redis, queue, f"w@{host}", host) for host in ("a", "b"))
+    assert one.hold("one")
+    assert two.hold("two")
+    one.raise_(["chain"])
+    assert one.wake("chain")  # nobody asleep: pending on the shared list
+    assert one.lower(["chain"], "one") is False  # "two" lives: it takes the wake-up
+    one.free("one")
+    assert drained.flag_up()
+    assert redis.llen(one.wake_key("chain")) == 1
+    assert drained.flag.lower(["chain"]) is False  # a drainer done: the same
+    assert two.lower(["chain"], "two") is True  # the last one lowers it and drops them
+    two.free("two")
+    assert not drained.flag_up()
+    assert redis.llen(one.wake_key("chain")) == 0
+
+
+def test_a_dead_residents_entry_does_not_keep_the_flag_up(drained: Drained) -> None:
+    redis = drained.flag.redis
+    redis.zadd(drained.flag.residents_key(), {"killed": 1})  # its time ran out long ago
+    drained.flag.raise_(["chain"])
+    assert drained.flag.lower(["chain"]) is True
+    assert not drained.flag_up()
+
+
+def test_lowering_the_flag_drops_the_pending_wake_up(drained: Drained) -> None:
     drained.flag.raise_(["chain"])
     assert drained.flag.wake("chain") is True
-    assert drained.flag.wake("chain") is True  # one pending is enough
-    assert drained.flag.redis.llen(wakes) == 1
-    # a resident takes it; a drainer's flag stays up, so the resident lowers it itself
-    assert drained.flag.sleep(["chain"], 0.1, raise_flag=False) is False
-    assert drained.flag.redis.llen(wakes) == 0
-    assert drained.flag.sleep(["chain"], 0.05, raise_flag=False) is None
-    assert drained.flag.wake("chain") is True  # after the pop: a new run pushes again
-    assert drained.flag.redis.llen(wakes) == 1
+    drained.flag.lower(["chain"])  # the lowerer's last look comes next: it is that look
+    assert drained.flag.redis.llen(drained.flag.wake_key("chain")) == 0
+    assert not drained.flag_up()
 
 
-def test_a_wake_up_lowers_a_resident_flag_so_the_next_run_sends_its_message(
-    drained: Drained,
-) -> None:
-    flag, wakes = drained.flag, drained.flag.wake_key("chain")
-    # the resident raises its flag and sleeps in one round trip; no wake-up comes
-    assert flag.sleep(["chain"], 0.05, raise_flag=True) is None
-    assert flag.redis.get(flag.key("chain")) == RESIDENT.encode()
-    assert flag.wake("chain") is True  # this run's client wakes it and lowers its flag
-    assert flag.redis.exists(flag.key("chain")) == 0
-    assert flag.wake("chain") is False  # the next run's client sends its message
-    assert flag.redis.llen(wakes) == 1
-    assert flag.sleep(["chain"], 0.1, raise_flag=False) is True  # woken, flag already down
-    assert flag.redis.exists(flag.key("chain")) == 0
+def test_a_wake_up_goes_to_the_last_sleeper_else_to_the_shared_list(drained: Drained) -> None:
+    flag, redis = drained.flag, drained.flag.redis
+    shared, sleepers = flag.wake_key("chain"), flag.sleepers_key("chain")
+    assert flag.wake("chain") is False  # flag down: the client sends its message
+    assert redis.llen(shared) == 0
+    flag.raise_(["chain"])
+    assert flag.wake("chain") is True  # nobody asleep: a wake-up on the shared list
+    assert flag.wake("chain") is True
+    assert redis.llen(shared) == 1  # one pending is enough
+    assert flag.sleep(["chain"], "a", 0.1) == (True, False)  # a resident takes it
+    assert redis.llen(shared) == 0
+    assert redis.zscore(sleepers, "a") is None  # working, it is nobody's sleeper
+    assert drained.flag_up()  # the flag stays up: the resident looks again after its work
+    assert flag.sleep(["chain"], "a", 0.05) == (False, False)
+    assert redis.zscore(sleepers, "a") is None  # out of the sleepers after each wait
+    seconds, micros = redis.time()
+    now = seconds * 1000 + micros // 1000
+    redis.zadd(sleepers, {"a": now - 1, "b": now})  # as two residents asleep: b went last
+    assert flag.wake("chain") is True
+    assert [redis.llen(flag.own_key(t)) for t in ("a", "b")] == [0, 1]
+    assert flag.wake("chain") is True  # b is taken out: a is woken next
+    assert [redis.llen(flag.own_key(t)) for t in ("a", "b")] == [1, 1]
+    assert flag.wake("chain") is True  # nobody asleep any more
+    assert redis.llen(shared) == 1
+    assert flag.sleep(["chain"], "b", 0.1) == (True, False)  # its own wake-up first
+    assert redis.llen(shared) == 1
+    redis.delete(shared, flag.own_key("a"), flag.own_key("b"))
+    redis.zadd(sleepers, {"killed": 1})  # a sleeper not heard of for long: dead
+    assert flag.wake("chain") is True
+    assert redis.llen(flag.own_key("killed")) == 0
+    assert redis.llen(shared) == 1
+    flag.lower(["chain"], "b")
+    assert redis.exists(shared, flag.own_key("b"), flag.key("chain")) == 0

@@ -144,3 +144,24 @@ def test_an_async_factory_is_refused_and_names_clash(tmp_path: Path) -> None:
     path = write(tmp_path, {"graphs": {"x": "./agent.py:graph"}}, name="clash.json")
     with pytest.raises(ConfigurationError, match="keep one"):
         registry_for(Settings(config=str(path), graphs="x=tests.api_diff.app.graphs:chain"))
+
+
+def test_the_configs_env_counts_for_the_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workers.settings import load_settings
+
+    monkeypatch.setenv("GRAPHRUNTIME_COORDINATE_BATCH", "")  # unset again after the test
+    monkeypatch.delenv("GRAPHRUNTIME_COORDINATE_BATCH")
+    monkeypatch.setenv("GRAPHRUNTIME_HEARTBEAT_INTERVAL", "3")
+    path = write(
+        tmp_path,
+        {
+            "graphs": {"a": "./agent.py:graph"},
+            "env": {"GRAPHRUNTIME_COORDINATE_BATCH": "7", "GRAPHRUNTIME_HEARTBEAT_INTERVAL": "9"},
+        },
+    )
+    monkeypatch.setenv("GRAPHRUNTIME_CONFIG", str(path))
+    settings = load_settings()
+    assert settings.coordinate_batch == 7  # from the config's env
+    assert settings.heartbeat_interval == 3  # the environment wins
