@@ -152,15 +152,25 @@ class Nested:
     """Yielded by a core: run ``core`` here (its items through ``shown``, if given) and
     send back what it returns. Not ``yield from``: that closes the inner core when the
     caller closes the shell, where a core must be thrown GeneratorExit to clean up (its
-    cleanup may make requests)."""
+    cleanup may make requests).
 
-    __slots__ = ("core", "shown")
+    ``requests=False``: ``core`` yields items only (e.g. the sync twin of a core that
+    performs its own requests); a sync shell then delegates to it with ``yield from``,
+    and its items reach the caller without crossing a Python loop.
+    """
+
+    __slots__ = ("core", "requests", "shown")
 
     def __init__(
-        self, core: Generator[Any, Any, Any], shown: Callable[[Any], Any] | None = None
+        self,
+        core: Generator[Any, Any, Any],
+        shown: Callable[[Any], Any] | None = None,
+        *,
+        requests: bool = True,
     ) -> None:
         self.core = core
         self.shown = shown
+        self.requests = requests
 
 
 class _Cores:
@@ -275,7 +285,11 @@ def iterate(
             if not isinstance(item, _NOT_ITEMS):
                 yield item if shown is None else shown(item)
             elif isinstance(item, Nested):
-                value = yield from iterate(item.core, _then(item.shown, shown))
+                inner = _then(item.shown, shown)
+                if item.requests or inner is not None:
+                    value = yield from iterate(item.core, inner)
+                else:
+                    value = yield from item.core
             else:
                 value = item.now()
         except BaseException as exc:  # noqa: BLE001 - thrown into the core, at its yield

@@ -123,9 +123,15 @@ class Encoder:
         k = ""
         try:
             for k, v in d.items():
-                if type(v) in _SCALARS:
+                t = type(v)
+                if t in _SCALARS:
                     continue
-                e = encode(v, depth)
+                # Inline for nested dicts (versions, metadata): one call less each.
+                e = (
+                    self._dict(v, depth + 1)
+                    if t is dict and depth < MAX_DEPTH
+                    else encode(v, depth)
+                )
                 if e is not v:
                     if out is None:
                         out = dict(d)

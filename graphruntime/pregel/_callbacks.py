@@ -11,6 +11,7 @@ workers has none (its config crosses processes as JSON).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Collection
@@ -63,13 +64,21 @@ _TRACING_ENV = (
 )
 
 
+@functools.cache
+def _tracing_switched_on() -> bool:
+    """Whether one of LangSmith's switches is set in the environment: read once, as
+    LangSmith reads them (``langsmith.utils.get_env_var`` caches), for a miss in
+    ``os.environ`` costs an exception caught (some microseconds a run)."""
+    return any(os.environ.get(v) for v in _TRACING_ENV)
+
+
 def _langsmith_tracing() -> bool:
     """Whether LangSmith tracing is on (its ``tracing_context`` or the environment).
 
     Checked without importing LangChain unless LangSmith is loaded or an environment
     switch is set: a run without callbacks stays free of it otherwise.
     """
-    if "langsmith" not in sys.modules and not any(os.environ.get(v) for v in _TRACING_ENV):
+    if "langsmith" not in sys.modules and not _tracing_switched_on():
         return False
     try:
         from graphruntime.pregel import _lc_callbacks

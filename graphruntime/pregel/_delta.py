@@ -93,9 +93,10 @@ def channels_to_replay(specs: Mapping[str, BaseChannel], checkpoint: Checkpoint)
     return [
         k
         for k, spec in specs.items()
-        if isinstance(spec, (DeltaChannel, BinaryOperatorAggregate))
-        and k in versions
+        # the dict tests first: an isinstance of an ABC costs a Python call
+        if k in versions
         and values.get(k, MISSING) is MISSING
+        and isinstance(spec, (DeltaChannel, BinaryOperatorAggregate))
     ]
 
 

@@ -29,7 +29,7 @@ from collections.abc import (
 from typing import Any, Protocol, cast, runtime_checkable
 
 from graphruntime._internal._constants import INTERRUPT
-from graphruntime._internal._twin import END, Call, Close, Next, Request, aiterate, iterate
+from graphruntime._internal._twin import END, Call, Close, Next, Request, aiterate
 from graphruntime.checkpoint.base import BaseCheckpointSaver
 from graphruntime.errors import (
     ErrorCode,
@@ -176,16 +176,24 @@ def _unperformed(loop: PregelLoop) -> tuple[list[SaverRequest], BaseCheckpointSa
 def perform_saves(loop: PregelLoop) -> None:
     """Perform the saver requests the loop made so far: hand them to the run's
     ``SaverIO``, or call the saver at once (see ``_saves.py``)."""
-    if (unperformed := _unperformed(loop)) is not None:
-        requests, saver = unperformed
-        loop.saves_performed(perform_now(saver, requests))
+    # _unperformed's lines, not a call to it: a sync run performs after every task
+    if not loop.outbox:
+        return
+    requests = loop.take_saves()
+    saver = loop.checkpointer
+    assert saver is not None, "a loop without a saver makes no saver requests"
+    if (io := loop.options.saver_io) is not None:
+        io.perform(saver, requests)
+    elif puts := perform_now(saver, requests):
+        loop.saves_performed(puts)
 
 
 async def aperform_saves(loop: PregelLoop) -> None:
     """Async twin of :func:`perform_saves`: the saver's async methods, awaited in order."""
     if (unperformed := _unperformed(loop)) is not None:
         requests, saver = unperformed
-        loop.saves_performed(await aperform(saver, requests))
+        if puts := await aperform(saver, requests):
+            loop.saves_performed(puts)
 
 
 def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
@@ -196,7 +204,8 @@ def drive(loop: PregelLoop, executor: StepExecutor) -> Iterator[StreamChunk]:
     waits for every task, a failed one's siblings too: a thread cannot be cancelled, and
     the writes of siblings that finish are kept (as on the workers).
     """
-    return iterate(driving(loop, executor, is_async=False))
+    # a sync run's driving performs its requests itself: it yields chunks only
+    return cast(Iterator[StreamChunk], driving(loop, executor, is_async=False))
 
 
 def adrive(loop: PregelLoop, executor: AsyncStepExecutor) -> AsyncGenerator[StreamChunk, None]:
@@ -214,8 +223,9 @@ def driving(
     loop: PregelLoop, executor: StepExecutor | AsyncStepExecutor, *, is_async: bool
 ) -> Generator[Request | StreamChunk, Any, None]:
     """The body of :func:`drive` and :func:`adrive`: :func:`steps`, each step's tasks
-    run by ``executor``, the saver requests performed; yields the stream chunks and the
-    requests (``_twin.py``) a sync driver performs at once and an async one awaits."""
+    run by ``executor``, the saver requests performed. Yields the stream chunks, and in
+    an async run the requests (``_twin.py``) its shell awaits; a sync run performs them
+    here and yields chunks only (so its shell may delegate to it: ``Nested(requests=False)``)."""
     sink = loop.sink
     body = steps(loop)
     start = (
@@ -229,8 +239,11 @@ def driving(
         yield from sink.drain()
         tasks = next(body)
         while True:
-            if loop.outbox:
-                yield from _performed(loop, is_async)
+            if loop.outbox:  # the step's checkpoint (and the one the next step starts at)
+                if is_async:
+                    yield Call(perform_saves, aperform_saves, loop)
+                else:
+                    perform_saves(loop)
             if sink.chunks:
                 yield from sink.drain()
             results: list[TaskResult] = []
@@ -244,8 +257,12 @@ def driving(
                     elif isinstance(item, TaskResult):
                         if not item.recorded:
                             loop.record(item.task, item.outcome)
-                            if loop.outbox:
-                                yield from _performed(loop, is_async)
+                            if not loop.outbox:
+                                pass
+                            elif is_async:
+                                yield Call(perform_saves, aperform_saves, loop)
+                            else:
+                                perform_saves(loop)
                         results.append(item)
                         if item.outcome is not None:
                             _submit_handler(loop, executor, item)
@@ -286,8 +303,8 @@ def _performed(loop: PregelLoop, is_async: bool) -> tuple[Request, ...]:
     """The saver requests the loop made so far: performed here in a sync run (as its
     shell would: nothing is left to yield), one request to await in an async one.
 
-    A tuple, not a generator: ``yield from`` it costs no frame, and the sync drive calls
-    it after every step and every task's result.
+    A tuple, not a generator: ``yield from`` it costs no frame. (After each step and
+    each task's result, :func:`driving` performs or yields them itself: a call less.)
     """
     if not loop.outbox:
         return ()

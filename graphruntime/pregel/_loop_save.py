@@ -57,14 +57,14 @@ class LoopSave(LoopState):
             requests, self.outbox = self.outbox, []
         return requests
 
-    def saves_performed(self, results: Sequence[RunnableConfig | None]) -> None:
-        """What a saver returned for requests performed (None for a :class:`PutWrites`:
-        only a put returns a config): the loop goes on under the config its put returned
-        for the current checkpoint (as LangGraph's loop does)."""
+    def saves_performed(self, puts: Sequence[RunnableConfig | None]) -> None:
+        """What a saver's puts returned, in order (``perform_now``): the loop goes on
+        under the config its put returned for the current checkpoint (as LangGraph's
+        loop does)."""
         current = self.checkpoint["id"]
-        for result in results:
-            if result is not None and result[CONF].get(CONFIG_KEY_CHECKPOINT_ID) == current:
-                self.checkpoint_config = result
+        for put in puts:
+            if put is not None and put[CONF].get(CONFIG_KEY_CHECKPOINT_ID) == current:
+                self.checkpoint_config = put
 
     # --- pending writes -----------------------------------------------------------------
 
@@ -210,8 +210,9 @@ class LoopSave(LoopState):
                 for k, v in self.checkpoint["channel_versions"].items()
                 if self.saved_versions.get(k) != v
             }
+            thread_id = self.config[CONF].get(CONFIG_KEY_THREAD_ID)
             parent: dict[str, Any] = {
-                CONFIG_KEY_THREAD_ID: self.config[CONF].get(CONFIG_KEY_THREAD_ID),
+                CONFIG_KEY_THREAD_ID: thread_id,
                 CONFIG_KEY_CHECKPOINT_NS: self.ns,
             }
             if self.saved and self._saved_id is not None:
@@ -227,7 +228,11 @@ class LoopSave(LoopState):
             )
             # what the saver returns for it (see saves_performed)
             self.checkpoint_config = {
-                CONF: {**parent, CONFIG_KEY_CHECKPOINT_ID: self.checkpoint["id"]}
+                CONF: {
+                    CONFIG_KEY_THREAD_ID: thread_id,
+                    CONFIG_KEY_CHECKPOINT_NS: self.ns,
+                    CONFIG_KEY_CHECKPOINT_ID: self.checkpoint["id"],
+                }
             }
             self.saved = True
             self._saved_id = self.checkpoint["id"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import os
 import warnings
 from collections.abc import (
@@ -179,6 +180,13 @@ def prepare(
     return loop, single, hooks
 
 
+@functools.cache
+def _default_recursion_limit() -> int:
+    """``LANGGRAPH_DEFAULT_RECURSION_LIMIT`` or LangGraph's default, read once (LangGraph
+    reads it at import): a miss in ``os.environ`` costs an exception caught."""
+    return int(os.environ.get("LANGGRAPH_DEFAULT_RECURSION_LIMIT", DEFAULT_RECURSION_LIMIT))
+
+
 def run_options(
     graph: RunGraph,
     config: RunnableConfig,
@@ -204,7 +212,7 @@ def run_options(
     """
     limit = config.get("recursion_limit")
     if limit is None:
-        limit = int(os.environ.get("LANGGRAPH_DEFAULT_RECURSION_LIMIT", DEFAULT_RECURSION_LIMIT))
+        limit = _default_recursion_limit()
     if limit < 1:
         raise InvalidArgumentError("recursion_limit must be at least 1")
     before = interrupt_before or graph.interrupt_before_nodes
@@ -314,7 +322,7 @@ def running(
             if not loop.loaded:
                 yield Call(None, loop.aload)  # a sync run's loop read its checkpoint
             loop.first(input)
-            yield Nested(driving(loop, executor, is_async=is_async))
+            yield Nested(driving(loop, executor, is_async=is_async), requests=is_async)
             return
         try:
             yield Call(hooks.start, hooks.astart, input)
@@ -322,7 +330,7 @@ def running(
                 yield Call(None, loop.aload)
             loop.first(input)
             yield Call(hooks.started, hooks.astarted)
-            yield Nested(driving(loop, executor, is_async=is_async))
+            yield Nested(driving(loop, executor, is_async=is_async), requests=is_async)
             yield Call(hooks.end, hooks.aend)
         except BaseException as exc:
             yield Call(hooks.error, _shielded(hooks.aerror), exc)

@@ -79,13 +79,14 @@ class SaverIO(Protocol):
 
 def perform_now(
     saver: BaseCheckpointSaver, requests: Sequence[SaverRequest]
-) -> list[RunnableConfig | None]:
-    """Perform ``requests`` with the saver's sync methods; what each returned."""
-    results: list[RunnableConfig | None] = []
+) -> list[RunnableConfig]:
+    """Perform ``requests`` with the saver's sync methods, in order; the configs its puts
+    returned (a ``put_writes`` returns nothing), for ``LoopSave.saves_performed``."""
+    puts: list[RunnableConfig] = []
     with_path: bool | None = None
     for request in requests:
         if isinstance(request, PutCheckpoint):
-            results.append(
+            puts.append(
                 saver.put(
                     request.config, request.checkpoint, request.metadata, request.new_versions
                 )
@@ -97,18 +98,18 @@ def perform_now(
             saver.put_writes(request.config, request.writes, request.task_id, request.task_path)
         else:  # a saver written against the older three-argument contract
             saver.put_writes(request.config, request.writes, request.task_id)
-        results.append(None)
-    return results
+    return puts
 
 
 async def aperform(
     saver: BaseCheckpointSaver, requests: Sequence[SaverRequest]
-) -> list[RunnableConfig | None]:
-    """Perform ``requests`` with the saver's async methods, one after another."""
-    results: list[RunnableConfig | None] = []
+) -> list[RunnableConfig]:
+    """Perform ``requests`` with the saver's async methods, one after another; the
+    configs its puts returned."""
+    puts: list[RunnableConfig] = []
     for request in requests:
         if isinstance(request, PutCheckpoint):
-            results.append(
+            puts.append(
                 await saver.aput(
                     request.config, request.checkpoint, request.metadata, request.new_versions
                 )
@@ -117,8 +118,6 @@ async def aperform(
             await saver.aput_writes(
                 request.config, request.writes, request.task_id, request.task_path
             )
-            results.append(None)
         else:
             await saver.aput_writes(request.config, request.writes, request.task_id)
-            results.append(None)
-    return results
+    return puts

@@ -60,7 +60,7 @@ class are not allowed by it; list them too.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from graphruntime.checkpoint._serde_classes import ClassRegistry
@@ -92,6 +92,39 @@ _json_encoder = json.JSONEncoder(
 _json_encoder_ascii = json.JSONEncoder(
     ensure_ascii=True, separators=(",", ":"), allow_nan=False, check_circular=False
 )
+
+
+def _chunks_of(encoder: json.JSONEncoder) -> Callable[[Any, int], Sequence[str]]:
+    """What ``encoder.encode`` joins, for an encoder without ``check_circular`` or
+    ``indent``: its C encoder, built once.
+
+    ``JSONEncoder.encode`` builds a new C encoder on every call (two Python frames and
+    a call with nine arguments); without ``check_circular`` that encoder keeps no
+    state, so one serves every call and gives the same text.
+    """
+    make: Any = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: the Python encoder
+        return lambda tree, _level: (encoder.encode(tree),)
+    basestring = (
+        json.encoder.encode_basestring_ascii
+        if encoder.ensure_ascii
+        else json.encoder.encode_basestring
+    )
+    chunks: Callable[[Any, int], Sequence[str]] = make(
+        None,
+        encoder.default,
+        basestring,
+        None,
+        encoder.key_separator,
+        encoder.item_separator,
+        encoder.sort_keys,
+        encoder.skipkeys,
+        encoder.allow_nan,
+    )
+    return chunks
+
+
+_json_chunks = _chunks_of(_json_encoder)
 
 
 class JsonSerializer:
@@ -187,7 +220,7 @@ class JsonSerializer:
                 "store a flatter structure"
             ) from exc
         try:
-            text = _json_encoder.encode(tree)
+            text = "".join(_json_chunks(tree, 0))
         except ValueError:
             # nan/inf (rare): tag them and retry; anything else re-raises below.
             tree = tag_non_finite(tree)

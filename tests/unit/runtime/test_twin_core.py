@@ -77,6 +77,41 @@ def test_closing_the_sync_shell_runs_each_cores_cleanup_with_its_requests() -> N
     assert log.entries == ["inner", "inner cleanup", "outer saw GeneratorExit"]
 
 
+def _items_only(log: Log) -> Generator[str, Any, str]:
+    try:
+        yield "a"
+        yield "b"
+        return "items done"
+    finally:
+        log.note("items cleanup")
+
+
+def _delegating(log: Log) -> Generator[Any, Any, None]:
+    try:
+        returned = yield Nested(_items_only(log), requests=False)
+        yield f"returned {returned}"
+    except BaseException as exc:
+        yield Call(log.note, log.anote, f"outer saw {type(exc).__name__}")
+        raise
+
+
+def test_a_nested_core_without_requests_is_delegated_to_and_closed_with_the_shell() -> None:
+    log = Log()
+    assert list(iterate(_delegating(log))) == ["a", "b", "returned items done"]
+    assert log.entries == ["items cleanup"]
+    log = Log()
+    items = iterate(_delegating(log))
+    assert next(items) == "a"
+    items.close()
+    assert log.entries == ["items cleanup", "outer saw GeneratorExit"]
+
+
+def test_a_nested_core_without_requests_still_has_its_items_shown() -> None:
+    log = Log()
+    shown = iterate(_delegating(log), lambda item: f"<{item}>")
+    assert list(shown) == ["<a>", "<b>", "<returned items done>"]
+
+
 def test_closing_the_async_shell_runs_each_cores_cleanup_with_its_requests() -> None:
     log = Log()
 
