@@ -286,18 +286,25 @@ How a single submit travels (issue #19):
 
 Where the CPU goes now. A run's coordinator statements are: the claim (one
 statement), the checkpoint's load (one), the round's checkpoints, blobs and writes
-(one `put_batch` statement, checkpoint_pg migration 4) and the run's end (`end_runs`:
-epoch check, end, inbox, NOTIFY, lease, next run; one statement in its own durable
-commit, workers migration 9); `bench.statement_count`: a resume 15 -> 5 statements.
-The client dumps a run's payload once (the round-trip check's dump is the one stored).
-`python -m bench.run_cpu`, thread CPU ms per run, alternating fe0ba07 and this code
-(load 0.2-1.1): graphruntime's own in-process `invoke` on checkpoint_pg 3.06 / 3.00 vs
-2.64 / 3.09 (LangGraph's 3.53-4.06, its puts in a background thread not counted);
-`submit` 0.85 / 0.86 -> 0.62 / 0.65; the coordinator's job 5.57 / 5.53 -> 3.46 / 3.65,
-now 0.5-0.9 ms above the in-process invoke. At 8 client threads the Celery worker's main
-processes cost about 0.8 ms a run when a resident's flag went down while it worked (0.33
-coordinator messages a run, 2c57857); with the residents' flags up while they work,
-0.04 messages a run.
+(one `put_batch` statement, checkpoint_pg migrations 4 and 5) and the run's end
+(`end_runs`: epoch check, end, inbox, NOTIFY, lease, next run; one statement in its own
+durable commit, workers migrations 9 and 10); `bench.statement_count`: a resume 15 -> 5
+statements. Issue 19's last steps (session of 2026-11-27 17:30-20:30 UTC):
+
+- Residents keep their flag up while they work, one per two cores of a host: at 8
+  client threads no Celery message goes out (0.33 a run before), runs are claimed in
+  batches, and the workers' main processes idle. A claim skips only its last claim's
+  runs (it sent up to 256 run ids as a parameter at every claim).
+- The client: one listener thread wakes only the waiter of the notified run (waiters
+  took turns reading and woke each other); one Redis script reads the flag and, if no
+  job drains, pushes the run's message; `create_run` returns only what it set; the
+  pool's idle check no longer routes every returned connection through its worker thread.
+- Postgres: `graphruntime_next_runs` on a generic plan in PL/pgSQL (an SQL function was
+  parsed and planned at each call); the epoch read without a PL/pgSQL call; `end_runs`
+  finds its runs by run id (its generic plan scanned the status index, dead versions
+  included); `put_batch` does the fenced puts' work in place.
+- In-process (issue 20's figures): one JSON C encoder per serializer, environment read
+  once per process, a leaner sync save path.
 """
 
 
