@@ -204,10 +204,13 @@ def measure(
             for job in jobs:
                 coordinate_many(ctx, list(job.run_ids))
 
+    last: list[str] = []
+
     def thread() -> None:
         tid = f"t-{uuid.uuid4().hex}"
         one({"request": tid}, tid)
         one(t.Command(resume="yes"), tid)
+        last[:] = [tid]
 
     try:
         t0 = time.monotonic()
@@ -238,6 +241,9 @@ def measure(
                 thread()
             wall = time.monotonic() - w0
             meter.on = False
+            # the runs measured did their work (as bench/run_cpu.py checks its own)
+            state = client.get_state("a", {"configurable": {"thread_id": last[0]}})
+            assert str(state.values.get("result", "")).endswith(": yes"), state.values
             if perf is not None:
                 perf.send_signal(signal.SIGINT)
                 perf.wait(timeout=60)

@@ -241,6 +241,7 @@ PUBLIC: dict[str, set[str]] = {
         "TaskClaims",
         "Wait",
         "WaitClaim",
+        "canonical_run_id",
         "make_pool",
     },
     "workers.ui": {

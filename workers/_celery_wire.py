@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from queue import Empty, SimpleQueue
 from typing import Any
 
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from workers._drain_flag import _WAKE, DrainFlag
 
@@ -140,6 +140,10 @@ return 0
 """
 
 
+IDLE_KEEP = 8
+"""Connections a :class:`WakeOrPush` keeps between calls (one per submitting thread)."""
+
+
 class WakeOrPush:
     """After a single run's commit, in one round trip: if a job drains its graph (the
     flag is up; a sleeping resident is woken), nothing more; otherwise the run's
@@ -148,8 +152,10 @@ class WakeOrPush:
     The script goes by ``EVALSHA`` on connections of this object's own (made by the
     broker's redis-py pool, with its settings), one per calling thread at a time:
     redis-py's command path (the pool's checkout and checks, retries, instrumentation)
-    costs a client three times the round trip itself, on every run. Any error drops the
-    connection and is raised: the caller then sends the message as without this.
+    costs a client three times the round trip itself, on every run. Any error is raised:
+    the caller then sends the message as without this. An error reply from Redis (a
+    script refused: ACLs, a cluster) leaves the connection usable; any other error drops
+    it. At most :data:`IDLE_KEEP` connections are kept between calls.
     """
 
     def __init__(self, redis: Any, flag: DrainFlag) -> None:
@@ -159,6 +165,7 @@ class WakeOrPush:
         self._sha = hashlib.sha1(_WAKE_OR_PUSH.encode()).hexdigest().encode()  # its id
         self._idle: SimpleQueue[Any] = SimpleQueue()
         self._pid = os.getpid()
+        self._closed = False
 
     def __call__(self, graph: str, kwargs: Mapping[str, Any]) -> bool:
         """Whether a drainer takes the run (True) or its message was pushed (False)."""
@@ -186,14 +193,25 @@ class WakeOrPush:
             except NoScriptError:  # a restarted or flushed Redis: load it with this call
                 conn.send_packed_command([_command(b"EVAL", _WAKE_OR_PUSH.encode(), *call)])
                 drained = conn.read_response()
+        except ResponseError:
+            self._keep(conn)
+            raise
         except BaseException:
             conn.disconnect()
             raise
-        self._idle.put(conn)
+        self._keep(conn)
         return bool(drained)
 
+    def _keep(self, conn: Any) -> None:
+        if self._closed or self._idle.qsize() >= IDLE_KEEP:
+            conn.disconnect()
+        else:
+            self._idle.put(conn)
+
     def close(self) -> None:
-        """Disconnect the idle connections."""
+        """Disconnect the idle connections (and those of calls still running, when they
+        end)."""
+        self._closed = True
         while True:
             try:
                 self._idle.get_nowait().disconnect()

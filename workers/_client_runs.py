@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from redis.exceptions import ResponseError
+
 from graphruntime.checkpoint import check_round_trip
 from graphruntime.config import RunnableConfig
 from graphruntime.errors import CheckpointError, InvalidArgumentTypeError
@@ -175,6 +177,14 @@ class Runs(ClientCore):
             try:
                 wake_or_push(graph, single(run_id))
                 return
+            except ResponseError as exc:  # Redis refuses the script: not for each submit
+                log.warning(
+                    "Redis refused the submit script (%s); this client reads the drain "
+                    "flag and sends messages without it from now on",
+                    exc,
+                )
+                self.wake_or_push = None
+                wake_or_push.close()
             except Exception as exc:  # noqa: BLE001 - the message then goes as without
                 log.debug("the drain flag and message script failed: %s", exc)
         elif self._drained(graph):

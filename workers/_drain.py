@@ -36,14 +36,14 @@ runs than a batch), and hands half of that batch back as a coordinator message: 
 behind, and a free process takes those (and drains, or stays as its worker's
 resident). At one run at a time, a run then costs no Celery message at all: no
 publish, no delivery, prefork hand-off or ack, and no broker hop in its latency; under
-load the residents take the runs in batches, still without messages. One resident per
-worker (a Redis key per node, which the resident refreshes and which expires as the flag
-does if it is killed); only a worker whose pool has two processes or more hosts one, so
-that task jobs always find a free process; a resident leaves as soon as task messages
-wait on the broker, and after its time, as any drainer does (flag down, then the last
-look). The residents of a queue share its flag: one that leaves lowers it for a
-moment, the others raise it again within :data:`REFRESH` seconds (messages go out
-meanwhile). A resident killed after a client woke it takes that wake-up with it: the
+load the residents take the runs in batches, still without messages. A host has a
+resident per two cores and a worker at most one (Redis keys the resident refreshes,
+which expire as the flag does if it is killed: workers/_drain_flag.py); only a worker
+whose pool has two processes or more hosts one, so that task jobs always find a free
+process; a resident leaves when it finds task messages waiting between its sleeps, and
+after its time, as any drainer does (its last look after lowering). A job that stops
+taking runs lowers the flag only if no other resident lives: one that does takes the
+pending wake-ups. A resident killed after a client woke it takes that wake-up with it: the
 run is found by the sweeper as a stalled run.
 """
 
@@ -56,6 +56,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Sequence
+from functools import cache
 from typing import Protocol
 
 from workers._drain_flag import FLAG_TTL, WAKE_POLL, DrainFlag
@@ -79,8 +80,8 @@ STAY_IDLE = 1.0
 """Seconds a resident waits for a run before it leaves."""
 
 REFRESH = 0.25
-"""Seconds after which a job that keeps the flag up raises it again (its TTL is longer:
-a flag another resident lowered on leaving is up again this soon)."""
+"""Seconds after which a job that keeps the flag up raises it again (well within its
+TTL: a flag lowered while a resident still works is up again this soon)."""
 
 
 class Coordinate(Protocol):
@@ -97,8 +98,14 @@ def drain_flag(broker: Broker, settings: Settings, home: str = "") -> DrainFlag 
     redis = getattr(broker, "redis", None)
     if redis is None:
         return None
-    slots = max(1, len(os.sched_getaffinity(0)) // 2)
-    return DrainFlag(redis, settings.coordinator_queue, home, socket.gethostname(), slots)
+    host, slots = _host_slots() if home else ("", 1)
+    return DrainFlag(redis, settings.coordinator_queue, home, host, slots)
+
+
+@cache
+def _host_slots() -> tuple[str, int]:
+    """This host's name and how many residents it may have: one per two cores."""
+    return socket.gethostname(), max(1, len(os.sched_getaffinity(0)) // 2)
 
 
 def drain(
@@ -171,7 +178,8 @@ def _drain(
         )
         if not claims:
             ctx.job_token = None
-        last[:] = _run_ids(claims)
+        else:  # kept through an empty claim: the last look after it skips them too
+            last[:] = _run_ids(claims)
         return claims
 
     def keep_up() -> None:  # raised again only after REFRESH seconds

@@ -6,10 +6,10 @@ import base64
 import binascii
 import dataclasses
 import json
+import logging
 import selectors
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +21,9 @@ from psycopg_pool import ConnectionPool
 
 from graphruntime.checkpoint import SerializerProtocol
 from graphruntime.errors import CheckpointError
-from workers.store import Run, RunStatus
+from workers.store import Run, RunStatus, canonical_run_id
+
+log = logging.getLogger(__name__)
 
 # NOTIFY channels of workers/sql/queries.sql (end_runs, add_event); payload: the run id,
 # on graphruntime_runs followed by how the run ended when that is small (RunOutcome).
@@ -119,7 +121,7 @@ class RunListener:
     @contextmanager
     def watch(self, run_id: str, channels: Sequence[str]) -> Iterator[RunWatch]:
         """LISTEN for ``run_id`` on ``channels``; read the run only once this is entered."""
-        run_id = _canonical_run_id(run_id)
+        run_id = canonical_run_id(run_id)
         watch = RunWatch(self, [(channel, run_id) for channel in channels])
         with self._cond:
             self._watchers += 1
@@ -163,6 +165,7 @@ class RunListener:
         """Make sure the connection LISTENs and a reader reads it; returns its
         generation, or None to poll."""
         with self._cond:
+            give_up = time.monotonic() + self.fallback
             while True:
                 if self._closed:
                     return None
@@ -172,7 +175,10 @@ class RunListener:
                     return None
                 if not self._busy:
                     break
-                self._cond.wait()
+                left = give_up - time.monotonic()
+                if left <= 0:  # (UN)LISTEN takes long (a half-open connection): poll
+                    return None
+                self._cond.wait(left)
             self._busy = True
             conn = self._conn
         listening = False
@@ -261,7 +267,9 @@ class RunListener:
                     pgconn.consume_input()
                     while (note := pgconn.notifies()) is not None:
                         self._deliver(note.relname.decode(encoding), note.extra.decode(encoding))
-        except (psycopg.Error, OSError, ValueError):
+        except Exception as exc:  # the connection, or anything else: its waiters poll
+            if not isinstance(exc, psycopg.Error | OSError | ValueError):
+                log.exception("the run listener's reader failed")
             with self._cond:
                 self._drop(conn)
                 self._cond.notify_all()
@@ -354,11 +362,3 @@ class RunWatch:
             return
         fallback = self._listener.fallback
         self._signal.acquire(timeout=fallback if timeout is None else min(fallback, timeout))
-
-
-def _canonical_run_id(run_id: str) -> str:
-    """The run id as Postgres prints a uuid (the NOTIFY payload)."""
-    try:
-        return str(uuid.UUID(run_id))
-    except ValueError:
-        return run_id

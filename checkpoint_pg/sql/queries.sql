@@ -188,6 +188,7 @@ SELECT true AS ok, NULL::text AS head_id, NULL::text AS head_parent_id,
 -- name: put_checkpoint_fenced
 -- As put_checkpoint, but only if the namespace's latest checkpoint is still the
 -- parent, checked under the thread's lock (migration 0002). Returns the head it saw.
+-- graphruntime_put_batch (migration 0005) does the same check in place: change both.
 SELECT * FROM graphruntime_put_checkpoint_fenced(
     %(thread_id)s, %(checkpoint_ns)s, %(checkpoint_id)s, %(parent_checkpoint_id)s,
     %(body)s, %(blob_versions)s::jsonb, %(metadata)s::jsonb,

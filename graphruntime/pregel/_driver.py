@@ -257,12 +257,11 @@ def driving(
                     elif isinstance(item, TaskResult):
                         if not item.recorded:
                             loop.record(item.task, item.outcome)
-                            if not loop.outbox:
-                                pass
-                            elif is_async:
-                                yield Call(perform_saves, aperform_saves, loop)
-                            else:
-                                perform_saves(loop)
+                            if loop.outbox:  # the task's writes
+                                if is_async:
+                                    yield Call(perform_saves, aperform_saves, loop)
+                                else:
+                                    perform_saves(loop)
                         results.append(item)
                         if item.outcome is not None:
                             _submit_handler(loop, executor, item)

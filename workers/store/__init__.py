@@ -26,6 +26,7 @@ from workers.store._model import (
     TaskClaims,
     Wait,
     WaitClaim,
+    canonical_run_id,
 )
 from workers.store._payload import CancelRequest, RunKind, RunPayload
 from workers.store._store import RunStore
@@ -57,5 +58,6 @@ __all__ = (
     "TaskClaims",
     "Wait",
     "WaitClaim",
+    "canonical_run_id",
     "make_pool",
 )

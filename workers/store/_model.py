@@ -287,3 +287,12 @@ class Overview:
     """Worker nodes (a Celery worker: its main process and its pool) with a fresh heartbeat."""
     processes: int = 0
     """Their processes with a fresh heartbeat."""
+
+
+def canonical_run_id(run_id: str) -> str:
+    """The run id as Postgres prints a uuid (its statements' results, the NOTIFY
+    payloads); an id that is no uuid as it is."""
+    try:
+        return str(uuid.UUID(run_id))
+    except ValueError:
+        return run_id

@@ -34,6 +34,7 @@ from workers.store._model import (
     RunStatus,
     Wait,
     WaitClaim,
+    canonical_run_id,
 )
 from workers.store._payload import RunPayload
 from workers.store._refusals import refused_as
@@ -255,7 +256,7 @@ class RunStore(StepBarrier):
         # the end's thread is the run's: only the lease release needs it
         end = RunEnd(run_id, "", status, result, error, inbox)
         ended, _ = self._end_runs([self._stored_end(end)])
-        return run_id in ended
+        return canonical_run_id(run_id) in ended
 
     def replace_inbox(self, thread_id: str, waits: Sequence[Wait] = ()) -> None:
         """Set the thread's inbox rows (after an edit of its state)."""
@@ -307,7 +308,7 @@ class RunStore(StepBarrier):
             epoch=epoch if ends else None,
         )
         finished = [
-            end.run_id in ended and refused is None
+            canonical_run_id(end.run_id) in ended and refused is None
             for end, refused in zip(ends, refusals, strict=True)
         ]
         finished += [False] * len(free)

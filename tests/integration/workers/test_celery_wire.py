@@ -181,13 +181,14 @@ def test_a_single_submit_whose_script_fails_sends_its_message_as_before(
     client = _client(broker, pg_url)
     assert client.wake_or_push is not None
     monkeypatch.setattr(celery_wire, "_WAKE_OR_PUSH", "return redis.call('no_such_command')")
-    monkeypatch.setattr(client.wake_or_push, "_sha", "0" * 40)  # not loaded: EVAL runs it
+    monkeypatch.setattr(client.wake_or_push, "_sha", b"0" * 40)  # not loaded: EVAL runs it
     sent = _count_calls(broker, "send_coordinates")
     try:
         config: Any = {"configurable": {"thread_id": f"wire-{uuid.uuid4()}"}}
         handle = client.submit("chain", {"log": []}, config)
         assert sent == [[handle.run_id]]  # the script failed: the message went by the broker
         assert broker.redis.llen(broker.settings.coordinator_queue) == 1
+        assert client.wake_or_push is None  # refused by Redis: not tried at every submit
     finally:
         client.close()
 

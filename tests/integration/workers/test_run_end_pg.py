@@ -355,3 +355,14 @@ def test_a_queued_run_is_the_run_a_read_gives(store: RunStore) -> None:
     assert queued is not None
     assert queued.resumes_run == run.run_id
     assert queued == store.get_run(queued.run_id)
+
+
+def test_a_run_named_in_another_spelling_of_its_uuid_is_reported_ended(
+    pg_store: PostgresRunStore,
+) -> None:
+    thread = f"t-{uuid.uuid4().hex[:8]}"
+    run_id = _queued(pg_store, thread)
+    # Postgres takes the uuid in capitals; the end must say it ended that run
+    assert pg_store.finish_run(run_id.upper(), "success", result={"n": 2})
+    assert pg_store.get_run(run_id).status == "success"
+    assert not pg_store.finish_run(run_id.upper(), "success", result={"n": 3})
