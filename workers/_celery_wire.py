@@ -33,6 +33,7 @@ from typing import Any
 from redis.exceptions import NoScriptError, ResponseError
 
 from workers._drain_flag import _WAKE, DrainFlag
+from workers._redis_raw import command as _command
 
 TASK = "graphruntime.coordinate"
 
@@ -217,12 +218,6 @@ class WakeOrPush:
                 self._idle.get_nowait().disconnect()
             except Empty:
                 return
-
-
-def _command(*args: bytes) -> bytes:
-    """A command in the Redis protocol (RESP): redis-py's own packer costs 20 µs a call,
-    most of a round trip, checking and encoding argument by argument."""
-    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
 
 
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}

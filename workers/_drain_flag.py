@@ -28,6 +28,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from workers._redis_raw import OwnConnection, Script, command, lacks_script, raise_errors
+
 log = logging.getLogger(__name__)
 
 FLAG_TTL = 2.0
@@ -74,6 +76,16 @@ for i = 1, n do
 end
 return redis.call('exists', KEYS[#KEYS])
 """
+
+# A resident woken (or not): out of each graph's sleepers (KEYS); ARGV: its token.
+_UNSLEEP = """
+for i = 1, #KEYS do
+  redis.call('zrem', KEYS[i], ARGV[1])
+end
+return 0
+"""
+_SLEEPING = Script(_SLEEP)
+_WOKEN = Script(_UNSLEEP)
 
 _NOW = """
 local now = redis.call('time')
@@ -164,6 +176,8 @@ class DrainFlag:
         self.slots = slots
         """How many residents :attr:`host` has at most."""
         self._slot = 0  # the slot this job holds (1-based; 0: none)
+        self._own: OwnConnection | None = None  # a resident's, for its sleeps
+        self._sleep_calls: tuple[tuple[Any, ...], list[bytes], list[bytes]] | None = None
 
     # --- keys ------------------------------------------------------------------------
 
@@ -245,17 +259,37 @@ class DrainFlag:
         must come after it), the flags raised and this resident among the sleepers first,
         in the same round trip; whether one came, and whether :attr:`home` is shutting
         down. It is nobody's sleeper when this returns (taken out after the wait, in the
-        same round trip): woken, it works; else it sleeps again or leaves."""
-        sleepers = [self.sleepers_key(graph) for graph in graphs]
-        keys = [self.key(graph) for graph in graphs] + sleepers + [self.leaving_key()]
-        lists = [self.own_key(token)] + [self.wake_key(graph) for graph in graphs]
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.eval(_SLEEP, len(keys), *keys, token, int(FLAG_TTL * 1000))
-        pipe.blpop(lists, timeout=timeout)
-        for key in sleepers:
-            pipe.zrem(key, token)
-        leaving, popped, *_ = pipe.execute()
+        same round trip): woken, it works; else it sleeps again or leaves.
+
+        The same commands every time, packed once, on a connection of this flag's own
+        (workers/_redis_raw.py): a resident sleeps between every two rounds."""
+        calls, loads = self._sleeping(graphs, token, timeout)
+        if self._own is None:
+            self._own = OwnConnection(self.redis)
+        leaving, popped, woken = self._own.calls(calls)
+        if lacks_script(leaving) or lacks_script(woken):  # Redis restarted: sent in full
+            leaving, woken = self._own.calls(loads)
+        raise_errors([leaving, popped, woken])
         return popped is not None, bool(leaving)
+
+    def _sleeping(
+        self, graphs: Sequence[str], token: str, timeout: float
+    ) -> tuple[list[bytes], list[bytes]]:
+        """:meth:`sleep`'s commands (``EVALSHA``, ``BLPOP``, ``EVALSHA``), and its scripts'
+        calls by their text; made once per resident."""
+        key = (tuple(graphs), token, timeout)
+        if self._sleep_calls is not None and self._sleep_calls[0] == key:
+            return self._sleep_calls[1], self._sleep_calls[2]
+        sleepers = [self.sleepers_key(graph).encode() for graph in graphs]
+        keys = [self.key(graph).encode() for graph in graphs] + sleepers
+        keys.append(self.leaving_key().encode())
+        lists = [self.own_key(token).encode()] + [self.wake_key(g).encode() for g in graphs]
+        args = [token.encode(), b"%d" % int(FLAG_TTL * 1000)]
+        wait = command(b"BLPOP", *lists, repr(float(timeout)).encode())
+        calls = [_SLEEPING.call(keys, args), wait, _WOKEN.call(sleepers, args[:1])]
+        loads = [_SLEEPING.load(keys, args), _WOKEN.load(sleepers, args[:1])]
+        self._sleep_calls = (key, calls, loads)
+        return calls, loads
 
     def hold(self, token: str) -> bool:
         """Become :attr:`home`'s resident, unless a live one is or :attr:`host` has
@@ -275,8 +309,17 @@ class DrainFlag:
         return bool(self.redis.eval(_KEEP, 3, *self._held(), token, ttl))
 
     def free(self, token: str) -> None:
-        self.redis.eval(_FREE, 3, *self._held(), token)
-        self._slot = 0
+        try:
+            self.redis.eval(_FREE, 3, *self._held(), token)
+        finally:
+            self._slot = 0
+            self.close()
+
+    def close(self) -> None:
+        """Close the connection :meth:`sleep` made (a resident leaving)."""
+        own, self._own = self._own, None
+        if own is not None:
+            own.close()
 
     # --- the worker's main process ---------------------------------------------------
 

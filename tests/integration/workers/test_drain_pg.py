@@ -439,6 +439,27 @@ def test_a_host_has_a_resident_per_slot_and_a_worker_one(drained: Drained) -> No
     assert redis.exists(*held[2].slot_keys(), held[0].resident_key()) == 0
 
 
+def test_a_resident_sleeps_as_before_when_redis_forgot_its_scripts(drained: Drained) -> None:
+    # its sleep calls the scripts by their SHA1 on a connection of its own; a restarted
+    # Redis knows none: the flags are still raised and it is out of the sleepers after
+    flag, redis = DrainFlag(drained.flag.redis, drained.flag.queue, "w@a"), drained.flag.redis
+    sleepers = flag.sleepers_key("chain")
+    assert flag.sleep(["chain"], "a", 0.05) == (False, False)
+    redis.delete(flag.key("chain"))
+    redis.script_flush()
+    redis.lpush(flag.own_key("a"), "1")
+    assert flag.sleep(["chain"], "a", 0.05) == (True, False)
+    assert drained.flag_up()
+    assert redis.zscore(sleepers, "a") is None
+    flag.leave(5.0)
+    redis.script_flush()
+    assert flag.sleep(["chain"], "a", 0.05) == (False, True)  # its worker shuts down
+    assert redis.zscore(sleepers, "a") is None
+    flag.stay()
+    flag.lower(["chain"], "a")
+    flag.close()
+
+
 def test_the_flag_stays_up_while_another_resident_lives(drained: Drained) -> None:
     redis, queue = drained.flag.redis, drained.flag.queue
     one, two = (DrainFlag(redis, queue, f"w@{host}", host) for host in ("a", "b"))
