@@ -136,11 +136,42 @@ class _Cpu:
         return out
 
 
-def graphruntime_side(env: Env, n: int, clients: int, workers: int, log: Any) -> Side:
+@dataclass
+class Rounds:
+    """A side's rounds of one phase, and the figures of them all together."""
+
+    rounds: list[Side] = field(default_factory=list)
+
+    @property
+    def total(self) -> Side:
+        out = Side()
+        for side in self.rounds:
+            out.threads += side.threads
+            out.wall += side.wall
+            for kind, spent in side.cpu.items():
+                out.cpu[kind] = out.cpu.get(kind, 0.0) + spent
+            out.resume_ms.extend(side.resume_ms)
+            out.deliveries += side.deliveries
+        return out
+
+
+Driver = Callable[[Sequence[str]], Side]
+"""Starts then resumes the given threads; that round's figures."""
+
+
+def _ids(n: int, label: str) -> list[str]:
+    return [f"{label}-{i}-{uuid.uuid4().hex[:8]}" for i in range(n)]
+
+
+@contextmanager
+def graphruntime_side(env: Env, clients: int, workers: int, warm: int) -> Iterator[Driver]:
+    """A cluster of ``workers`` and one client, warmed with ``warm`` threads; yields a
+    driver that runs a round of threads on them."""
     with env.graph_cluster(workers, 2) as cluster:
         client = graph_client(cluster)
         # --profile with 1 client thread: cProfile the client's calls (one thread only)
         prof = _client_profiler(env, clients)
+        redis = redis_client(env)
         try:
 
             def start(tid: str) -> None:
@@ -155,27 +186,46 @@ def graphruntime_side(env: Env, n: int, clients: int, workers: int, log: Any) ->
                     out = client.invoke(GRAPH, Command(resume="yes"), _cfg(tid), timeout=300)
                 assert out["result"].endswith(": yes"), out
 
-            warm = [f"warm-{uuid.uuid4()}" for _ in range(16)]
-            _drive(warm, clients, start, resume)
-            ids = [f"t-{i}-{uuid.uuid4().hex[:8]}" for i in range(n)]
-            redis = redis_client(env)
-            delivered = _deliveries(redis)
-            cpu = _Cpu([w.pid for w in cluster.workers])  # this run's, not the machine's
-            wall, resumes = _drive(ids, clients, start, resume)
-            side = Side(n, wall, cpu.spent(), resumes, _deliveries(redis) - delivered)
-            redis.close()
+            def run(ids: Sequence[str]) -> Side:
+                delivered = _deliveries(redis)
+                cpu = _Cpu([w.pid for w in cluster.workers])  # this run's, not the machine's
+                wall, resumes = _drive(ids, clients, start, resume)
+                return Side(len(ids), wall, cpu.spent(), resumes, _deliveries(redis) - delivered)
+
+            _drive(_ids(warm, "warm"), clients, start, resume)
+            yield run
         finally:
+            redis.close()
             client.close()
             if isinstance(prof, cProfile.Profile) and env.profile_dir:
                 prof.dump_stats(os.path.join(env.profile_dir, f"client-{os.getpid()}.prof"))
-    log(
-        f"  graphruntime, {clients} client threads, {workers} workers: {side.per_second:.1f} "
+
+
+def _gr_line(side: Side, clients: int, workers: int) -> str:
+    return (
+        f"graphruntime, {clients} client threads, {workers} workers: {side.per_second:.1f} "
         f"threads/s, CPU/run {side.cpu_per_run_ms('client', 'workers'):.2f} ms "
         f"(client {side.cpu_per_run_ms('client'):.2f}, workers "
         f"{side.cpu_per_run_ms('workers'):.2f}, postgres {side.cpu_per_run_ms('postgres'):.2f}), "
-        f"Celery deliveries per run {side.deliveries / (2 * n):.2f}"
+        f"Celery deliveries per run {side.deliveries / (2 * side.threads):.2f}"
+        + (
+            f", resume p50 {_pct(side.resume_ms, 0.5):.2f} ms"
+            if clients == 1 and side.resume_ms
+            else ""
+        )
     )
-    return side
+
+
+def _lg_line(side: Side, clients: int) -> str:
+    return (
+        f"LangGraph, {clients} client threads: {side.per_second:.1f} threads/s, CPU/run "
+        f"{side.cpu_per_run_ms('client'):.2f} ms (postgres {side.cpu_per_run_ms('postgres'):.2f})"
+        + (
+            f", resume p50 {_pct(side.resume_ms, 0.5):.2f} ms"
+            if clients == 1 and side.resume_ms
+            else ""
+        )
+    )
 
 
 def _deliveries(redis: Any) -> int:
@@ -207,7 +257,9 @@ def langgraph_app(url: str, size: int) -> Iterator[Any]:
         yield build_approval(lg_graph, lg_types).compile(checkpointer=saver)
 
 
-def langgraph_side(env: Env, n: int, clients: int, log: Any) -> Side:
+@contextmanager
+def langgraph_side(env: Env, clients: int, warm: int) -> Iterator[Driver]:
+    """LangGraph's app on PostgresSaver, warmed with ``warm`` threads; yields a driver."""
     from langgraph.types import Command
 
     with langgraph_app(env.langgraph_db, 8) as app:
@@ -220,16 +272,50 @@ def langgraph_side(env: Env, n: int, clients: int, log: Any) -> Side:
             out = app.invoke(Command(resume="yes"), _cfg(tid))
             assert out["result"].endswith(": yes"), out
 
-        _drive([f"warm-{uuid.uuid4()}" for _ in range(16)], clients, start, resume)
-        ids = [f"t-{i}-{uuid.uuid4().hex[:8]}" for i in range(n)]
-        cpu = _Cpu()
-        wall, resumes = _drive(ids, clients, start, resume)
-        side = Side(n, wall, cpu.spent(), resumes)
-    log(
-        f"  LangGraph, {clients} client threads: {side.per_second:.1f} threads/s, CPU/run "
-        f"{side.cpu_per_run_ms('client'):.2f} ms (postgres {side.cpu_per_run_ms('postgres'):.2f})"
-    )
-    return side
+        def run(ids: Sequence[str]) -> Side:
+            cpu = _Cpu()
+            wall, resumes = _drive(ids, clients, start, resume)
+            return Side(len(ids), wall, cpu.spent(), resumes)
+
+        _drive(_ids(warm, "warm"), clients, start, resume)
+        yield run
+
+
+def alternate(
+    drivers: Sequence[Driver], n: int, rounds: int, log: Any, lines: Sequence[Callable[[Side], str]]
+) -> list[Rounds]:
+    """``n`` threads per driver in ``rounds`` rounds, the drivers taking turns (their order
+    reversed every other round), so that a machine's drift weighs on each alike."""
+    out = [Rounds() for _ in drivers]
+    for r in range(rounds):
+        share = n // rounds + (1 if r < n % rounds else 0)
+        order = list(range(len(drivers)))
+        for i in order if r % 2 == 0 else order[::-1]:
+            side = drivers[i](_ids(share, f"r{r}"))
+            out[i].rounds.append(side)
+            log(f"  round {r + 1}/{rounds}: {lines[i](side)}")
+    for rs, line in zip(out, lines, strict=True):
+        log(f"  all rounds: {line(rs.total)}")
+    return out
+
+
+def alternate_clusters(
+    env: Env, n: int, rounds: int, warm: int, workers: Sequence[int], log: Any
+) -> list[Rounds]:
+    """:func:`alternate` over clusters of ``workers`` each, one cluster up at a time (they
+    share the queues): each round starts and warms its cluster again."""
+    out = [Rounds() for _ in workers]
+    for r in range(rounds):
+        share = n // rounds + (1 if r < n % rounds else 0)
+        order = list(range(len(workers)))
+        for i in order if r % 2 == 0 else order[::-1]:
+            with graphruntime_side(env, 8, workers[i], warm) as run:
+                side = run(_ids(share, f"r{r}"))
+            out[i].rounds.append(side)
+            log(f"  round {r + 1}/{rounds}: {_gr_line(side, 8, workers[i])}")
+    for rs, w in zip(out, workers, strict=True):
+        log(f"  all rounds: {_gr_line(rs.total, 8, w)}")
+    return out
 
 
 def _cfg(thread_id: str) -> dict[str, Any]:
@@ -243,11 +329,21 @@ def _pct(samples: Sequence[float], q: float) -> float:
 
 @dataclass
 class Figures:
-    gr: Side | None = None
-    lg: Side | None = None
-    gr_one: Side | None = None
-    lg_one: Side | None = None
-    gr_four: Side | None = None
+    gr: Rounds | None = None
+    lg: Rounds | None = None
+    gr_one: Rounds | None = None
+    lg_one: Rounds | None = None
+    gr_two: Rounds | None = None  # the scaling phase's 2 workers
+    gr_four: Rounds | None = None
+
+
+def _spread(ratios: Sequence[float]) -> str:
+    """The per-round ratios' range, for the table's reader to see the noise."""
+    return f"{min(ratios):.2f}-{max(ratios):.2f}x" if ratios else "-"
+
+
+def _paired(a: Rounds, b: Rounds, figure: Callable[[Side], float]) -> list[float]:
+    return [figure(x) / figure(y) for x, y in zip(a.rounds, b.rounds, strict=True) if figure(y)]
 
 
 # What carries a run, and where its CPU goes: mechanisms only; the numbers are the table's.
@@ -273,7 +369,7 @@ How a single submit travels (issue #19):
   asleep on Redis wake-up lists, its flag up; a client that finds the flag up wakes the
   resident that went to sleep last in the same round trip as its read and sends no
   message. Woken, the resident claims and advances, its flag still up, and sleeps again.
-  A host has a resident per two cores (one per worker): at 1 client thread a run costs
+  A host has a resident per core (one per worker): at 1 client thread a run costs
   no Celery message and no broker hop; at 8, the resident takes runs in batches, still
   without messages (Celery deliveries per run: printed), and 4 workers make no more
   residents than 2.
@@ -319,52 +415,72 @@ def section(f: Figures, meta: dict[str, str]) -> str:
         "threads, one `invoke` per call. LangGraph: `PostgresSaver` on a pool of 8 "
         "connections, the client threads in one process. A run is one invoke (a thread "
         "is two: its start and its resume). CPU per run: graphruntime's client and workers, "
-        "LangGraph's process; Postgres' apart."
+        "LangGraph's process; Postgres' apart. Each phase runs in "
+        f"{meta['rounds']} rounds, the two sides taking turns (the order reversed every other "
+        "round) after a warm-up of "
+        f"{meta['warm']} threads each, so that the shared machine's drift weighs on both; a "
+        "figure is the rounds' together (threads over wall seconds, CPU over runs, "
+        "percentiles over every resume), and 'per round' gives the range of the rounds' "
+        "own ratios."
     )
     lines.append("")
-    lines.append("| figure | graphruntime | LangGraph + PostgresSaver | ratio | target | met |")
+    lines.append(
+        "| figure | graphruntime | LangGraph + PostgresSaver | ratio (per round) | target | met |"
+    )
     lines.append("|---|---|---|---|---|---|")
     if f.gr and f.lg:
-        tput = f.gr.per_second / f.lg.per_second
-        gr_cpu, lg_cpu = f.gr.cpu_per_run_ms("client", "workers"), f.lg.cpu_per_run_ms("client")
+        gr, lg = f.gr.total, f.lg.total
+        tput = gr.per_second / lg.per_second
+        gr_cpu, lg_cpu = gr.cpu_per_run_ms("client", "workers"), lg.cpu_per_run_ms("client")
+        tputs = _paired(f.gr, f.lg, lambda side: side.per_second)
+        cpus = _paired(
+            f.gr,
+            f.lg,
+            lambda side: side.cpu_per_run_ms("client", "workers") or side.cpu_per_run_ms("client"),
+        )
         lines.append(
-            f"| {f.gr.threads:,} threads, 8 client threads: threads/s | "
-            f"{f.gr.per_second:.1f} ({f.gr.wall:.1f} s) | {f.lg.per_second:.1f} "
-            f"({f.lg.wall:.1f} s) | {tput:.2f}x | >= {THROUGHPUT_TARGET:.0f}x | "
+            f"| {gr.threads:,} threads, 8 client threads: threads/s | "
+            f"{gr.per_second:.1f} ({gr.wall:.1f} s) | {lg.per_second:.1f} "
+            f"({lg.wall:.1f} s) | {tput:.2f}x ({_spread(tputs)}) | >= {THROUGHPUT_TARGET:.0f}x | "
             f"{'yes' if tput >= THROUGHPUT_TARGET else 'no'} |"
         )
         lines.append(
             f"| the same: CPU ms per run | {gr_cpu:.2f} (client "
-            f"{f.gr.cpu_per_run_ms('client'):.2f}, workers "
-            f"{f.gr.cpu_per_run_ms('workers'):.2f}) | {lg_cpu:.2f} | {gr_cpu / lg_cpu:.2f}x | "
-            f"<= {CPU_TARGET}x | {'yes' if gr_cpu / lg_cpu <= CPU_TARGET else 'no'} |"
+            f"{gr.cpu_per_run_ms('client'):.2f}, workers "
+            f"{gr.cpu_per_run_ms('workers'):.2f}) | {lg_cpu:.2f} | {gr_cpu / lg_cpu:.2f}x "
+            f"({_spread(cpus)}) | <= {CPU_TARGET}x | "
+            f"{'yes' if gr_cpu / lg_cpu <= CPU_TARGET else 'no'} |"
         )
         lines.append(
-            f"| the same: Postgres CPU ms per run | {f.gr.cpu_per_run_ms('postgres'):.2f} | "
-            f"{f.lg.cpu_per_run_ms('postgres'):.2f} | - | - | - |"
+            f"| the same: Postgres CPU ms per run | {gr.cpu_per_run_ms('postgres'):.2f} | "
+            f"{lg.cpu_per_run_ms('postgres'):.2f} | - | - | - |"
         )
     if f.gr_one and f.lg_one:
-        gp50, lp50 = _pct(f.gr_one.resume_ms, 0.5), _pct(f.lg_one.resume_ms, 0.5)
+        gr, lg = f.gr_one.total, f.lg_one.total
+        gp50, lp50 = _pct(gr.resume_ms, 0.5), _pct(lg.resume_ms, 0.5)
+        p50s = _paired(f.gr_one, f.lg_one, lambda side: _pct(side.resume_ms, 0.5))
         lines.append(
-            f"| {f.gr_one.threads:,} threads, 1 client thread: resume p50 / p99 ms | "
-            f"{gp50:.2f} / {_pct(f.gr_one.resume_ms, 0.99):.2f} | {lp50:.2f} / "
-            f"{_pct(f.lg_one.resume_ms, 0.99):.2f} | {gp50 / lp50:.2f}x | <= 1x | "
+            f"| {gr.threads:,} threads, 1 client thread: resume p50 / p99 ms | "
+            f"{gp50:.2f} / {_pct(gr.resume_ms, 0.99):.2f} | {lp50:.2f} / "
+            f"{_pct(lg.resume_ms, 0.99):.2f} | {gp50 / lp50:.2f}x ({_spread(p50s)}) | <= 1x | "
             f"{'yes' if gp50 <= lp50 else 'no'} |"
         )
         lines.append(
-            f"| the same: threads/s, CPU ms per run | {f.gr_one.per_second:.1f}, "
-            f"{f.gr_one.cpu_per_run_ms('client', 'workers'):.2f} | {f.lg_one.per_second:.1f}, "
-            f"{f.lg_one.cpu_per_run_ms('client'):.2f} | - | - | - |"
+            f"| the same: threads/s, CPU ms per run | {gr.per_second:.1f}, "
+            f"{gr.cpu_per_run_ms('client', 'workers'):.2f} | {lg.per_second:.1f}, "
+            f"{lg.cpu_per_run_ms('client'):.2f} | - | - | - |"
         )
-    if f.gr and f.gr_four:
+    if f.gr_two and f.gr_four:
+        two_side, four_side = f.gr_two.total, f.gr_four.total
         two, four = (
-            f.gr.cpu_per_run_ms("client", "workers"),
-            f.gr_four.cpu_per_run_ms("client", "workers"),
+            two_side.cpu_per_run_ms("client", "workers"),
+            four_side.cpu_per_run_ms("client", "workers"),
         )
+        ratios = _paired(f.gr_four, f.gr_two, lambda side: side.cpu_per_run_ms("client", "workers"))
         lines.append(
             f"| 4 workers vs 2, 8 client threads: CPU ms per run (threads/s) | {four:.2f} "
-            f"({f.gr_four.per_second:.1f}) vs {two:.2f} ({f.gr.per_second:.1f}) | - | "
-            f"{four / two:.2f}x | not above 1x plus noise | "
+            f"({four_side.per_second:.1f}) vs {two:.2f} ({two_side.per_second:.1f}) | - | "
+            f"{four / two:.2f}x ({_spread(ratios)}) | not above 1x plus noise | "
             f"{'yes' if four <= two * 1.1 else 'no'} |"
         )
     return "\n".join(lines) + "\n" + NOTES
@@ -378,12 +494,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-langgraph", action="store_true", help="graphruntime only, printed")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument(
+        "--rounds", type=int, default=4, help="rounds per phase, the sides taking turns"
+    )
+    parser.add_argument("--warm", type=int, default=100, help="warm-up threads per side")
+    parser.add_argument(
         "--profile",
         metavar="DIR",
         help="cProfile (CPU time) the workers' pool processes, and the client at 1 client "
         "thread, into DIR; printed only",
     )
     args = parser.parse_args(argv)
+    if args.rounds < 1 or args.warm < 0:
+        parser.error("--rounds must be at least 1 and --warm at least 0")
     n = args.threads if args.threads is not None else (100 if args.quick else 2000)
     phases = set(args.only or ["concurrent", "latency", "scaling"])
     write = not (args.no_write or args.quick or args.no_langgraph or args.only or args.profile)
@@ -418,19 +540,40 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.environ["DATABASE_URL"] = workers_db
             os.environ["REDIS_URL"] = redis.url
             env = Env(redis, server, workers_db, lg_db, lg_db, args.profile, log)
+            rounds, warm = args.rounds, args.warm
+            lg = not args.no_langgraph
             if "concurrent" in phases:
-                log(f"concurrent: {n} threads, 8 client threads ...")
-                f.gr = graphruntime_side(env, n, 8, 2, log)
-                if not args.no_langgraph:
-                    f.lg = langgraph_side(env, n, 8, log)
+                log(f"concurrent: {n} threads, 8 client threads, {rounds} rounds ...")
+                with (
+                    graphruntime_side(env, 8, 2, warm) as gr_run,
+                    langgraph_side(env, 8, warm) if lg else nullcontext(None) as lg_run,
+                ):
+                    both = alternate(
+                        [gr_run] if lg_run is None else [gr_run, lg_run],
+                        n,
+                        rounds,
+                        log,
+                        [lambda s: _gr_line(s, 8, 2), lambda s: _lg_line(s, 8)],
+                    )
+                f.gr, f.lg = both[0], both[1] if lg else None
             if "latency" in phases:
-                log(f"latency: {one} threads, 1 client thread ...")
-                f.gr_one = graphruntime_side(env, one, 1, 2, log)
-                if not args.no_langgraph:
-                    f.lg_one = langgraph_side(env, one, 1, log)
+                log(f"latency: {one} threads, 1 client thread, {rounds} rounds ...")
+                few = min(warm, one)
+                with (
+                    graphruntime_side(env, 1, 2, few) as gr_run,
+                    langgraph_side(env, 1, few) if lg else nullcontext(None) as lg_run,
+                ):
+                    both = alternate(
+                        [gr_run] if lg_run is None else [gr_run, lg_run],
+                        one,
+                        rounds,
+                        log,
+                        [lambda s: _gr_line(s, 1, 2), lambda s: _lg_line(s, 1)],
+                    )
+                f.gr_one, f.lg_one = both[0], both[1] if lg else None
             if "scaling" in phases:
-                log(f"scaling: {n} threads, 8 client threads, 4 workers ...")
-                f.gr_four = graphruntime_side(env, n, 8, 4, log)
+                log(f"scaling: {n} threads, 8 client threads, 2 vs 4 workers, {rounds} rounds ...")
+                f.gr_two, f.gr_four = alternate_clusters(env, n, rounds, warm, [2, 4], log)
     finally:
         redis.stop()
         for k, v in saved.items():
@@ -439,6 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 os.environ[k] = v
     meta["load_end"] = loadavg()
+    meta["rounds"], meta["warm"] = str(args.rounds), str(args.warm)
     text = section(f, meta)
     log(text)
     if write:

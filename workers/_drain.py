@@ -37,7 +37,7 @@ behind, and a free process takes those (and drains, or stays as its worker's
 resident). At one run at a time, a run then costs no Celery message at all: no
 publish, no delivery, prefork hand-off or ack, and no broker hop in its latency; under
 load the residents take the runs in batches, still without messages. A host has a
-resident per two cores and a worker at most one (Redis keys the resident refreshes,
+resident per core and a worker at most one (Redis keys the resident refreshes,
 which expire as the flag does if it is killed: workers/_drain_flag.py); only a worker
 whose pool has two processes or more hosts one, so that task jobs always find a free
 process; a resident leaves when it finds task messages waiting between its sleeps, and
@@ -94,7 +94,7 @@ class Coordinate(Protocol):
 
 def drain_flag(broker: Broker, settings: Settings, home: str = "") -> DrainFlag | None:
     """The broker's drain flag; None for a broker without Redis (no job drains then).
-    ``home``: the worker's node name; its host may have a resident per two cores."""
+    ``home``: the worker's node name; its host may have a resident per core."""
     redis = getattr(broker, "redis", None)
     if redis is None:
         return None
@@ -104,8 +104,9 @@ def drain_flag(broker: Broker, settings: Settings, home: str = "") -> DrainFlag 
 
 @cache
 def _host_slots() -> tuple[str, int]:
-    """This host's name and how many residents it may have: one per two cores."""
-    return socket.gethostname(), max(1, len(os.sched_getaffinity(0)) // 2)
+    """This host's name and how many residents it may have: one per core (under load a
+    resident waits on its round's commits; another one works meanwhile)."""
+    return socket.gethostname(), max(1, len(os.sched_getaffinity(0)))
 
 
 def drain(

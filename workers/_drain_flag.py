@@ -9,7 +9,7 @@ Keys, per coordinator queue (and graph where it says so):
 * ``wake:{queue}:job:{token}``: a resident's own wake-up list; ``wake:{queue}:{graph}``:
   the shared one, for a wake-up no sleeping resident took.
 * ``resident:{queue}:{home}`` (one resident per worker) and ``resident:{queue}:{host}:{i}``
-  (a host's slots: as many residents as half its cores, so that more workers on a host
+  (a host's slots: as many residents as it has cores, so that more workers on a host
   do not mean more, smaller batches), ``residents:{queue}`` (the live residents, each
   scored with when it counts as dead unless it is heard of again) and
   ``leaving:{queue}:{home}`` (the worker is shutting down: its resident leaves).

@@ -113,8 +113,11 @@ WHERE run_id = %(run_id)s
 -- connection's autocommit; never asynchronous: a release lost in a crash would give the
 -- lease back to a live worker sure it had freed it, and the thread would wait for that
 -- worker's next heartbeat): the runs of %(ends)s end, the threads %(threads)s are
--- freed, the runs of %(requeue)s that a claim marked running and nothing advanced are
--- queued again, and each thread's next run is read after its lease row is locked.
+-- freed, and each thread's next run is read after its lease row is locked. Runs a
+-- claim marked running and nothing advanced are queued again by requeue_runs, sent
+-- before this statement in its transaction when there are any (rarely): an UPDATE of
+-- graphruntime_runs here would cost every end the opening of that table's indexes, rows
+-- or none (a fifth of this statement's CPU).
 --
 -- The epoch check comes first: with %(epoch)s (the server's when the runs were claimed)
 -- the statement is refused (SQLSTATE GRCRA) if Postgres recovered from a crash since,
@@ -188,10 +191,6 @@ WITH checked AS (
         namespace = EXCLUDED.namespace, value = EXCLUDED.value, deadline = EXCLUDED.deadline,
         default_type = EXCLUDED.default_type, default_value = EXCLUDED.default_value,
         response_schema = EXCLUDED.response_schema
-), requeued AS (
-    UPDATE graphruntime_runs SET status = 'queued'
-    WHERE run_id = ANY(%(requeue)s::uuid[])
-      AND CASE WHEN status = 'running' THEN true ELSE false END  -- by run id, as done
 ), released AS (
     UPDATE graphruntime_threads
     SET lease_holder = NULL, leased_at = NULL, lease_token = NULL
@@ -213,6 +212,13 @@ SELECT n.thread_id, n.run_id, false FROM graphruntime_next_runs(
     %(threads)s::text[],
     (SELECT count(*) FROM released) + (SELECT count(*) FROM notified)
     + (SELECT count(*) FROM checked)) AS n;
+
+-- name: requeue_runs
+-- The runs of %(requeue)s that a claim marked running and nothing advanced, queued
+-- again: sent before end_runs, in its transaction (whose epoch check refuses both).
+UPDATE graphruntime_runs SET status = 'queued'
+WHERE run_id = ANY(%(requeue)s::uuid[])
+  AND CASE WHEN status = 'running' THEN true ELSE false END;  -- by run id, as end_runs
 
 -- name: bind_thread
 -- The thread's graph: the given one if the thread is new (it is bound to it now).

@@ -215,8 +215,8 @@ class RunStore(StepBarrier):
     ) -> tuple[set[str], dict[str, str]]:
         """The end_runs statement: ``ends`` (:meth:`_stored_end`) ended, the threads
         ``free`` freed (``worker``'s leases), ``requeue`` queued again, and ``inbox_of``'s
-        thread given its waits; one statement, one durable commit. Returns the runs it
-        ended and, per freed thread, its next run."""
+        thread given its waits; one statement (two with ``requeue``, in one transaction),
+        one durable commit. Returns the runs it ended and, per freed thread, its next run."""
         waits = [w for end in ends for w in end["waits"]]
         if inbox_of is not None:
             waits += [_columns(w) for w in inbox_of[1]]
@@ -227,12 +227,16 @@ class RunStore(StepBarrier):
             "inbox_thread": inbox_of[0] if inbox_of is not None else None,
             "threads": list(free) or None,
             "worker": worker,
-            "requeue": list(requeue) or None,
             "epoch": epoch,
         }
+        if requeue:  # rare: queued again in the end's transaction, one round trip still
+            again = {"requeue": list(requeue), "epoch": epoch}
+            rows = self.db.batch("end_runs", [("requeue_runs", again), ("end_runs", params)])[1]
+        else:
+            rows = self._all("end_runs", params)
         ended: set[str] = set()
         following: dict[str, str] = {}
-        for row in self._all("end_runs", params):
+        for row in rows:
             if row["ended"]:
                 ended.add(str(row["run_id"]))
             else:

@@ -276,8 +276,6 @@ class InMemoryConnector:
                 self._set_inbox(run["thread_id"], waits)
         if p["inbox_thread"] is not None:
             self._set_inbox(p["inbox_thread"], waits)
-        requeued = (self.runs[r] for r in p["requeue"] or () if r in self.runs)
-        _set(_where(requeued, status="running"), status="queued")
         threads = p["threads"] or []
         leased = (self.threads[t] for t in threads if t in self.threads)
         _set(_where(leased, lease_holder=p["worker"]), **NO_LEASE)
@@ -285,6 +283,12 @@ class InMemoryConnector:
         return [
             {"thread_id": r["thread_id"], "run_id": r["run_id"], "ended": True} for r in ended
         ] + [{"thread_id": r["thread_id"], "run_id": r["run_id"], "ended": False} for r in nexts]
+
+    def requeue_runs(self, p: P) -> None:
+        # end_runs' epoch check, first: in Postgres its refusal rolls both back
+        self.check_epoch(p)
+        requeued = (self.runs[r] for r in p["requeue"] if r in self.runs)
+        _set(_where(requeued, status="running"), status="queued")
 
     def cancel_thread(self, p: P) -> list[Row]:
         made, runs = _order(self.runs[p["cancel_run"]]), self.active_runs_of_thread(p)

@@ -107,14 +107,23 @@ def deliver_writes(
             )
 
 
-def fenced_put(url: str, thread_id: str, parent_id: str, barrier: Any, results: Any) -> None:
-    """Try to advance ``thread_id`` from ``parent_id``; report the new id or 'conflict'."""
+def fenced_put(
+    url: str, thread_id: str, parent_id: str, barrier: Any, results: Any, pipelined: bool = False
+) -> None:
+    """Try to advance ``thread_id`` from ``parent_id``; report the new id or 'conflict'.
+    ``pipelined``: the put is kept and sent by a ``pipelined`` block's ``put_batch``
+    (relaxed), whose refusals are reported after the block instead of raised."""
     with psycopg.connect(url, autocommit=True) as conn:
         saver = PostgresSaver(conn)
         parent = saver.get_tuple(config(thread_id, checkpoint_id=parent_id))
         assert parent is not None
         checkpoint, versions = child(saver, parent.checkpoint, {"big": ["x" * 300, parent_id]})
         barrier.wait(timeout=30)
+        if pipelined:
+            with saver.pipelined(durable=False) as view:
+                view.put(parent.config, checkpoint, meta(1), versions, fenced=True)
+            results.put("conflict" if thread_id in view.refused else checkpoint["id"])
+            return
         try:
             saver.put(parent.config, checkpoint, meta(1), versions, fenced=True)
         except CheckpointConflict:

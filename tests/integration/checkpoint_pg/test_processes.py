@@ -61,7 +61,11 @@ def test_concurrent_put_writes_of_one_task_leave_one_row_set(pg_url: str) -> Non
         assert writes == [("a", who), ("b", who), ("c", [who] * 100)], task_id
 
 
-def test_fenced_puts_from_processes_one_winner(pg_url: str) -> None:
+@pytest.mark.parametrize("pipelined", [False, True], ids=["put", "put_batch"])
+def test_fenced_puts_from_processes_one_winner(pg_url: str, pipelined: bool) -> None:
+    """Racing fenced puts of the same parent: one wins, the others write nothing. Both
+    ways a put is stored: one put (graphruntime_put_checkpoint's fence, migration 2) and a
+    ``pipelined`` block's ``put_batch``, which fences its puts inline (migration 5)."""
     t = thread()
     with psycopg.connect(pg_url, autocommit=True) as conn:
         saver = PostgresSaver(conn)
@@ -71,7 +75,9 @@ def test_fenced_puts_from_processes_one_winner(pg_url: str) -> None:
     barrier = SPAWN.Barrier(n)
     results = SPAWN.Queue()
     procs = [
-        SPAWN.Process(target=helpers.fenced_put, args=(pg_url, t, root["id"], barrier, results))
+        SPAWN.Process(
+            target=helpers.fenced_put, args=(pg_url, t, root["id"], barrier, results, pipelined)
+        )
         for _ in range(n)
     ]
     for p in procs:

@@ -131,9 +131,31 @@ def _lease_holder(store: RunStore, thread: str) -> str | None:
 
 
 def test_a_rounds_end_is_one_statement_in_its_own_transaction(store: RunStore) -> None:
+    """Two runs end (one with its inbox) and a third thread is only freed: one statement,
+    no transaction around it (autocommit: the statement is its transaction, one round
+    trip, one durable commit)."""
+    a, run_a, epoch = _claimed(store)
+    b, run_b, _ = _claimed(store)
+    c, run_c, _ = _claimed(store)
+    recorded = _Recorded(store.db)
+    store.db = recorded
+    ends = [
+        RunEnd(run_a, a, "success", result={"ok": 1}, inbox=[]),
+        RunEnd(run_b, b, "interrupted", result={}, inbox=[_wait(b, run_b, "i1")]),
+    ]
+    released = store.finish_and_release_many(ends, worker="w", free=[c], epoch=epoch)
+    assert recorded.sent == [("session", False, ["end_runs"])]
+    # the run c's claim left running is its thread's next
+    assert released == [Released(True, None), Released(True, None), Released(False, run_c)]
+    store.db = recorded.db
+    assert [store.get_run(r).status for r in (run_a, run_b)] == ["success", "interrupted"]
+    assert [_lease_holder(store, t) for t in (a, b, c)] == [None, None, None]
+
+
+def test_a_rounds_end_that_queues_a_run_again_is_one_transaction(store: RunStore) -> None:
     """Two runs end (one with its inbox), a third thread is only freed and a claimed run
-    is queued again: one statement, no transaction around it (autocommit: the statement is
-    its transaction, one round trip, one durable commit)."""
+    is queued again: requeue_runs then end_runs, in one transaction sent at once (one
+    round trip, one durable commit); the run queued again is its thread's next."""
     a, run_a, epoch = _claimed(store)
     b, run_b, _ = _claimed(store)
     c, run_c, _ = _claimed(store)
@@ -147,7 +169,7 @@ def test_a_rounds_end_is_one_statement_in_its_own_transaction(store: RunStore) -
     released = store.finish_and_release_many(
         ends, worker="w", free=[c], requeue=[run_c], epoch=epoch
     )
-    assert recorded.sent == [("session", False, ["end_runs"])]
+    assert recorded.sent == [("batch", True, ["requeue_runs", "end_runs"])]
     assert released == [Released(True, next_of_a), Released(True, None), Released(False, run_c)]
     store.db = recorded.db
     assert store.get_run(run_a).status == "success"
@@ -222,10 +244,11 @@ def test_after_recovery_emptied_the_epoch_an_end_is_refused_and_a_claim_starts_a
 
 
 def test_an_end_finds_its_runs_by_run_id_on_its_generic_plan(fresh_db: str) -> None:
-    """The end's prepared (generic) plan reads graphruntime_runs by run id only, as the
-    tables' statistics show a long history and few live runs: a plan that scanned the
-    queued and running runs (and their versions not yet vacuumed) to join them with the
-    ends cost every end as much as the queue is long."""
+    """The end's prepared (generic) plans (end_runs, and requeue_runs before it) read
+    graphruntime_runs by run id only, as the tables' statistics show a long history and
+    few live runs: a plan that scanned the queued and running runs (and their versions
+    not yet vacuumed) to join them with the ends cost every end as much as the queue is
+    long."""
     pool = make_pool(fresh_db)
     try:
         store = PostgresRunStore(pool, JsonSerializer())
@@ -239,26 +262,29 @@ def test_an_end_finds_its_runs_by_run_id_on_its_generic_plan(fresh_db: str) -> N
                 " 'success', 'input', 'json', '\\x00' FROM generate_series(1, 5000) AS n"
             )
             conn.execute("ANALYZE graphruntime_runs")
-            row = conn.execute(
-                "EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + _numbered(query("end_runs"))
-            ).fetchone()
+            plans = {
+                name: conn.execute(
+                    "EXPLAIN (GENERIC_PLAN, FORMAT JSON) " + _numbered(query(name))
+                ).fetchone()
+                for name in ("end_runs", "requeue_runs")
+            }
     finally:
         pool.close()
-    assert row is not None
-    plan = row["QUERY PLAN"]
-    reads = [  # how graphruntime_runs is read: the index, or None for the whole table
-        node.get("Index Name")
-        for node in _nodes(plan[0]["Plan"])
-        if (
-            node.get("Relation Name") == "graphruntime_runs"
-            and node["Node Type"] in ("Seq Scan", "Index Scan", "Index Only Scan")
-        )
-        or (
-            str(node.get("Index Name", "")).startswith("graphruntime_runs_")
-            and node["Node Type"] == "Bitmap Index Scan"
-        )
-    ]
-    assert reads == ["graphruntime_runs_pkey"] * 2, reads  # the ends, the runs queued again
+    for name, row in plans.items():
+        assert row is not None
+        reads = [  # how graphruntime_runs is read: the index, or None for the whole table
+            node.get("Index Name")
+            for node in _nodes(row["QUERY PLAN"][0]["Plan"])
+            if (
+                node.get("Relation Name") == "graphruntime_runs"
+                and node["Node Type"] in ("Seq Scan", "Index Scan", "Index Only Scan")
+            )
+            or (
+                str(node.get("Index Name", "")).startswith("graphruntime_runs_")
+                and node["Node Type"] == "Bitmap Index Scan"
+            )
+        ]
+        assert reads == ["graphruntime_runs_pkey"], (name, reads)
 
 
 def _numbered(text: str) -> str:
