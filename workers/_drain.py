@@ -258,6 +258,7 @@ def _drain(
             else:  # a resident's last look finds a run or two: advanced here, not sent again
                 failures += coordinate(ctx, _run_ids(claims), claims)
             return failures
+        kept[0] = -FLAG_TTL  # it goes on: listed again (lowering took it out) before it sleeps
 
 
 def _hand_back(ctx: WorkerContext, claims: Sequence[Claim], *, done: bool = True) -> None:

@@ -135,23 +135,23 @@ return 0
 # A job stops taking runs. KEYS: the live residents, the resident's own wake-up list (or
 # any key), then per graph its flag, shared wake-up list and sleepers; ARGV: the
 # resident's token ('' for a drainer). The flags and shared lists go only if no other
-# resident lives. 1: lowered.
+# resident lives. A resident leaving is no longer one (taken out of the live residents
+# here, not when it frees its keys after its last look): of two residents that leave at
+# once, the second to lower sees none left and lowers, and its last look takes what a
+# client queued while the flags were up. 1: lowered.
 _LOWER = (
     _NOW
     + """
 local n = (#KEYS - 2) / 3
 if ARGV[1] ~= '' then
   redis.call('del', KEYS[2])
+  redis.call('zrem', KEYS[1], ARGV[1])
   for i = 1, n do
     redis.call('zrem', KEYS[2 + 2 * n + i], ARGV[1])
   end
 end
 redis.call('zremrangebyscore', KEYS[1], '-inf', ms)
-local others = redis.call('zcard', KEYS[1])
-if ARGV[1] ~= '' and redis.call('zscore', KEYS[1], ARGV[1]) then
-  others = others - 1
-end
-if others > 0 then
+if redis.call('zcard', KEYS[1]) > 0 then
   return 0
 end
 for i = 1, 2 * n do

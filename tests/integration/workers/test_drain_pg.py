@@ -478,6 +478,26 @@ def test_the_flag_stays_up_while_another_resident_lives(drained: Drained) -> Non
     assert redis.llen(one.wake_key("chain")) == 0
 
 
+def test_of_two_residents_that_leave_at_once_the_second_lowers_the_flag(
+    drained: Drained,
+) -> None:
+    """Both lower before either frees its keys (each then takes its last look): the second
+    sees no resident left, so the flag goes down and a client sends its message. Were it
+    left up, a client would leave a wake-up nobody takes, and its run would wait for the
+    sweeper."""
+    redis, queue = drained.flag.redis, drained.flag.queue
+    one, two = (DrainFlag(redis, queue, f"w@{host}", host) for host in ("a", "b"))
+    assert one.hold("one")
+    assert two.hold("two")
+    one.raise_(["chain"])
+    assert one.lower(["chain"], "one") is False  # "two" lives yet
+    assert two.lower(["chain"], "two") is True  # "one" is leaving: no resident is left
+    assert not drained.flag_up()
+    assert not one.wake("chain")  # a client now sends its run's message
+    one.free("one")
+    two.free("two")
+
+
 def test_a_dead_residents_entry_does_not_keep_the_flag_up(drained: Drained) -> None:
     redis = drained.flag.redis
     redis.zadd(drained.flag.residents_key(), {"killed": 1})  # its time ran out long ago
