@@ -34,6 +34,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -304,18 +305,35 @@ def alternate_clusters(
 ) -> list[Rounds]:
     """:func:`alternate` over clusters of ``workers`` each, one cluster up at a time (they
     share the queues): each round starts and warms its cluster again."""
-    out = [Rounds() for _ in workers]
-    for r in range(rounds):
-        share = n // rounds + (1 if r < n % rounds else 0)
-        order = list(range(len(workers)))
-        for i in order if r % 2 == 0 else order[::-1]:
-            with graphruntime_side(env, 8, workers[i], warm) as run:
-                side = run(_ids(share, f"r{r}"))
-            out[i].rounds.append(side)
-            log(f"  round {r + 1}/{rounds}: {_gr_line(side, 8, workers[i])}")
-    for rs, w in zip(out, workers, strict=True):
-        log(f"  all rounds: {_gr_line(rs.total, 8, w)}")
-    return out
+
+    def cluster(size: int) -> Driver:
+        def run(ids: Sequence[str]) -> Side:
+            with graphruntime_side(env, 8, size, warm) as in_cluster:
+                return in_cluster(ids)
+
+        return run
+
+    lines = [partial(_gr_line, clients=8, workers=w) for w in workers]
+    return alternate([cluster(w) for w in workers], n, rounds, log, lines)
+
+
+def phase(
+    env: Env, clients: int, n: int, rounds: int, warm: int, log: Any, *, lg: bool
+) -> tuple[Rounds, Rounds | None]:
+    """One phase on 2 workers against LangGraph (unless not ``lg``): each side warmed,
+    then :func:`alternate`; graphruntime's rounds and LangGraph's."""
+    with (
+        graphruntime_side(env, clients, 2, warm) as gr_run,
+        langgraph_side(env, clients, warm) if lg else nullcontext(None) as lg_run,
+    ):
+        both = alternate(
+            [gr_run] if lg_run is None else [gr_run, lg_run],
+            n,
+            rounds,
+            log,
+            [partial(_gr_line, clients=clients, workers=2), partial(_lg_line, clients=clients)],
+        )
+    return both[0], both[1] if lg_run is not None else None
 
 
 def _cfg(thread_id: str) -> dict[str, Any]:
@@ -501,9 +519,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "thread, into DIR; printed only",
     )
     args = parser.parse_args(argv)
-    if args.rounds < 1 or args.warm < 0:
-        parser.error("--rounds must be at least 1 and --warm at least 0")
     n = args.threads if args.threads is not None else (100 if args.quick else 2000)
+    if args.rounds < 1 or args.warm < 0 or n // 4 < args.rounds:
+        parser.error(
+            "--rounds must be at least 1 and at most a quarter of --threads (the latency "
+            "phase's threads), --warm at least 0"
+        )
     phases = set(args.only or ["concurrent", "latency", "scaling"])
     write = not (args.no_write or args.quick or args.no_langgraph or args.only or args.profile)
 
@@ -541,33 +562,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             lg = not args.no_langgraph
             if "concurrent" in phases:
                 log(f"concurrent: {n} threads, 8 client threads, {rounds} rounds ...")
-                with (
-                    graphruntime_side(env, 8, 2, warm) as gr_run,
-                    langgraph_side(env, 8, warm) if lg else nullcontext(None) as lg_run,
-                ):
-                    both = alternate(
-                        [gr_run] if lg_run is None else [gr_run, lg_run],
-                        n,
-                        rounds,
-                        log,
-                        [lambda s: _gr_line(s, 8, 2), lambda s: _lg_line(s, 8)],
-                    )
-                f.gr, f.lg = both[0], both[1] if lg else None
+                f.gr, f.lg = phase(env, 8, n, rounds, warm, log, lg=lg)
             if "latency" in phases:
                 log(f"latency: {one} threads, 1 client thread, {rounds} rounds ...")
-                few = min(warm, one)
-                with (
-                    graphruntime_side(env, 1, 2, few) as gr_run,
-                    langgraph_side(env, 1, few) if lg else nullcontext(None) as lg_run,
-                ):
-                    both = alternate(
-                        [gr_run] if lg_run is None else [gr_run, lg_run],
-                        one,
-                        rounds,
-                        log,
-                        [lambda s: _gr_line(s, 1, 2), lambda s: _lg_line(s, 1)],
-                    )
-                f.gr_one, f.lg_one = both[0], both[1] if lg else None
+                f.gr_one, f.lg_one = phase(env, 1, one, rounds, min(warm, one), log, lg=lg)
             if "scaling" in phases:
                 log(f"scaling: {n} threads, 8 client threads, 2 vs 4 workers, {rounds} rounds ...")
                 f.gr_two, f.gr_four = alternate_clusters(env, n, rounds, warm, [2, 4], log)

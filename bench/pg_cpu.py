@@ -115,31 +115,29 @@ class StatementMeter:
         orig_exec = psycopg.Cursor.execute
         orig_many = psycopg.Cursor.executemany
 
+        def timed(cur: Any, name: str, call: Callable[[], Any]) -> Any:
+            """``call()``, its backend's on-CPU time counted under ``name``."""
+            pid = cur.connection.info.backend_pid
+            t0 = _oncpu(pid)
+            try:
+                return call()
+            finally:
+                meter.ns[name] += _oncpu(pid) - t0
+                meter.count[name] += 1
+
         def execute(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
             if not meter.on or self.connection._pipeline is not None:
                 return orig_exec(self, query, params, **kw)
-            pid = self.connection.info.backend_pid
-            t0 = _oncpu(pid)
-            try:
-                return orig_exec(self, query, params, **kw)
-            finally:
-                name = _name_of(query, meter.names)
-                meter.ns[name] += _oncpu(pid) - t0
-                meter.count[name] += 1
-                if len(meter.samples[name]) < 2:
-                    meter.samples[name].append(params)
+            name = _name_of(query, meter.names)
+            if len(meter.samples[name]) < 2:
+                meter.samples[name].append(params)
+            return timed(self, name, lambda: orig_exec(self, query, params, **kw))
 
         def executemany(self: Any, query: Any, params: Any, **kw: Any) -> Any:
             if not meter.on:
                 return orig_many(self, query, params, **kw)
-            pid = self.connection.info.backend_pid
-            t0 = _oncpu(pid)
-            try:
-                return orig_many(self, query, params, **kw)
-            finally:
-                name = "many:" + _name_of(query, meter.names)
-                meter.ns[name] += _oncpu(pid) - t0
-                meter.count[name] += 1
+            name = "many:" + _name_of(query, meter.names)
+            return timed(self, name, lambda: orig_many(self, query, params, **kw))
 
         psycopg.Cursor.execute = execute  # type: ignore[method-assign]
         psycopg.Cursor.executemany = executemany  # type: ignore[method-assign,assignment]

@@ -10,7 +10,6 @@ Every statement runs on a binary cursor with ``dict_row`` rows (bytea arrives as
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Generator, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from typing import Any, Literal, NamedTuple, TypeAlias, TypeVar
@@ -19,6 +18,7 @@ from psycopg import AsyncConnection, AsyncCursor, Capabilities, Connection, Curs
 from psycopg.rows import DictRow, dict_row
 
 from checkpoint_pg._queries import ASYNC_COMMIT
+from checkpoint_pg.cursors import kept_cursor
 
 __all__ = ("Batch", "Fetch", "Many", "Op", "Request", "Stmt", "arun", "run", "single")
 
@@ -117,34 +117,13 @@ async def _afetch(cur: AsyncCursor[DictRow], fetch: Fetch) -> Any:
     return None
 
 
-def _kept_cursor(conn: Connection[Any], binary: bool) -> Cursor[DictRow]:
-    """A ``dict_row`` cursor of ``conn`` for this thread, kept on the connection for its
-    next statements: making one per statement costs a hot statement about a fifth of
-    its CPU (the cursor, its adapters' lookups). One per thread: a connection shared by
-    a saver and a store serves threads whose statements may interleave. It holds its
-    last result until its next statement, and goes with the connection (a cursor
-    refers to its connection: a cache beside them would keep closed ones alive)."""
-    kept: dict[tuple[int, bool], Cursor[DictRow]] | None = getattr(conn, _KEPT, None)
-    if kept is None:
-        kept = {}
-        setattr(conn, _KEPT, kept)
-    key = (threading.get_ident(), binary)
-    cur = kept.get(key)
-    if cur is None or cur.closed:
-        cur = kept[key] = conn.cursor(binary=binary, row_factory=dict_row)
-    return cur
-
-
-_KEPT = "_checkpoint_pg_cursors"
-
-
 def _execute(conn: Connection[Any], request: Request) -> Any:
     if isinstance(request, Stmt):
         if conn.pgconn.pipeline_status:  # a cursor whose results come later: its own
             with conn.cursor(binary=request.binary, row_factory=dict_row) as cur:
                 cur.execute(request.query, request.params, prepare=_prepare(conn, request))
                 return _fetch(cur, request.fetch)
-        cur = _kept_cursor(conn, request.binary)
+        cur = kept_cursor(conn, binary=request.binary)
         cur.execute(request.query, request.params, prepare=_prepare(conn, request))
         return _fetch(cur, request.fetch)
     if isinstance(request, Many):

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 import json
 import os
 import socket
@@ -33,7 +32,7 @@ from typing import Any
 from redis.exceptions import NoScriptError, ResponseError
 
 from workers._drain_flag import _WAKE, DrainFlag
-from workers._redis_raw import command as _command
+from workers._redis_raw import Script, connect
 
 TASK = "graphruntime.coordinate"
 
@@ -150,8 +149,9 @@ class WakeOrPush:
     flag is up; a sleeping resident is woken), nothing more; otherwise the run's
     coordinator message is pushed (see workers/_drain.py for why the order is safe).
 
-    The script goes by ``EVALSHA`` on connections of this object's own (made by the
-    broker's redis-py pool, with its settings), one per calling thread at a time:
+    The script goes by ``EVALSHA`` on connections of this object's own (with the broker's
+    redis-py pool settings, and a read timeout: :func:`~workers._redis_raw.connect`),
+    one per calling thread at a time:
     redis-py's command path (the pool's checkout and checks, retries, instrumentation)
     costs a client three times the round trip itself, on every run. Any error is raised:
     the caller then sends the message as without this. An error reply from Redis (a
@@ -162,8 +162,8 @@ class WakeOrPush:
     def __init__(self, redis: Any, flag: DrainFlag) -> None:
         self.flag = flag
         self.queue = flag.queue
-        self._pool = redis.connection_pool
-        self._sha = hashlib.sha1(_WAKE_OR_PUSH.encode()).hexdigest().encode()  # its id
+        self._redis = redis
+        self._script = Script(_WAKE_OR_PUSH)
         self._idle: SimpleQueue[Any] = SimpleQueue()
         self._pid = os.getpid()
         self._closed = False
@@ -175,24 +175,18 @@ class WakeOrPush:
             self._idle, self._pid = SimpleQueue(), pid
         keys, args = self.flag.wake_call(graph)
         message = envelope(kwargs, self.queue, origin=f"gen{pid}@{_HOST}")
-        call = (
-            b"%d" % (len(keys) + 1),
-            *(key.encode() for key in keys),
-            self.queue.encode(),
-            *(str(arg).encode() for arg in args),
-            message,
-        )
+        keys_b = [*(key.encode() for key in keys), self.queue.encode()]
+        args_b = [*(str(arg).encode() for arg in args), message]
         try:
             conn = self._idle.get_nowait()
         except Empty:
-            pool = self._pool
-            conn = pool.connection_class(**pool.connection_kwargs)
+            conn = connect(self._redis)
         try:
             try:
-                conn.send_packed_command([_command(b"EVALSHA", self._sha, *call)])
+                conn.send_packed_command([self._script.call(keys_b, args_b)])
                 drained = conn.read_response()
             except NoScriptError:  # a restarted or flushed Redis: load it with this call
-                conn.send_packed_command([_command(b"EVAL", _WAKE_OR_PUSH.encode(), *call)])
+                conn.send_packed_command([self._script.load(keys_b, args_b)])
                 drained = conn.read_response()
         except ResponseError:
             self._keep(conn)

@@ -16,7 +16,23 @@ from typing import Any
 
 from redis.exceptions import NoScriptError, ResponseError
 
-__all__ = ("OwnConnection", "Script", "command")
+__all__ = ("READ_TIMEOUT", "OwnConnection", "Script", "command", "connect")
+
+
+READ_TIMEOUT = 10.0
+"""Seconds a reply may take on a connection of one's own when the client's settings set no
+socket timeout: a resident's ``BLPOP`` waits 0.25 s, a submit's script a round trip; a
+half-open connection then raises instead of blocking its caller for ever."""
+
+
+def connect(redis: Any) -> Any:
+    """A new connection with ``redis``'s pool settings (a read timeout at least), not lent
+    by its pool."""
+    pool = redis.connection_pool
+    kwargs = dict(pool.connection_kwargs)
+    if kwargs.get("socket_timeout") is None:
+        kwargs["socket_timeout"] = READ_TIMEOUT
+    return pool.connection_class(**kwargs)
 
 
 def command(*args: bytes) -> bytes:
@@ -51,7 +67,7 @@ class OwnConnection:
     """
 
     def __init__(self, redis: Any) -> None:
-        self._pool = redis.connection_pool
+        self._redis = redis
         self._conn: Any = None
 
     def calls(self, commands: Sequence[bytes]) -> list[Any]:
@@ -60,8 +76,7 @@ class OwnConnection:
         ``ResponseError`` (:class:`~redis.exceptions.NoScriptError` for an unknown script)."""
         conn = self._conn
         if conn is None:
-            pool = self._pool
-            conn = self._conn = pool.connection_class(**pool.connection_kwargs)
+            conn = self._conn = connect(self._redis)
         replies: list[Any] = []
         try:
             conn.send_packed_command(list(commands))

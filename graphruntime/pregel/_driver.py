@@ -176,16 +176,10 @@ def _unperformed(loop: PregelLoop) -> tuple[list[SaverRequest], BaseCheckpointSa
 def perform_saves(loop: PregelLoop) -> None:
     """Perform the saver requests the loop made so far: hand them to the run's
     ``SaverIO``, or call the saver at once (see ``_saves.py``)."""
-    # _unperformed's lines, not a call to it: a sync run performs after every task
-    if not loop.outbox:
-        return
-    requests = loop.take_saves()
-    saver = loop.checkpointer
-    assert saver is not None, "a loop without a saver makes no saver requests"
-    if (io := loop.options.saver_io) is not None:
-        io.perform(saver, requests)
-    elif puts := perform_now(saver, requests):
-        loop.saves_performed(puts)
+    if (unperformed := _unperformed(loop)) is not None:
+        requests, saver = unperformed
+        if puts := perform_now(saver, requests):
+            loop.saves_performed(puts)
 
 
 async def aperform_saves(loop: PregelLoop) -> None:
@@ -239,11 +233,8 @@ def driving(
         yield from sink.drain()
         tasks = next(body)
         while True:
-            if loop.outbox:  # the step's checkpoint (and the one the next step starts at)
-                if is_async:
-                    yield Call(perform_saves, aperform_saves, loop)
-                else:
-                    perform_saves(loop)
+            # the step's checkpoint (and the one the next step starts at)
+            yield from _performed(loop, is_async)
             if sink.chunks:
                 yield from sink.drain()
             results: list[TaskResult] = []
@@ -257,11 +248,7 @@ def driving(
                     elif isinstance(item, TaskResult):
                         if not item.recorded:
                             loop.record(item.task, item.outcome)
-                            if loop.outbox:  # the task's writes
-                                if is_async:
-                                    yield Call(perform_saves, aperform_saves, loop)
-                                else:
-                                    perform_saves(loop)
+                            yield from _performed(loop, is_async)  # the task's writes
                         results.append(item)
                         if item.outcome is not None:
                             _submit_handler(loop, executor, item)
@@ -302,8 +289,8 @@ def _performed(loop: PregelLoop, is_async: bool) -> tuple[Request, ...]:
     """The saver requests the loop made so far: performed here in a sync run (as its
     shell would: nothing is left to yield), one request to await in an async one.
 
-    A tuple, not a generator: ``yield from`` it costs no frame. (After each step and
-    each task's result, :func:`driving` performs or yields them itself: a call less.)
+    A tuple, not a generator: ``yield from`` it costs no frame (:func:`driving` calls it
+    after every step and every task's result).
     """
     if not loop.outbox:
         return ()

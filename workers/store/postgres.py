@@ -21,6 +21,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from checkpoint_pg import is_connection_error, missing_schema
+from checkpoint_pg.cursors import kept_cursor
 from graphruntime.checkpoint import SerializerProtocol
 from workers._pinned_pool import PinnedPool
 from workers._sql import MIGRATIONS, query
@@ -49,7 +50,7 @@ class _Session:
         if conn.pgconn.pipeline_status:  # a cursor whose results come later: its own
             cur = conn.execute(query(name), params, prepare=prepare)
         else:
-            cur = _kept_cursor(conn)
+            cur = kept_cursor(conn)
             cur.execute(query(name), params, prepare=prepare)
         # rownumber is None for a result without rows (description would build columns)
         return cur.fetchall() if cur.rownumber is not None else []
@@ -70,20 +71,6 @@ class _Session:
             while cur.nextset():
                 out.append(cur.fetchall())
             return out
-
-
-def _kept_cursor(conn: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
-    """A cursor of ``conn`` (as ``conn.execute`` makes one), kept on it for its next
-    statements: making one per statement costs a hot statement about a fifth of its CPU.
-    It holds its last result until its next statement; it goes with the connection."""
-    cur: psycopg.Cursor[Any] | None = getattr(conn, _KEPT, None)
-    if cur is None or cur.closed:
-        cur = conn.cursor()
-        setattr(conn, _KEPT, cur)
-    return cur
-
-
-_KEPT = "_graphruntime_store_cursor"
 
 
 class PostgresConnector:

@@ -16,6 +16,7 @@ import pytest
 
 from workers import _celery_wire as celery_wire
 from workers._drain_flag import DrainFlag
+from workers._redis_raw import READ_TIMEOUT, Script
 from workers.app import CeleryBroker, create_app
 from workers.settings import Settings
 
@@ -180,8 +181,9 @@ def test_a_single_submit_whose_script_fails_sends_its_message_as_before(
 ) -> None:
     client = _client(broker, pg_url)
     assert client.wake_or_push is not None
-    monkeypatch.setattr(celery_wire, "_WAKE_OR_PUSH", "return redis.call('no_such_command')")
-    monkeypatch.setattr(client.wake_or_push, "_sha", b"0" * 40)  # not loaded: EVAL runs it
+    # a script Redis has not loaded (EVAL runs it) and refuses
+    failing = Script("return redis.call('no_such_command')")
+    monkeypatch.setattr(client.wake_or_push, "_script", failing)
     sent = _count_calls(broker, "send_coordinates")
     try:
         config: Any = {"configurable": {"thread_id": f"wire-{uuid.uuid4()}"}}
@@ -201,9 +203,29 @@ def test_wake_or_push_loads_its_script_again_after_a_flush(broker: CeleryBroker)
         broker.redis.script_flush()
         assert wake_or_push("g", {"run_id": "r2", "v": 1}) is False
         assert broker.redis.llen(flag.queue) == 2
-        assert broker.redis.script_exists(wake_or_push._sha.decode()) == [True]
+        assert broker.redis.script_exists(wake_or_push._script.sha.decode()) == [True]
     finally:
         wake_or_push.close()
+
+
+def test_connections_of_its_own_have_a_read_timeout(broker: CeleryBroker) -> None:
+    """The broker's client sets no socket timeout; the submit script's and a resident's
+    connections do, so a half-open connection raises instead of blocking for ever."""
+    assert broker.redis.connection_pool.connection_kwargs.get("socket_timeout") is None
+    flag = DrainFlag(broker.redis, broker.settings.coordinator_queue)
+    wake_or_push = celery_wire.WakeOrPush(broker.redis, flag)
+    try:
+        wake_or_push("g", {"run_id": "r1", "v": 1})
+        conn = wake_or_push._idle.get_nowait()
+        assert conn.socket_timeout == READ_TIMEOUT
+        wake_or_push._idle.put(conn)
+        assert flag.sleep(["g"], "a-resident", 0.01) == (False, False)
+        assert flag._own is not None
+        assert flag._own._conn.socket_timeout == READ_TIMEOUT
+    finally:
+        wake_or_push.close()
+        flag.close()
+        broker.redis.delete(flag.queue, flag.key("g"))
 
 
 def _client(broker: CeleryBroker, pg_url: str) -> Any:
